@@ -1,0 +1,38 @@
+# xpool — top-level entry points. See README.md.
+#   make deps   install missing Debian packages (idempotent)
+#   make build  release build in build/ (binary build/bin/xpool, libraries build/lib/)
+#   make test   deps + sanitizer build (ASan+UBSan) in build-asan/ + every test through ctest
+#   make bench  release build + benchmarks
+#   make up     build, then start xpool on this machine
+JOBS ?= $(shell nproc)
+CMAKE_GEN := -G Ninja
+XPOOL_TRACE_DIR ?= $(abspath ../shared/data/traces)
+export XPOOL_TRACE_DIR
+
+.PHONY: deps build build-asan test bench up clean format
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B build $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release
+	cmake --build build -j $(JOBS)
+
+build-asan: deps
+	cmake -S . -B build-asan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Asan
+	cmake --build build-asan -j $(JOBS)
+
+test: build-asan
+	cd build-asan && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	build/bin/xpool_bench --benchmark_counters_tabular=true
+
+up: build
+	build/bin/xpool up
+
+clean:
+	rm -rf build build-asan
+
+format:
+	git ls-files '*.h' '*.cc' | xargs clang-format -i

@@ -1,0 +1,43 @@
+# Helpers that keep every component's CMakeLists.txt a few lines long.
+#
+#   xpool_library(NAME name SRCS a.cc b.cc DEPS other_lib ...)
+#       -> static library target `xpool_<name>`, includes written from src/.
+#   xpool_test(NAME name SRCS a_test.cc DEPS xpool_<name> ...)
+#       -> gtest executable registered with ctest (label = folder name).
+#   xpool_bench(NAME name SRCS a_bench.cc DEPS ...)
+#       -> Google Benchmark executable (only when the package is found).
+
+function(xpool_library)
+  cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
+  add_library(xpool_${ARG_NAME} STATIC ${ARG_SRCS})
+  target_include_directories(xpool_${ARG_NAME} PUBLIC ${CMAKE_SOURCE_DIR}/src)
+  target_link_libraries(xpool_${ARG_NAME} PUBLIC ${ARG_DEPS})
+endfunction()
+
+function(xpool_test)
+  cmake_parse_arguments(ARG "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
+  add_executable(${ARG_NAME} ${ARG_SRCS})
+  set_target_properties(${ARG_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  target_include_directories(${ARG_NAME} PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main Threads::Threads)
+  add_test(NAME ${ARG_NAME} COMMAND ${ARG_NAME})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  set_tests_properties(${ARG_NAME} PROPERTIES TIMEOUT ${ARG_TIMEOUT}
+    ENVIRONMENT "XPOOL_SOURCE_DIR=${CMAKE_SOURCE_DIR};XPOOL_BINARY_DIR=${CMAKE_BINARY_DIR}")
+  if(ARG_LABELS)
+    set_tests_properties(${ARG_NAME} PROPERTIES LABELS "${ARG_LABELS}")
+  endif()
+endfunction()
+
+function(xpool_bench)
+  cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
+  if(NOT benchmark_FOUND)
+    message(STATUS "Google Benchmark not found: skipping ${ARG_NAME}")
+    return()
+  endif()
+  add_executable(${ARG_NAME} ${ARG_SRCS})
+  target_include_directories(${ARG_NAME} PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} benchmark::benchmark Threads::Threads)
+endfunction()

@@ -1,0 +1,232 @@
+#include "model/cluster_state.h"
+
+#include <utility>
+
+namespace xpool {
+namespace {
+
+std::string DeviceWhere(const Node& node, int device) {
+  return "node " + node.name + " device " + std::to_string(device);
+}
+
+}  // namespace
+
+Result<int> ClusterState::AddNode(Node node) {
+  RETURN_IF_ERROR(ValidateNode(node));
+  if (index_by_name_.count(node.name) != 0) return AlreadyExistsError("node " + node.name + " already exists");
+  const int index = node_count();
+  NodeUsage usage;
+  usage.devices.resize(node.devices.size());
+  totals_.cpu_capacity_milli += node.cpu_milli;
+  for (const Device& d : node.devices) {
+    ++totals_.device_count;
+    totals_.device_compute_capacity_milli += d.compute_milli;
+    totals_.device_memory_capacity_mib += d.memory_mib;
+  }
+  index_by_name_.emplace(node.name, index);
+  nodes_.push_back(std::move(node));
+  usage_.push_back(std::move(usage));
+  return index;
+}
+
+Status ClusterState::UpdateNode(int index, Node node) {
+  if (index < 0 || index >= node_count()) return NotFoundError("node index " + std::to_string(index));
+  RETURN_IF_ERROR(ValidateNode(node));
+  Node& old = nodes_[index];
+  if (node.name != old.name) return InvalidArgumentError("node " + old.name + " cannot be renamed");
+  if (node.devices.size() != old.devices.size()) {
+    return FailedPreconditionError("node " + old.name + " cannot change its device count while in use");
+  }
+  const NodeUsage& u = usage_[index];
+  if (node.cpu_milli < u.cpu_milli || node.memory_mib < u.memory_mib) {
+    return FailedPreconditionError("node " + old.name + " would have less capacity than is allocated");
+  }
+  for (size_t d = 0; d < node.devices.size(); ++d) {
+    if (node.devices[d].memory_mib < u.devices[d].memory_mib ||
+        node.devices[d].compute_milli < u.devices[d].compute_milli) {
+      return FailedPreconditionError(DeviceWhere(old, static_cast<int>(d)) +
+                                     " would have less capacity than is allocated");
+    }
+  }
+  totals_.cpu_capacity_milli += node.cpu_milli - old.cpu_milli;
+  for (size_t d = 0; d < node.devices.size(); ++d) {
+    totals_.device_compute_capacity_milli += node.devices[d].compute_milli - old.devices[d].compute_milli;
+    totals_.device_memory_capacity_mib += node.devices[d].memory_mib - old.devices[d].memory_mib;
+  }
+  old = std::move(node);
+  Bump(index);
+  return Status::Ok();
+}
+
+Status ClusterState::SetNodeReady(int index, bool ready) {
+  if (index < 0 || index >= node_count()) return NotFoundError("node index " + std::to_string(index));
+  nodes_[index].ready = ready;
+  Bump(index);
+  return Status::Ok();
+}
+
+Status ClusterState::SetNodeCordoned(int index, bool cordoned) {
+  if (index < 0 || index >= node_count()) return NotFoundError("node index " + std::to_string(index));
+  nodes_[index].cordoned = cordoned;
+  Bump(index);
+  return Status::Ok();
+}
+
+Status ClusterState::SetDeviceHealthy(int index, int device, bool healthy) {
+  if (index < 0 || index >= node_count()) return NotFoundError("node index " + std::to_string(index));
+  if (device < 0 || device >= static_cast<int>(nodes_[index].devices.size())) {
+    return NotFoundError(DeviceWhere(nodes_[index], device));
+  }
+  nodes_[index].devices[device].healthy = healthy;
+  Bump(index);
+  return Status::Ok();
+}
+
+int ClusterState::FindNode(std::string_view name) const {
+  auto it = index_by_name_.find(std::string(name));
+  return it == index_by_name_.end() ? -1 : it->second;
+}
+
+Status ClusterState::CheckAllocationShape(const Allocation& a) const {
+  if (a.node < 0 || a.node >= node_count()) {
+    return InvalidArgumentError("allocation names unknown node index " + std::to_string(a.node));
+  }
+  if (a.cpu_milli < 0 || a.memory_mib < 0) return InvalidArgumentError("allocation has negative amounts");
+  const Node& node = nodes_[a.node];
+  for (size_t i = 0; i < a.devices.size(); ++i) {
+    const DeviceGrant& g = a.devices[i];
+    if (g.device < 0 || g.device >= static_cast<int>(node.devices.size())) {
+      return InvalidArgumentError("allocation names unknown " + DeviceWhere(node, g.device));
+    }
+    if (g.memory_mib < 0 || g.compute_milli < 0) {
+      return InvalidArgumentError("allocation has negative amounts on " + DeviceWhere(node, g.device));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (a.devices[j].device == g.device) {
+        return InvalidArgumentError("allocation names " + DeviceWhere(node, g.device) + " twice");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status ClusterState::Apply(const Allocation& a) {
+  RETURN_IF_ERROR(CheckAllocationShape(a));
+  const Node& node = nodes_[a.node];
+  NodeUsage& u = usage_[a.node];
+  if (u.cpu_milli + a.cpu_milli > node.cpu_milli) {
+    return ResourceExhaustedError("node " + node.name + ": not enough cpu");
+  }
+  if (u.memory_mib + a.memory_mib > node.memory_mib) {
+    return ResourceExhaustedError("node " + node.name + ": not enough memory");
+  }
+  for (const DeviceGrant& g : a.devices) {
+    const Device& d = node.devices[g.device];
+    const DeviceUsage& du = u.devices[g.device];
+    if (du.memory_mib + g.memory_mib > d.memory_mib) {
+      return ResourceExhaustedError(DeviceWhere(node, g.device) + ": not enough device memory");
+    }
+    if (du.compute_milli + g.compute_milli > d.compute_milli) {
+      return ResourceExhaustedError(DeviceWhere(node, g.device) + ": not enough device compute");
+    }
+    if (du.sharers + 1 > d.max_sharers) {
+      return ResourceExhaustedError(DeviceWhere(node, g.device) + ": too many tasks share it");
+    }
+    if (du.exclusive || (g.compute_milli >= d.compute_milli && du.sharers > 0)) {
+      return ResourceExhaustedError(DeviceWhere(node, g.device) + ": held exclusively");
+    }
+  }
+  u.cpu_milli += a.cpu_milli;
+  u.memory_mib += a.memory_mib;
+  totals_.cpu_allocated_milli += a.cpu_milli;
+  for (const DeviceGrant& g : a.devices) {
+    DeviceUsage& du = u.devices[g.device];
+    du.memory_mib += g.memory_mib;
+    du.compute_milli += g.compute_milli;
+    du.sharers += 1;
+    du.exclusive = g.compute_milli >= node.devices[g.device].compute_milli;
+    totals_.device_compute_allocated_milli += g.compute_milli;
+    totals_.device_memory_allocated_mib += g.memory_mib;
+  }
+  Bump(a.node);
+  return Status::Ok();
+}
+
+Status ClusterState::Release(const Allocation& a) {
+  RETURN_IF_ERROR(CheckAllocationShape(a));
+  const Node& node = nodes_[a.node];
+  NodeUsage& u = usage_[a.node];
+  if (u.cpu_milli < a.cpu_milli || u.memory_mib < a.memory_mib) {
+    return FailedPreconditionError("node " + node.name + ": releasing more than is allocated");
+  }
+  for (const DeviceGrant& g : a.devices) {
+    const DeviceUsage& du = u.devices[g.device];
+    if (du.memory_mib < g.memory_mib || du.compute_milli < g.compute_milli || du.sharers < 1) {
+      return FailedPreconditionError(DeviceWhere(node, g.device) + ": releasing more than is allocated");
+    }
+  }
+  u.cpu_milli -= a.cpu_milli;
+  u.memory_mib -= a.memory_mib;
+  totals_.cpu_allocated_milli -= a.cpu_milli;
+  for (const DeviceGrant& g : a.devices) {
+    DeviceUsage& du = u.devices[g.device];
+    du.memory_mib -= g.memory_mib;
+    du.compute_milli -= g.compute_milli;
+    du.sharers -= 1;
+    if (g.compute_milli >= node.devices[g.device].compute_milli) du.exclusive = false;
+    totals_.device_compute_allocated_milli -= g.compute_milli;
+    totals_.device_memory_allocated_mib -= g.memory_mib;
+  }
+  Bump(a.node);
+  return Status::Ok();
+}
+
+Status ClusterState::CheckInvariants() const {
+  ClusterTotals sums;
+  for (int n = 0; n < node_count(); ++n) {
+    const Node& node = nodes_[n];
+    const NodeUsage& u = usage_[n];
+    if (u.cpu_milli < 0 || u.cpu_milli > node.cpu_milli) {
+      return InternalError("node " + node.name + ": cpu usage out of range");
+    }
+    if (u.memory_mib < 0 || u.memory_mib > node.memory_mib) {
+      return InternalError("node " + node.name + ": memory usage out of range");
+    }
+    if (u.devices.size() != node.devices.size()) return InternalError("node " + node.name + ": device count");
+    sums.cpu_capacity_milli += node.cpu_milli;
+    sums.cpu_allocated_milli += u.cpu_milli;
+    for (size_t d = 0; d < node.devices.size(); ++d) {
+      const Device& dev = node.devices[d];
+      const DeviceUsage& du = u.devices[d];
+      const std::string where = DeviceWhere(node, static_cast<int>(d));
+      if (du.memory_mib < 0 || du.memory_mib > dev.memory_mib) {
+        return InternalError(where + ": memory usage out of range");
+      }
+      if (du.compute_milli < 0 || du.compute_milli > dev.compute_milli) {
+        return InternalError(where + ": compute usage out of range");
+      }
+      if (du.sharers < 0 || du.sharers > dev.max_sharers) return InternalError(where + ": sharers out of range");
+      if (du.exclusive && du.sharers != 1) return InternalError(where + ": exclusive but shared");
+      if (du.sharers == 0 && (du.memory_mib != 0 || du.compute_milli != 0)) {
+        return InternalError(where + ": usage without a holder");
+      }
+      ++sums.device_count;
+      sums.device_compute_capacity_milli += dev.compute_milli;
+      sums.device_compute_allocated_milli += du.compute_milli;
+      sums.device_memory_capacity_mib += dev.memory_mib;
+      sums.device_memory_allocated_mib += du.memory_mib;
+    }
+  }
+  const ClusterTotals& t = totals_;
+  if (sums.device_count != t.device_count || sums.cpu_capacity_milli != t.cpu_capacity_milli ||
+      sums.cpu_allocated_milli != t.cpu_allocated_milli ||
+      sums.device_compute_capacity_milli != t.device_compute_capacity_milli ||
+      sums.device_compute_allocated_milli != t.device_compute_allocated_milli ||
+      sums.device_memory_capacity_mib != t.device_memory_capacity_mib ||
+      sums.device_memory_allocated_mib != t.device_memory_allocated_mib) {
+    return InternalError("cluster totals do not match the per-node sums");
+  }
+  return Status::Ok();
+}
+
+}  // namespace xpool

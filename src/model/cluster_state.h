@@ -1,0 +1,92 @@
+#pragma once
+// ClusterState: every node's capacity and what is allocated on it, per node and per device.
+//
+// Apply/Release of an Allocation cost time proportional to the devices it touches (no rebuild). Each node has a
+// generation counter, bumped whenever its usage or condition changes, so schedulers can cache per-node results.
+// Owned by whoever schedules (the server's loop, a simulator run); not thread-safe: callers serialise access.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "model/device.h"
+#include "model/task_request.h"
+
+namespace xpool {
+
+struct DeviceUsage {
+  int64_t memory_mib = 0;
+  int64_t compute_milli = 0;
+  int sharers = 0;  // tasks holding a grant on this device
+  bool exclusive = false;  // held whole by one task (a grant of all its compute)
+};
+
+struct NodeUsage {
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  uint64_t generation = 0;
+  std::vector<DeviceUsage> devices;
+};
+
+// Cluster-wide sums, kept incrementally.
+struct ClusterTotals {
+  int64_t device_count = 0;
+  int64_t device_compute_capacity_milli = 0;
+  int64_t device_compute_allocated_milli = 0;
+  int64_t device_memory_capacity_mib = 0;
+  int64_t device_memory_allocated_mib = 0;
+  int64_t cpu_capacity_milli = 0;
+  int64_t cpu_allocated_milli = 0;
+};
+
+class ClusterState {
+ public:
+  ClusterState() = default;
+
+  // Adds a node (validated); its name must be new. Returns its index, stable for the state's lifetime.
+  Result<int> AddNode(Node node);
+  // Replaces a node's description keeping its usage; the device list must keep its length.
+  Status UpdateNode(int index, Node node);
+  Status SetNodeReady(int index, bool ready);
+  Status SetNodeCordoned(int index, bool cordoned);
+  Status SetDeviceHealthy(int index, int device, bool healthy);
+
+  int node_count() const { return static_cast<int>(nodes_.size()); }
+  const Node& node(int index) const { return nodes_[index]; }
+  const NodeUsage& usage(int index) const { return usage_[index]; }
+  uint64_t generation(int index) const { return usage_[index].generation; }
+  // -1 when unknown.
+  int FindNode(std::string_view name) const;
+  const ClusterTotals& totals() const { return totals_; }
+
+  int64_t FreeCpu(int node) const { return nodes_[node].cpu_milli - usage_[node].cpu_milli; }
+  int64_t FreeMemory(int node) const { return nodes_[node].memory_mib - usage_[node].memory_mib; }
+  int64_t FreeDeviceMemory(int node, int device) const {
+    return nodes_[node].devices[device].memory_mib - usage_[node].devices[device].memory_mib;
+  }
+  int64_t FreeDeviceCompute(int node, int device) const {
+    return nodes_[node].devices[device].compute_milli - usage_[node].devices[device].compute_milli;
+  }
+
+  // Books an allocation. Checks every capacity first and changes nothing when one would be exceeded
+  // (ResourceExhausted) or the allocation names an unknown node/device (InvalidArgument).
+  Status Apply(const Allocation& allocation);
+  // Returns what Apply booked. Refuses (FailedPrecondition) to release more than is booked.
+  Status Release(const Allocation& allocation);
+
+  // Verifies usage never exceeds capacity and is never negative, and the totals match the per-node sums.
+  Status CheckInvariants() const;
+
+ private:
+  Status CheckAllocationShape(const Allocation& allocation) const;
+  void Bump(int node) { ++usage_[node].generation; }
+
+  std::vector<Node> nodes_;
+  std::vector<NodeUsage> usage_;
+  std::unordered_map<std::string, int> index_by_name_;
+  ClusterTotals totals_;
+};
+
+}  // namespace xpool

@@ -1,0 +1,101 @@
+#include "model/cluster_state.h"
+
+#include <gtest/gtest.h>
+
+#include "model/node_builder.h"
+
+namespace xpool {
+namespace {
+
+Allocation Grant(int node, int64_t cpu, std::vector<DeviceGrant> devices) {
+  Allocation a;
+  a.node = node;
+  a.cpu_milli = cpu;
+  a.devices = std::move(devices);
+  return a;
+}
+
+TEST(ClusterStateTest, AddNodeRejectsDuplicatesAndBadNodes) {
+  ClusterState s;
+  EXPECT_EQ(*s.AddNode(MakeNode("a").WithGpus(2, "T4", 15360).Build()), 0);
+  EXPECT_EQ(s.AddNode(MakeNode("a").Build()).status().code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(s.AddNode(MakeNode("").Build()).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.FindNode("a"), 0);
+  EXPECT_EQ(s.FindNode("b"), -1);
+  EXPECT_EQ(s.totals().device_count, 2);
+  EXPECT_EQ(s.totals().device_compute_capacity_milli, 2000);
+}
+
+TEST(ClusterStateTest, ApplyAndReleaseTrackUsage) {
+  ClusterState s;
+  ASSERT_TRUE(s.AddNode(MakeNode("a").WithCpu(8000).WithGpus(2, "T4", 16000).Build()).ok());
+  const uint64_t gen = s.generation(0);
+  Allocation a = Grant(0, 2000, {{0, 8000, 500}});
+  ASSERT_TRUE(s.Apply(a).ok());
+  EXPECT_GT(s.generation(0), gen);
+  EXPECT_EQ(s.FreeCpu(0), 6000);
+  EXPECT_EQ(s.FreeDeviceMemory(0, 0), 8000);
+  EXPECT_EQ(s.FreeDeviceCompute(0, 0), 500);
+  EXPECT_EQ(s.usage(0).devices[0].sharers, 1);
+  EXPECT_EQ(s.totals().device_compute_allocated_milli, 500);
+  ASSERT_TRUE(s.Release(a).ok());
+  EXPECT_EQ(s.FreeCpu(0), 8000);
+  EXPECT_EQ(s.totals().device_compute_allocated_milli, 0);
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+TEST(ClusterStateTest, ApplyIsAllOrNothing) {
+  ClusterState s;
+  ASSERT_TRUE(s.AddNode(MakeNode("a").WithCpu(8000).WithGpus(2, "T4", 16000).Build()).ok());
+  ASSERT_TRUE(s.Apply(Grant(0, 0, {{1, 0, 800}})).ok());
+  // Device 0 fits, device 1 lacks compute: nothing may change.
+  Status st = s.Apply(Grant(0, 1000, {{0, 100, 300}, {1, 100, 300}}));
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(st.message().find("compute"), std::string::npos);
+  EXPECT_EQ(s.FreeCpu(0), 8000);
+  EXPECT_EQ(s.FreeDeviceMemory(0, 0), 16000);
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+TEST(ClusterStateTest, ExclusiveGrantBlocksSharers) {
+  ClusterState s;
+  ASSERT_TRUE(s.AddNode(MakeNode("a").WithGpus(1, "A100", 40960).Build()).ok());
+  Allocation whole = Grant(0, 0, {{0, 0, 1000}});
+  ASSERT_TRUE(s.Apply(whole).ok());
+  EXPECT_EQ(s.Apply(Grant(0, 0, {{0, 0, 0}})).code(), StatusCode::kResourceExhausted);
+  ASSERT_TRUE(s.Release(whole).ok());
+  ASSERT_TRUE(s.Apply(Grant(0, 0, {{0, 0, 0}})).ok());
+  // A whole-device grant cannot join an existing sharer.
+  EXPECT_EQ(s.Apply(whole).code(), StatusCode::kResourceExhausted);
+}
+
+TEST(ClusterStateTest, MaxSharersEnforced) {
+  ClusterState s;
+  ASSERT_TRUE(s.AddNode(MakeNode("a").WithGpus(1, "A100", 40960).WithMaxSharers(2).Build()).ok());
+  ASSERT_TRUE(s.Apply(Grant(0, 0, {{0, 0, 100}})).ok());
+  ASSERT_TRUE(s.Apply(Grant(0, 0, {{0, 0, 100}})).ok());
+  EXPECT_EQ(s.Apply(Grant(0, 0, {{0, 0, 100}})).code(), StatusCode::kResourceExhausted);
+}
+
+TEST(ClusterStateTest, BadAllocationsRefused) {
+  ClusterState s;
+  ASSERT_TRUE(s.AddNode(MakeNode("a").WithGpus(1, "A100", 40960).Build()).ok());
+  EXPECT_EQ(s.Apply(Grant(3, 0, {})).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.Apply(Grant(0, 0, {{5, 0, 0}})).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.Apply(Grant(0, 0, {{0, 0, 0}, {0, 0, 0}})).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.Release(Grant(0, 10, {})).code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(ClusterStateTest, UpdateNodeKeepsUsageAndRefusesShrinkBelowIt) {
+  ClusterState s;
+  ASSERT_TRUE(s.AddNode(MakeNode("a").WithCpu(8000).WithGpus(1, "A100", 40960).Build()).ok());
+  ASSERT_TRUE(s.Apply(Grant(0, 4000, {})).ok());
+  EXPECT_EQ(s.UpdateNode(0, MakeNode("a").WithCpu(2000).WithGpus(1, "A100", 40960).Build()).code(),
+            StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(s.UpdateNode(0, MakeNode("a").WithCpu(16000).WithGpus(1, "A100", 40960).Build()).ok());
+  EXPECT_EQ(s.FreeCpu(0), 12000);
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+}  // namespace
+}  // namespace xpool

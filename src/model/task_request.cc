@@ -1,0 +1,31 @@
+#include "model/task_request.h"
+
+namespace xpool {
+
+Status ValidateTaskRequest(const TaskRequest& r) {
+  if (r.cpu_milli < 0) return InvalidArgumentError("cpu must not be negative");
+  if (r.memory_mib < 0) return InvalidArgumentError("memory must not be negative");
+  if (r.device_count < 0) return InvalidArgumentError("device count must not be negative");
+  if (r.device_memory_mib < 0) return InvalidArgumentError("device memory must not be negative");
+  if (r.device_memory_percent < 0 || r.device_memory_percent > 100) {
+    return InvalidArgumentError("device memory percentage must be 1..100");
+  }
+  if (r.device_memory_mib > 0 && r.device_memory_percent > 0) {
+    return InvalidArgumentError("give device memory in MiB or as a percentage, not both");
+  }
+  if (r.device_compute_milli < 0 || r.device_compute_milli > 1000) {
+    return InvalidArgumentError("device cores must be 0..100 percent");
+  }
+  const bool device_fields = r.device_memory_mib > 0 || r.device_memory_percent > 0 ||
+                             r.device_compute_milli > 0 || !r.type_include.empty() ||
+                             !r.uuid_include.empty() || r.numa_bind;
+  if (r.device_count == 0 && device_fields) {
+    return InvalidArgumentError("device memory, cores or selectors are set but the device count is 0");
+  }
+  if (r.cpu_milli == 0 && r.memory_mib == 0 && r.device_count == 0) {
+    return InvalidArgumentError("the request asks for nothing (cpu, memory and devices are all 0)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace xpool

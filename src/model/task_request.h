@@ -1,0 +1,53 @@
+#pragma once
+// TaskRequest: what one replica of a job asks for. Allocation: what it was given. Value types.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "model/vendor.h"
+
+namespace xpool {
+
+struct TaskRequest {
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int device_count = 0;
+  // Per device, at most one of these two; both 0 = no device memory reserved.
+  int64_t device_memory_mib = 0;
+  int device_memory_percent = 0;  // 1..100 of the device's memory
+  // Per-device compute share in milli-devices (HAMi's gpucores × 10). 1000 = the whole device, exclusively;
+  // 0 = no compute reserved (shares freely).
+  int64_t device_compute_milli = 0;
+  std::optional<Vendor> vendor;  // unset = any vendor
+  // Device model filters: substring match on Device::model (as HAMi's use-gputype / nouse-gputype).
+  std::vector<std::string> type_include;
+  std::vector<std::string> type_exclude;
+  std::vector<std::string> uuid_include;
+  std::vector<std::string> uuid_exclude;
+  bool numa_bind = false;  // all devices of the replica on one NUMA node
+
+  bool wants_devices() const { return device_count > 0; }
+  bool exclusive() const { return device_compute_milli >= 1000; }
+};
+
+// Rejects requests no cluster could ever satisfy by their own contradictions: negative quantities, a percent
+// above 100, compute above a whole device, device fields without devices, both memory forms at once.
+Status ValidateTaskRequest(const TaskRequest& request);
+
+// One device given to a task.
+struct DeviceGrant {
+  int device = 0;  // index into Node::devices
+  int64_t memory_mib = 0;
+  int64_t compute_milli = 0;
+};
+
+struct Allocation {
+  int node = -1;  // index into ClusterState's nodes
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  std::vector<DeviceGrant> devices;
+};
+
+}  // namespace xpool

@@ -1,0 +1,53 @@
+#pragma once
+// PlacementPolicy: how the scheduler ranks the nodes that can take a request, and which devices it uses there.
+//
+// A policy sees a const view of the cluster, never does I/O, reads no clock and no global. A policy object may
+// keep state between calls (caches keyed by node generation, a learned shape distribution), so one object
+// serves one scheduling loop: not thread-safe. Owned by the caller of Schedule().
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "model/cluster_state.h"
+#include "model/task_request.h"
+
+namespace xpool {
+
+// The injected random source: seeded by the caller so every run is reproducible.
+using Rng = std::mt19937_64;
+
+// Which node wins among equal best scores. Node order is the ClusterState's node order.
+enum class TieBreak : uint8_t { kFirst, kLast, kRandom };
+
+// A node that passed every filter, with the devices that can each take one replica's per-device share.
+struct NodeCandidate {
+  int node = -1;
+  std::vector<int> fitting_devices;  // ascending device index; at least request.device_count of them
+};
+
+class PlacementPolicy {
+ public:
+  virtual ~PlacementPolicy() = default;
+  virtual std::string_view name() const = 0;
+
+  // Scores a candidate node; higher is better. Fills `chosen_devices` with exactly request.device_count device
+  // indices taken from candidate.fitting_devices (ignored for device-less requests). Returning false vetoes the
+  // node (e.g. no NUMA-consistent or topology-acceptable choice).
+  virtual bool Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate,
+                     Rng& rng, int64_t* score, std::vector<int>* chosen_devices) = 0;
+
+  virtual TieBreak tie_break() const { return TieBreak::kFirst; }
+
+  // Told after an allocation from this policy was applied to `state` (learning policies use it).
+  virtual void OnPlaced(const ClusterState& /*state*/, const TaskRequest& /*request*/,
+                        const Allocation& /*allocation*/) {}
+};
+
+// Names accepted by MakePolicy: see policy_registry.cc. Unknown → InvalidArgument listing the known names.
+Result<std::unique_ptr<PlacementPolicy>> MakePolicy(std::string_view name);
+std::vector<std::string_view> PolicyNames();
+
+}  // namespace xpool
