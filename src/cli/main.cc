@@ -1,0 +1,46 @@
+// xpool: one binary for every role (server, agent, simulator, Kubernetes components) and the user CLI.
+#include <cstdio>
+#include <cstring>
+#include <span>
+#include <string>
+
+#include "cli/commands.h"
+
+namespace xpool::cli {
+namespace {
+
+int RunVersion(const Args&) {
+  std::printf("xpool 0.1.0\n");
+  return 0;
+}
+
+int RunHelp(const Args&);
+
+// One row per subcommand. Areas add their rows here (declared in their own cli/*.h).
+const Command kCommands[] = {
+    {"version", "print the version", RunVersion},
+    {"help", "list the subcommands", RunHelp},
+};
+
+int RunHelp(const Args&) {
+  std::printf("xpool — a shared pool of accelerators\n\nusage: xpool <command> [flags]\n\ncommands:\n");
+  for (const Command& c : kCommands) std::printf("  %-12s %s\n", c.name, c.summary);
+  std::printf("\n`xpool <command> --help` describes a command's flags.\n");
+  return 0;
+}
+
+}  // namespace
+}  // namespace xpool::cli
+
+int main(int argc, char** argv) {
+  using namespace xpool::cli;
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    return RunHelp({});
+  }
+  Args args(argv + 2, argv + argc);
+  for (const Command& c : kCommands) {
+    if (std::strcmp(c.name, argv[1]) == 0) return c.run(args);
+  }
+  std::fprintf(stderr, "xpool: unknown command \"%s\" (try `xpool help`)\n", argv[1]);
+  return 2;
+}
