@@ -1,0 +1,24 @@
+/* The environment variables that carry a task's device limits from the launcher (agent, Kubernetes device
+ * plugin) to the runtime library preloaded into the task. Defined once here; C-compatible because the runtime
+ * library is a C ABI. Thread-safe (constants only). */
+#ifndef XPOOL_VGPU_VGPU_ENV_H_
+#define XPOOL_VGPU_VGPU_ENV_H_
+
+/* Per visible device i (0-based, in CUDA_VISIBLE_DEVICES order): memory limit in MiB. */
+#define XPOOL_ENV_DEVICE_MEMORY_LIMIT_PREFIX "XPOOL_DEVICE_MEMORY_LIMIT_"
+/* Per visible device i: compute limit in percent (1..100). */
+#define XPOOL_ENV_DEVICE_CORE_LIMIT_PREFIX "XPOOL_DEVICE_CORE_LIMIT_"
+/* Path of the task's shared accounting file (one per task, shared by all its processes). */
+#define XPOOL_ENV_SHARED_REGION "XPOOL_SHARED_REGION"
+/* Log level of the runtime library: error, warn, info, debug. */
+#define XPOOL_ENV_VGPU_LOG_LEVEL "XPOOL_VGPU_LOG_LEVEL"
+/* The preloaded library's file name, as the launcher puts it in LD_PRELOAD. */
+#define XPOOL_VGPU_LIBRARY_NAME "libxpool-vgpu.so"
+
+/* Task identity and restarts, set by the launcher for every task. */
+#define XPOOL_ENV_JOB_ID "XPOOL_JOB_ID"
+#define XPOOL_ENV_REPLICA "XPOOL_REPLICA"
+#define XPOOL_ENV_RESTART_COUNT "XPOOL_RESTART_COUNT"
+#define XPOOL_ENV_SUSPEND_FILE "XPOOL_SUSPEND_FILE"
+
+#endif /* XPOOL_VGPU_VGPU_ENV_H_ */
