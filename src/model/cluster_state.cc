@@ -1,5 +1,6 @@
 #include "model/cluster_state.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace xpool {
@@ -23,6 +24,10 @@ Result<int> ClusterState::AddNode(Node node) {
     totals_.device_compute_capacity_milli += d.compute_milli;
     totals_.device_memory_capacity_mib += d.memory_mib;
   }
+  int64_t node_compute = 0;
+  for (const Device& d : node.devices) node_compute += d.compute_milli;
+  totals_.max_node_cpu_milli = std::max(totals_.max_node_cpu_milli, node.cpu_milli);
+  totals_.max_node_device_compute_milli = std::max(totals_.max_node_device_compute_milli, node_compute);
   index_by_name_.emplace(node.name, index);
   nodes_.push_back(std::move(node));
   usage_.push_back(std::move(usage));
@@ -54,8 +59,22 @@ Status ClusterState::UpdateNode(int index, Node node) {
     totals_.device_memory_capacity_mib += node.devices[d].memory_mib - old.devices[d].memory_mib;
   }
   old = std::move(node);
+  RecomputeMaxNode();
   Bump(index);
   return Status::Ok();
+}
+
+void ClusterState::RecomputeMaxNode() {
+  int64_t max_cpu = 0;
+  int64_t max_compute = 0;
+  for (const Node& n : nodes_) {
+    int64_t compute = 0;
+    for (const Device& d : n.devices) compute += d.compute_milli;
+    max_cpu = std::max(max_cpu, n.cpu_milli);
+    max_compute = std::max(max_compute, compute);
+  }
+  totals_.max_node_cpu_milli = max_cpu;
+  totals_.max_node_device_compute_milli = max_compute;
 }
 
 Status ClusterState::SetNodeReady(int index, bool ready) {

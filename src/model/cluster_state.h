@@ -39,6 +39,9 @@ struct ClusterTotals {
   int64_t device_memory_allocated_mib = 0;
   int64_t cpu_capacity_milli = 0;
   int64_t cpu_allocated_milli = 0;
+  // The largest single node's capacity (policies normalise by it, e.g. BestFit). Kept on AddNode/UpdateNode.
+  int64_t max_node_cpu_milli = 0;
+  int64_t max_node_device_compute_milli = 0;  // sum over one node's devices
 };
 
 class ClusterState {
@@ -82,6 +85,7 @@ class ClusterState {
  private:
   Status CheckAllocationShape(const Allocation& allocation) const;
   void Bump(int node) { ++usage_[node].generation; }
+  void RecomputeMaxNode();
 
   std::vector<Node> nodes_;
   std::vector<NodeUsage> usage_;

@@ -41,6 +41,16 @@ class PlacementPolicy {
 
   virtual TieBreak tie_break() const { return TieBreak::kFirst; }
 
+  // True when Score's result depends only on the node (description and usage), the request and the cluster's
+  // largest-node capacities (ClusterTotals::max_node_*), never on the node's index, the rng or state kept
+  // between calls. A Scheduler may then reuse a node's score until the node's generation changes and evaluate
+  // identical nodes once. Default false: every call scores every fitting node.
+  virtual bool cacheable() const { return false; }
+
+  // Told once when a request arrives, before it is first scheduled; callers retrying a waiting request do not
+  // call it again. Learning policies (fgd, default) count request shapes here.
+  virtual void OnArrival(const TaskRequest& /*request*/) {}
+
   // Told after an allocation from this policy was applied to `state` (learning policies use it).
   virtual void OnPlaced(const ClusterState& /*state*/, const TaskRequest& /*request*/,
                         const Allocation& /*allocation*/) {}

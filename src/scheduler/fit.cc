@@ -1,0 +1,224 @@
+#include "scheduler/fit.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+namespace xpool {
+namespace {
+
+// Case-insensitive substring test (device models are written "A100", "a100-sxm4", "Tesla T4" by different tools).
+bool ContainsIgnoreCase(std::string_view haystack, std::string_view needle) {
+  if (needle.empty()) return true;
+  if (needle.size() > haystack.size()) return false;
+  auto lower = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
+  for (size_t i = 0; i + needle.size() <= haystack.size(); ++i) {
+    size_t j = 0;
+    while (j < needle.size() && lower(haystack[i + j]) == lower(needle[j])) ++j;
+    if (j == needle.size()) return true;
+  }
+  return false;
+}
+
+bool AnyContains(std::string_view model, const std::vector<std::string>& patterns) {
+  for (const std::string& p : patterns) {
+    if (ContainsIgnoreCase(model, p)) return true;
+  }
+  return false;
+}
+
+bool AnyEquals(std::string_view uuid, const std::vector<std::string>& uuids) {
+  return std::find(uuids.begin(), uuids.end(), uuid) != uuids.end();
+}
+
+int64_t RoundUp(int64_t value, int64_t step) {
+  if (step <= 1 || value <= 0) return value;
+  return (value + step - 1) / step * step;
+}
+
+// Devices passing every per-device rule must also satisfy NUMA binding: true when some NUMA node holds `count`
+// of them.
+bool NumaGroupLargeEnough(const Node& node, const std::vector<int>& fitting, int count) {
+  // NUMA ids are small; count per id with a short linear table.
+  std::array<std::pair<int, int>, 16> small{};
+  int used = 0;
+  for (int d : fitting) {
+    const int numa = node.devices[d].numa_node;
+    int i = 0;
+    while (i < used && small[i].first != numa) ++i;
+    if (i == used) {
+      if (used == static_cast<int>(small.size())) return true;  // more NUMA ids than expected: do not veto
+      small[used++] = {numa, 0};
+    }
+    if (++small[i].second >= count) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+DeviceGrant GrantFor(const Device& device, const TaskRequest& request) {
+  DeviceGrant grant;
+  grant.device = device.index;
+  if (request.exclusive() || device.mode == DeviceMode::kExclusive) {
+    grant.memory_mib = device.memory_mib;
+    grant.compute_milli = device.compute_milli;
+    return grant;
+  }
+  grant.compute_milli = request.device_compute_milli;
+  int64_t memory = request.device_memory_mib;
+  if (memory == 0 && request.device_memory_percent > 0) {
+    memory = (device.memory_mib * request.device_memory_percent + 99) / 100;
+  }
+  grant.memory_mib = RoundUp(memory, ProfileFor(device.vendor).memory_granularity_mib);
+  return grant;
+}
+
+FitReason FitDevice(const Device& device, const DeviceUsage* usage, const TaskRequest& request) {
+  if (request.vendor.has_value() && device.vendor != *request.vendor) return FitReason::kVendorMismatch;
+  if (!request.type_include.empty() && !AnyContains(device.model, request.type_include)) {
+    return FitReason::kTypeNotIncluded;
+  }
+  if (!request.type_exclude.empty() && AnyContains(device.model, request.type_exclude)) {
+    return FitReason::kTypeExcluded;
+  }
+  if (!request.uuid_include.empty() && !AnyEquals(device.uuid, request.uuid_include)) {
+    return FitReason::kUuidNotIncluded;
+  }
+  if (!request.uuid_exclude.empty() && AnyEquals(device.uuid, request.uuid_exclude)) {
+    return FitReason::kUuidExcluded;
+  }
+  if (usage != nullptr) {
+    if (!device.healthy) return FitReason::kDeviceUnhealthy;
+    if (device.cordoned) return FitReason::kDeviceCordoned;
+  }
+  const DeviceGrant grant = GrantFor(device, request);
+  if (grant.memory_mib > device.memory_mib) return FitReason::kDeviceMemoryTooSmall;
+  if (grant.compute_milli > device.compute_milli) return FitReason::kDeviceComputeTooSmall;
+  if (usage == nullptr) return FitReason::kFits;
+  if (usage->exclusive) return FitReason::kDeviceHeldExclusively;
+  // A grant of the whole device's compute makes it exclusive: nobody else may hold it (ClusterState::Apply).
+  if (grant.compute_milli >= device.compute_milli && usage->sharers > 0) return FitReason::kDeviceBusy;
+  if (usage->sharers >= device.max_sharers) return FitReason::kTooManySharers;
+  if (device.memory_mib - usage->memory_mib < grant.memory_mib) return FitReason::kNotEnoughDeviceMemory;
+  if (device.compute_milli - usage->compute_milli < grant.compute_milli) return FitReason::kNotEnoughDeviceCompute;
+  return FitReason::kFits;
+}
+
+bool FitNode(const ClusterState& state, int node_index, const TaskRequest& request, bool ignore_usage,
+             NodeCandidate* candidate, NodeVerdict* verdict) {
+  const Node& node = state.node(node_index);
+  const NodeUsage& usage = state.usage(node_index);
+  auto fail = [verdict](FitReason reason, int device) {
+    verdict->reason = reason;
+    verdict->device = device;
+    return false;
+  };
+  if (!ignore_usage) {
+    if (!node.ready) return fail(FitReason::kNodeNotReady, -1);
+    if (node.cordoned) return fail(FitReason::kNodeCordoned, -1);
+  }
+  const int64_t used_cpu = ignore_usage ? 0 : usage.cpu_milli;
+  const int64_t used_memory = ignore_usage ? 0 : usage.memory_mib;
+  if (node.cpu_milli - used_cpu < request.cpu_milli) return fail(FitReason::kNotEnoughCpu, -1);
+  if (node.memory_mib - used_memory < request.memory_mib) return fail(FitReason::kNotEnoughMemory, -1);
+  candidate->node = node_index;
+  candidate->fitting_devices.clear();
+  if (!request.wants_devices()) return true;
+  const int device_count = static_cast<int>(node.devices.size());
+  if (device_count < request.device_count) return fail(FitReason::kTooFewDevicesOnNode, -1);
+
+  FitReason closest = FitReason::kFits;
+  int closest_device = -1;
+  for (int d = 0; d < device_count; ++d) {
+    const FitReason r = FitDevice(node.devices[d], ignore_usage ? nullptr : &usage.devices[d], request);
+    if (r == FitReason::kFits) {
+      candidate->fitting_devices.push_back(d);
+    } else if (closest == FitReason::kFits || r > closest) {
+      closest = r;
+      closest_device = d;
+    }
+  }
+  const int fitting = static_cast<int>(candidate->fitting_devices.size());
+  if (fitting == 0) return fail(closest, closest_device);
+  if (fitting < request.device_count) return fail(FitReason::kTooFewFittingDevices, -1);
+  if (request.numa_bind && request.device_count > 1 &&
+      !NumaGroupLargeEnough(node, candidate->fitting_devices, request.device_count)) {
+    return fail(FitReason::kNumaSplit, -1);
+  }
+  return true;
+}
+
+std::string DescribeReason(FitReason reason, std::string_view detail, const TaskRequest& request) {
+  const std::string n = std::to_string(request.device_count);
+  const std::string d(detail);
+  switch (reason) {
+    case FitReason::kFits: return "fits";
+    case FitReason::kNodeNotReady: return "node not ready";
+    case FitReason::kNodeCordoned: return "node cordoned";
+    case FitReason::kNotEnoughCpu: return "not enough CPU";
+    case FitReason::kNotEnoughMemory: return "not enough memory";
+    case FitReason::kTooFewDevicesOnNode: return "fewer than " + n + " devices on the node";
+    case FitReason::kVendorMismatch: return "no device of the requested vendor (" + d + " only)";
+    case FitReason::kTypeNotIncluded: return "type " + d + " not among the requested types";
+    case FitReason::kTypeExcluded: return "type " + d + " excluded";
+    case FitReason::kUuidNotIncluded: return "no device with a requested uuid";
+    case FitReason::kUuidExcluded: return "device uuids excluded";
+    case FitReason::kDeviceUnhealthy: return "devices unhealthy";
+    case FitReason::kDeviceCordoned: return "devices cordoned";
+    case FitReason::kDeviceMemoryTooSmall: return "device memory too small (" + d + ")";
+    case FitReason::kDeviceComputeTooSmall: return "device compute too small (" + d + ")";
+    case FitReason::kDeviceHeldExclusively: return "every device held exclusively";
+    case FitReason::kDeviceBusy: return "no idle device for an exclusive request";
+    case FitReason::kTooManySharers: return "every device already has its maximum number of tasks";
+    case FitReason::kNotEnoughDeviceMemory: return "not enough device memory on any device";
+    case FitReason::kNotEnoughDeviceCompute: return "not enough device compute on any device";
+    case FitReason::kTooFewFittingDevices: return "fewer than " + n + " devices fit";
+    case FitReason::kNumaSplit: return "no " + n + " fitting devices on one NUMA node";
+    case FitReason::kPolicyVeto: return "no device choice acceptable to the policy";
+  }
+  return "unknown";
+}
+
+void ReasonTally::Add(const ClusterState& state, int node, const NodeVerdict& verdict) {
+  ++total_;
+  std::string_view detail;
+  if (verdict.device >= 0) {
+    const Device& dev = state.node(node).devices[verdict.device];
+    switch (verdict.reason) {
+      case FitReason::kVendorMismatch: detail = VendorName(dev.vendor); break;
+      case FitReason::kTypeNotIncluded:
+      case FitReason::kTypeExcluded:
+      case FitReason::kDeviceMemoryTooSmall:
+      case FitReason::kDeviceComputeTooSmall: detail = dev.model; break;
+      default: break;
+    }
+  }
+  for (Entry& e : entries_) {
+    if (e.reason == verdict.reason && e.detail == detail) {
+      ++e.count;
+      return;
+    }
+  }
+  entries_.push_back(Entry{verdict.reason, std::string(detail), 1});
+}
+
+std::string ReasonTally::Render() const {
+  std::vector<const Entry*> order;
+  order.reserve(entries_.size());
+  for (const Entry& e : entries_) order.push_back(&e);
+  std::stable_sort(order.begin(), order.end(), [](const Entry* a, const Entry* b) {
+    if (a->count != b->count) return a->count > b->count;
+    if (a->reason != b->reason) return a->reason < b->reason;
+    return a->detail < b->detail;
+  });
+  std::string out;
+  for (const Entry* e : order) {
+    if (!out.empty()) out += "; ";
+    out += std::to_string(e->count) + (e->count == 1 ? " node: " : " nodes: ");
+    out += DescribeReason(e->reason, e->detail, *request_);
+  }
+  return out;
+}
+
+}  // namespace xpool
