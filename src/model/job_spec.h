@@ -1,0 +1,108 @@
+#pragma once
+// JobSpec: what a user submits — parsed and validated from YAML or JSON (yaml-cpp reads both).
+//
+//   name: train-resnet            # required; 1..63 chars of [a-z0-9-], starts with a letter or digit
+//   tenant: vision                # optional; the server checks it against the caller's token
+//   priority: high                # 0..100 or low (10) / normal (50, default) / high (90)
+//   replicas: 2                   # 1..1024, default 1
+//   resources:                    # per replica (see ResourceSpec)
+//     cpu: 4                      # "500m", 2, 1.5
+//     memory: 16Gi                # "8Gi", "512Mi", bare integer = MiB
+//     gpu: 1                      # devices per replica, 0..64
+//     gpumem: 20Gi                # per device ("20Gi" or integer MiB); or
+//     gpumem-percentage: 50       # per device, 1..100 (not both)
+//     gpucores: 50                # per device, percent 1..100 (100 = exclusive)
+//     gpu-type: A100              # string or list (substring match on the device model)
+//     gpu-type-exclude: [T4]
+//     gpu-uuid: GPU-1234          # string or list
+//     numa-bind: true
+//     vendor: nvidia
+//   command: ["python", "train.py"]   # argv list, or a string run by /bin/sh -c; required
+//   workdir: /data/run1           # absolute path
+//   env: {EPOCHS: "10"}           # mapping NAME -> scalar
+//   preemptible: true             # default false
+//   checkpoint: {grace: 30}       # seconds 0..3600 (or "30s", "5m"), default 30
+//
+// Every error names the field path and the reason, e.g. "resources.gpucores must be 1..100" or
+// "unknown field 'resources.gpus'". Unknown fields and wrong types are rejected.
+// Plain value types and stateless functions; thread-safe. No YAML/JSON types leak out of this header.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "model/task_request.h"
+#include "model/vendor.h"
+
+namespace xpool {
+
+inline constexpr int kPriorityLow = 10;
+inline constexpr int kPriorityNormal = 50;
+inline constexpr int kPriorityHigh = 90;
+inline constexpr int kMaxPriority = 100;
+inline constexpr int kMaxReplicas = 1024;
+inline constexpr int kMaxDevicesPerReplica = 64;
+inline constexpr int kMaxCheckpointGraceSeconds = 3600;
+inline constexpr int kDefaultCheckpointGraceSeconds = 30;
+// Input larger than this is refused before parsing (the HTTP layer should have its own, smaller, body limit).
+inline constexpr size_t kMaxJobSpecBytes = 1 << 20;
+
+// The per-replica resources, in the user's vocabulary (kept so a spec can be shown back as it was written).
+struct ResourceSpec {
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int gpu = 0;                   // devices per replica
+  int64_t gpumem_mib = 0;        // per device; 0 = unset
+  int gpumem_percentage = 0;     // per device 1..100; 0 = unset
+  int gpucores = 0;              // per device, percent 1..100; 0 = unset
+  std::vector<std::string> gpu_type;
+  std::vector<std::string> gpu_type_exclude;
+  std::vector<std::string> gpu_uuid;
+  bool numa_bind = false;
+  std::optional<Vendor> vendor;  // unset = any
+
+  // The scheduler's form: gpucores × 10 → compute milli, gpu-uuid → uuid_include, and so on.
+  TaskRequest ToTaskRequest() const;
+
+  friend bool operator==(const ResourceSpec&, const ResourceSpec&) = default;
+};
+
+struct JobSpec {
+  std::string name;
+  std::string tenant;  // "" = the caller's tenant
+  int priority = kPriorityNormal;
+  int replicas = 1;
+  ResourceSpec resources;
+  // The command as written: an argv list, or (command_is_shell) a single string in command[0].
+  std::vector<std::string> command;
+  bool command_is_shell = false;
+  std::string workdir;  // "" = the agent's default
+  std::map<std::string, std::string> env;
+  bool preemptible = false;
+  int checkpoint_grace_seconds = kDefaultCheckpointGraceSeconds;
+
+  // What to exec: the argv list, or {"/bin/sh", "-c", script}.
+  std::vector<std::string> Argv() const;
+  TaskRequest ToTaskRequest() const { return resources.ToTaskRequest(); }
+
+  friend bool operator==(const JobSpec&, const JobSpec&) = default;
+};
+
+// Parses and validates a spec written in YAML or JSON. InvalidArgument with "<field path> <reason>" on any
+// problem; never throws.
+Result<JobSpec> ParseJobSpec(std::string_view text);
+
+// Checks the limits of an already-built spec (what ParseJobSpec applies after reading the fields). Useful for
+// specs built in code.
+Status ValidateJobSpec(const JobSpec& spec);
+
+// Canonical JSON form (what the store keeps and the API returns). ParseJobSpec(JobSpecToJson(s)) == s.
+std::string JobSpecToJson(const JobSpec& spec);
+
+// "low" / "normal" / "high" or an integer 0..100.
+Result<int> ParsePriority(std::string_view text);
+
+}  // namespace xpool

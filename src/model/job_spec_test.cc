@@ -1,0 +1,192 @@
+#include "model/job_spec.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace xpool {
+namespace {
+
+constexpr const char* kFullYaml = R"(
+name: train-resnet
+tenant: vision
+priority: high
+replicas: 2
+resources:
+  cpu: 1500m
+  memory: 16Gi
+  gpu: 2
+  gpumem: 20Gi
+  gpucores: 50
+  gpu-type: [A100, H100]
+  gpu-type-exclude: T4
+  gpu-uuid: GPU-1234
+  numa-bind: true
+  vendor: nvidia
+command: ["python", "train.py", "--epochs=10"]
+workdir: /data/run1
+env:
+  EPOCHS: 10
+  NAME: "resnet"
+preemptible: true
+checkpoint:
+  grace: 5m
+)";
+
+TEST(JobSpecTest, ParsesEveryField) {
+  Result<JobSpec> spec = ParseJobSpec(kFullYaml);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->name, "train-resnet");
+  EXPECT_EQ(spec->tenant, "vision");
+  EXPECT_EQ(spec->priority, kPriorityHigh);
+  EXPECT_EQ(spec->replicas, 2);
+  EXPECT_EQ(spec->resources.cpu_milli, 1500);
+  EXPECT_EQ(spec->resources.memory_mib, 16384);
+  EXPECT_EQ(spec->resources.gpu, 2);
+  EXPECT_EQ(spec->resources.gpumem_mib, 20480);
+  EXPECT_EQ(spec->resources.gpucores, 50);
+  EXPECT_EQ(spec->resources.gpu_type, (std::vector<std::string>{"A100", "H100"}));
+  EXPECT_EQ(spec->resources.gpu_type_exclude, (std::vector<std::string>{"T4"}));
+  EXPECT_EQ(spec->resources.gpu_uuid, (std::vector<std::string>{"GPU-1234"}));
+  EXPECT_TRUE(spec->resources.numa_bind);
+  EXPECT_EQ(spec->resources.vendor, Vendor::kNvidia);
+  EXPECT_EQ(spec->Argv(), (std::vector<std::string>{"python", "train.py", "--epochs=10"}));
+  EXPECT_EQ(spec->workdir, "/data/run1");
+  EXPECT_EQ(spec->env.at("EPOCHS"), "10");
+  EXPECT_TRUE(spec->preemptible);
+  EXPECT_EQ(spec->checkpoint_grace_seconds, 300);
+
+  TaskRequest t = spec->ToTaskRequest();
+  EXPECT_EQ(t.device_count, 2);
+  EXPECT_EQ(t.device_compute_milli, 500);
+  EXPECT_EQ(t.device_memory_mib, 20480);
+  EXPECT_EQ(t.uuid_include, (std::vector<std::string>{"GPU-1234"}));
+  EXPECT_TRUE(ValidateTaskRequest(t).ok());
+}
+
+TEST(JobSpecTest, JsonAndDefaults) {
+  Result<JobSpec> spec = ParseJobSpec(R"({"name": "j1", "resources": {"cpu": 2}, "command": "echo hi && sleep 1"})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->priority, kPriorityNormal);
+  EXPECT_EQ(spec->replicas, 1);
+  EXPECT_FALSE(spec->preemptible);
+  EXPECT_EQ(spec->checkpoint_grace_seconds, kDefaultCheckpointGraceSeconds);
+  EXPECT_TRUE(spec->command_is_shell);
+  EXPECT_EQ(spec->Argv(), (std::vector<std::string>{"/bin/sh", "-c", "echo hi && sleep 1"}));
+}
+
+TEST(JobSpecTest, CanonicalJsonRoundTrips) {
+  for (const char* text : {kFullYaml, R"({"name": "j1", "resources": {"memory": 1}, "command": "x"})",
+                           "name: a\nresources: {gpu: 1, gpumem-percentage: 25}\ncommand: [a, '']\npriority: 0\n"}) {
+    SCOPED_TRACE(text);
+    Result<JobSpec> spec = ParseJobSpec(text);
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    std::string json = JobSpecToJson(*spec);
+    Result<JobSpec> again = ParseJobSpec(json);
+    ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << json;
+    EXPECT_EQ(*again, *spec) << json;
+    EXPECT_EQ(JobSpecToJson(*again), json);
+  }
+}
+
+struct BadCase {
+  const char* text;
+  const char* error;  // expected substring of the message
+};
+
+TEST(JobSpecTest, RejectsBadInputWithFieldAndReason) {
+  const std::string ok_tail = "\nresources: {cpu: 1}\ncommand: [a]\n";
+  const BadCase cases[] = {
+      {"", "empty"},
+      {"[1, 2]", "the spec must be a mapping"},
+      {"name: x\nresources: {cpu: 1}\n", "command is required"},
+      {"resources: {cpu: 1}\ncommand: [a]\n", "name is required"},
+      {"name: x\ncommand: [a]\n", "resources is required"},
+      {"name: x\nnmae: y\nresources: {cpu: 1}\ncommand: [a]\n", "unknown field 'nmae'"},
+      {"name: x\nresources: {cpu: 1, gpus: 2}\ncommand: [a]\n", "unknown field 'resources.gpus'"},
+      {"name: x\nresources: {gpu: 1, gpucores: 101}\ncommand: [a]\n", "resources.gpucores must be 1..100"},
+      {"name: x\nresources: {gpu: 1, gpucores: 0}\ncommand: [a]\n", "resources.gpucores must be 1..100"},
+      {"name: x\nresources: {gpu: 1, gpucores: fifty}\ncommand: [a]\n", "resources.gpucores must be an integer"},
+      {"name: x\nresources: {gpu: [1]}\ncommand: [a]\n", "resources.gpu must be an integer, not a list"},
+      {"name: x\nresources: {gpu: 65}\ncommand: [a]\n", "resources.gpu must be 0..64"},
+      {"name: x\nresources: {gpu: -1}\ncommand: [a]\n", "resources.gpu must be 0..64"},
+      {"name: x\nresources: {gpu: 1, gpumem-percentage: 101}\ncommand: [a]\n",
+       "resources.gpumem-percentage must be 1..100"},
+      {"name: x\nresources: {gpu: 1, gpumem: 1Gi, gpumem-percentage: 10}\ncommand: [a]\n", "exclusive"},
+      {"name: x\nresources: {cpu: 1, gpucores: 10}\ncommand: [a]\n", "resources.gpucores needs resources.gpu"},
+      {"name: x\nresources: {cpu: lots}\ncommand: [a]\n", "resources.cpu:"},
+      {"name: x\nresources: {memory: 8Gx}\ncommand: [a]\n", "resources.memory:"},
+      {"name: x\nresources: {cpu: 2000}\ncommand: [a]\n", "resources.cpu must be 0..1024 cores"},
+      {"name: x\nresources: {gpu: 1, vendor: acme}\ncommand: [a]\n", "resources.vendor: unknown vendor"},
+      {"name: x\nresources: {gpu: 1, numa-bind: maybe}\ncommand: [a]\n", "resources.numa-bind must be true or false"},
+      {"name: x\nresources: {}\ncommand: [a]\n", "resources must ask for something"},
+      {"name: Bad_Name\nresources: {cpu: 1}\ncommand: [a]\n", "name must be 1..63 characters"},
+      {"name: x\npriority: urgent\nresources: {cpu: 1}\ncommand: [a]\n", "priority must be 0..100"},
+      {"name: x\npriority: 101\nresources: {cpu: 1}\ncommand: [a]\n", "priority must be 0..100"},
+      {"name: x\nreplicas: 0\nresources: {cpu: 1}\ncommand: [a]\n", "replicas must be 1..1024"},
+      {"name: x\nreplicas: 1.5\nresources: {cpu: 1}\ncommand: [a]\n", "replicas must be an integer"},
+      {"name: x\nresources: {cpu: 1}\ncommand: []\n", "command must not be empty"},
+      {"name: x\nresources: {cpu: 1}\ncommand: {a: b}\n", "command must be a list of arguments or a string"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [[a]]\n", "command[0] must be a string"},
+      {"name: x\nresources: {cpu: 1}\ncommand: ['']\n", "command[0] must not be empty"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\nworkdir: rel/path\n", "workdir must be an absolute path"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\nenv: {1BAD: x}\n", "must match"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\nenv: {XPOOL_RANK: x}\n", "reserved"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\nenv: {A: [1]}\n", "env.A must be a string"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\nenv: [A=1]\n", "env must be a mapping"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\ncheckpoint: {grace: 2h}\n", "checkpoint.grace must be 0..3600"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\ncheckpoint: {grace: 3601}\n", "checkpoint.grace must be 0..3600"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\ncheckpoint: {grace: 1, other: 2}\n",
+       "unknown field 'checkpoint.other'"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\npreemptible: 1\n", "preemptible must be true or false"},
+      {"name: x\nname: y\nresources: {cpu: 1}\ncommand: [a]\n", "duplicate field 'name'"},
+      {"{\"name\": \"x\", ", "malformed YAML/JSON"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\n---\nname: y\n", "single YAML document"},
+      {"name: \"x\\u0000y\"\nresources: {cpu: 1}\ncommand: [a]\n", "name must be 1..63"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [\"a\\u0000b\"]\n", "command[0] must not contain NUL"},
+      {"name: x\xff\nresources: {cpu: 1}\ncommand: [a]\n", "not valid UTF-8"},
+      {"name: x\nresources: {gpu: 1, gpumem: 0}\ncommand: [a]\n", "resources.gpumem must be 1Mi..1Ti"},
+  };
+  (void)ok_tail;
+  for (const BadCase& c : cases) {
+    SCOPED_TRACE(c.text);
+    Result<JobSpec> spec = ParseJobSpec(c.text);
+    ASSERT_FALSE(spec.ok());
+    EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(spec.status().message().find(c.error), std::string::npos) << spec.status().message();
+  }
+}
+
+TEST(JobSpecTest, RejectsOversizedAndDeeplyNestedInput) {
+  std::string big = "name: x\nresources: {cpu: 1}\ncommand: [a]\nworkdir: /" + std::string(kMaxJobSpecBytes, 'a');
+  EXPECT_FALSE(ParseJobSpec(big).ok());
+  std::string deep(100000, '[');
+  Result<JobSpec> spec = ParseJobSpec(deep);
+  EXPECT_FALSE(spec.ok());
+  std::string deep_block;
+  for (int i = 0; i < 20000; ++i) deep_block += "- ";
+  EXPECT_FALSE(ParseJobSpec(deep_block).ok());
+}
+
+TEST(JobSpecTest, PriorityWords) {
+  EXPECT_EQ(*ParsePriority("low"), kPriorityLow);
+  EXPECT_EQ(*ParsePriority("normal"), kPriorityNormal);
+  EXPECT_EQ(*ParsePriority("high"), kPriorityHigh);
+  EXPECT_EQ(*ParsePriority("0"), 0);
+  EXPECT_EQ(*ParsePriority("100"), 100);
+  EXPECT_FALSE(ParsePriority("-1").ok());
+  EXPECT_FALSE(ParsePriority("HIGH ").ok());
+}
+
+TEST(JobSpecTest, ValidateCatchesSpecsBuiltInCode) {
+  JobSpec spec;
+  spec.name = "ok";
+  spec.resources.cpu_milli = 1000;
+  spec.command = {"true"};
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
+  spec.replicas = 5000;
+  EXPECT_NE(ValidateJobSpec(spec).message().find("replicas must be 1..1024"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace xpool

@@ -1,0 +1,480 @@
+// SqlStore: tenants, tokens, jobs, tasks and events. Nodes and allocations are in sql_store_nodes.cc.
+#include "store/internal/sql_store.h"
+
+#include "store/internal/schema.h"
+#include "store/internal/sql_rows.h"
+#include "store/token.h"
+
+namespace xpool::store_internal {
+namespace {
+
+constexpr size_t kMaxReasonBytes = 4096;
+constexpr size_t kMinTokenBytes = 16;
+constexpr size_t kMaxTokenBytes = 512;
+
+Status CheckTenantName(std::string_view name) {
+  bool ok = !name.empty() && name.size() <= 63 && name.front() != '-' && name.back() != '-';
+  for (char c : name) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
+  if (!ok) {
+    return InvalidArgumentError("tenant name must be 1..63 characters of a-z, 0-9 and '-', starting and ending "
+                                "with a letter or digit");
+  }
+  return Status::Ok();
+}
+
+Status CheckQuota(const TenantQuota& q) {
+  for (int64_t v : {q.devices, q.device_memory_mib, q.device_compute_milli, q.cpu_milli, q.memory_mib}) {
+    if (v < kUnlimited) return InvalidArgumentError("quota values must be >= 0 (or -1 for unlimited)");
+  }
+  return Status::Ok();
+}
+
+// Long reasons are cut (a reason is for people; the store is not a log sink).
+std::string Clip(std::string_view reason) { return std::string(reason.substr(0, kMaxReasonBytes)); }
+
+constexpr const char* kTenantColumns =
+    "id, name, admin, quota_devices, quota_device_memory_mib, quota_device_compute_milli, quota_cpu_milli, "
+    "quota_memory_mib, created_us";
+
+TenantRecord TenantFromRow(const SqlRow& r, size_t base = 0) {
+  TenantRecord t;
+  t.id = TenantId(ColInt(r, base + 0));
+  t.name = ColText(r, base + 1);
+  t.admin = ColBool(r, base + 2);
+  t.quota.devices = ColInt(r, base + 3);
+  t.quota.device_memory_mib = ColInt(r, base + 4);
+  t.quota.device_compute_milli = ColInt(r, base + 5);
+  t.quota.cpu_milli = ColInt(r, base + 6);
+  t.quota.memory_mib = ColInt(r, base + 7);
+  t.created_us = ColInt(r, base + 8);
+  return t;
+}
+
+constexpr const char* kJobColumns =
+    "id, tenant_id, spec, state, priority, submitted_us, updated_us, restart_count, pending_reason, state_reason";
+
+Result<JobRecord> JobFromRow(const SqlRow& r) {
+  JobRecord j;
+  j.id = JobId(ColInt(r, 0));
+  Result<JobSpec> spec = ParseJobSpec(ColText(r, 2));
+  if (!spec.ok()) return InternalError("job " + j.id.ToString() + " has an unreadable spec: " + spec.status().message());
+  j.tenant = TenantId(ColInt(r, 1));
+  j.spec = std::move(spec).value();
+  Result<JobState> state = ParseJobState(ColText(r, 3));
+  if (!state.ok()) return InternalError("job " + j.id.ToString() + " has an unknown state " + ColText(r, 3));
+  j.state = *state;
+  j.priority = static_cast<int>(ColInt(r, 4));
+  j.submitted_us = ColInt(r, 5);
+  j.updated_us = ColInt(r, 6);
+  j.restart_count = static_cast<int>(ColInt(r, 7));
+  j.pending_reason = ColText(r, 8);
+  j.state_reason = ColText(r, 9);
+  return j;
+}
+
+Result<std::optional<JobState>> OptionalState(const std::string& text) {
+  if (text.empty()) return std::optional<JobState>();
+  ASSIGN_OR_RETURN(JobState s, ParseJobState(text));
+  return std::optional<JobState>(s);
+}
+
+Result<EventRecord> EventFromRow(const SqlRow& r) {
+  EventRecord e;
+  e.id = ColInt(r, 0);
+  e.time_us = ColInt(r, 1);
+  e.job = JobId(ColInt(r, 2));
+  e.kind = ColText(r, 3);
+  ASSIGN_OR_RETURN(e.from, OptionalState(ColText(r, 4)));
+  ASSIGN_OR_RETURN(e.to, OptionalState(ColText(r, 5)));
+  e.reason = ColText(r, 6);
+  return e;
+}
+
+std::string StateText(std::optional<JobState> s) { return s ? std::string(JobStateName(*s)) : std::string(); }
+
+}  // namespace
+
+Status SqlStore::Init() {
+  std::lock_guard lock(mu_);
+  return Migrate(*db_);
+}
+
+Result<int> SqlStore::SchemaVersion() {
+  std::lock_guard lock(mu_);
+  return CurrentSchemaVersion(*db_);
+}
+
+Status SqlStore::Ping() {
+  std::lock_guard lock(mu_);
+  return db_->Query("SELECT 1", {}).status();
+}
+
+Result<SqlResult> SqlStore::QueryForTesting(std::string_view sql) {
+  std::lock_guard lock(mu_);
+  return db_->Query(sql, {});
+}
+
+// ---- Tenants and tokens ----
+
+Result<TenantRecord> SqlStore::CreateTenant(std::string_view name, bool admin, const TenantQuota& quota,
+                                            TimeMicros now) {
+  RETURN_IF_ERROR(CheckTenantName(name));
+  RETURN_IF_ERROR(CheckQuota(quota));
+  std::lock_guard lock(mu_);
+  TenantRecord tenant;
+  Status s = InTransaction([&]() -> Status {
+    Result<SqlResult> r = db_->Query(
+        "INSERT INTO tenants (name, admin, quota_devices, quota_device_memory_mib, quota_device_compute_milli, "
+        "quota_cpu_milli, quota_memory_mib, created_us) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+        {Text(name), Bool(admin), Int(quota.devices), Int(quota.device_memory_mib), Int(quota.device_compute_milli),
+         Int(quota.cpu_milli), Int(quota.memory_mib), Int(now)});
+    if (r.status().code() == StatusCode::kAlreadyExists) {
+      return AlreadyExistsError("tenant '" + std::string(name) + "' already exists");
+    }
+    RETURN_IF_ERROR(r);
+    tenant = TenantRecord{TenantId(ColInt(r->rows.at(0), 0)), std::string(name), admin, quota, now};
+    return Status::Ok();
+  });
+  RETURN_IF_ERROR(s);
+  return tenant;
+}
+
+Result<TenantRecord> SqlStore::GetTenant(TenantId id) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(SqlResult r, db_->Query(std::string("SELECT ") + kTenantColumns + " FROM tenants WHERE id = $1",
+                                           {Int(id.value())}));
+  if (r.rows.empty()) return NotFoundError("no tenant with id " + id.ToString());
+  return TenantFromRow(r.rows[0]);
+}
+
+Result<TenantRecord> SqlStore::FindTenant(std::string_view name) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(SqlResult r, db_->Query(std::string("SELECT ") + kTenantColumns +
+                                               " FROM tenants WHERE name = $1",
+                                           {Text(name)}));
+  if (r.rows.empty()) return NotFoundError("no tenant named '" + std::string(name.substr(0, 64)) + "'");
+  return TenantFromRow(r.rows[0]);
+}
+
+Result<std::vector<TenantRecord>> SqlStore::ListTenants() {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(SqlResult r,
+                   db_->Query(std::string("SELECT ") + kTenantColumns + " FROM tenants ORDER BY name", {}));
+  std::vector<TenantRecord> out;
+  for (const SqlRow& row : r.rows) out.push_back(TenantFromRow(row));
+  return out;
+}
+
+Status SqlStore::UpdateTenantQuota(TenantId id, const TenantQuota& quota) {
+  RETURN_IF_ERROR(CheckQuota(quota));
+  std::lock_guard lock(mu_);
+  return InTransaction([&]() -> Status {
+    ASSIGN_OR_RETURN(SqlResult r,
+                     db_->Query("UPDATE tenants SET quota_devices = $2, quota_device_memory_mib = $3, "
+                                "quota_device_compute_milli = $4, quota_cpu_milli = $5, quota_memory_mib = $6 "
+                                "WHERE id = $1",
+                                {Int(id.value()), Int(quota.devices), Int(quota.device_memory_mib),
+                                 Int(quota.device_compute_milli), Int(quota.cpu_milli), Int(quota.memory_mib)}));
+    if (r.affected == 0) return NotFoundError("no tenant with id " + id.ToString());
+    return Status::Ok();
+  });
+}
+
+Result<int64_t> SqlStore::AddToken(TenantId tenant, std::string_view plaintext, std::string_view label,
+                                   TimeMicros now) {
+  if (plaintext.size() < kMinTokenBytes || plaintext.size() > kMaxTokenBytes) {
+    return InvalidArgumentError("a token must be 16..512 bytes");
+  }
+  const std::string hash = Sha256Hex(plaintext);
+  std::lock_guard lock(mu_);
+  int64_t id = 0;
+  RETURN_IF_ERROR(InTransaction([&]() -> Status {
+    ASSIGN_OR_RETURN(SqlResult t, db_->Query("SELECT id FROM tenants WHERE id = $1", {Int(tenant.value())}));
+    if (t.rows.empty()) return NotFoundError("no tenant with id " + tenant.ToString());
+    Result<SqlResult> r = db_->Query(
+        "INSERT INTO tokens (tenant_id, hash, label, created_us) VALUES ($1, $2, $3, $4) RETURNING id",
+        {Int(tenant.value()), Text(hash), Text(Clip(label)), Int(now)});
+    if (r.status().code() == StatusCode::kAlreadyExists) return AlreadyExistsError("this token is already in use");
+    RETURN_IF_ERROR(r);
+    id = ColInt(r->rows.at(0), 0);
+    return Status::Ok();
+  }));
+  return id;
+}
+
+Result<TenantRecord> SqlStore::Authenticate(std::string_view plaintext) {
+  if (plaintext.empty() || plaintext.size() > kMaxTokenBytes) return UnauthenticatedError("invalid token");
+  const std::string hash = Sha256Hex(plaintext);
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(SqlResult r,
+                   db_->Query("SELECT t.id, t.name, t.admin, t.quota_devices, t.quota_device_memory_mib, "
+                              "t.quota_device_compute_milli, t.quota_cpu_milli, t.quota_memory_mib, t.created_us "
+                              "FROM tokens k JOIN tenants t ON t.id = k.tenant_id WHERE k.hash = $1",
+                              {Text(hash)}));
+  if (r.rows.empty()) return UnauthenticatedError("invalid token");
+  return TenantFromRow(r.rows[0]);
+}
+
+Result<std::vector<TokenRecord>> SqlStore::ListTokens(TenantId tenant) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(SqlResult r, db_->Query("SELECT id, tenant_id, label, created_us FROM tokens "
+                                           "WHERE tenant_id = $1 ORDER BY id",
+                                           {Int(tenant.value())}));
+  std::vector<TokenRecord> out;
+  for (const SqlRow& row : r.rows) {
+    out.push_back({ColInt(row, 0), TenantId(ColInt(row, 1)), ColText(row, 2), ColInt(row, 3)});
+  }
+  return out;
+}
+
+Status SqlStore::RevokeToken(int64_t token_id) {
+  std::lock_guard lock(mu_);
+  return InTransaction([&]() -> Status {
+    ASSIGN_OR_RETURN(SqlResult r, db_->Query("DELETE FROM tokens WHERE id = $1", {Int(token_id)}));
+    if (r.affected == 0) return NotFoundError("no token with id " + std::to_string(token_id));
+    return Status::Ok();
+  });
+}
+
+// ---- Jobs ----
+
+Status SqlStore::InsertEvent(const EventRecord& e, int64_t* id) {
+  ASSIGN_OR_RETURN(SqlResult r, db_->Query("INSERT INTO events (time_us, job_id, kind, from_state, to_state, reason) "
+                                           "VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+                                           {Int(e.time_us), Int(e.job.value()), Text(e.kind), Text(StateText(e.from)),
+                                            Text(StateText(e.to)), Text(Clip(e.reason))}));
+  if (id != nullptr) *id = ColInt(r.rows.at(0), 0);
+  return Status::Ok();
+}
+
+Result<JobRecord> SqlStore::LoadJob(JobId id) {
+  ASSIGN_OR_RETURN(SqlResult r, db_->Query(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = $1",
+                                           {Int(id.value())}));
+  if (r.rows.empty()) return NotFoundError("no job with id " + id.ToString());
+  return JobFromRow(r.rows[0]);
+}
+
+Result<JobRecord> SqlStore::SubmitJob(TenantId tenant, const JobSpec& spec, TimeMicros now) {
+  RETURN_IF_ERROR(ValidateJobSpec(spec));
+  const std::string spec_json = JobSpecToJson(spec);
+  std::lock_guard lock(mu_);
+  JobRecord job;
+  RETURN_IF_ERROR(InTransaction([&]() -> Status {
+    ASSIGN_OR_RETURN(SqlResult t, db_->Query("SELECT id FROM tenants WHERE id = $1", {Int(tenant.value())}));
+    if (t.rows.empty()) return NotFoundError("no tenant with id " + tenant.ToString());
+    ASSIGN_OR_RETURN(SqlResult r,
+                     db_->Query("INSERT INTO jobs (tenant_id, name, spec, state, priority, submitted_us, "
+                                "updated_us) VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING id",
+                                {Int(tenant.value()), Text(spec.name), Text(spec_json),
+                                 Text(JobStateName(JobState::kQueued)), Int(spec.priority), Int(now)}));
+    job.id = JobId(ColInt(r.rows.at(0), 0));
+    for (int replica = 0; replica < spec.replicas; ++replica) {
+      RETURN_IF_ERROR(db_->Query("INSERT INTO tasks (job_id, replica, state, updated_us) VALUES ($1, $2, $3, $4)",
+                                 {Int(job.id.value()), Int(replica), Text(JobStateName(JobState::kQueued)),
+                                  Int(now)}));
+    }
+    EventRecord e;
+    e.time_us = now;
+    e.job = job.id;
+    e.kind = "submitted";
+    e.to = JobState::kQueued;
+    e.reason = "submitted with priority " + std::to_string(spec.priority) + ", " +
+               std::to_string(spec.replicas) + (spec.replicas == 1 ? " replica" : " replicas");
+    return InsertEvent(e, nullptr);
+  }));
+  job.tenant = tenant;
+  job.spec = spec;
+  job.state = JobState::kQueued;
+  job.priority = spec.priority;
+  job.submitted_us = now;
+  job.updated_us = now;
+  return job;
+}
+
+Result<JobRecord> SqlStore::GetJob(JobId id) {
+  std::lock_guard lock(mu_);
+  return LoadJob(id);
+}
+
+Result<std::vector<JobRecord>> SqlStore::ListJobs(const JobFilter& filter) {
+  std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id > $1";
+  std::vector<SqlValue> params = {Int(filter.after.value())};
+  if (filter.tenant) {
+    params.push_back(Int(filter.tenant->value()));
+    sql += " AND tenant_id = $" + std::to_string(params.size());
+  }
+  if (!filter.states.empty()) {
+    sql += " AND state IN (";
+    for (size_t i = 0; i < filter.states.size(); ++i) {
+      params.push_back(Text(JobStateName(filter.states[i])));
+      sql += (i ? ", $" : "$") + std::to_string(params.size());
+    }
+    sql += ")";
+  }
+  sql += " ORDER BY id";
+  if (filter.limit > 0) {
+    params.push_back(Int(filter.limit));
+    sql += " LIMIT $" + std::to_string(params.size());
+  }
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(SqlResult r, db_->Query(sql, params));
+  std::vector<JobRecord> out;
+  out.reserve(r.rows.size());
+  for (const SqlRow& row : r.rows) {
+    ASSIGN_OR_RETURN(JobRecord job, JobFromRow(row));
+    out.push_back(std::move(job));
+  }
+  return out;
+}
+
+Status SqlStore::TransitionJob(JobId id, JobState to, std::string_view reason, TimeMicros now,
+                               std::optional<JobState> expected) {
+  std::lock_guard lock(mu_);
+  return InTransaction([&]() -> Status {
+    ASSIGN_OR_RETURN(SqlResult r, db_->Query(std::string("SELECT state, restart_count FROM jobs WHERE id = $1") +
+                                                 std::string(db_->ForUpdate()),
+                                             {Int(id.value())}));
+    if (r.rows.empty()) return NotFoundError("no job with id " + id.ToString());
+    ASSIGN_OR_RETURN(JobState from, ParseJobState(ColText(r.rows[0], 0)));
+    if (expected && *expected != from) {
+      return FailedPreconditionError("job " + id.ToString() + " is " + std::string(JobStateName(from)) +
+                                     ", not " + std::string(JobStateName(*expected)));
+    }
+    RETURN_IF_ERROR(CheckTransition(from, to).WithContext("job " + id.ToString()));
+    int64_t restarts = ColInt(r.rows[0], 1);
+    if (to == JobState::kQueued &&
+        (from == JobState::kRunning || from == JobState::kSuspending || from == JobState::kSuspended)) {
+      ++restarts;
+    }
+    RETURN_IF_ERROR(db_->Query("UPDATE jobs SET state = $2, updated_us = $3, restart_count = $4, "
+                               "pending_reason = '', state_reason = $5 WHERE id = $1",
+                               {Int(id.value()), Text(JobStateName(to)), Int(now), Int(restarts),
+                                Text(Clip(reason))}));
+    if (HoldsAllocation(from) && !HoldsAllocation(to)) {
+      RETURN_IF_ERROR(db_->Query("DELETE FROM allocation_devices WHERE job_id = $1", {Int(id.value())}));
+      RETURN_IF_ERROR(db_->Query("DELETE FROM allocations WHERE job_id = $1", {Int(id.value())}));
+    }
+    if (to == JobState::kQueued || to == JobState::kSuspended) {
+      RETURN_IF_ERROR(db_->Query("UPDATE tasks SET state = $2, node = '', exit_code = NULL, updated_us = $3 "
+                                 "WHERE job_id = $1",
+                                 {Int(id.value()), Text(JobStateName(to)), Int(now)}));
+    } else if (IsTerminal(to)) {
+      RETURN_IF_ERROR(db_->Query("UPDATE tasks SET state = $2, updated_us = $3 WHERE job_id = $1 "
+                                 "AND state NOT IN ('succeeded', 'failed', 'cancelled')",
+                                 {Int(id.value()), Text(JobStateName(to)), Int(now)}));
+    }
+    EventRecord e;
+    e.time_us = now;
+    e.job = id;
+    e.kind = "transition";
+    e.from = from;
+    e.to = to;
+    e.reason = std::string(reason);
+    return InsertEvent(e, nullptr);
+  });
+}
+
+Status SqlStore::SetPendingReason(JobId id, std::string_view reason) {
+  const std::string clipped = Clip(reason);
+  std::lock_guard lock(mu_);
+  // No explicit transaction: one statement is atomic, and when the reason is unchanged nothing is written.
+  ASSIGN_OR_RETURN(SqlResult r, db_->Query("UPDATE jobs SET pending_reason = $2 WHERE id = $1 AND "
+                                           "pending_reason <> $2",
+                                           {Int(id.value()), Text(clipped)}));
+  if (r.affected > 0) return Status::Ok();
+  ASSIGN_OR_RETURN(SqlResult exists, db_->Query("SELECT id FROM jobs WHERE id = $1", {Int(id.value())}));
+  if (exists.rows.empty()) return NotFoundError("no job with id " + id.ToString());
+  return Status::Ok();
+}
+
+// ---- Tasks ----
+
+Result<std::vector<TaskRecord>> SqlStore::ListTasks(JobId job) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(SqlResult r, db_->Query("SELECT id, job_id, replica, state, node, exit_code, updated_us "
+                                           "FROM tasks WHERE job_id = $1 ORDER BY replica",
+                                           {Int(job.value())}));
+  if (r.rows.empty()) {
+    ASSIGN_OR_RETURN(SqlResult exists, db_->Query("SELECT id FROM jobs WHERE id = $1", {Int(job.value())}));
+    if (exists.rows.empty()) return NotFoundError("no job with id " + job.ToString());
+  }
+  std::vector<TaskRecord> out;
+  for (const SqlRow& row : r.rows) {
+    TaskRecord t;
+    t.id = TaskId(ColInt(row, 0));
+    t.job = JobId(ColInt(row, 1));
+    t.replica = static_cast<int>(ColInt(row, 2));
+    ASSIGN_OR_RETURN(t.state, ParseJobState(ColText(row, 3)));
+    t.node = ColText(row, 4);
+    if (!ColNull(row, 5)) t.exit_code = static_cast<int>(ColInt(row, 5));
+    t.updated_us = ColInt(row, 6);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Status SqlStore::UpdateTask(JobId job, int replica, JobState state, std::optional<int> exit_code,
+                            TimeMicros now) {
+  std::lock_guard lock(mu_);
+  return InTransaction([&]() -> Status {
+    ASSIGN_OR_RETURN(SqlResult r, db_->Query("UPDATE tasks SET state = $3, exit_code = $4, updated_us = $5 "
+                                             "WHERE job_id = $1 AND replica = $2",
+                                             {Int(job.value()), Int(replica), Text(JobStateName(state)),
+                                              exit_code ? Int(*exit_code) : SqlValue::Null(), Int(now)}));
+    if (r.affected == 0) {
+      return NotFoundError("job " + job.ToString() + " has no replica " + std::to_string(replica));
+    }
+    return Status::Ok();
+  });
+}
+
+// ---- Events ----
+
+Result<EventRecord> SqlStore::AppendEvent(const EventRecord& event) {
+  if (event.kind.empty() || event.kind.size() > 64) return InvalidArgumentError("event kind must be 1..64 bytes");
+  std::lock_guard lock(mu_);
+  EventRecord stored = event;
+  stored.reason = Clip(event.reason);
+  RETURN_IF_ERROR(InTransaction([&]() { return InsertEvent(stored, &stored.id); }));
+  return stored;
+}
+
+Result<std::vector<EventRecord>> SqlStore::JobEvents(JobId job, int limit) {
+  std::lock_guard lock(mu_);
+  // The most recent `limit` events, returned oldest first.
+  std::string sql = "SELECT id, time_us, job_id, kind, from_state, to_state, reason FROM events WHERE job_id = $1";
+  std::vector<SqlValue> params = {Int(job.value())};
+  if (limit > 0) {
+    sql = "SELECT * FROM (" + sql + " ORDER BY id DESC LIMIT $2) AS recent ORDER BY id";
+    params.push_back(Int(limit));
+  } else {
+    sql += " ORDER BY id";
+  }
+  ASSIGN_OR_RETURN(SqlResult r, db_->Query(sql, params));
+  std::vector<EventRecord> out;
+  for (const SqlRow& row : r.rows) {
+    ASSIGN_OR_RETURN(EventRecord e, EventFromRow(row));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+Result<std::vector<EventRecord>> SqlStore::EventsSince(int64_t after_id, int limit) {
+  std::lock_guard lock(mu_);
+  std::string sql = "SELECT id, time_us, job_id, kind, from_state, to_state, reason FROM events WHERE id > $1 "
+                    "ORDER BY id";
+  std::vector<SqlValue> params = {Int(after_id)};
+  if (limit > 0) {
+    sql += " LIMIT $2";
+    params.push_back(Int(limit));
+  }
+  ASSIGN_OR_RETURN(SqlResult r, db_->Query(sql, params));
+  std::vector<EventRecord> out;
+  for (const SqlRow& row : r.rows) {
+    ASSIGN_OR_RETURN(EventRecord e, EventFromRow(row));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace xpool::store_internal

@@ -1,0 +1,105 @@
+#pragma once
+// SqlStore: the StateStore written once in SQL, over a SqlBackend (SQLite or PostgreSQL). Both backends run
+// the same statements ($1..$n parameters, INSERT ... RETURNING, ON CONFLICT), so the shared test suite checks
+// one implementation against two databases.
+//
+// Owns its backend. Thread-safe: every call takes mu_; each state change is one transaction, committed before
+// the call returns.
+#include <memory>
+#include <mutex>
+
+#include "store/internal/sql_backend.h"
+#include "store/state_store.h"
+
+namespace xpool::store_internal {
+
+class SqlStore final : public StateStore {
+ public:
+  explicit SqlStore(std::unique_ptr<SqlBackend> db) : db_(std::move(db)) {}
+
+  // Migrates the schema to the latest version.
+  Status Init();
+
+  std::string_view Kind() const override { return db_->Kind(); }
+  Result<int> SchemaVersion() override;
+  Status Ping() override;
+
+  Result<TenantRecord> CreateTenant(std::string_view name, bool admin, const TenantQuota& quota,
+                                    TimeMicros now) override;
+  Result<TenantRecord> GetTenant(TenantId id) override;
+  Result<TenantRecord> FindTenant(std::string_view name) override;
+  Result<std::vector<TenantRecord>> ListTenants() override;
+  Status UpdateTenantQuota(TenantId id, const TenantQuota& quota) override;
+  Result<int64_t> AddToken(TenantId tenant, std::string_view plaintext, std::string_view label,
+                           TimeMicros now) override;
+  Result<TenantRecord> Authenticate(std::string_view plaintext) override;
+  Result<std::vector<TokenRecord>> ListTokens(TenantId tenant) override;
+  Status RevokeToken(int64_t token_id) override;
+
+  Result<JobRecord> SubmitJob(TenantId tenant, const JobSpec& spec, TimeMicros now) override;
+  Result<JobRecord> GetJob(JobId id) override;
+  Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter) override;
+  Status TransitionJob(JobId id, JobState to, std::string_view reason, TimeMicros now,
+                       std::optional<JobState> expected) override;
+  Status CommitPlacement(JobId id, const std::vector<AllocationRecord>& allocations, std::string_view reason,
+                         TimeMicros now) override;
+  Status SetPendingReason(JobId id, std::string_view reason) override;
+
+  Result<std::vector<TaskRecord>> ListTasks(JobId job) override;
+  Status UpdateTask(JobId job, int replica, JobState state, std::optional<int> exit_code,
+                    TimeMicros now) override;
+
+  Result<std::vector<AllocationRecord>> ListAllocations() override;
+  Result<std::vector<AllocationRecord>> JobAllocations(JobId job) override;
+
+  Status UpsertNode(const Node& node, TimeMicros now) override;
+  Result<NodeRecord> GetNode(std::string_view name) override;
+  Result<std::vector<NodeRecord>> ListNodes() override;
+  Status SetNodeCordoned(std::string_view name, bool cordoned, TimeMicros now) override;
+  Status SetNodeReady(std::string_view name, bool ready, TimeMicros now) override;
+  Status DeleteNode(std::string_view name) override;
+
+  Result<EventRecord> AppendEvent(const EventRecord& event) override;
+  Result<std::vector<EventRecord>> JobEvents(JobId job, int limit) override;
+  Result<std::vector<EventRecord>> EventsSince(int64_t after_id, int limit) override;
+
+  // Tests only: runs a statement on the store's own connection (e.g. to make the database full or read-only).
+  Result<SqlResult> QueryForTesting(std::string_view sql);
+
+ private:
+  // Runs `body` between Begin and Commit; rolls back when it fails. Caller holds mu_.
+  template <typename Body>
+  Status InTransaction(Body&& body);
+  // The same for reads of several statements (a consistent snapshot).
+  template <typename Body>
+  Status InReadTransaction(Body&& body);
+
+  Result<JobRecord> LoadJob(JobId id);
+  Result<std::vector<AllocationRecord>> LoadAllocations(std::string_view where, const std::vector<SqlValue>& params);
+  Result<std::vector<NodeRecord>> LoadNodes(std::string_view where, const std::vector<SqlValue>& params);
+  Status InsertEvent(const EventRecord& event, int64_t* id);
+  Status SetNodeFlag(std::string_view column, std::string_view name, bool value, TimeMicros now);
+
+  std::mutex mu_;
+  std::unique_ptr<SqlBackend> db_;  // guarded by mu_
+};
+
+template <typename Body>
+Status SqlStore::InTransaction(Body&& body) {
+  RETURN_IF_ERROR(db_->Begin());
+  Status s = body();
+  if (s.ok()) s = db_->Commit();
+  if (!s.ok()) db_->Rollback();
+  return s;
+}
+
+template <typename Body>
+Status SqlStore::InReadTransaction(Body&& body) {
+  RETURN_IF_ERROR(db_->BeginRead());
+  Status s = body();
+  if (s.ok()) s = db_->Commit();
+  if (!s.ok()) db_->Rollback();
+  return s;
+}
+
+}  // namespace xpool::store_internal

@@ -1,0 +1,14 @@
+#pragma once
+// SqliteBackend: SqlBackend over one sqlite3 connection (WAL, synchronous=FULL, foreign keys on, a busy
+// timeout). Errors: full / read-only / busy / I/O / cannot open → Unavailable; constraint → AlreadyExists or
+// InvalidArgument. Private to src/store. Not thread-safe (SqlStore serialises calls).
+#include <memory>
+#include <string>
+
+#include "store/internal/sql_backend.h"
+
+namespace xpool::store_internal {
+
+Result<std::unique_ptr<SqlBackend>> OpenSqliteBackend(const std::string& path);
+
+}  // namespace xpool::store_internal
