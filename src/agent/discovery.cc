@@ -1,0 +1,123 @@
+#include "agent/discovery.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "agent/nvml/nvml_discovery.h"
+#include "agent/simulated/simulated_discovery.h"
+#include "common/units.h"
+
+namespace xpool::agent {
+
+void FillHostInfo(Node* node) {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0 && host[0] != '\0') {
+    node->name = host;
+  } else {
+    node->name = "localhost";
+  }
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  node->cpu_milli = cpus > 0 ? static_cast<int64_t>(cpus) * 1000 : 0;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemTotal:") {
+      node->memory_mib = kib / 1024;
+      break;
+    }
+  }
+}
+
+Result<int> ParsePcieLevel(std::string_view name) {
+  struct Level {
+    std::string_view name;
+    int score;
+  };
+  static constexpr Level kLevels[] = {{"board", kLinkSameBoard},         {"switch", kLinkPcieSwitch},
+                                      {"multiswitch", kLinkPcieMultiSwitch}, {"hostbridge", kLinkPcieHostBridge},
+                                      {"numa", kLinkNuma},               {"system", kLinkSystem}};
+  for (const Level& l : kLevels) {
+    if (l.name == name) return l.score;
+  }
+  return InvalidArgumentError("unknown pcie level \"" + std::string(name) +
+                              "\" (known: board, switch, multiswitch, hostbridge, numa, system)");
+}
+
+Result<DiscoveryReport> DiscoverNode(const DiscoveryOptions& options) {
+  if (!options.simulate.empty() && !options.node_file.empty()) {
+    return InvalidArgumentError("give either a simulate spec or a node file, not both");
+  }
+  if (!options.simulate.empty() || !options.node_file.empty()) {
+    SimulatedDiscovery sim(options.simulate, options.node_file, options.node_name);
+    return sim.Discover();
+  }
+  NvmlDiscovery nvml(options.nvml_library, "/sys/bus/pci/devices", options.node_name);
+  ASSIGN_OR_RETURN(DiscoveryReport report, nvml.Discover());
+  if (report.available || options.fallback_simulate.empty()) return report;
+  SimulatedDiscovery sim(options.fallback_simulate, "", options.node_name);
+  ASSIGN_OR_RETURN(DiscoveryReport simulated, sim.Discover());
+  simulated.note = report.note + "; using a SIMULATED node instead: " + options.fallback_simulate;
+  return simulated;
+}
+
+namespace {
+
+// Renders rows as columns padded to the widest cell.
+std::string Align(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatDeviceTable(const DiscoveryReport& report) {
+  const Node& n = report.node;
+  std::ostringstream out;
+  out << "node " << n.name << (n.simulated ? " (SIMULATED)" : "") << ": " << n.devices.size() << " device(s), "
+      << n.cpu_milli / 1000 << " CPUs, " << FormatMemoryMiB(n.memory_mib) << " memory; source "
+      << report.source << "\n";
+  if (!report.note.empty()) out << "note: " << report.note << "\n";
+  if (n.devices.empty()) return out.str();
+  std::vector<std::vector<std::string>> rows = {
+      {"INDEX", "VENDOR", "MODEL", "MEMORY", "NUMA", "SHARERS", "HEALTH", "UUID"}};
+  for (const Device& d : n.devices) {
+    rows.push_back({std::to_string(d.index), std::string(VendorName(d.vendor)), d.model,
+                    FormatMemoryMiB(d.memory_mib), std::to_string(d.numa_node), std::to_string(d.max_sharers),
+                    d.healthy ? "ok" : "UNHEALTHY", d.uuid});
+  }
+  out << "\n" << Align(rows);
+  if (!n.links.empty()) {
+    std::vector<std::vector<std::string>> links = {{"LINKS"}};
+    for (const Device& d : n.devices) links[0].push_back(std::to_string(d.index));
+    for (int a = 0; a < n.links.size(); ++a) {
+      std::vector<std::string> row = {std::to_string(a)};
+      for (int b = 0; b < n.links.size(); ++b) row.push_back(a == b ? "-" : std::to_string(n.links.Score(a, b)));
+      links.push_back(std::move(row));
+    }
+    out << "\nlink scores (100 per NVLink lane; PCIe 50 board, 40 switch, 30 switches, 20 host bridge, 10 NUMA, "
+           "0 system):\n"
+        << Align(links);
+  }
+  return out.str();
+}
+
+}  // namespace xpool::agent

@@ -1,0 +1,204 @@
+#include "agent/task_log.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+namespace xpool::agent {
+namespace {
+
+std::string ErrnoText(int err) { return std::strerror(err); }
+
+// Writes all of `data`; returns 0 or the errno of the failing write.
+int WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return 0;
+}
+
+std::string RotatedName(const std::string& path, int i) { return path + "." + std::to_string(i); }
+
+}  // namespace
+
+LogWriter::LogWriter(std::string path, LogLimits limits) : path_(std::move(path)), limits_(limits) {}
+
+LogWriter::~LogWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status LogWriter::Open() {
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) return UnavailableError("cannot open log " + path_ + ": " + ErrnoText(errno));
+  struct stat st {};
+  size_ = (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) ? st.st_size : 0;
+  return Status::Ok();
+}
+
+std::string LogWriter::note() const {
+  std::lock_guard<std::mutex> lock(note_mu_);
+  return note_;
+}
+
+void LogWriter::StopWithNote(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(note_mu_);
+    note_ = "logging stopped after " + std::to_string(total_.load()) + " bytes: " + why +
+            " (the task keeps running; further output is discarded)";
+  }
+  stopped_ = true;
+  if (fd_ >= 0) {
+    // Best effort: the disk may have room for a short line (or not).
+    (void)WriteAll(fd_, "\n[xpool] " + note() + "\n");
+  }
+}
+
+bool LogWriter::Rotate() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (limits_.keep <= 0) {
+    ::unlink(path_.c_str());
+  } else {
+    ::unlink(RotatedName(path_, limits_.keep).c_str());
+    for (int i = limits_.keep - 1; i >= 1; --i) {
+      ::rename(RotatedName(path_, i).c_str(), RotatedName(path_, i + 1).c_str());
+    }
+    ::rename(path_.c_str(), RotatedName(path_, 1).c_str());
+  }
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  size_ = 0;
+  if (fd_ < 0) {
+    StopWithNote("cannot reopen " + path_ + " after rotation: " + ErrnoText(errno));
+    return false;
+  }
+  return true;
+}
+
+void LogWriter::WriteChunk(std::string_view data) {
+  if (int err = WriteAll(fd_, data); err != 0) {
+    StopWithNote(err == ENOSPC ? "the log disk is full" : "write to " + path_ + " failed: " + ErrnoText(err));
+    return;
+  }
+  size_ += static_cast<int64_t>(data.size());
+  total_ += static_cast<int64_t>(data.size());
+}
+
+void LogWriter::Write(std::string_view data) {
+  while (!data.empty() && !stopped_ && fd_ >= 0) {
+    const int64_t room = limits_.max_bytes - size_;
+    if (room <= 0) {
+      if (!Rotate()) return;
+      continue;
+    }
+    const size_t n = static_cast<size_t>(std::min<int64_t>(room, static_cast<int64_t>(data.size())));
+    WriteChunk(data.substr(0, n));
+    data.remove_prefix(n);
+  }
+}
+
+void LogWriter::Note(std::string_view text) { Write("[xpool] " + std::string(text) + "\n"); }
+
+std::vector<std::string> LogFiles(const std::string& path) {
+  std::vector<std::string> rotated;
+  struct stat st {};
+  for (int i = 1; ::stat(RotatedName(path, i).c_str(), &st) == 0; ++i) rotated.push_back(RotatedName(path, i));
+  std::vector<std::string> files(rotated.rbegin(), rotated.rend());
+  if (::stat(path.c_str(), &st) == 0) files.push_back(path);
+  return files;
+}
+
+Result<std::string> ReadLogTail(const std::string& path, int64_t max_bytes) {
+  const std::vector<std::string> files = LogFiles(path);
+  if (files.empty()) return NotFoundError("no log at " + path);
+  // Walk newest first, prepending, until max_bytes are collected.
+  std::string out;
+  for (auto it = files.rbegin(); it != files.rend(); ++it) {
+    int fd = ::open(it->c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // rotated away meanwhile
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      ::close(fd);
+      continue;
+    }
+    int64_t want = st.st_size;
+    if (max_bytes > 0) want = std::min<int64_t>(want, max_bytes - static_cast<int64_t>(out.size()));
+    std::string chunk(static_cast<size_t>(want), '\0');
+    ssize_t got = want > 0 ? ::pread(fd, chunk.data(), chunk.size(), st.st_size - want) : 0;
+    ::close(fd);
+    if (got < 0) return UnavailableError("cannot read " + *it + ": " + ErrnoText(errno));
+    chunk.resize(static_cast<size_t>(got));
+    out.insert(0, chunk);
+    if (max_bytes > 0 && static_cast<int64_t>(out.size()) >= max_bytes) break;
+  }
+  return out;
+}
+
+LogFollower::~LogFollower() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status LogFollower::Open(bool from_start) {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) return NotFoundError("no log at " + path_);
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return UnavailableError("cannot stat " + path_ + ": " + ErrnoText(errno));
+  inode_ = st.st_ino;
+  if (!from_start) ::lseek(fd_, 0, SEEK_END);
+  return Status::Ok();
+}
+
+namespace {
+
+// Appends the rest of `fd`'s file to `out`.
+Status ReadToEnd(int fd, const std::string& name, std::string* out) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return UnavailableError("cannot read " + name + ": " + ErrnoText(errno));
+    if (n == 0) return Status::Ok();
+    out->append(buf, static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
+Result<std::string> LogFollower::ReadNew() {
+  if (fd_ < 0) return FailedPreconditionError("LogFollower::Open was not called");
+  std::string out;
+  RETURN_IF_ERROR(ReadToEnd(fd_, path_, &out));
+  struct stat live {};
+  if (::stat(path_.c_str(), &live) != 0 || live.st_ino == inode_) return out;
+  // Rotated, maybe several times: our file is now <path>.k; the files rotated after it are .k-1 ... .1.
+  int k = 1;
+  struct stat st {};
+  while (::stat(RotatedName(path_, k).c_str(), &st) == 0 && st.st_ino != inode_) ++k;
+  const bool found = st.st_ino == inode_ && ::stat(RotatedName(path_, k).c_str(), &st) == 0;
+  for (int j = found ? k - 1 : 0; j >= 1; --j) {
+    int fd = ::open(RotatedName(path_, j).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    Status s = ReadToEnd(fd, RotatedName(path_, j), &out);
+    ::close(fd);
+    RETURN_IF_ERROR(s);
+  }
+  int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  ::close(fd_);
+  fd_ = fd;
+  struct stat now {};
+  inode_ = ::fstat(fd_, &now) == 0 ? now.st_ino : live.st_ino;
+  RETURN_IF_ERROR(ReadToEnd(fd_, path_, &out));
+  return out;
+}
+
+}  // namespace xpool::agent

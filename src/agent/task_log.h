@@ -1,0 +1,88 @@
+#pragma once
+// Task logs: what a task writes to stdout and stderr, captured by the launcher into one size-capped, rotated
+// file per task, and read back by `xpool logs JOB [--replica N] [-f]`.
+//
+// Files: <path> is the live file; when a write would take it past max_bytes it becomes <path>.1 (older ones
+// shift to .2 ... .keep, the oldest is deleted). stdout and stderr share one pipe, so their lines stay in order.
+// When the disk fills (or any write fails), LogWriter stops writing, records a note and discards what follows:
+// the task is never blocked or killed because of its log.
+//
+// LogWriter is owned by one task's log pump thread; note() and stopped() are safe from any thread. The reading
+// functions are stateless; LogFollower is owned by one reader (not thread-safe).
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace xpool::agent {
+
+struct LogLimits {
+  int64_t max_bytes = 10 << 20;  // per file
+  int keep = 3;                  // rotated files kept besides the live one
+};
+
+class LogWriter {
+ public:
+  LogWriter(std::string path, LogLimits limits);
+  ~LogWriter();
+  LogWriter(const LogWriter&) = delete;
+  LogWriter& operator=(const LogWriter&) = delete;
+
+  // Opens (appending) the live file, creating it. An error here means no log at all for the task.
+  Status Open();
+  // Appends task output, rotating as needed. Never fails: a write error stops logging with a note.
+  void Write(std::string_view data);
+  // Appends a line "[xpool] <text>" (launcher events: start failures, restarts). Also subject to the limits.
+  void Note(std::string_view text);
+
+  bool stopped() const { return stopped_.load(); }
+  std::string note() const;
+  int64_t bytes_written() const { return total_.load(); }
+
+ private:
+  void WriteChunk(std::string_view data);
+  bool Rotate();
+  void StopWithNote(const std::string& why);
+
+  const std::string path_;
+  const LogLimits limits_;
+  int fd_ = -1;
+  int64_t size_ = 0;  // of the live file
+  std::atomic<bool> stopped_{false};
+  std::atomic<int64_t> total_{0};
+  mutable std::mutex note_mu_;
+  std::string note_;  // guarded by note_mu_
+};
+
+// The task's log files, oldest first (<path>.N ... <path>.1, <path>); only those that exist.
+std::vector<std::string> LogFiles(const std::string& path);
+// The last `max_bytes` of the task's output across its rotated files (all of it when max_bytes <= 0).
+// NotFound when the task has no log.
+Result<std::string> ReadLogTail(const std::string& path, int64_t max_bytes);
+
+// Follows a live log across rotations (as `tail -F`): each ReadNew() returns what was appended since the last.
+class LogFollower {
+ public:
+  explicit LogFollower(std::string path) : path_(std::move(path)) {}
+  ~LogFollower();
+  LogFollower(const LogFollower&) = delete;
+  LogFollower& operator=(const LogFollower&) = delete;
+
+  // Starts at the live file's beginning (from_start) or its end. NotFound when there is no log yet.
+  Status Open(bool from_start);
+  // New output, possibly empty. Follows the live file when it is rotated (finishing the old one first).
+  Result<std::string> ReadNew();
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  ino_t inode_ = 0;
+};
+
+}  // namespace xpool::agent

@@ -1,0 +1,108 @@
+#include "agent/task_log.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace xpool::agent {
+namespace {
+
+std::string FreshDir(const std::string& name) {
+  const std::string dir = std::filesystem::path(testing::TempDir()).lexically_normal().string() + "xpool_agent_" + name + "_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+int64_t FileSize(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_size : -1;
+}
+
+TEST(LogWriterTest, RotatesAndKeepsTheNewest) {
+  const std::string dir = FreshDir("rotate");
+  const std::string path = dir + "/output.log";
+  LogWriter log(path, LogLimits{100, 2});
+  ASSERT_TRUE(log.Open().ok());
+  std::string all;
+  for (int i = 0; i < 100; ++i) {
+    const std::string line = "line " + std::to_string(i) + "\n";
+    log.Write(line);
+    all += line;
+  }
+  EXPECT_FALSE(log.stopped());
+  EXPECT_EQ(log.bytes_written(), static_cast<int64_t>(all.size()));
+  const auto files = LogFiles(path);
+  ASSERT_EQ(files.size(), 3u);  // .2, .1, live
+  EXPECT_EQ(files[0], path + ".2");
+  EXPECT_EQ(FileSize(path + ".3"), -1);
+  for (const auto& f : files) EXPECT_LE(FileSize(f), 100);
+  EXPECT_EQ(FileSize(path + ".1"), 100);
+  // The tail is the end of what was written, across files.
+  auto tail = ReadLogTail(path, 150);
+  ASSERT_TRUE(tail.ok());
+  EXPECT_EQ(*tail, all.substr(all.size() - 150));
+  auto everything = ReadLogTail(path, 0);
+  ASSERT_TRUE(everything.ok());
+  EXPECT_EQ(*everything, all.substr(all.size() - everything->size()));
+  EXPECT_GT(everything->size(), 200u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LogWriterTest, DiskFullStopsLoggingWithNote) {
+  const std::string dir = FreshDir("full");
+  const std::string path = dir + "/output.log";
+  ASSERT_EQ(::symlink("/dev/full", path.c_str()), 0);
+  LogWriter log(path, LogLimits{1 << 20, 1});
+  ASSERT_TRUE(log.Open().ok());
+  log.Write("hello\n");
+  EXPECT_TRUE(log.stopped());
+  EXPECT_NE(log.note().find("the log disk is full"), std::string::npos) << log.note();
+  log.Write("more\n");  // discarded, no crash
+  EXPECT_EQ(log.bytes_written(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LogReaderTest, MissingLogIsNotFound) {
+  auto tail = ReadLogTail("/nonexistent/output.log", 10);
+  ASSERT_FALSE(tail.ok());
+  EXPECT_EQ(tail.status().code(), StatusCode::kNotFound);
+  LogFollower follower("/nonexistent/output.log");
+  EXPECT_EQ(follower.Open(true).code(), StatusCode::kNotFound);
+}
+
+TEST(LogFollowerTest, FollowsAcrossRotation) {
+  const std::string dir = FreshDir("follow");
+  const std::string path = dir + "/output.log";
+  LogWriter log(path, LogLimits{64, 3});
+  ASSERT_TRUE(log.Open().ok());
+  log.Write("before\n");
+  LogFollower from_end(path);
+  ASSERT_TRUE(from_end.Open(false).ok());
+  LogFollower follower(path);
+  ASSERT_TRUE(follower.Open(true).ok());
+  EXPECT_EQ(*follower.ReadNew(), "before\n");
+  EXPECT_EQ(*follower.ReadNew(), "");
+  std::string expected, got;
+  for (int i = 0; i < 40; ++i) {  // 40 × 9 bytes into 64-byte files: several rotations between reads
+    const std::string line = "line " + std::to_string(100 + i) + "\n";
+    expected += line;
+    log.Write(line);
+    if (i % 13 == 12) {
+      auto more = follower.ReadNew();
+      ASSERT_TRUE(more.ok());
+      got += *more;
+    }
+  }
+  got += *follower.ReadNew();
+  EXPECT_EQ(got, expected);
+  auto rest = from_end.ReadNew();  // a follower from the end saw only what came after it
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ(rest->find("before"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace xpool::agent
