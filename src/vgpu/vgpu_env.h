@@ -21,4 +21,15 @@
 #define XPOOL_ENV_RESTART_COUNT "XPOOL_RESTART_COUNT"
 #define XPOOL_ENV_SUSPEND_FILE "XPOOL_SUSPEND_FILE"
 
+/* Added for the runtime library (libxpool-vgpu.so): */
+/* Memory charged per CUDA context a process creates on a limited device, in MiB (default 256). */
+#define XPOOL_ENV_VGPU_CONTEXT_RESERVE_MIB "XPOOL_VGPU_CONTEXT_RESERVE_MIB"
+/* Path or name of the real CUDA driver and NVML libraries to load (defaults libcuda.so.1, libnvidia-ml.so.1). */
+#define XPOOL_ENV_VGPU_CUDA_LIBRARY "XPOOL_VGPU_CUDA_LIBRARY"
+#define XPOOL_ENV_VGPU_NVML_LIBRARY "XPOOL_VGPU_NVML_LIBRARY"
+/* Devices of the fake driver used by tests: "<count>x<MiB>", e.g. "2x16384". */
+#define XPOOL_ENV_FAKE_DEVICES "XPOOL_FAKE_DEVICES"
+/* Fake NVML: SM utilisation in percent that every process of the fake reports (absent: not supported). */
+#define XPOOL_ENV_FAKE_SM_UTIL "XPOOL_FAKE_SM_UTIL"
+
 #endif /* XPOOL_VGPU_VGPU_ENV_H_ */

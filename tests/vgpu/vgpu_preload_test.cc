@@ -1,0 +1,313 @@
+// Runs the probe programs (vgpu_probe.cc) as separate processes with LD_PRELOAD=libxpool-vgpu.so and the fake
+// driver on LD_LIBRARY_PATH, and checks what they report.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+constexpr const char* kModes[] = {"direct", "dlsym", "procaddr"};
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+class Child {
+ public:
+  Child(const std::string& binary, const std::vector<std::string>& args,
+        const std::map<std::string, std::string>& extra_env, bool preload = true) {
+    std::map<std::string, std::string> env = {
+        {"PATH", "/usr/bin:/bin"},
+        {"LD_LIBRARY_PATH", XPOOL_VGPU_FAKE_DIR},
+        {"XPOOL_FAKE_DEVICES", "2x16384"},
+        {"XPOOL_VGPU_LOG_LEVEL", "info"},
+        {"XPOOL_VGPU_CONTEXT_RESERVE_MIB", "0"},
+    };
+    if (preload) env["LD_PRELOAD"] = XPOOL_VGPU_LIBRARY;
+    for (const auto& [k, v] : extra_env) {
+      if (v.empty()) {
+        env.erase(k);
+      } else {
+        env[k] = v;
+      }
+    }
+    std::vector<std::string> argv_s = {binary};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<std::string> env_s;
+    for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
+    int out[2], err[2];
+    if (pipe(out) != 0 || pipe(err) != 0) abort();
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], 1);
+      dup2(err[1], 2);
+      close(out[0]);
+      close(err[0]);
+      std::vector<char*> argv, envp;
+      for (auto& s : argv_s) argv.push_back(s.data());
+      argv.push_back(nullptr);
+      for (auto& s : env_s) envp.push_back(s.data());
+      envp.push_back(nullptr);
+      execve(argv[0], argv.data(), envp.data());
+      _exit(127);
+    }
+    close(out[1]);
+    close(err[1]);
+    out_ = out[0];
+    err_ = err[0];
+  }
+  ~Child() {
+    if (pid_ > 0 && !reaped_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    close(out_);
+    close(err_);
+  }
+
+  // Reads stdout until `text` appears (or timeout); returns what was read.
+  bool WaitForOutput(const std::string& text, int timeout_ms) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (outcome_.out.find(text) == std::string::npos) {
+      int left = static_cast<int>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
+      if (left <= 0) return false;
+      struct pollfd p{out_, POLLIN, 0};
+      if (poll(&p, 1, left) <= 0) return false;
+      char buf[512];
+      ssize_t n = read(out_, buf, sizeof(buf));
+      if (n <= 0) return false;
+      outcome_.out.append(buf, static_cast<size_t>(n));
+    }
+    return true;
+  }
+
+  void Kill() { kill(pid_, SIGKILL); }
+
+  Outcome Wait() {
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(out_, buf, sizeof(buf))) > 0) outcome_.out.append(buf, static_cast<size_t>(n));
+    while ((n = read(err_, buf, sizeof(buf))) > 0) outcome_.err.append(buf, static_cast<size_t>(n));
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    reaped_ = true;
+    outcome_.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return outcome_;
+  }
+
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+  int err_ = -1;
+  bool reaped_ = false;
+  Outcome outcome_;
+};
+
+Outcome RunProbe(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {},
+            bool preload = true, const std::string& binary = XPOOL_VGPU_PROBE) {
+  Child child(binary, args, env, preload);
+  return child.Wait();
+}
+
+std::string Describe(const Outcome& o) { return "exit " + std::to_string(o.exit_code) + "\nstdout:\n" + o.out +
+                                               "\nstderr:\n" + o.err; }
+
+class TempDir {
+ public:
+  TempDir() {
+    char dir[] = "/tmp/xpool-vgpu-test-XXXXXX";
+    if (mkdtemp(dir) == nullptr) abort();
+    path_ = dir;
+  }
+  ~TempDir() {
+    std::string cmd = "rm -rf '" + path_ + "'";
+    if (system(cmd.c_str()) != 0) {
+    }
+  }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+TEST(VgpuPreloadTest, GovernedEntryPointsResolveToTheHooksInEveryMode) {
+  for (const char* mode : kModes) {
+    SCOPED_TRACE(mode);
+    Outcome o = RunProbe({mode, "alloc", "1"});
+    ASSERT_EQ(o.exit_code, 0) << Describe(o);
+    // Every governed symbol the fake driver has resolves into libxpool-vgpu.so (X/X, X > 0).
+    size_t at = o.out.find("hooks ");
+    ASSERT_NE(at, std::string::npos) << Describe(o);
+    int ours = 0, total = 0;
+    ASSERT_EQ(sscanf(o.out.c_str() + at, "hooks %d/%d", &ours, &total), 2);
+    EXPECT_GT(total, 20);
+    EXPECT_EQ(ours, total) << Describe(o);
+  }
+}
+
+TEST(VgpuPreloadTest, WithoutThePreloadNothingIsHooked) {
+  Outcome o = RunProbe({"dlsym", "alloc", "1"}, {}, /*preload=*/false);
+  ASSERT_EQ(o.exit_code, 0) << Describe(o);
+  EXPECT_NE(o.out.find("hooks 0/"), std::string::npos) << Describe(o);
+}
+
+TEST(VgpuPreloadTest, LimitHoldsOnEveryAllocationPath) {
+  for (const char* mode : kModes) {
+    SCOPED_TRACE(mode);
+    Outcome o = RunProbe({mode, "paths", "256"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "256"}});
+    EXPECT_EQ(o.exit_code, 0) << Describe(o);
+    // direct and dlsym reach all 14 paths; cuGetProcAddress answers the newest variants only.
+    int expected = std::string(mode) == "procaddr" ? 10 : 14;
+    EXPECT_NE(o.out.find("paths tested " + std::to_string(expected)), std::string::npos) << Describe(o);
+  }
+}
+
+TEST(VgpuPreloadTest, ContextFootprintIsCharged) {
+  Outcome o = RunProbe({"direct", "contexts", "256"},
+                  {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "256"}, {"XPOOL_VGPU_CONTEXT_RESERVE_MIB", "64"}});
+  EXPECT_EQ(o.exit_code, 0) << Describe(o);
+}
+
+TEST(VgpuPreloadTest, QueriesAreVirtualised) {
+  for (const char* mode : kModes) {
+    SCOPED_TRACE(mode);
+    Outcome o = RunProbe({mode, "queries", "1024"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "1024"}});
+    EXPECT_EQ(o.exit_code, 0) << Describe(o);
+  }
+}
+
+TEST(VgpuPreloadTest, NoLimitsMeansPassThrough) {
+  for (const char* mode : kModes) {
+    SCOPED_TRACE(mode);
+    Outcome o = RunProbe({mode, "passthrough", "16384"});
+    EXPECT_EQ(o.exit_code, 0) << Describe(o);
+  }
+}
+
+TEST(VgpuPreloadTest, RacingProcessesNeverSumAboveTheLimit) {
+  TempDir dir;
+  constexpr int kProcesses = 6;
+  struct timeval tv;
+  gettimeofday(&tv, nullptr);
+  uint64_t start_ms = static_cast<uint64_t>(tv.tv_sec) * 1000 + static_cast<uint64_t>(tv.tv_usec) / 1000 + 400;
+  std::map<std::string, std::string> env = {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "1000"},
+                                            {"XPOOL_SHARED_REGION", dir.File("region")},
+                                            {"XPOOL_JOB_ID", "race"}};
+  std::vector<std::unique_ptr<Child>> children;
+  for (int i = 0; i < kProcesses; ++i) {
+    children.push_back(std::make_unique<Child>(
+        XPOOL_VGPU_PROBE, std::vector<std::string>{"direct", "race", "8", std::to_string(start_ms), "1500"}, env));
+  }
+  uint64_t total = 0;
+  for (auto& child : children) {
+    ASSERT_TRUE(child->WaitForOutput("allocated", 10000));
+  }
+  for (auto& child : children) {
+    Outcome o = child->Wait();
+    ASSERT_EQ(o.exit_code, 0) << Describe(o);
+    unsigned long long bytes = 0;
+    size_t at = o.out.find("allocated ");
+    ASSERT_NE(at, std::string::npos);
+    ASSERT_EQ(sscanf(o.out.c_str() + at, "allocated %llu", &bytes), 1);
+    total += bytes;
+  }
+  EXPECT_LE(total, 1000ull << 20);
+  EXPECT_GT(total, (1000ull - 8) << 20);  // together they filled it
+}
+
+TEST(VgpuPreloadTest, KilledProcessMemoryComesBack) {
+  TempDir dir;
+  std::map<std::string, std::string> env = {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "1024"},
+                                            {"XPOOL_SHARED_REGION", dir.File("region")},
+                                            {"XPOOL_JOB_ID", "kill"}};
+  Child holder(XPOOL_VGPU_PROBE, {"direct", "hold", "768"}, env);
+  ASSERT_TRUE(holder.WaitForOutput("held 0", 10000));
+  Outcome refused = RunProbe({"direct", "alloc", "512"}, env);
+  EXPECT_EQ(refused.exit_code, 2) << Describe(refused);  // the holder is alive: 768 + 512 > 1024
+  holder.Kill();
+  holder.Wait();
+  Outcome granted = RunProbe({"direct", "alloc", "512"}, env);
+  EXPECT_EQ(granted.exit_code, 0) << Describe(granted);
+}
+
+TEST(VgpuPreloadTest, TasksDoNotShareAndCorruptRegionsFallBackPerProcess) {
+  TempDir dir;
+  std::map<std::string, std::string> task_a = {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "1024"},
+                                               {"XPOOL_SHARED_REGION", dir.File("region")},
+                                               {"XPOOL_JOB_ID", "a"}};
+  Child holder(XPOOL_VGPU_PROBE, {"direct", "hold", "768"}, task_a);
+  ASSERT_TRUE(holder.WaitForOutput("held 0", 10000));
+  // Another task pointed at the same file: refused with a log line, enforced per process, never charged to task a.
+  std::map<std::string, std::string> task_b = task_a;
+  task_b["XPOOL_JOB_ID"] = "b";
+  Outcome foreign = RunProbe({"direct", "alloc", "512"}, task_b);
+  EXPECT_EQ(foreign.exit_code, 0) << Describe(foreign);
+  EXPECT_NE(foreign.err.find("refusing shared region"), std::string::npos) << Describe(foreign);
+  Outcome over = RunProbe({"direct", "alloc", "1025"}, task_b);
+  EXPECT_EQ(over.exit_code, 2) << Describe(over);  // the per-process limit still holds
+  holder.Kill();
+  holder.Wait();
+
+  std::string corrupt = dir.File("corrupt");
+  FILE* f = fopen(corrupt.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fputs("this is not an accounting region", f);
+  fclose(f);
+  std::map<std::string, std::string> env = {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "1024"}, {"XPOOL_SHARED_REGION", corrupt}};
+  Outcome ok = RunProbe({"direct", "alloc", "1000"}, env);
+  EXPECT_EQ(ok.exit_code, 0) << Describe(ok);
+  EXPECT_NE(ok.err.find("refusing shared region"), std::string::npos) << Describe(ok);
+  Outcome refused = RunProbe({"direct", "alloc", "1025"}, env);
+  EXPECT_EQ(refused.exit_code, 2) << Describe(refused);
+}
+
+TEST(VgpuPreloadTest, MissingDriverDoesNotCrashTheProgram) {
+  Outcome o = RunProbe({"missing"},
+                  {{"LD_LIBRARY_PATH", "/nonexistent"},
+                   {"XPOOL_VGPU_CUDA_LIBRARY", "/nonexistent/libcuda.so.1"},
+                   {"XPOOL_VGPU_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"},
+                   {"XPOOL_DEVICE_MEMORY_LIMIT_0", "1024"},
+                   {"XPOOL_DEVICE_CORE_LIMIT_0", "50"}},
+                  true, XPOOL_VGPU_PROBE_NOLINK);
+  EXPECT_EQ(o.exit_code, 0) << Describe(o);
+  EXPECT_NE(o.out.find("survived"), std::string::npos) << Describe(o);
+}
+
+TEST(VgpuPreloadTest, BadLimitValueFailsClosedWithAClearError) {
+  Outcome o = RunProbe({"direct", "alloc", "1"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "lots"}});
+  EXPECT_EQ(o.exit_code, 2) << Describe(o);
+  EXPECT_NE(o.err.find("XPOOL_DEVICE_MEMORY_LIMIT_0='lots' is not a number of MiB"), std::string::npos)
+      << Describe(o);
+}
+
+TEST(VgpuPreloadTest, ComputeLimitThrottlesLaunches) {
+  // The fake NVML reports 90 % SM utilisation for the process: a 20 % limit must cut launches to a trickle.
+  Outcome limited = RunProbe({"direct", "throttle", "1500"},
+                        {{"XPOOL_DEVICE_CORE_LIMIT_0", "20"}, {"XPOOL_FAKE_SM_UTIL", "90"}});
+  ASSERT_EQ(limited.exit_code, 0) << Describe(limited);
+  Outcome free = RunProbe({"direct", "throttle", "300"}, {{"XPOOL_FAKE_SM_UTIL", "90"}});
+  ASSERT_EQ(free.exit_code, 0) << Describe(free);
+  unsigned long long n_limited = 0, n_free = 0;
+  ASSERT_EQ(sscanf(limited.out.c_str() + limited.out.find("launches "), "launches %llu", &n_limited), 1);
+  ASSERT_EQ(sscanf(free.out.c_str() + free.out.find("launches "), "launches %llu", &n_free), 1);
+  EXPECT_LT(n_limited, 1000u) << "throttled launches in 1.5 s";
+  EXPECT_GT(n_free, 10000u) << "unthrottled launches in 0.3 s";
+}
+
+}  // namespace
