@@ -29,7 +29,12 @@ struct DeviceLimiter {
   ShareController* controller = nullptr;
   LaunchBudget budget;
   unsigned long long last_seen_us = 0;
+  int failed_samples = 0;  // consecutive periods without a measurement
 };
+
+// Without a measurement the limiter cannot know the share; throttling blind at an arbitrary rate would be worse
+// than not throttling, so after this many periods it opens up (and says so once).
+constexpr int kBlindPeriods = 5;
 
 DeviceLimiter g_devices[kMaxDevices];
 std::atomic<bool> g_thread_running{false};
@@ -99,7 +104,13 @@ void* SamplerMain(void*) {
       if (tick % kRefillsPerSample == kRefillsPerSample - 1) {
         double measured = MeasureTaskUtilisation(dev, limiter);
         bool throttled = limiter.budget.ConsumeThrottled();
+        if (measured < 0 && ++limiter.failed_samples == kBlindPeriods) {
+          Log(LogLevel::kWarn, "device %d: no NVML utilisation samples; the compute limit is not enforced until "
+              "they appear", dev);
+          limiter.controller->Open();
+        }
         if (measured >= 0) {
+          limiter.failed_samples = 0;
           double rate = limiter.controller->Update(measured, throttled);
           Log(LogLevel::kDebug, "device %d: utilisation %.1f%% (target %d%%) -> %.0f blocks/s", dev, measured,
               CurrentLimits().device[dev].core_percent, rate);

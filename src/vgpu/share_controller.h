@@ -38,6 +38,8 @@ class ShareController {
   // One sampling period: measured utilisation of the task (percent of the device) and whether the task was
   // throttled at all during it (false: its demand was below the budget). Returns the new rate.
   double Update(double measured_percent, bool throttled);
+  // No measurement available: stop throttling (rate = max_rate); Update() resumes control from there.
+  void Open() { rate_ = config_.max_rate; }
   double rate() const { return rate_; }
   const Config& config() const { return config_; }
 

@@ -184,6 +184,11 @@ bool SharedRegion::Lock() {
 
 void SharedRegion::Unlock() { pthread_mutex_unlock(&header_->mutex); }
 
+int SharedRegion::SlotEnd() const {
+  uint32_t high = header_->slot_high;
+  return high > static_cast<uint32_t>(kRegionSlots) ? kRegionSlots : static_cast<int>(high);
+}
+
 bool SharedRegion::Attach(int pid, uint64_t start_time) {
   if (header_ == nullptr) return false;
   if (slot_ >= 0) return true;
@@ -198,6 +203,7 @@ bool SharedRegion::Attach(int pid, uint64_t start_time) {
         s.start_time = start_time;
         s.in_use = 1;
         slot_ = i;
+        if (header_->slot_high < static_cast<uint32_t>(i + 1)) header_->slot_high = static_cast<uint32_t>(i + 1);
         break;
       }
     }
@@ -217,7 +223,7 @@ void SharedRegion::Detach() {
 
 uint64_t SharedRegion::SumLocked(int dev) const {
   uint64_t sum = 0;
-  for (int i = 0; i < kRegionSlots; ++i) {
+  for (int i = 0, end = SlotEnd(); i < end; ++i) {
     if (slots_[i].in_use != 0) sum = SaturatingAdd(sum, slots_[i].used[dev]);
   }
   return sum;
@@ -225,7 +231,7 @@ uint64_t SharedRegion::SumLocked(int dev) const {
 
 int SharedRegion::ReclaimDeadLocked() {
   int reclaimed = 0;
-  for (int i = 0; i < kRegionSlots; ++i) {
+  for (int i = 0, end = SlotEnd(); i < end; ++i) {
     RegionSlot& s = slots_[i];
     if (s.in_use == 0 || i == slot_) continue;
     if (!liveness_(s.pid, s.start_time)) {
@@ -274,7 +280,7 @@ int SharedRegion::ListProcesses(int dev, ProcessUsage* out, int max) {
   if (header_ == nullptr || dev >= kMaxDevices || !Lock()) return 0;
   ReclaimDeadLocked();
   int n = 0;
-  for (int i = 0; i < kRegionSlots; ++i) {
+  for (int i = 0, end = SlotEnd(); i < end; ++i) {
     const RegionSlot& s = slots_[i];
     if (s.in_use == 0) continue;
     uint64_t bytes = dev >= 0 ? s.used[dev] : 0;

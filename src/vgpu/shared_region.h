@@ -30,7 +30,7 @@ struct RegionHeader {
   uint32_t slot_bytes;
   uint32_t slot_count;
   uint32_t device_count;
-  uint32_t reserved0;
+  uint32_t slot_high;  // slots at or above this index have never been used: scans stop here
   uint64_t file_bytes;
   char identity[kRegionIdentityBytes];
   pthread_mutex_t mutex;
@@ -96,6 +96,7 @@ class SharedRegion {
   void Unlock();
   uint64_t SumLocked(int dev) const;
   int ReclaimDeadLocked();
+  int SlotEnd() const;
   void InitHeader(const char* identity, size_t bytes, bool shared);
 
   RegionHeader* header_ = nullptr;
