@@ -4,6 +4,7 @@
 #include <span>
 #include <string>
 
+#include "cli/agent_command.h"
 #include "cli/commands.h"
 
 namespace xpool::cli {
@@ -20,6 +21,7 @@ int RunHelp(const Args&);
 const Command kCommands[] = {
     {"version", "print the version", RunVersion},
     {"help", "list the subcommands", RunHelp},
+    {"agent", "node agent: discover devices (--print-devices), run a task locally (--run)", RunAgent},
 };
 
 int RunHelp(const Args&) {
