@@ -208,6 +208,31 @@ FAKE_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+// Enough attributes and module calls for tests/gpu/gpu_check.cc to run against the fake (its kernels do nothing).
+FAKE_EXPORT CUresult cuDeviceGetAttribute(int* value, int attribute, CUdevice dev) {
+  if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
+  if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (dev < 0 || dev >= Devices().count) return CUDA_ERROR_INVALID_DEVICE;
+  *value = attribute == 16 ? 132 : attribute == 13 ? 1980000 : 0;  // multiprocessors, clock (kHz)
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuModuleLoadData(void** module, const void* image) {
+  if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
+  if (module == nullptr || image == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  static int fake_module;
+  *module = &fake_module;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuModuleGetFunction(CUfunction* function, void* module, const char* name) {
+  if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
+  if (function == nullptr || module == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  static int fake_function;
+  *function = reinterpret_cast<CUfunction>(&fake_function);
+  return CUDA_SUCCESS;
+}
+
 FAKE_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
   if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -485,7 +510,8 @@ const ProcEntry kProcTable[] = {
     FAKE_ENTRY(cuLaunchKernel), FAKE_ENTRY(cuLaunchKernel_ptsz), FAKE_ENTRY(cuLaunchKernelEx),
     FAKE_ENTRY(cuLaunchKernelEx_ptsz), FAKE_ENTRY(cuLaunchCooperativeKernel),
     FAKE_ENTRY(cuLaunchCooperativeKernel_ptsz), FAKE_ENTRY(cuGraphLaunch), FAKE_ENTRY(cuGraphLaunch_ptsz),
-    FAKE_ENTRY(cuGetProcAddress), FAKE_ENTRY(cuGetProcAddress_v2),
+    FAKE_ENTRY(cuGetProcAddress), FAKE_ENTRY(cuGetProcAddress_v2), FAKE_ENTRY(cuDeviceGetAttribute),
+    FAKE_ENTRY(cuModuleLoadData), FAKE_ENTRY(cuModuleGetFunction),
 };
 #undef FAKE_ENTRY
 
