@@ -4,6 +4,8 @@
 
 #include "scheduler/policy.h"
 #include "scheduler/policy/best_fit.h"
+#include "scheduler/policy/binpack_spread.h"
+#include "scheduler/policy/topology.h"
 
 namespace xpool {
 namespace {
@@ -19,8 +21,21 @@ std::unique_ptr<PlacementPolicy> Make() {
   return std::make_unique<P>();
 }
 
+template <PackMode kNode, PackMode kDevice>
+std::unique_ptr<PlacementPolicy> MakePack() {
+  constexpr std::string_view kNames[2][2] = {{"binpack", "binpack-spread"}, {"spread-binpack", "spread"}};
+  return std::make_unique<BinpackSpreadPolicy>(kNames[static_cast<int>(kNode)][static_cast<int>(kDevice)], kNode,
+                                               kDevice);
+}
+
 constexpr PolicyRow kPolicies[] = {
     {"best-fit", &Make<BestFitPolicy>, "FGD paper's BestFit: least CPU+GPU leftover on the node"},
+    {"binpack", &MakePack<PackMode::kBinpack, PackMode::kBinpack>, "HAMi: fullest node, fullest devices"},
+    {"spread", &MakePack<PackMode::kSpread, PackMode::kSpread>, "HAMi: emptiest node, emptiest devices"},
+    {"binpack-spread", &MakePack<PackMode::kBinpack, PackMode::kSpread>,
+     "HAMi's default: fullest node, emptiest devices"},
+    {"spread-binpack", &MakePack<PackMode::kSpread, PackMode::kBinpack>, "emptiest node, fullest devices"},
+    {"topology", &Make<TopologyPolicy>, "best-linked devices (NVLink) for multi-device replicas"},
 };
 
 }  // namespace
