@@ -31,6 +31,8 @@ Result<int> ClusterState::AddNode(Node node) {
   index_by_name_.emplace(node.name, index);
   nodes_.push_back(std::move(node));
   usage_.push_back(std::move(usage));
+  ++description_version_;
+  Journal(index);
   return index;
 }
 
@@ -59,9 +61,23 @@ Status ClusterState::UpdateNode(int index, Node node) {
     totals_.device_memory_capacity_mib += node.devices[d].memory_mib - old.devices[d].memory_mib;
   }
   old = std::move(node);
+  ++description_version_;
   RecomputeMaxNode();
   Bump(index);
   return Status::Ok();
+}
+
+void ClusterState::Journal(int node) {
+  if (journal_.empty()) journal_.resize(kJournalSize);
+  journal_[change_seq_ % kJournalSize] = node;
+  ++change_seq_;
+}
+
+bool ClusterState::NodesChangedSince(uint64_t seq, std::vector<int>* out) const {
+  if (seq > change_seq_) return false;
+  if (change_seq_ - seq > kJournalSize) return false;
+  for (uint64_t s = seq; s < change_seq_; ++s) out->push_back(journal_[s % kJournalSize]);
+  return true;
 }
 
 void ClusterState::RecomputeMaxNode() {

@@ -82,15 +82,32 @@ class ClusterState {
   // Verifies usage never exceeds capacity and is never negative, and the totals match the per-node sums.
   Status CheckInvariants() const;
 
+  // A journal of node changes for incremental indexes (the scheduler's): every change to a node (usage,
+  // condition, description, addition) records its index. change_seq() counts the changes ever made.
+  // NodesChangedSince(seq, &out) appends the nodes changed after `seq` (duplicates possible) and returns false
+  // when the journal no longer reaches back that far; the caller must then rescan every node.
+  uint64_t change_seq() const { return change_seq_; }
+  // Changes whenever a node is added or its description replaced (UpdateNode); not on usage or conditions.
+  uint64_t description_version() const { return description_version_; }
+  bool NodesChangedSince(uint64_t seq, std::vector<int>* out) const;
+
  private:
   Status CheckAllocationShape(const Allocation& allocation) const;
-  void Bump(int node) { ++usage_[node].generation; }
+  void Bump(int node) {
+    ++usage_[node].generation;
+    Journal(node);
+  }
+  void Journal(int node);
   void RecomputeMaxNode();
 
   std::vector<Node> nodes_;
   std::vector<NodeUsage> usage_;
   std::unordered_map<std::string, int> index_by_name_;
   ClusterTotals totals_;
+  static constexpr uint64_t kJournalSize = 4096;
+  std::vector<int> journal_;  // ring buffer, allocated on first change
+  uint64_t change_seq_ = 0;
+  uint64_t description_version_ = 0;
 };
 
 }  // namespace xpool

@@ -47,6 +47,12 @@ class PlacementPolicy {
   // identical nodes once. Default false: every call scores every fitting node.
   virtual bool cacheable() const { return false; }
 
+  // Optional, for cacheable policies whose ranking does not depend on the request: a key computed from the node
+  // alone (description, usage, ClusterTotals::max_node_*) such that, for every request, Score over the nodes
+  // that fit never increases as the key grows (lower key = at least as good). A Scheduler then walks nodes in
+  // key order and stops early instead of scoring every node. Default: no such key.
+  virtual bool NodeOrderKey(const ClusterState& /*state*/, int /*node*/, int64_t* /*key*/) const { return false; }
+
   // Told once when a request arrives, before it is first scheduled; callers retrying a waiting request do not
   // call it again. Learning policies (fgd, default) count request shapes here.
   virtual void OnArrival(const TaskRequest& /*request*/) {}

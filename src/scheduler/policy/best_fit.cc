@@ -1,7 +1,6 @@
 #include "scheduler/policy/best_fit.h"
 
 #include "scheduler/device_choice.h"
-#include "scheduler/fit.h"
 
 namespace xpool {
 
@@ -17,6 +16,19 @@ int64_t BestFitScore(int64_t free_cpu, int64_t free_gpu, int64_t req_cpu, int64_
   return static_cast<int64_t>(s);
 }
 
+bool BestFitPolicy::NodeOrderKey(const ClusterState& state, int node, int64_t* key) const {
+  const Node& n = state.node(node);
+  int64_t free_gpu = 0;
+  for (int d = 0; d < static_cast<int>(n.devices.size()); ++d) free_gpu += state.FreeDeviceCompute(node, d);
+  const ClusterTotals& t = state.totals();
+  // Exact order of (free_cpu / max_cpu + free_gpu / max_gpu); a missing dimension weighs nothing, as in Score.
+  const int64_t cpu_scale = t.max_node_device_compute_milli > 0 ? t.max_node_device_compute_milli : 1;
+  const int64_t gpu_scale = t.max_node_cpu_milli > 0 ? t.max_node_cpu_milli : 1;
+  *key = (t.max_node_cpu_milli > 0 ? state.FreeCpu(node) * cpu_scale : 0) +
+         (t.max_node_device_compute_milli > 0 ? free_gpu * gpu_scale : 0);
+  return true;
+}
+
 bool BestFitPolicy::Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate,
                           Rng& /*rng*/, int64_t* score, std::vector<int>* chosen_devices) {
   const int node = candidate.node;
@@ -27,8 +39,9 @@ bool BestFitPolicy::Score(const ClusterState& state, const TaskRequest& request,
   }
   int64_t free_gpu = 0;
   for (int d = 0; d < static_cast<int>(n.devices.size()); ++d) free_gpu += state.FreeDeviceCompute(node, d);
-  int64_t req_gpu = 0;
-  for (int d : *chosen_devices) req_gpu += GrantFor(n.devices[d], request).compute_milli;
+  // The pod's request, as the reference (not the grant, which for exclusive-mode devices is the whole device):
+  // this keeps the score a function of NodeOrderKey for every request.
+  const int64_t req_gpu = request.device_compute_milli * request.device_count;
   const ClusterTotals& t = state.totals();
   *score = BestFitScore(state.FreeCpu(node), free_gpu, request.cpu_milli, req_gpu, t.max_node_cpu_milli,
                         t.max_node_device_compute_milli);

@@ -30,6 +30,8 @@ class BestFitPolicy final : public PlacementPolicy {
   bool Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate, Rng& rng,
              int64_t* score, std::vector<int>* chosen_devices) override;
   bool cacheable() const override { return true; }
+  // free_cpu / max_cpu + free_gpu / max_gpu, scaled to an integer: the score falls as it grows.
+  bool NodeOrderKey(const ClusterState& state, int node, int64_t* key) const override;
 };
 
 }  // namespace xpool

@@ -1,0 +1,61 @@
+#pragma once
+// Scheduler: a stateful accelerator over Schedule() for a scheduling loop (the server's, a simulator run, the
+// benchmark). It gives the same placements as Schedule() for deterministic policies, faster, by remembering
+// per-node work between calls and redoing only what changed (ClusterState's change journal):
+//
+//   * Ordered walk, for cacheable policies with a NodeOrderKey and TieBreak::kFirst (best-fit, binpack, spread):
+//     nodes are kept in key order in a few partitions by what they can still take (idle devices; else the best
+//     shareable free compute, in 100-milli buckets). A placement walks only the partitions that can hold the
+//     request, in key order, and stops at the first fitting node whose score drops below the best (the key is
+//     monotone in the score), taking the lowest node index among equal best scores.
+//   * Score cache, for other cacheable policies: per request shape, each node's verdict and score, refreshed
+//     only for nodes changed since the shape was last used; a placement is one linear pass over the cache.
+//   * Otherwise (policies that use the rng or keep state): the full scan of Schedule().
+// In every mode the wait / never-fits decision is cached per request shape until a node's description changes.
+//
+// Owns its caches; holds references to the state and the policy, which must outlive it. Not thread-safe: one
+// loop owns it, as it owns the ClusterState it watches.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/cluster_state.h"
+#include "model/task_request.h"
+#include "scheduler/policy.h"
+#include "scheduler/schedule.h"
+
+namespace xpool {
+
+struct SchedulerOptions {
+  // When false, a not-placed outcome says only "no node can take it now" instead of the per-node tally (which
+  // costs a pass over every node). Simulators that only count failures turn it off.
+  bool explain = true;
+  // Request shapes whose score caches are kept; beyond that the caches are dropped and rebuilt.
+  int max_cached_shapes = 256;
+};
+
+enum class SchedulerMode : uint8_t { kOrderedWalk, kScoreCache, kFullScan };
+
+class Scheduler {
+ public:
+  Scheduler(const ClusterState& state, PlacementPolicy& policy, SchedulerOptions options = {});
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // As Schedule(state, request, policy, rng). The state may have changed in any way since the last call.
+  ScheduleOutcome Schedule(const TaskRequest& request, Rng& rng);
+
+  SchedulerMode mode() const { return mode_; }
+
+ private:
+  struct Impl;
+  const ClusterState& state_;
+  PlacementPolicy& policy_;
+  SchedulerOptions options_;
+  SchedulerMode mode_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xpool

@@ -1,0 +1,201 @@
+#include "scheduler/scheduler.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "model/node_builder.h"
+#include "scheduler/fit.h"
+
+namespace xpool {
+namespace {
+
+// A small random cluster: mixed models, vendors, device counts, NUMA, sharer limits, one exclusive-mode device.
+ClusterState RandomCluster(Rng& rng, int nodes) {
+  ClusterState s;
+  const char* models[] = {"T4", "A100-SXM4", "V100M32", "G2"};
+  for (int i = 0; i < nodes; ++i) {
+    const int gpus = std::uniform_int_distribution<int>(0, 8)(rng);
+    const char* model = models[std::uniform_int_distribution<int>(0, 3)(rng)];
+    const Vendor vendor = std::uniform_int_distribution<int>(0, 5)(rng) == 0 ? Vendor::kAscend : Vendor::kNvidia;
+    NodeBuilder b = MakeNode("n" + std::to_string(i))
+                        .WithCpu(1000 * std::uniform_int_distribution<int>(4, 64)(rng))
+                        .WithMemory(1024 * std::uniform_int_distribution<int>(8, 256)(rng));
+    b.WithGpus(gpus, model, 1024 * std::uniform_int_distribution<int>(8, 80)(rng), vendor);
+    if (gpus >= 2) b.WithNumaNodes(2).WithMaxSharers(std::uniform_int_distribution<int>(1, 6)(rng));
+    Node n = b.Build();
+    if (gpus > 0 && std::uniform_int_distribution<int>(0, 4)(rng) == 0) n.devices[0].mode = DeviceMode::kExclusive;
+    EXPECT_TRUE(s.AddNode(std::move(n)).ok());
+  }
+  return s;
+}
+
+TaskRequest RandomRequest(Rng& rng) {
+  auto pick = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  TaskRequest r;
+  r.cpu_milli = 500 * pick(0, 16);
+  r.memory_mib = 1024 * pick(0, 32);
+  r.device_count = pick(0, 4) == 0 ? 0 : pick(1, 4);
+  if (r.device_count > 0) {
+    const int kind = pick(0, 9);
+    r.device_compute_milli = kind < 4 ? 1000 : kind < 9 ? 50 * pick(1, 19) : 0;
+    if (pick(0, 2) == 0) r.device_memory_mib = 512 * pick(1, 40);
+    else if (pick(0, 3) == 0) r.device_memory_percent = pick(1, 100);
+    if (pick(0, 9) == 0) r.type_include = {"a100"};
+    if (pick(0, 9) == 0) r.type_exclude = {"T4"};
+    if (pick(0, 14) == 0) r.vendor = Vendor::kNvidia;
+    if (pick(0, 9) == 0) r.numa_bind = true;
+    if (pick(0, 19) == 0) r.uuid_exclude = {"n1-gpu0", "n2-gpu1"};
+  }
+  if (r.cpu_milli == 0 && r.memory_mib == 0 && r.device_count == 0) r.cpu_milli = 100;
+  return r;
+}
+
+// The allocation honours the request it was made for.
+void ExpectHonours(const ClusterState& s, const TaskRequest& r, const Allocation& a) {
+  ASSERT_EQ(static_cast<int>(a.devices.size()), r.device_count);
+  EXPECT_EQ(a.cpu_milli, r.cpu_milli);
+  EXPECT_EQ(a.memory_mib, r.memory_mib);
+  const Node& n = s.node(a.node);
+  for (const DeviceGrant& g : a.devices) {
+    const Device& d = n.devices[g.device];
+    EXPECT_EQ(FitDevice(d, &s.usage(a.node).devices[g.device], r), FitReason::kFits);
+    if (r.numa_bind) {
+      EXPECT_EQ(d.numa_node, n.devices[a.devices[0].device].numa_node);
+    }
+  }
+}
+
+bool SameOutcome(const ScheduleOutcome& a, const ScheduleOutcome& b) {
+  if (a.kind != b.kind) return false;
+  if (a.kind != OutcomeKind::kPlaced) return true;
+  if (a.allocation.node != b.allocation.node || a.allocation.devices.size() != b.allocation.devices.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.allocation.devices.size(); ++i) {
+    const DeviceGrant& x = a.allocation.devices[i];
+    const DeviceGrant& y = b.allocation.devices[i];
+    if (x.device != y.device || x.memory_mib != y.memory_mib || x.compute_milli != y.compute_milli) return false;
+  }
+  return true;
+}
+
+// Property test: random apply / release / schedule / condition steps on a random cluster; after every step the
+// invariants hold, every placement honours its request and applies, and the Scheduler (ordered walk or score
+// cache) agrees with the full-scan Schedule().
+TEST(SchedulerPropertyTest, RandomStepsKeepInvariantsAndMatchTheFullScan) {
+  Rng rng(20261130);
+  ClusterState state = RandomCluster(rng, 14);
+  std::vector<std::unique_ptr<PlacementPolicy>> policies;
+  std::vector<std::unique_ptr<Scheduler>> schedulers;
+  for (const char* name : {"best-fit", "binpack", "spread", "binpack-spread", "topology"}) {
+    auto p = MakePolicy(name);
+    ASSERT_TRUE(p.ok());
+    policies.push_back(std::move(*p));
+    schedulers.push_back(std::make_unique<Scheduler>(state, *policies.back(), SchedulerOptions{.explain = false}));
+  }
+  std::vector<Allocation> running;
+  int placed = 0;
+  constexpr int kSteps = 100'000;
+  for (int step = 0; step < kSteps; ++step) {
+    const int op = std::uniform_int_distribution<int>(0, 99)(rng);
+    if (op < 50) {
+      const TaskRequest r = RandomRequest(rng);
+      const size_t which = std::uniform_int_distribution<size_t>(0, policies.size() - 1)(rng);
+      Rng a(step), b(step);
+      ScheduleOutcome fast = schedulers[which]->Schedule(r, a);
+      ScheduleOutcome full = Schedule(state, r, *policies[which], b);
+      ASSERT_TRUE(SameOutcome(fast, full)) << "step " << step << " policy " << policies[which]->name()
+                                           << " fast node " << fast.allocation.node << " full node "
+                                           << full.allocation.node << " kinds " << static_cast<int>(fast.kind)
+                                           << "/" << static_cast<int>(full.kind) << " " << full.reason;
+      if (full.kind == OutcomeKind::kPlaced) {
+        ExpectHonours(state, r, full.allocation);
+        ASSERT_TRUE(state.Apply(full.allocation).ok()) << "step " << step;
+        running.push_back(full.allocation);
+        ++placed;
+      }
+    } else if (op < 85 && !running.empty()) {
+      const size_t i = std::uniform_int_distribution<size_t>(0, running.size() - 1)(rng);
+      ASSERT_TRUE(state.Release(running[i]).ok());
+      running[i] = running.back();
+      running.pop_back();
+    } else if (op < 90) {
+      // A raw allocation that may over-book: Apply must refuse it without changing anything, or book it.
+      const int node = std::uniform_int_distribution<int>(0, state.node_count() - 1)(rng);
+      Allocation a;
+      a.node = node;
+      a.cpu_milli = 1000 * std::uniform_int_distribution<int>(0, 8)(rng);
+      const int devs = static_cast<int>(state.node(node).devices.size());
+      if (devs > 0) {
+        a.devices.push_back({std::uniform_int_distribution<int>(0, devs - 1)(rng),
+                             1024 * std::uniform_int_distribution<int>(0, 20)(rng),
+                             100 * std::uniform_int_distribution<int>(0, 10)(rng)});
+      }
+      const ClusterTotals before = state.totals();
+      if (state.Apply(a).ok()) {
+        running.push_back(a);
+      } else {
+        EXPECT_EQ(state.totals().cpu_allocated_milli, before.cpu_allocated_milli);
+        EXPECT_EQ(state.totals().device_compute_allocated_milli, before.device_compute_allocated_milli);
+      }
+    } else {
+      const int node = std::uniform_int_distribution<int>(0, state.node_count() - 1)(rng);
+      const int what = std::uniform_int_distribution<int>(0, 2)(rng);
+      const bool flag = std::uniform_int_distribution<int>(0, 3)(rng) != 0;
+      Status s = Status::Ok();
+      if (what == 0) s = state.SetNodeReady(node, flag);
+      if (what == 1) s = state.SetNodeCordoned(node, !flag);
+      if (what == 2 && !state.node(node).devices.empty()) s = state.SetDeviceHealthy(node, 0, flag);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+    }
+    ASSERT_TRUE(state.CheckInvariants().ok()) << "step " << step;
+  }
+  EXPECT_GT(placed, 5000);  // the test exercised placement, not only refusals
+}
+
+TEST(SchedulerTest, ModesFollowThePolicy) {
+  ClusterState s;
+  ASSERT_TRUE(s.AddNode(MakeNode("a").WithGpus(2, "T4", 15360).Build()).ok());
+  auto best_fit = MakePolicy("best-fit");
+  auto topology = MakePolicy("topology");
+  ASSERT_TRUE(best_fit.ok() && topology.ok());
+  EXPECT_EQ(Scheduler(s, **best_fit).mode(), SchedulerMode::kOrderedWalk);
+  EXPECT_EQ(Scheduler(s, **topology).mode(), SchedulerMode::kScoreCache);
+}
+
+TEST(SchedulerTest, NotPlacedKindsAndReasons) {
+  ClusterState s;
+  ASSERT_TRUE(s.AddNode(MakeNode("a").WithGpus(1, "T4", 15360).Build()).ok());
+  auto policy = MakePolicy("best-fit");
+  ASSERT_TRUE(policy.ok());
+  Scheduler quiet(s, **policy, SchedulerOptions{.explain = false});
+  Scheduler verbose(s, **policy);
+  Rng rng(1);
+  TaskRequest r;
+  r.cpu_milli = 1000;
+  r.device_count = 2;
+  r.device_compute_milli = 1000;
+  EXPECT_EQ(quiet.Schedule(r, rng).kind, OutcomeKind::kNeverFits);
+  EXPECT_EQ(quiet.Schedule(r, rng).reason, "1 node: fewer than 2 devices on the node");
+  r.device_count = 1;
+  ScheduleOutcome o = quiet.Schedule(r, rng);
+  ASSERT_EQ(o.kind, OutcomeKind::kPlaced);
+  ASSERT_TRUE(s.Apply(o.allocation).ok());
+  EXPECT_EQ(quiet.Schedule(r, rng).kind, OutcomeKind::kWait);
+  ScheduleOutcome v = verbose.Schedule(r, rng);
+  EXPECT_EQ(v.kind, OutcomeKind::kWait);
+  EXPECT_EQ(v.reason, "1 node: every device held exclusively");
+  r.device_compute_milli = 2000;
+  EXPECT_EQ(verbose.Schedule(r, rng).kind, OutcomeKind::kNeverFits);
+  // Nodes added after the Scheduler was made are seen.
+  ASSERT_TRUE(s.AddNode(MakeNode("b").WithGpus(2, "T4", 15360).Build()).ok());
+  r.device_compute_milli = 1000;
+  o = quiet.Schedule(r, rng);
+  ASSERT_EQ(o.kind, OutcomeKind::kPlaced);
+  EXPECT_EQ(o.allocation.node, 1);
+}
+
+}  // namespace
+}  // namespace xpool
