@@ -1,0 +1,176 @@
+#include "agent/node_agent.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "model/node_builder.h"
+
+namespace xpool::agent {
+namespace {
+
+// A server double: hands out whatever `wanted` holds and records what the agent reported.
+class FakeControlPlane : public ControlPlaneClient {
+ public:
+  Status Register(const Node& node) override {
+    registered = node.name;
+    return Status::Ok();
+  }
+  Result<HeartbeatReply> Heartbeat(const Node&, const std::vector<TaskReport>& tasks) override {
+    ++heartbeats;
+    if (!reachable) return UnavailableError("server unreachable");
+    last_reports = tasks;
+    HeartbeatReply reply;
+    reply.tasks = wanted;
+    return reply;
+  }
+  const TaskReport* Report(const std::string& id) const {
+    for (const auto& r : last_reports) {
+      if (r.status.task_id == id) return &r;
+    }
+    return nullptr;
+  }
+
+  std::string registered;
+  int heartbeats = 0;
+  bool reachable = true;
+  std::vector<TaskAssignment> wanted;
+  std::vector<TaskReport> last_reports;
+};
+
+class NodeAgentTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(testing::TempDir()).lexically_normal().string() + "xpool_node_agent_" +
+           testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + std::to_string(getpid());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    LauncherOptions o;
+    o.state_dir = dir_ + "/state";
+    o.cgroup_root = "";
+    launcher_ = std::make_unique<Launcher>(o);
+    agent_ = std::make_unique<NodeAgent>(MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build(), &server_,
+                                         launcher_.get());
+  }
+  void TearDown() override {
+    agent_.reset();
+    launcher_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  TaskAssignment Run(const std::string& id, const std::string& script, int restart = 0) {
+    TaskAssignment a;
+    a.spec.task_id = id;
+    a.spec.job_id = 12;
+    a.spec.replica = 0;
+    a.spec.restart_count = restart;
+    a.spec.argv = {"/bin/sh", "-c", script};
+    a.spec.workdir = dir_;
+    a.grace_micros = 5 * kMicrosPerSecond;
+    return a;
+  }
+  // Ticks until the task's report has `state` (or 5 s pass).
+  bool TickUntil(const std::string& id, TaskState state) {
+    for (int i = 0; i < 500; ++i) {
+      EXPECT_TRUE(agent_->Tick().ok());
+      const TaskReport* r = server_.Report(id);
+      if (r && r->status.state == state) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  // Ticks until the launcher has let go of the task (stopped and forgotten) or 5 s pass.
+  bool WaitForEnd(const std::string& id) {
+    for (int i = 0; i < 500; ++i) {
+      EXPECT_TRUE(agent_->Tick().ok());
+      if (!launcher_->Get(id).ok()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  std::string dir_;
+  FakeControlPlane server_;
+  std::unique_ptr<Launcher> launcher_;
+  std::unique_ptr<NodeAgent> agent_;
+};
+
+TEST_F(NodeAgentTest, RunsReportsAndForgetsAfterAck) {
+  ASSERT_TRUE(agent_->Register().ok());
+  EXPECT_EQ(server_.registered, "n1");
+  server_.wanted = {Run("job12-r0", "exit 3")};
+  ASSERT_TRUE(TickUntil("job12-r0", TaskState::kFailed));
+  const TaskReport* r = server_.Report("job12-r0");
+  EXPECT_EQ(r->status.exit_code, 3);
+  EXPECT_EQ(r->job_id, 12);
+  // Still listed by the server: reported again, not restarted.
+  ASSERT_TRUE(agent_->Tick().ok());
+  ASSERT_TRUE(agent_->Tick().ok());
+  EXPECT_EQ(server_.Report("job12-r0")->status.state, TaskState::kFailed);
+  // The server drops it (ack): the agent forgets it.
+  server_.wanted.clear();
+  ASSERT_TRUE(agent_->Tick().ok());
+  ASSERT_TRUE(agent_->Tick().ok());
+  EXPECT_EQ(server_.Report("job12-r0"), nullptr);
+  EXPECT_FALSE(launcher_->Get("job12-r0").ok());
+}
+
+TEST_F(NodeAgentTest, RestartWithHigherCountRunsAgain) {
+  server_.wanted = {Run("job12-r0", "echo first")};
+  ASSERT_TRUE(TickUntil("job12-r0", TaskState::kSucceeded));
+  server_.wanted = {Run("job12-r0", "echo second; exit 4", 1)};
+  ASSERT_TRUE(TickUntil("job12-r0", TaskState::kFailed));
+  EXPECT_EQ(server_.Report("job12-r0")->restart_count, 1);
+  EXPECT_EQ(server_.Report("job12-r0")->status.exit_code, 4);
+}
+
+TEST_F(NodeAgentTest, StopAndUnwantedTasksAreStopped) {
+  server_.wanted = {Run("a", "sleep 30"), Run("b", "sleep 30")};
+  ASSERT_TRUE(TickUntil("a", TaskState::kRunning));
+  server_.wanted[0].action = TaskAssignment::Action::kStop;
+  server_.wanted.pop_back();  // b is no longer wanted
+  ASSERT_TRUE(TickUntil("a", TaskState::kStopped));
+  EXPECT_TRUE(WaitForEnd("b"));
+}
+
+TEST_F(NodeAgentTest, SuspendAction) {
+  server_.wanted = {Run("s", "trap 'exit 0' USR1; while :; do sleep 0.05; done")};
+  ASSERT_TRUE(TickUntil("s", TaskState::kRunning));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // let the trap be installed
+  server_.wanted[0].action = TaskAssignment::Action::kSuspend;
+  ASSERT_TRUE(TickUntil("s", TaskState::kSuspended));
+  EXPECT_EQ(server_.Report("s")->status.exit_code, 0);
+}
+
+TEST_F(NodeAgentTest, BadSpecIsReportedAsFailed) {
+  TaskAssignment bad = Run("bad/id", "exit 0");
+  server_.wanted = {bad, Run("nocmd", "")};
+  server_.wanted[1].spec.argv = {"xpool-no-such-command"};
+  ASSERT_TRUE(agent_->Tick().ok());
+  ASSERT_TRUE(agent_->Tick().ok());
+  const TaskReport* r = server_.Report("bad/id");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->status.state, TaskState::kFailed);
+  EXPECT_NE(r->status.error.find("task id"), std::string::npos);
+  r = server_.Report("nocmd");
+  ASSERT_NE(r, nullptr);
+  EXPECT_NE(r->status.error.find("command not found"), std::string::npos);
+}
+
+TEST_F(NodeAgentTest, UnreachableServerLeavesTasksRunning) {
+  server_.wanted = {Run("long", "sleep 30")};
+  ASSERT_TRUE(TickUntil("long", TaskState::kRunning));
+  server_.reachable = false;
+  Status s = agent_->Tick();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(launcher_->Get("long")->running());
+  server_.reachable = true;
+  ASSERT_TRUE(agent_->Tick().ok());
+  EXPECT_EQ(server_.Report("long")->status.state, TaskState::kRunning);
+}
+
+}  // namespace
+}  // namespace xpool::agent
