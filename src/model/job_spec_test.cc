@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace xpool {
@@ -166,6 +170,23 @@ TEST(JobSpecTest, RejectsOversizedAndDeeplyNestedInput) {
   std::string deep_block;
   for (int i = 0; i < 20000; ++i) deep_block += "- ";
   EXPECT_FALSE(ParseJobSpec(deep_block).ok());
+}
+
+TEST(JobSpecTest, EveryExampleParses) {
+  const char* source = std::getenv("XPOOL_SOURCE_DIR");
+  ASSERT_NE(source, nullptr) << "XPOOL_SOURCE_DIR is set by ctest";
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(source) / "examples")) {
+    if (entry.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(entry.path().string());
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    Result<JobSpec> spec = ParseJobSpec(text.str());
+    EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+    ++count;
+  }
+  EXPECT_GE(count, 4);
 }
 
 TEST(JobSpecTest, PriorityWords) {

@@ -168,8 +168,10 @@ class StateStore {
   // Checks CheckTransition(current, to) in the transaction; records a "transition" event with `reason`.
   // Leaving the allocation-holding states (to queued, suspended or a terminal state) deletes the job's
   // allocations in the same transaction. running/suspending/suspended → queued increments restart_count.
-  // Entering queued clears nothing else; leaving queued clears pending_reason.
+  // Every transition clears pending_reason. Tasks follow: → queued/suspended resets them (state, node ""),
+  // → a terminal state marks every unfinished task with it.
   // `expected`, when set, must equal the current state (else FailedPrecondition): a compare-and-set.
+  // `to` = scheduled is refused: that transition is CommitPlacement's.
   virtual Status TransitionJob(JobId id, JobState to, std::string_view reason, TimeMicros now,
                                std::optional<JobState> expected = std::nullopt) = 0;
   // The scheduler's placement of a queued job: writes one AllocationRecord per replica (replica indices
@@ -203,7 +205,7 @@ class StateStore {
   // ---- Events ----
   // Appends an event (its id is assigned; the returned value is the stored event).
   virtual Result<EventRecord> AppendEvent(const EventRecord& event) = 0;
-  // A job's events, oldest first; limit 0 = all.
+  // A job's most recent `limit` events (0 = all), oldest first.
   virtual Result<std::vector<EventRecord>> JobEvents(JobId job, int limit = 0) = 0;
   // All events with id > after_id, oldest first (a feed); limit 0 = all.
   virtual Result<std::vector<EventRecord>> EventsSince(int64_t after_id, int limit = 0) = 0;

@@ -341,6 +341,10 @@ Status SqlStore::TransitionJob(JobId id, JobState to, std::string_view reason, T
                                      ", not " + std::string(JobStateName(*expected)));
     }
     RETURN_IF_ERROR(CheckTransition(from, to).WithContext("job " + id.ToString()));
+    if (to == JobState::kScheduled) {
+      return FailedPreconditionError("job " + id.ToString() + ": a job becomes scheduled only with its placement "
+                                     "(CommitPlacement)");
+    }
     int64_t restarts = ColInt(r.rows[0], 1);
     if (to == JobState::kQueued &&
         (from == JobState::kRunning || from == JobState::kSuspending || from == JobState::kSuspended)) {

@@ -101,12 +101,13 @@ class PostgresBackend final : public SqlBackend {
     }
     const ExecStatusType st = PQresultStatus(res);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && st != PGRES_EMPTY_QUERY) {
-      const char* sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+      const char* state_field = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+      const std::string sqlstate = state_field != nullptr ? state_field : "";
       std::string message = FirstLine(PQresultErrorMessage(res));
       if (message.rfind("ERROR:  ", 0) == 0) message.erase(0, 8);
       PQclear(res);
       if (PQstatus(conn_) != CONNECTION_OK) return UnavailableError("store unavailable: PostgreSQL: " + message);
-      return FromSqlState(sqlstate != nullptr ? sqlstate : "", "PostgreSQL: " + message);
+      return FromSqlState(sqlstate, "PostgreSQL: " + message);
     }
     SqlResult result;
     const int rows = PQntuples(res);

@@ -1,0 +1,112 @@
+// SQLite-only behaviour: durability pragmas, migrations from an older schema, a newer schema refused,
+// an unopenable file reported as Unavailable.
+#include "store/sqlite/sqlite_store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "store/internal/schema.h"
+#include "store/internal/sql_store.h"
+#include "store/sqlite/sqlite_backend.h"
+
+namespace xpool {
+namespace {
+
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/xpool-sqlite-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/xpool.db";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  std::string dir_;
+  std::string path_;
+};
+
+std::string One(store_internal::SqlStore& store, const std::string& sql) {
+  Result<store_internal::SqlResult> r = store.QueryForTesting(sql);
+  if (!r.ok() || r->rows.empty() || r->rows[0].empty() || !r->rows[0][0]) return "<none>";
+  return *r->rows[0][0];
+}
+
+TEST_F(SqliteStoreTest, WalAndFullSync) {
+  Result<std::unique_ptr<StateStore>> store = OpenSqliteStore(path_);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto& sql = dynamic_cast<store_internal::SqlStore&>(**store);
+  EXPECT_EQ(One(sql, "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(One(sql, "PRAGMA synchronous"), "2");  // FULL
+  EXPECT_EQ(One(sql, "PRAGMA foreign_keys"), "1");
+  EXPECT_EQ((*store)->Kind(), "sqlite");
+}
+
+TEST_F(SqliteStoreTest, MigratesAnOlderSchema) {
+  {
+    Result<std::unique_ptr<store_internal::SqlBackend>> db = store_internal::OpenSqliteBackend(path_);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(store_internal::Migrate(**db, 1).ok());
+    EXPECT_EQ(*store_internal::CurrentSchemaVersion(**db), 1);
+    ASSERT_TRUE((*db)->Query("INSERT INTO tenants (name, admin, quota_devices, quota_device_memory_mib, "
+                             "quota_device_compute_milli, quota_cpu_milli, quota_memory_mib, created_us) "
+                             "VALUES ('old', 0, -1, -1, -1, -1, -1, 7)",
+                             {})
+                    .ok());
+  }
+  Result<std::unique_ptr<StateStore>> store = OpenSqliteStore(path_);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ(*(*store)->SchemaVersion(), store_internal::LatestSchemaVersion());
+  auto& sql = dynamic_cast<store_internal::SqlStore&>(**store);
+  EXPECT_EQ(One(sql, "SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'jobs_state'"), "jobs_state");
+  EXPECT_EQ((*store)->FindTenant("old")->created_us, 7);  // data kept
+}
+
+TEST_F(SqliteStoreTest, RefusesANewerSchema) {
+  {
+    Result<std::unique_ptr<StateStore>> store = OpenSqliteStore(path_);
+    ASSERT_TRUE(store.ok());
+    auto& sql = dynamic_cast<store_internal::SqlStore&>(**store);
+    ASSERT_TRUE(sql.QueryForTesting("INSERT INTO schema_version (version) VALUES (99)").ok());
+  }
+  Result<std::unique_ptr<StateStore>> again = OpenSqliteStore(path_);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(again.status().message().find("newer"), std::string::npos);
+}
+
+TEST_F(SqliteStoreTest, UnopenablePathIsUnavailable) {
+  Result<std::unique_ptr<StateStore>> store = OpenSqliteStore(dir_ + "/missing-dir/xpool.db");
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kUnavailable) << store.status().ToString();
+  EXPECT_EQ(OpenStateStore("").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(OpenStateStore("sqlite:").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(SqliteStoreTest, ASecondProcessHoldingTheLockIsUnavailableNotAHang) {
+  Result<std::unique_ptr<StateStore>> store = OpenSqliteStore(path_);
+  ASSERT_TRUE(store.ok());
+  Result<TenantRecord> t = (*store)->CreateTenant("t", false, {}, 1);
+  ASSERT_TRUE(t.ok());
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  JobSpec spec;
+  spec.name = "x";
+  spec.resources.cpu_milli = 1000;
+  spec.command = {"true"};
+  Result<JobRecord> job = (*store)->SubmitJob(t->id, spec, 1);  // waits the busy timeout, then gives up
+  EXPECT_EQ(job.status().code(), StatusCode::kUnavailable) << job.status().ToString();
+  EXPECT_TRUE((*store)->GetTenant(t->id).ok());  // reads are not blocked by a writer in WAL mode
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  EXPECT_TRUE((*store)->SubmitJob(t->id, spec, 1).ok());
+}
+
+}  // namespace
+}  // namespace xpool
