@@ -59,15 +59,23 @@ extern "C" XPOOL_VGPU_EXPORT void* dlsym(void* handle, const char* name) {
   if (real == nullptr || name == nullptr) return nullptr;
   void* found = handle == RTLD_NEXT ? NextSymbolAfter(__builtin_return_address(0), name) : real(handle, name);
   if (found == nullptr) return nullptr;  // the real library lacks it: so do we
+  // A specific handle the application opened is the real library. If ours failed to load (the application found
+  // the driver by a path we do not search), adopt the application's.
+  const bool real_handle = handle != RTLD_DEFAULT && handle != RTLD_NEXT;
   if (name[0] == 'c' && name[1] == 'u') {
     int index = FindCudaFn(name);
     if (index >= 0 && index < kCudaHookCount) {
       EnsureInit();
+      if (real_handle && CudaRealIsMissing(index)) ResolveCuda(handle, real);
       return CudaHookAddress(index);
     }
   } else if (strncmp(name, "nvml", 4) == 0) {
     int index = FindNvmlFn(name);
-    if (index >= 0 && index < kNvmlHookCount) return NvmlHookAddress(index);
+    if (index >= 0 && index < kNvmlHookCount) {
+      EnsureNvml();
+      if (real_handle && NvmlRealIsMissing(index)) ResolveNvml(handle, real);
+      return NvmlHookAddress(index);
+    }
   }
   return found;
 }

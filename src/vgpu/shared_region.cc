@@ -193,6 +193,15 @@ bool SharedRegion::Attach(int pid, uint64_t start_time) {
   if (header_ == nullptr) return false;
   if (slot_ >= 0) return true;
   if (!Lock()) return false;
+  // The same process may attach again after exec() (same pid, same start time, destructors never ran): the old
+  // image's allocations died with it, so its slot is taken over with a clean charge.
+  for (int i = 0, end = SlotEnd(); i < end && slot_ < 0; ++i) {
+    RegionSlot& s = slots_[i];
+    if (s.in_use != 0 && s.pid == pid && s.start_time == start_time && start_time != 0) {
+      memset(s.used, 0, sizeof(s.used));
+      slot_ = i;
+    }
+  }
   for (int pass = 0; pass < 2 && slot_ < 0; ++pass) {
     if (pass == 1) ReclaimDeadLocked();
     for (int i = 0; i < kRegionSlots; ++i) {

@@ -71,7 +71,8 @@ class SharedRegion {
   bool is_open() const { return header_ != nullptr; }
   bool is_shared() const { return shared_; }
 
-  // Claims a slot for this process; reclaims dead processes' slots if none is free.
+  // Claims a slot for this process; reclaims dead processes' slots if none is free. A slot already recorded for
+  // the same pid and start time (the process exec()ed) is taken over with its charges cleared.
   bool Attach(int pid, uint64_t start_time);
   // Frees this process's slot (its charges go back to the task).
   void Detach();

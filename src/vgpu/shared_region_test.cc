@@ -14,6 +14,11 @@ namespace xpool::vgpu {
 namespace {
 
 constexpr uint64_t kLimit = 100 * kMiB;
+constexpr int kFakePidA = 0x3ffff001;  // pids of processes that "run" for FakeLiveness
+constexpr int kFakePidB = 0x3ffff002;
+bool FakeLiveness(int pid, uint64_t start_time) {
+  return pid == kFakePidA || pid == kFakePidB || ProcessIsAlive(pid, start_time);
+}
 
 class SharedRegionTest : public ::testing::Test {
  protected:
@@ -43,8 +48,10 @@ TEST_F(SharedRegionTest, CheckAndAddHoldsTheLimitAcrossMappings) {
   SharedRegion a, b;
   ASSERT_EQ(Open(&a), SharedRegion::OpenStatus::kOk) << why_;
   ASSERT_EQ(Open(&b), SharedRegion::OpenStatus::kOk) << why_;
-  ASSERT_TRUE(a.Attach(getpid(), ProcessStartTime(getpid())));
-  ASSERT_TRUE(b.Attach(getpid(), ProcessStartTime(getpid())));
+  a.set_liveness_check(&FakeLiveness);
+  b.set_liveness_check(&FakeLiveness);
+  ASSERT_TRUE(a.Attach(kFakePidA, 1));  // two processes of the task
+  ASSERT_TRUE(b.Attach(kFakePidB, 1));
   EXPECT_TRUE(a.TryCharge(0, 60 * kMiB, kLimit));
   EXPECT_FALSE(b.TryCharge(0, 41 * kMiB, kLimit));
   EXPECT_TRUE(b.TryCharge(0, 40 * kMiB, kLimit));
@@ -133,15 +140,29 @@ TEST_F(SharedRegionTest, ReusedPidIsNotTakenForTheDeadProcess) {
   ASSERT_EQ(Open(&stale), SharedRegion::OpenStatus::kOk);
   ASSERT_EQ(Open(&live), SharedRegion::OpenStatus::kOk);
   ASSERT_EQ(Open(&me), SharedRegion::OpenStatus::kOk);
+  me.set_liveness_check(&FakeLiveness);
   // A slot recorded for our pid with another start time: a dead process whose pid we now hold.
   ASSERT_TRUE(stale.Attach(getpid(), start + 1));
   ASSERT_TRUE(stale.TryCharge(0, 50 * kMiB, kLimit));
-  ASSERT_TRUE(live.Attach(getpid(), start));
+  ASSERT_TRUE(live.Attach(kFakePidA, 1));  // another process of the task, alive
   ASSERT_TRUE(live.TryCharge(0, 40 * kMiB, kLimit));
   ASSERT_TRUE(me.Attach(getpid(), start));
   EXPECT_TRUE(me.TryCharge(0, 50 * kMiB, kLimit));   // the stale 50 MiB are reclaimed
   EXPECT_FALSE(me.TryCharge(0, 20 * kMiB, kLimit));  // the live 40 MiB are not
   EXPECT_EQ(me.Used(0), 90 * kMiB);
+}
+
+TEST_F(SharedRegionTest, ExecedProcessTakesOverItsSlotWithACleanCharge) {
+  const uint64_t start = ProcessStartTime(getpid());
+  SharedRegion before_exec, after_exec;
+  ASSERT_EQ(Open(&before_exec), SharedRegion::OpenStatus::kOk);
+  ASSERT_EQ(Open(&after_exec), SharedRegion::OpenStatus::kOk);
+  ASSERT_TRUE(before_exec.Attach(getpid(), start));
+  ASSERT_TRUE(before_exec.TryCharge(0, 80 * kMiB, kLimit));
+  // exec() keeps pid and start time and runs no destructors: the new image must not inherit the old charge.
+  ASSERT_TRUE(after_exec.Attach(getpid(), start));
+  EXPECT_EQ(after_exec.Used(0), 0u);
+  EXPECT_TRUE(after_exec.TryCharge(0, kLimit, kLimit));
 }
 
 TEST_F(SharedRegionTest, ForeignAndCorruptFilesAreRefused) {

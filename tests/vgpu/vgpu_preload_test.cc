@@ -289,6 +289,19 @@ TEST(VgpuPreloadTest, MissingDriverDoesNotCrashTheProgram) {
   EXPECT_NE(o.out.find("survived"), std::string::npos) << Describe(o);
 }
 
+TEST(VgpuPreloadTest, AdoptsTheDriverTheProgramOpenedWhenItsOwnLoadFails) {
+  // The program dlopens libcuda.so.1 / libnvidia-ml.so.1 from a place the library does not look: the hooks take
+  // the real functions from the program's handles, and the limits still hold.
+  std::map<std::string, std::string> env = {{"XPOOL_VGPU_CUDA_LIBRARY", "/nonexistent/libcuda.so.1"},
+                                            {"XPOOL_VGPU_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"},
+                                            {"XPOOL_DEVICE_MEMORY_LIMIT_0", "256"}};
+  Outcome paths = RunProbe({"dlsym", "paths", "256"}, env);
+  EXPECT_EQ(paths.exit_code, 0) << Describe(paths);
+  env["XPOOL_DEVICE_MEMORY_LIMIT_0"] = "1024";
+  Outcome queries = RunProbe({"dlsym", "queries", "1024"}, env);
+  EXPECT_EQ(queries.exit_code, 0) << Describe(queries);
+}
+
 TEST(VgpuPreloadTest, BadLimitValueFailsClosedWithAClearError) {
   Outcome o = RunProbe({"direct", "alloc", "1"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "lots"}});
   EXPECT_EQ(o.exit_code, 2) << Describe(o);

@@ -111,6 +111,19 @@ bool CudaRealIsMissing(int index) {
   }
 }
 
+bool NvmlRealIsMissing(int index) {
+  switch (static_cast<NvmlFn>(index)) {
+#define XPOOL_X(name, params, args) \
+  case NvmlFn::name:                \
+    return g_nvml_real.name.load(std::memory_order_relaxed) == &missing::name;
+    XPOOL_NVML_HOOKS(XPOOL_X)
+    XPOOL_NVML_REAL_ONLY(XPOOL_X)
+#undef XPOOL_X
+    default:
+      return true;
+  }
+}
+
 void StoreCudaReal(int index, void* fn) {
   if (fn == nullptr) return;
   switch (static_cast<CudaFn>(index)) {

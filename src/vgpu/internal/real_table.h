@@ -117,6 +117,7 @@ void* NvmlHookAddress(int index);
 // The real function currently in a slot (the stub when missing), and whether it is a stub.
 void* LoadCudaReal(int index);
 bool CudaRealIsMissing(int index);
+bool NvmlRealIsMissing(int index);
 void StoreCudaReal(int index, void* fn);
 void StoreNvmlReal(int index, void* fn);
 
