@@ -136,11 +136,16 @@ void* HookForProc(const char* symbol, void* real_fn, cuuint64_t flags) {
     const char* name = CudaFnName(static_cast<CudaFn>(i));
     if (strncmp(name, symbol, len) != 0) continue;
     const char* suffix = name + len;
-    bool ptsz = strcmp(suffix, "_ptsz") == 0;
-    bool versioned = suffix[0] == '_' && suffix[1] == 'v';
-    if (suffix[0] != '\0' && !ptsz && !versioned) continue;
-    if (ptsz != per_thread && (ptsz || per_thread)) continue;
-    if (best < 0 || strcmp(name, CudaFnName(static_cast<CudaFn>(best))) > 0) best = i;
+    if (strcmp(suffix, "_ptsz") == 0) {
+      if (per_thread) {  // the per-thread variant wins when asked for and it exists
+        best = i;
+        break;
+      }
+      continue;
+    }
+    bool versioned = suffix[0] == '_' && suffix[1] == 'v' && suffix[2] >= '0' && suffix[2] <= '9';
+    if (suffix[0] != '\0' && !versioned) continue;
+    if (best < 0 || strcmp(name, CudaFnName(static_cast<CudaFn>(best))) > 0) best = i;  // newest version
   }
   if (best < 0) return real_fn;
   if (CudaRealIsMissing(best)) StoreCudaReal(best, real_fn);

@@ -178,6 +178,11 @@ TEST(VgpuPreloadTest, LimitHoldsOnEveryAllocationPath) {
   }
 }
 
+TEST(VgpuPreloadTest, ThreadsOfOneProcessShareTheLimitExactly) {
+  Outcome o = RunProbe({"direct", "threads", "512"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "512"}});
+  EXPECT_EQ(o.exit_code, 0) << Describe(o);
+}
+
 TEST(VgpuPreloadTest, ContextFootprintIsCharged) {
   Outcome o = RunProbe({"direct", "contexts", "256"},
                   {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "256"}, {"XPOOL_VGPU_CONTEXT_RESERVE_MIB", "64"}});

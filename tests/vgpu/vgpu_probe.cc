@@ -11,6 +11,7 @@
 //   vgpu_probe <mode> race <chunk MiB> <start ms> <hold ms>   allocate until OOM at a common start, print, hold
 //   vgpu_probe <mode> hold <MiB>               allocate, print "held", wait to be killed
 //   vgpu_probe <mode> alloc <MiB>              one allocation; exit 0 if it succeeded, 2 if not
+//   vgpu_probe <mode> threads <limit MiB>     8 threads race to allocate; together they take exactly the limit
 //   vgpu_probe <mode> throttle <ms>            launch 1000-block grids for <ms>; print the launch count
 //   vgpu_probe_nolink missing                  no driver at all: hooks answer errors, the program survives
 #include <dlfcn.h>
@@ -23,7 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "vgpu/cuda_abi.h"
@@ -456,6 +459,16 @@ int ScenarioPassthrough(Api& api, uint64_t device_mib) {
   CUdeviceptr p = 0;
   CHECK(api.cuMemAlloc_v2(&p, physical / 2) == CUDA_ERROR_OUT_OF_MEMORY, "physical OOM passes through");
   CHECK(api.cuMemFree_v2(0xdead) == CUDA_ERROR_INVALID_VALUE, "driver errors pass through");
+  // dlsym(RTLD_NEXT, ...) keeps its meaning (relative to the caller, not to the interposer).
+  Dl_info next_info;
+  void* next_malloc = dlsym(RTLD_NEXT, "malloc");
+  CHECK(next_malloc != nullptr && dladdr(next_malloc, &next_info) != 0 && strstr(next_info.dli_fname, "libc.so"),
+        "dlsym(RTLD_NEXT, malloc) -> %p", next_malloc);
+  // From the executable, the next "dlsym" is the preloaded library's (a lookup relative to the interposer would
+  // have skipped it and found libc's).
+  if (InOurLibrary(reinterpret_cast<void*>(api.cuInit))) {
+    CHECK(InOurLibrary(dlsym(RTLD_NEXT, "dlsym")), "dlsym(RTLD_NEXT, dlsym) is not the preloaded one");
+  }
   for (CUdeviceptr q : ptrs) api.cuMemFree_v2(q);
   uint64_t before = api.fake_launches ? api.fake_launches() : 0;
   for (int i = 0; i < 1000; ++i) {
@@ -467,6 +480,38 @@ int ScenarioPassthrough(Api& api, uint64_t device_mib) {
     CHECK(api.fake_launches() - before == 1000, "launches reaching the driver: %llu",
           static_cast<unsigned long long>(api.fake_launches() - before));
   }
+  return g_failures == 0 ? 0 : 1;
+}
+
+int ScenarioThreads(Api& api, uint64_t limit_mib) {
+  if (!Setup(api, 0)) return 1;
+  CUcontext ctx = nullptr;
+  api.cuDevicePrimaryCtxRetain(&ctx, 0);
+  std::atomic<uint64_t> total{0};
+  std::vector<std::vector<CUdeviceptr>> held(8);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      api.cuCtxSetCurrent(ctx);
+      CUdeviceptr p = 0;
+      while (api.cuMemAlloc_v2(&p, 4 * kMiB) == CUDA_SUCCESS) {
+        held[t].push_back(p);
+        total += 4 * kMiB;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(total == limit_mib * kMiB, "threads took %llu bytes of %llu", static_cast<unsigned long long>(total.load()),
+        static_cast<unsigned long long>(limit_mib * kMiB));
+  threads.clear();
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      api.cuCtxSetCurrent(ctx);
+      for (CUdeviceptr p : held[t]) api.cuMemFree_v2(p);
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(FreeBytes(api) == limit_mib * kMiB, "free after the threads released: %zu", FreeBytes(api));
   return g_failures == 0 ? 0 : 1;
 }
 
@@ -584,6 +629,7 @@ int main(int argc, char** argv) {
   }
   if (strcmp(scenario, "hold") == 0) return ScenarioHold(api, Arg(argc, argv, 3));
   if (strcmp(scenario, "alloc") == 0) return ScenarioAlloc(api, Arg(argc, argv, 3));
+  if (strcmp(scenario, "threads") == 0) return ScenarioThreads(api, Arg(argc, argv, 3));
   if (strcmp(scenario, "throttle") == 0) return ScenarioThrottle(api, Arg(argc, argv, 3));
   fprintf(stderr, "unknown scenario %s\n", scenario);
   return 64;

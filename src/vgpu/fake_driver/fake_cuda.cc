@@ -487,6 +487,12 @@ FAKE_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVe
 }
 
 namespace {
+// The real driver may answer cuGetProcAddress with an entry point it does not export by name. The fake does so for
+// cuMemAllocAsync_ptsz, so the tests cover the interposer's by-name fallback.
+CUresult UnexportedMemAllocAsyncPtsz(CUdeviceptr* dptr, size_t bytesize, CUstream stream) {
+  return cuMemAllocAsync_ptsz(dptr, bytesize, stream);
+}
+
 struct ProcEntry {
   const char* name;
   void* fn;
@@ -501,7 +507,7 @@ const ProcEntry kProcTable[] = {
     FAKE_ENTRY(cuDevicePrimaryCtxRelease), FAKE_ENTRY(cuDevicePrimaryCtxRelease_v2), FAKE_ENTRY(cuStreamCreate),
     FAKE_ENTRY(cuStreamDestroy_v2), FAKE_ENTRY(cuStreamSynchronize), FAKE_ENTRY(cuMemAlloc),
     FAKE_ENTRY(cuMemAlloc_v2), FAKE_ENTRY(cuMemAllocPitch), FAKE_ENTRY(cuMemAllocPitch_v2),
-    FAKE_ENTRY(cuMemAllocManaged), FAKE_ENTRY(cuMemAllocAsync), FAKE_ENTRY(cuMemAllocAsync_ptsz),
+    FAKE_ENTRY(cuMemAllocManaged), FAKE_ENTRY(cuMemAllocAsync), {"cuMemAllocAsync_ptsz", reinterpret_cast<void*>(&UnexportedMemAllocAsyncPtsz)},
     FAKE_ENTRY(cuMemAllocFromPoolAsync), FAKE_ENTRY(cuMemAllocFromPoolAsync_ptsz), FAKE_ENTRY(cuMemFree),
     FAKE_ENTRY(cuMemFree_v2), FAKE_ENTRY(cuMemFreeAsync), FAKE_ENTRY(cuMemFreeAsync_ptsz), FAKE_ENTRY(cuMemGetInfo),
     FAKE_ENTRY(cuMemGetInfo_v2), FAKE_ENTRY(cuMemCreate), FAKE_ENTRY(cuMemRelease), FAKE_ENTRY(cuArrayCreate),
