@@ -34,7 +34,7 @@ Status NodeAgent::Tick() {
   (void)launcher_->Poll();  // reap exits and send due signals; the reports below carry the results
   ASSIGN_OR_RETURN(HeartbeatReply reply, client_->Heartbeat(node_, Reports()));
   if (reply.interval_micros > 0) interval_micros_ = reply.interval_micros;
-  Reconcile(reply);
+  if (reply.has_tasks) Reconcile(reply);
   return Status::Ok();
 }
 

@@ -34,6 +34,9 @@ struct TaskReport {
 };
 
 struct HeartbeatReply {
+  // False when the server did not send a task list (a server without assignments yet): the agent then leaves
+  // its tasks alone instead of reading "no tasks wanted".
+  bool has_tasks = true;
   std::vector<TaskAssignment> tasks;
   TimeMicros interval_micros = 2 * kMicrosPerSecond;
 };
