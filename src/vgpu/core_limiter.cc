@@ -161,14 +161,16 @@ void StartCoreLimiter() {
 }
 
 void CoreLimiterAfterFork() {
+  // The sampler thread did not survive fork(); the next limited launch restarts it (creating a thread inside an
+  // atfork handler is not safe).
   g_thread_running.store(false);
-  if (CurrentLimits().any_core_limit) StartThread();
 }
 
 void ThrottleLaunch(uint64_t blocks) {
   if (!CurrentLimits().any_core_limit) return;
   int dev = CurrentDevice();
   if (dev < 0 || dev >= kMaxDevices || !g_devices[dev].active) return;
+  if (!g_thread_running.load(std::memory_order_relaxed)) StartThread();
   LaunchBudget& budget = g_devices[dev].budget;
   int64_t cost = blocks > (1ull << 40) ? (1ll << 40) : static_cast<int64_t>(blocks == 0 ? 1 : blocks);
   if (budget.Take(cost)) return;

@@ -183,6 +183,14 @@ TEST(VgpuPreloadTest, ThreadsOfOneProcessShareTheLimitExactly) {
   EXPECT_EQ(o.exit_code, 0) << Describe(o);
 }
 
+TEST(VgpuPreloadTest, ForkedChildChargesTheTaskFromItsOwnSlot) {
+  TempDir dir;
+  Outcome o = RunProbe({"direct", "fork", "512"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "512"},
+                                                    {"XPOOL_SHARED_REGION", dir.File("region")},
+                                                    {"XPOOL_JOB_ID", "fork"}});
+  EXPECT_EQ(o.exit_code, 0) << Describe(o);
+}
+
 TEST(VgpuPreloadTest, ContextFootprintIsCharged) {
   Outcome o = RunProbe({"direct", "contexts", "256"},
                   {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "256"}, {"XPOOL_VGPU_CONTEXT_RESERVE_MIB", "64"}});

@@ -12,6 +12,7 @@
 //   vgpu_probe <mode> hold <MiB>               allocate, print "held", wait to be killed
 //   vgpu_probe <mode> alloc <MiB>              one allocation; exit 0 if it succeeded, 2 if not
 //   vgpu_probe <mode> threads <limit MiB>     8 threads race to allocate; together they take exactly the limit
+//   vgpu_probe <mode> fork <limit MiB>        a forked child charges the same task from its own slot
 //   vgpu_probe <mode> throttle <ms>            launch 1000-block grids for <ms>; print the launch count
 //   vgpu_probe_nolink missing                  no driver at all: hooks answer errors, the program survives
 #include <dlfcn.h>
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -515,6 +517,28 @@ int ScenarioThreads(Api& api, uint64_t limit_mib) {
   return g_failures == 0 ? 0 : 1;
 }
 
+int ScenarioFork(Api& api, uint64_t limit_mib) {
+  if (!Setup(api, 0)) return 1;
+  const uint64_t half = limit_mib * kMiB / 2;
+  CUdeviceptr p = 0;
+  CHECK(api.cuMemAlloc_v2(&p, half) == CUDA_SUCCESS, "parent allocation");
+  pid_t child = fork();
+  if (child == 0) {
+    g_failures = 0;
+    CUdeviceptr q = 0;
+    CHECK(api.cuMemAlloc_v2(&q, half) == CUDA_SUCCESS, "child allocation of the other half");
+    CHECK(api.cuMemAlloc_v2(&q, kMiB) == CUDA_ERROR_OUT_OF_MEMORY, "child past the task's limit");
+    exit(g_failures == 0 ? 0 : 1);  // a normal exit detaches the child's slot
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child failed (status %d)", status);
+  CUdeviceptr r = 0;
+  CHECK(api.cuMemAlloc_v2(&r, half) == CUDA_SUCCESS, "the child's half came back when it exited");
+  CHECK(api.cuMemAlloc_v2(&r, kMiB) == CUDA_ERROR_OUT_OF_MEMORY, "parent past the limit");
+  return g_failures == 0 ? 0 : 1;
+}
+
 uint64_t NowMs() {
   struct timeval tv;
   gettimeofday(&tv, nullptr);
@@ -629,6 +653,7 @@ int main(int argc, char** argv) {
   }
   if (strcmp(scenario, "hold") == 0) return ScenarioHold(api, Arg(argc, argv, 3));
   if (strcmp(scenario, "alloc") == 0) return ScenarioAlloc(api, Arg(argc, argv, 3));
+  if (strcmp(scenario, "fork") == 0) return ScenarioFork(api, Arg(argc, argv, 3));
   if (strcmp(scenario, "threads") == 0) return ScenarioThreads(api, Arg(argc, argv, 3));
   if (strcmp(scenario, "throttle") == 0) return ScenarioThrottle(api, Arg(argc, argv, 3));
   fprintf(stderr, "unknown scenario %s\n", scenario);
