@@ -197,7 +197,7 @@ bool Setup(Api& api, int dev) {
 
 struct Path {
   const char* name;
-  bool available;
+  bool (*available)(const Api&);
   CUresult (*alloc)(Api&, uint64_t bytes, uint64_t* handle);
   CUresult (*release)(Api&, uint64_t handle);
 };
@@ -211,131 +211,129 @@ CUmemAllocationProp DeviceProp(int dev) {
   return prop;
 }
 
-std::vector<Path> Paths(Api& a) {
-  std::vector<Path> paths = {
-      {"cuMemAlloc_v2", a.cuMemAlloc_v2 && a.cuMemFree_v2,
-       [](Api& api, uint64_t b, uint64_t* h) {
-         CUdeviceptr p = 0;
-         CUresult rc = api.cuMemAlloc_v2(&p, b);
-         *h = p;
-         return rc;
-       },
-       [](Api& api, uint64_t h) { return api.cuMemFree_v2(h); }},
-      {"cuMemAlloc", a.cuMemAlloc && a.cuMemFree,
-       [](Api& api, uint64_t b, uint64_t* h) {
-         CUdeviceptr_v1 p = 0;
-         CUresult rc = api.cuMemAlloc(&p, static_cast<unsigned int>(b));
-         *h = p;
-         return rc;
-       },
-       [](Api& api, uint64_t h) { return api.cuMemFree(static_cast<CUdeviceptr_v1>(h)); }},
-      {"cuMemAllocPitch_v2", a.cuMemAllocPitch_v2 && a.cuMemFree_v2,
-       [](Api& api, uint64_t b, uint64_t* h) {
-         CUdeviceptr p = 0;
-         size_t pitch = 0;
-         CUresult rc = api.cuMemAllocPitch_v2(&p, &pitch, b / 64, 64, 4);
-         *h = p;
-         return rc;
-       },
-       [](Api& api, uint64_t h) { return api.cuMemFree_v2(h); }},
-      {"cuMemAllocPitch", a.cuMemAllocPitch && a.cuMemFree,
-       [](Api& api, uint64_t b, uint64_t* h) {
-         CUdeviceptr_v1 p = 0;
-         unsigned int pitch = 0;
-         CUresult rc = api.cuMemAllocPitch(&p, &pitch, static_cast<unsigned int>(b / 64), 64, 4);
-         *h = p;
-         return rc;
-       },
-       [](Api& api, uint64_t h) { return api.cuMemFree(static_cast<CUdeviceptr_v1>(h)); }},
-      {"cuMemAllocManaged", a.cuMemAllocManaged && a.cuMemFree_v2,
-       [](Api& api, uint64_t b, uint64_t* h) {
-         CUdeviceptr p = 0;
-         CUresult rc = api.cuMemAllocManaged(&p, b, CU_MEM_ATTACH_GLOBAL);
-         *h = p;
-         return rc;
-       },
-       [](Api& api, uint64_t h) { return api.cuMemFree_v2(h); }},
-      {"cuMemAllocAsync", a.cuMemAllocAsync && a.cuMemFreeAsync,
-       [](Api& api, uint64_t b, uint64_t* h) {
-         CUdeviceptr p = 0;
-         CUresult rc = api.cuMemAllocAsync(&p, b, nullptr);
-         *h = p;
-         return rc;
-       },
-       [](Api& api, uint64_t h) { return api.cuMemFreeAsync(h, nullptr); }},
-      {"cuMemAllocAsync_ptsz", a.cuMemAllocAsync_ptsz && a.cuMemFreeAsync_ptsz,
-       [](Api& api, uint64_t b, uint64_t* h) {
-         CUdeviceptr p = 0;
-         CUresult rc = api.cuMemAllocAsync_ptsz(&p, b, nullptr);
-         *h = p;
-         return rc;
-       },
-       [](Api& api, uint64_t h) { return api.cuMemFreeAsync_ptsz(h, nullptr); }},
-      {"cuMemAllocFromPoolAsync", a.cuMemAllocFromPoolAsync && a.cuMemFreeAsync,
-       [](Api& api, uint64_t b, uint64_t* h) {
-         CUdeviceptr p = 0;
-         CUresult rc = api.cuMemAllocFromPoolAsync(&p, b, reinterpret_cast<CUmemoryPool>(0x10), nullptr);
-         *h = p;
-         return rc;
-       },
-       [](Api& api, uint64_t h) { return api.cuMemFreeAsync(h, nullptr); }},
-      {"cuMemCreate", a.cuMemCreate && a.cuMemRelease,
-       [](Api& api, uint64_t b, uint64_t* h) {
-         CUmemGenericAllocationHandle handle = 0;
-         CUmemAllocationProp prop = DeviceProp(0);
-         CUresult rc = api.cuMemCreate(&handle, b, &prop, 0);
-         *h = handle;
-         return rc;
-       },
-       [](Api& api, uint64_t h) { return api.cuMemRelease(h); }},
-      {"cuArrayCreate_v2", a.cuArrayCreate_v2 && a.cuArrayDestroy,
-       [](Api& api, uint64_t b, uint64_t* h) {
-         CUDA_ARRAY_DESCRIPTOR d{b / 4, 1, CU_AD_FORMAT_FLOAT, 1};
-         CUarray array = nullptr;
-         CUresult rc = api.cuArrayCreate_v2(&array, &d);
-         *h = reinterpret_cast<uint64_t>(array);
-         return rc;
-       },
-       [](Api& api, uint64_t h) { return api.cuArrayDestroy(reinterpret_cast<CUarray>(h)); }},
-      {"cuArrayCreate", a.cuArrayCreate && a.cuArrayDestroy,
-       [](Api& api, uint64_t b, uint64_t* h) {
-         CUDA_ARRAY_DESCRIPTOR_v1 d{static_cast<unsigned int>(b / 1024), 256, CU_AD_FORMAT_UNSIGNED_INT8, 4};
-         CUarray array = nullptr;
-         CUresult rc = api.cuArrayCreate(&array, &d);
-         *h = reinterpret_cast<uint64_t>(array);
-         return rc;
-       },
-       [](Api& api, uint64_t h) { return api.cuArrayDestroy(reinterpret_cast<CUarray>(h)); }},
-      {"cuArray3DCreate_v2", a.cuArray3DCreate_v2 && a.cuArrayDestroy,
-       [](Api& api, uint64_t b, uint64_t* h) {
-         CUDA_ARRAY3D_DESCRIPTOR d{b / 32, 4, 4, CU_AD_FORMAT_HALF, 1, 0};
-         CUarray array = nullptr;
-         CUresult rc = api.cuArray3DCreate_v2(&array, &d);
-         *h = reinterpret_cast<uint64_t>(array);
-         return rc;
-       },
-       [](Api& api, uint64_t h) { return api.cuArrayDestroy(reinterpret_cast<CUarray>(h)); }},
-      {"cuArray3DCreate", a.cuArray3DCreate && a.cuArrayDestroy,
-       [](Api& api, uint64_t b, uint64_t* h) {
-         CUDA_ARRAY3D_DESCRIPTOR_v1 d{static_cast<unsigned int>(b / 16), 4, 4, CU_AD_FORMAT_SIGNED_INT8, 1, 0};
-         CUarray array = nullptr;
-         CUresult rc = api.cuArray3DCreate(&array, &d);
-         *h = reinterpret_cast<uint64_t>(array);
-         return rc;
-       },
-       [](Api& api, uint64_t h) { return api.cuArrayDestroy(reinterpret_cast<CUarray>(h)); }},
-      {"cuMipmappedArrayCreate", a.cuMipmappedArrayCreate && a.cuMipmappedArrayDestroy,
-       [](Api& api, uint64_t b, uint64_t* h) {
-         CUDA_ARRAY3D_DESCRIPTOR d{b / 16, 4, 4, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0};
-         CUmipmappedArray array = nullptr;
-         CUresult rc = api.cuMipmappedArrayCreate(&array, &d, 1);
-         *h = reinterpret_cast<uint64_t>(array);
-         return rc;
-       },
-       [](Api& api, uint64_t h) { return api.cuMipmappedArrayDestroy(reinterpret_cast<CUmipmappedArray>(h)); }},
-  };
-  return paths;
-}
+// Every allocation path, with the matching free. Sizes are chosen so that each allocation charges exactly `b`.
+const Path kPaths[] = {
+    {"cuMemAlloc_v2", [](const Api& a) -> bool { return a.cuMemAlloc_v2 && a.cuMemFree_v2; },
+     [](Api& api, uint64_t b, uint64_t* h) {
+       CUdeviceptr p = 0;
+       CUresult rc = api.cuMemAlloc_v2(&p, b);
+       *h = p;
+       return rc;
+     },
+     [](Api& api, uint64_t h) { return api.cuMemFree_v2(h); }},
+    {"cuMemAlloc", [](const Api& a) -> bool { return a.cuMemAlloc && a.cuMemFree; },
+     [](Api& api, uint64_t b, uint64_t* h) {
+       CUdeviceptr_v1 p = 0;
+       CUresult rc = api.cuMemAlloc(&p, static_cast<unsigned int>(b));
+       *h = p;
+       return rc;
+     },
+     [](Api& api, uint64_t h) { return api.cuMemFree(static_cast<CUdeviceptr_v1>(h)); }},
+    {"cuMemAllocPitch_v2", [](const Api& a) -> bool { return a.cuMemAllocPitch_v2 && a.cuMemFree_v2; },
+     [](Api& api, uint64_t b, uint64_t* h) {
+       CUdeviceptr p = 0;
+       size_t pitch = 0;
+       CUresult rc = api.cuMemAllocPitch_v2(&p, &pitch, b / 64, 64, 4);
+       *h = p;
+       return rc;
+     },
+     [](Api& api, uint64_t h) { return api.cuMemFree_v2(h); }},
+    {"cuMemAllocPitch", [](const Api& a) -> bool { return a.cuMemAllocPitch && a.cuMemFree; },
+     [](Api& api, uint64_t b, uint64_t* h) {
+       CUdeviceptr_v1 p = 0;
+       unsigned int pitch = 0;
+       CUresult rc = api.cuMemAllocPitch(&p, &pitch, static_cast<unsigned int>(b / 64), 64, 4);
+       *h = p;
+       return rc;
+     },
+     [](Api& api, uint64_t h) { return api.cuMemFree(static_cast<CUdeviceptr_v1>(h)); }},
+    {"cuMemAllocManaged", [](const Api& a) -> bool { return a.cuMemAllocManaged && a.cuMemFree_v2; },
+     [](Api& api, uint64_t b, uint64_t* h) {
+       CUdeviceptr p = 0;
+       CUresult rc = api.cuMemAllocManaged(&p, b, CU_MEM_ATTACH_GLOBAL);
+       *h = p;
+       return rc;
+     },
+     [](Api& api, uint64_t h) { return api.cuMemFree_v2(h); }},
+    {"cuMemAllocAsync", [](const Api& a) -> bool { return a.cuMemAllocAsync && a.cuMemFreeAsync; },
+     [](Api& api, uint64_t b, uint64_t* h) {
+       CUdeviceptr p = 0;
+       CUresult rc = api.cuMemAllocAsync(&p, b, nullptr);
+       *h = p;
+       return rc;
+     },
+     [](Api& api, uint64_t h) { return api.cuMemFreeAsync(h, nullptr); }},
+    {"cuMemAllocAsync_ptsz", [](const Api& a) -> bool { return a.cuMemAllocAsync_ptsz && a.cuMemFreeAsync_ptsz; },
+     [](Api& api, uint64_t b, uint64_t* h) {
+       CUdeviceptr p = 0;
+       CUresult rc = api.cuMemAllocAsync_ptsz(&p, b, nullptr);
+       *h = p;
+       return rc;
+     },
+     [](Api& api, uint64_t h) { return api.cuMemFreeAsync_ptsz(h, nullptr); }},
+    {"cuMemAllocFromPoolAsync", [](const Api& a) -> bool { return a.cuMemAllocFromPoolAsync && a.cuMemFreeAsync; },
+     [](Api& api, uint64_t b, uint64_t* h) {
+       CUdeviceptr p = 0;
+       CUresult rc = api.cuMemAllocFromPoolAsync(&p, b, reinterpret_cast<CUmemoryPool>(0x10), nullptr);
+       *h = p;
+       return rc;
+     },
+     [](Api& api, uint64_t h) { return api.cuMemFreeAsync(h, nullptr); }},
+    {"cuMemCreate", [](const Api& a) -> bool { return a.cuMemCreate && a.cuMemRelease; },
+     [](Api& api, uint64_t b, uint64_t* h) {
+       CUmemGenericAllocationHandle handle = 0;
+       CUmemAllocationProp prop = DeviceProp(0);
+       CUresult rc = api.cuMemCreate(&handle, b, &prop, 0);
+       *h = handle;
+       return rc;
+     },
+     [](Api& api, uint64_t h) { return api.cuMemRelease(h); }},
+    {"cuArrayCreate_v2", [](const Api& a) -> bool { return a.cuArrayCreate_v2 && a.cuArrayDestroy; },
+     [](Api& api, uint64_t b, uint64_t* h) {
+       CUDA_ARRAY_DESCRIPTOR d{b / 4, 1, CU_AD_FORMAT_FLOAT, 1};
+       CUarray array = nullptr;
+       CUresult rc = api.cuArrayCreate_v2(&array, &d);
+       *h = reinterpret_cast<uint64_t>(array);
+       return rc;
+     },
+     [](Api& api, uint64_t h) { return api.cuArrayDestroy(reinterpret_cast<CUarray>(h)); }},
+    {"cuArrayCreate", [](const Api& a) -> bool { return a.cuArrayCreate && a.cuArrayDestroy; },
+     [](Api& api, uint64_t b, uint64_t* h) {
+       CUDA_ARRAY_DESCRIPTOR_v1 d{static_cast<unsigned int>(b / 1024), 256, CU_AD_FORMAT_UNSIGNED_INT8, 4};
+       CUarray array = nullptr;
+       CUresult rc = api.cuArrayCreate(&array, &d);
+       *h = reinterpret_cast<uint64_t>(array);
+       return rc;
+     },
+     [](Api& api, uint64_t h) { return api.cuArrayDestroy(reinterpret_cast<CUarray>(h)); }},
+    {"cuArray3DCreate_v2", [](const Api& a) -> bool { return a.cuArray3DCreate_v2 && a.cuArrayDestroy; },
+     [](Api& api, uint64_t b, uint64_t* h) {
+       CUDA_ARRAY3D_DESCRIPTOR d{b / 32, 4, 4, CU_AD_FORMAT_HALF, 1, 0};
+       CUarray array = nullptr;
+       CUresult rc = api.cuArray3DCreate_v2(&array, &d);
+       *h = reinterpret_cast<uint64_t>(array);
+       return rc;
+     },
+     [](Api& api, uint64_t h) { return api.cuArrayDestroy(reinterpret_cast<CUarray>(h)); }},
+    {"cuArray3DCreate", [](const Api& a) -> bool { return a.cuArray3DCreate && a.cuArrayDestroy; },
+     [](Api& api, uint64_t b, uint64_t* h) {
+       CUDA_ARRAY3D_DESCRIPTOR_v1 d{static_cast<unsigned int>(b / 16), 4, 4, CU_AD_FORMAT_SIGNED_INT8, 1, 0};
+       CUarray array = nullptr;
+       CUresult rc = api.cuArray3DCreate(&array, &d);
+       *h = reinterpret_cast<uint64_t>(array);
+       return rc;
+     },
+     [](Api& api, uint64_t h) { return api.cuArrayDestroy(reinterpret_cast<CUarray>(h)); }},
+    {"cuMipmappedArrayCreate", [](const Api& a) -> bool { return a.cuMipmappedArrayCreate && a.cuMipmappedArrayDestroy; },
+     [](Api& api, uint64_t b, uint64_t* h) {
+       CUDA_ARRAY3D_DESCRIPTOR d{b / 16, 4, 4, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0};
+       CUmipmappedArray array = nullptr;
+       CUresult rc = api.cuMipmappedArrayCreate(&array, &d, 1);
+       *h = reinterpret_cast<uint64_t>(array);
+       return rc;
+     },
+     [](Api& api, uint64_t h) { return api.cuMipmappedArrayDestroy(reinterpret_cast<CUmipmappedArray>(h)); }},
+};
 
 size_t FreeBytes(Api& api) {
   size_t free = 0, total = 0;
@@ -348,8 +346,8 @@ int ScenarioPaths(Api& api, uint64_t limit_mib) {
   const uint64_t limit = limit_mib * kMiB;
   const uint64_t chunk = limit / 4;
   int tested = 0;
-  for (const Path& path : Paths(api)) {
-    if (!path.available) continue;
+  for (const Path& path : kPaths) {
+    if (!path.available(api)) continue;
     ++tested;
     uint64_t handles[4] = {};
     for (int i = 0; i < 4; ++i) {
