@@ -1,10 +1,12 @@
 // ParseJobSpec: reads a JobSpec from YAML or JSON with yaml-cpp, checking every field's type, then applies
 // ValidateJobSpec for the limits. Errors name the field path and the reason.
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <exception>
 #include <functional>
 #include <set>
+#include <sstream>
 
 #include "common/units.h"
 #include "model/internal/job_spec_limits.h"
@@ -270,6 +272,32 @@ Status ReadTopLevel(const YAML::Node& root, JobSpec* spec) {
   return Status::Ok();
 }
 
+// Counts a stream's documents without building nodes (all events ignored).
+class IgnoreEvents final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// True when the text holds more than one document. Bounded on purpose: yaml-cpp 0.7's LoadAll loops forever on
+// some inputs (a lone ",": HandleNextDocument keeps reporting a document without consuming anything), so we ask
+// for at most two documents and never call LoadAll.
+bool HasSeveralDocuments(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  IgnoreEvents ignore;
+  int documents = 0;
+  while (documents < 2 && parser.HandleNextDocument(ignore)) ++documents;
+  return documents > 1;
+}
+
 }  // namespace
 
 Result<JobSpec> ParseJobSpec(std::string_view text) {
@@ -279,10 +307,11 @@ Result<JobSpec> ParseJobSpec(std::string_view text) {
   if (!IsValidUtf8(text)) return InvalidArgumentError("the spec is not valid UTF-8");
   JobSpec spec;
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
-    if (docs.empty() || docs[0].IsNull()) return InvalidArgumentError("the spec is empty");
-    if (docs.size() > 1) return InvalidArgumentError("the spec must be a single YAML document");
-    RETURN_IF_ERROR(ReadTopLevel(docs[0], &spec));
+    const std::string owned(text);
+    if (HasSeveralDocuments(owned)) return InvalidArgumentError("the spec must be a single YAML document");
+    const YAML::Node root = YAML::Load(owned);
+    if (!root.IsDefined() || root.IsNull()) return InvalidArgumentError("the spec is empty");
+    RETURN_IF_ERROR(ReadTopLevel(root, &spec));
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) return InvalidArgumentError("malformed YAML/JSON: " + Printable(e.msg, 200));
     return InvalidArgumentError("malformed YAML/JSON at line " + std::to_string(e.mark.line + 1) + ", column " +

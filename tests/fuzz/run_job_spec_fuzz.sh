@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds the job-spec libFuzzer target with clang++ (the main build uses g++) and runs it for a while.
+#   run_job_spec_fuzz.sh SOURCE_DIR BUILD_DIR SECONDS
+# Exit 77 (ctest: skipped) when clang++ or libFuzzer is not available. Rebuilds only when a source changed.
+set -euo pipefail
+src=${1:?source dir}; out=${2:?build dir}; seconds=${3:-30}
+cxx=${XPOOL_FUZZ_CXX:-$(command -v clang++ || true)}
+if [[ -z "$cxx" ]]; then
+  echo "SKIP: clang++ not found (install Debian's 'clang' to build the libFuzzer target)"; exit 77
+fi
+mkdir -p "$out"
+bin="$out/job_spec_fuzz"
+sources=(
+  "$src/tests/fuzz/job_spec_fuzz.cc"
+  "$src/src/model/job_spec.cc" "$src/src/model/job_spec_parse.cc" "$src/src/model/task_request.cc"
+  "$src/src/model/vendor.cc" "$src/src/common/status.cc" "$src/src/common/quantity.cc" "$src/src/common/units.cc"
+)
+stale=0
+[[ -x "$bin" ]] || stale=1
+if [[ $stale -eq 0 ]]; then
+  for f in "${sources[@]}" "$src"/src/model/*.h "$src"/src/model/internal/*.h "$src"/src/common/*.h; do
+    [[ "$f" -nt "$bin" ]] && { stale=1; break; }
+  done
+fi
+if [[ $stale -eq 1 ]]; then
+  echo "building $bin with $cxx"
+  launcher=(); command -v ccache >/dev/null && launcher=(ccache)
+  objs=()
+  for f in "${sources[@]}"; do
+    o="$out/$(basename "${f%.cc}").o"
+    "${launcher[@]}" "$cxx" -std=c++20 -O1 -g -fno-omit-frame-pointer \
+      -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+      -I"$src/src" -c "$f" -o "$o" &
+    objs+=("$o")
+    # two compilers at a time: the build machines are shared
+    if (( ${#objs[@]} % 2 == 0 )); then wait; fi
+  done
+  wait
+  if ! "$cxx" -fsanitize=fuzzer,address,undefined "${objs[@]}" -lyaml-cpp -o "$bin.tmp"; then
+    echo "SKIP: clang++ could not link a libFuzzer binary (libclang-rt-dev missing?)"; exit 77
+  fi
+  mv "$bin.tmp" "$bin"
+fi
+corpus="$out/job_spec_corpus"
+mkdir -p "$corpus"
+artifacts="$out/job_spec_artifacts/"
+mkdir -p "$artifacts"
+echo "running $bin for ${seconds}s"
+exec "$bin" "$corpus" "$src/tests/fuzz/corpus/job_spec" -dict="$src/tests/fuzz/job_spec.dict" \
+  -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 \
+  -artifact_prefix="$artifacts"
