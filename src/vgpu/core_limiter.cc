@@ -12,6 +12,7 @@
 
 #include "vgpu/internal/dl.h"
 #include "vgpu/internal/real_table.h"
+#include "vgpu/internal/reentrant_once.h"
 #include "vgpu/log.h"
 #include "vgpu/runtime.h"
 #include "vgpu/share_controller.h"
@@ -39,7 +40,7 @@ constexpr int kBlindPeriods = 5;
 DeviceLimiter g_devices[kMaxDevices];
 std::atomic<bool> g_thread_running{false};
 std::atomic<uint64_t> g_heartbeat{0};  // sampler ticks: a waiting launch gives up only if these stop
-pthread_once_t g_nvml_once = PTHREAD_ONCE_INIT;
+ReentrantOnce g_nvml_once;
 
 void SleepMs(int ms) {
   struct timespec ts{ms / 1000, (ms % 1000) * 1000000L};
@@ -142,7 +143,7 @@ bool StartThread() {
 
 }  // namespace
 
-void EnsureNvml() { pthread_once(&g_nvml_once, &LoadNvml); }
+void EnsureNvml() { g_nvml_once.Run(&LoadNvml); }
 
 void StartCoreLimiter() {
   EnsureNvml();

@@ -13,6 +13,7 @@
 
 #include "vgpu/internal/dl.h"
 #include "vgpu/internal/real_table.h"
+#include "vgpu/internal/reentrant_once.h"
 #include "vgpu/log.h"
 #include "vgpu/vgpu_env.h"
 
@@ -36,8 +37,7 @@ struct Runtime {
 };
 
 Runtime* g_runtime = nullptr;
-std::atomic<int> g_init_state{0};  // 0: not started, 1: running, 2: done
-thread_local bool t_initialising = false;
+ReentrantOnce g_init_once;
 
 Runtime& Rt() { return *g_runtime; }
 
@@ -117,26 +117,14 @@ void DoInit() {
 }
 
 __attribute__((destructor)) void DetachAtExit() {
-  if (g_init_state.load(std::memory_order_acquire) == 2 && g_runtime != nullptr && g_runtime->region != nullptr) {
+  if (g_init_once.done() && g_runtime != nullptr && g_runtime->region != nullptr) {
     g_runtime->region->Detach();
   }
 }
 
 }  // namespace
 
-void EnsureInit() {
-  if (g_init_state.load(std::memory_order_acquire) == 2) return;
-  if (t_initialising) return;
-  int expected = 0;
-  if (g_init_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
-    t_initialising = true;
-    DoInit();
-    t_initialising = false;
-    g_init_state.store(2, std::memory_order_release);
-    return;
-  }
-  while (g_init_state.load(std::memory_order_acquire) != 2) sched_yield();
-}
+void EnsureInit() { g_init_once.Run(&DoInit); }
 
 const Limits& CurrentLimits() {
   static const Limits kNone;
