@@ -201,6 +201,9 @@ void BM_Place(benchmark::State& bs, std::string cluster_name, std::string policy
   }
   Scheduler scheduler(cluster, **policy, SchedulerOptions{.explain = false});
   RunPlacements(bs, cluster, [&](const TaskRequest& r, Rng& rng) { return scheduler.Schedule(r, rng); });
+  const SchedulerStats& st = scheduler.stats();
+  bs.counters["visited_per_call"] = st.calls ? static_cast<double>(st.nodes_visited) / st.calls : 0;
+  bs.counters["fits_per_call"] = st.calls ? static_cast<double>(st.fit_calls) / st.calls : 0;
   bs.SetLabel(scheduler.mode() == SchedulerMode::kOrderedWalk  ? "ordered-walk"
               : scheduler.mode() == SchedulerMode::kScoreCache ? "score-cache"
                                                                : "full-scan");

@@ -55,25 +55,41 @@ constexpr int kComputeBuckets = 11;  // nodes without an idle device, by best sh
 constexpr int kIdleParts = 8;        // nodes with 1..8+ idle devices
 constexpr int kParts = kComputeBuckets + kIdleParts;
 
-int PartitionOf(const ClusterState& state, int node) {
+// What a node can still take, for the walk's cheap pre-checks and its partition.
+struct Capacity {
+  int idle = 0;             // devices nobody holds
+  int64_t best_share = 0;   // the most free compute on a device that takes one more sharer
+};
+
+Capacity CapacityOf(const ClusterState& state, int node) {
+  Capacity c;
   const Node& n = state.node(node);
-  if (!n.ready || n.cordoned) return -1;
   const NodeUsage& u = state.usage(node);
-  int idle = 0;
-  int64_t best_share = 0;
   for (size_t d = 0; d < n.devices.size(); ++d) {
     const Device& dev = n.devices[d];
     const DeviceUsage& du = u.devices[d];
     if (!dev.healthy || dev.cordoned) continue;
     if (du.sharers == 0) {
-      ++idle;
+      ++c.idle;
       continue;
     }
     if (du.exclusive || du.sharers >= dev.max_sharers || dev.mode == DeviceMode::kExclusive) continue;
-    best_share = std::max(best_share, dev.compute_milli - du.compute_milli);
+    c.best_share = std::max(c.best_share, dev.compute_milli - du.compute_milli);
   }
-  if (idle > 0) return kComputeBuckets + std::min(idle, kIdleParts) - 1;
-  return static_cast<int>(std::min<int64_t>(best_share / 100, kComputeBuckets - 1));
+  return c;
+}
+
+int PartitionOf(const Node& n, const Capacity& c) {
+  if (!n.ready || n.cordoned) return -1;
+  if (c.idle > 0) return kComputeBuckets + std::min(c.idle, kIdleParts) - 1;
+  return static_cast<int>(std::min<int64_t>(c.best_share / 100, kComputeBuckets - 1));
+}
+
+// False when the node certainly cannot take `r` (a necessary condition only; FitNode decides).
+bool MayFit(const Capacity& c, const TaskRequest& r) {
+  if (!r.wants_devices()) return true;
+  if (r.exclusive()) return c.idle >= r.device_count;
+  return c.idle > 0 || c.best_share >= r.device_compute_milli;
 }
 
 // The partitions that may hold a node able to take `r` (a node outside them cannot: see PartitionOf).
@@ -129,6 +145,7 @@ struct Scheduler::Impl {
   std::set<Entry> parts[kParts];
   std::vector<int64_t> key;
   std::vector<int> part;
+  std::vector<Capacity> capacity;
   uint64_t synced_seq = 0;
   bool synced = false;
   std::vector<int> eligible;
@@ -178,6 +195,7 @@ bool ChangedNodes(const ClusterState& state, uint64_t seq, std::vector<int>* out
 
 ScheduleOutcome Scheduler::Schedule(const TaskRequest& request, Rng& rng) {
   Impl& m = *impl_;
+  ++stats_.calls;
   if (Status valid = ValidateTaskRequest(request); !valid.ok()) {
     ScheduleOutcome out;
     out.reason = "invalid request: " + valid.message();
@@ -203,19 +221,22 @@ ScheduleOutcome Scheduler::Schedule(const TaskRequest& request, Rng& rng) {
       int64_t key = 0;
       policy_.NodeOrderKey(state_, n, &key);
       m.key[n] = key;
-      m.part[n] = PartitionOf(state_, n);
+      m.capacity[n] = CapacityOf(state_, n);
+      m.part[n] = PartitionOf(state_.node(n), m.capacity[n]);
       if (m.part[n] >= 0) m.parts[m.part[n]].insert({key, n});
     };
     if (!m.synced || !ChangedNodes(state_, m.synced_seq, &m.changed, &m.stamp, &m.stamp_clock)) {
       for (auto& p : m.parts) p.clear();
       m.key.assign(count, 0);
       m.part.assign(count, -1);
+      m.capacity.assign(count, Capacity{});
       for (int n = 0; n < count; ++n) update(n);
       m.synced = true;
     } else {
       if (static_cast<int>(m.key.size()) < count) {
         m.key.resize(count, 0);
         m.part.resize(count, -1);
+        m.capacity.resize(count);
       }
       for (int n : m.changed) update(n);
     }
@@ -251,7 +272,10 @@ ScheduleOutcome Scheduler::Schedule(const TaskRequest& request, Rng& rng) {
         continue;
       }
       ++heads[h].it;
+      ++stats_.nodes_visited;
       if (state_.FreeCpu(n) < request.cpu_milli || state_.FreeMemory(n) < request.memory_mib) continue;
+      if (!MayFit(m.capacity[n], request)) continue;
+      ++stats_.fit_calls;
       if (!FitNode(state_, n, request, false, &m.candidate, &m.verdict)) continue;
       int64_t score = 0;
       if (!policy_.Score(state_, request, m.candidate, rng, &score, &m.chosen) ||
@@ -274,6 +298,8 @@ ScheduleOutcome Scheduler::Schedule(const TaskRequest& request, Rng& rng) {
     ShapeCache& cache = m.shapes[request];
     const int count = state_.node_count();
     auto refresh = [&](int n) {
+      ++stats_.nodes_visited;
+      ++stats_.fit_calls;
       CacheEntry& e = cache.entries[n];
       e.fits = FitNode(state_, n, request, false, &m.candidate, &m.verdict) &&
                policy_.Score(state_, request, m.candidate, rng, &e.score, &m.chosen) &&

@@ -35,6 +35,13 @@ struct SchedulerOptions {
   int max_cached_shapes = 256;
 };
 
+// Work counters, for benchmarks and tuning.
+struct SchedulerStats {
+  int64_t calls = 0;
+  int64_t nodes_visited = 0;  // nodes looked at by the ordered walk (or refreshed by the score cache)
+  int64_t fit_calls = 0;      // full FitNode evaluations
+};
+
 enum class SchedulerMode : uint8_t { kOrderedWalk, kScoreCache, kFullScan };
 
 class Scheduler {
@@ -48,6 +55,7 @@ class Scheduler {
   ScheduleOutcome Schedule(const TaskRequest& request, Rng& rng);
 
   SchedulerMode mode() const { return mode_; }
+  const SchedulerStats& stats() const { return stats_; }
 
  private:
   struct Impl;
@@ -55,6 +63,7 @@ class Scheduler {
   PlacementPolicy& policy_;
   SchedulerOptions options_;
   SchedulerMode mode_;
+  SchedulerStats stats_;
   std::unique_ptr<Impl> impl_;
 };
 
