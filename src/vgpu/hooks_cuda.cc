@@ -51,11 +51,22 @@ CUresult LinearAlloc(CUdeviceptr* dptr, uint64_t bytes, Call call) {
   return ChargedAlloc(CurrentDevice(), bytes, AllocKind::kLinear, wrapped, &handle);
 }
 
+// The charge is taken out of the tracker before the real free: once the driver has freed the address another
+// thread may get it back from an allocation and record its own charge under it.
 template <typename Call>
 CUresult Released(AllocKind kind, uint64_t handle, Call call) {
   EnsureInit();
+  if (!AnyMemoryLimit()) return call();
+  Charge charge;
+  const bool charged = TakeCharge(kind, handle, &charge);
   CUresult rc = call();
-  if (rc == CUDA_SUCCESS) ForgetAndRelease(kind, handle);
+  if (charged) {
+    if (rc == CUDA_SUCCESS) {
+      Unreserve(charge.device, charge.bytes);
+    } else {
+      Remember(kind, handle, charge.device, charge.bytes);  // not freed: still charged
+    }
+  }
   return rc;
 }
 

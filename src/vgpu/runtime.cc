@@ -163,10 +163,8 @@ void Remember(AllocKind kind, uint64_t handle, int dev, uint64_t bytes) {
   Rt().tracker.Add(kind, handle, Charge{dev, bytes});
 }
 
-void ForgetAndRelease(AllocKind kind, uint64_t handle) {
-  if (!AnyMemoryLimit()) return;
-  Charge charge;
-  if (Rt().tracker.Take(kind, handle, &charge)) Unreserve(charge.device, charge.bytes);
+bool TakeCharge(AllocKind kind, uint64_t handle, Charge* charge) {
+  return AnyMemoryLimit() && Rt().tracker.Take(kind, handle, charge);
 }
 
 bool RetainPrimaryContextCharge(int dev) {

@@ -37,9 +37,10 @@ int CurrentDevice();
 // Charges `bytes` on a limited device; false = over the limit (the caller answers CUDA_ERROR_OUT_OF_MEMORY).
 bool Reserve(int dev, uint64_t bytes);
 void Unreserve(int dev, uint64_t bytes);
-// Records a successful allocation's charge / releases the charge recorded for a freed handle.
+// Records a successful allocation's charge.
 void Remember(AllocKind kind, uint64_t handle, int dev, uint64_t bytes);
-void ForgetAndRelease(AllocKind kind, uint64_t handle);
+// Removes the charge recorded for `handle` without releasing it; false when there is none.
+bool TakeCharge(AllocKind kind, uint64_t handle, Charge* charge);
 
 // Primary context footprint (charged on the first retain of a device, released on the last release).
 bool RetainPrimaryContextCharge(int dev);
