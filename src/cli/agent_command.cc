@@ -3,15 +3,21 @@
 //   xpool agent --print-devices                          NVML, or "no NVML found"
 //   xpool agent --simulate 4xA100-80GB --print-devices   a simulated node
 //   xpool agent --node-file node.yaml --print-devices
+//   xpool agent --server http://127.0.0.1:8470 --token-file var/admin.token [--simulate 4xA100-80GB]
+//       registers the node and runs what the server assigns (heartbeats, task reports) until Ctrl-C.
 //   xpool agent --simulate 2xA100-80GB --run --devices 1 --gpumem 8192 --gpucores 50 -- python3 train.py
 //       runs one task through the launcher as the agent would (env, process group, logs) and streams its log.
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 
 #include "agent/discovery.h"
+#include "agent/http_client.h"
 #include "agent/launcher.h"
+#include "agent/node_agent.h"
 #include "cli/agent_command.h"
 #include "common/flags.h"
 #include "common/units.h"
@@ -41,6 +47,10 @@ Result<std::vector<agent::TaskDevice>> ParseDevices(const std::string& list, con
   return devices;
 }
 
+void PrintNotices(agent::Launcher& launcher) {
+  for (const std::string& notice : launcher.TakeNotices()) std::fprintf(stderr, "notice: %s\n", notice.c_str());
+}
+
 // Runs one task in the foreground, streaming its log; Ctrl-C stops it (SIGTERM, SIGKILL after the grace).
 int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::TaskDevice>& devices,
                const std::vector<std::string>& command, const std::string& state_dir, const std::string& workdir,
@@ -48,7 +58,7 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::Ta
   agent::LauncherOptions options;
   options.state_dir = state_dir;
   agent::Launcher launcher(options);
-  for (const std::string& notice : launcher.TakeNotices()) std::fprintf(stderr, "notice: %s\n", notice.c_str());
+  PrintNotices(launcher);
   agent::LaunchSpec spec;
   spec.task_id = "local-r0";
   spec.argv = command;
@@ -65,7 +75,7 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::Ta
     std::fprintf(stderr, "error: %s\n", s.message().c_str());
     return 1;
   }
-  for (const std::string& notice : launcher.TakeNotices()) std::fprintf(stderr, "notice: %s\n", notice.c_str());
+  PrintNotices(launcher);
   std::signal(SIGINT, OnInterrupt);
   std::signal(SIGTERM, OnInterrupt);
   agent::LogFollower follower(launcher.LogPath(spec.task_id));
@@ -100,6 +110,47 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::Ta
   }
 }
 
+// Registers, then heartbeats and reconciles until interrupted. An unreachable server is retried (tasks keep
+// running); a rejected token ends the agent.
+int Serve(const agent::DiscoveryReport& report, const std::string& server, const std::string& token,
+          const std::string& state_dir) {
+  agent::LauncherOptions options;
+  options.state_dir = state_dir;
+  agent::Launcher launcher(options);
+  PrintNotices(launcher);
+  agent::HttpControlPlaneClient client({server, token, 5 * kMicrosPerSecond});
+  agent::NodeAgent node_agent(report.node, &client, &launcher);
+  std::signal(SIGINT, OnInterrupt);
+  std::signal(SIGTERM, OnInterrupt);
+  bool registered = false;
+  std::string last_error;
+  while (!g_interrupted) {
+    Status s = registered ? node_agent.Tick() : node_agent.Register();
+    if (s.ok() && !registered) {
+      registered = true;
+      std::fprintf(stderr, "agent: node %s registered with %s (%zu device(s)%s)\n", report.node.name.c_str(),
+                   server.c_str(), report.node.devices.size(), report.node.simulated ? ", SIMULATED" : "");
+    }
+    if (!s.ok() && (s.code() == StatusCode::kUnauthenticated || s.code() == StatusCode::kPermissionDenied)) {
+      std::fprintf(stderr, "error: %s\n", s.message().c_str());
+      return 1;
+    }
+    if (!s.ok() && s.message() != last_error) {
+      std::fprintf(stderr, "agent: %s (retrying; tasks keep running)\n", s.message().c_str());
+    }
+    if (s.ok() && !last_error.empty()) std::fprintf(stderr, "agent: connected again\n");
+    last_error = s.ok() ? "" : s.message();
+    if (s.code() == StatusCode::kNotFound) registered = false;  // the server forgot the node: register again
+    PrintNotices(launcher);
+    const TimeMicros wait = node_agent.interval_micros();
+    for (TimeMicros waited = 0; waited < wait && !g_interrupted; waited += 50'000) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  std::fprintf(stderr, "agent: stopping; its tasks are stopped with it\n");
+  return 0;
+}
+
 }  // namespace
 
 int RunAgent(const Args& args) {
@@ -108,7 +159,7 @@ int RunAgent(const Args& args) {
                 "Until the agent protocol lands it prints the devices (--print-devices) or runs one task locally\n"
                 "(--run -- CMD ARGS...).");
   std::string simulate, node_file, nvml_library = "libnvidia-ml.so.1", name, devices_list;
-  std::string state_dir = "var/agent", workdir = ".";
+  std::string state_dir = "var/agent", workdir = ".", server, token, token_file;
   bool print_devices = false, run = false;
   int64_t gpumem = 0, gpucores = 0, grace = 10;
   flags.String("simulate", &simulate, "simulated devices, e.g. 4xA100-80GB or 2xA100-80GB,2xT4-16GB");
@@ -116,11 +167,14 @@ int RunAgent(const Args& args) {
   flags.String("nvml-library", &nvml_library, "NVML library to dlopen");
   flags.String("name", &name, "node name (default: host name)");
   flags.Bool("print-devices", &print_devices, "print the discovered devices and exit");
+  flags.String("server", &server, "serve this server's assignments, e.g. http://127.0.0.1:8470");
+  flags.String("token", &token, "node (or admin) token; default $XPOOL_TOKEN");
+  flags.String("token-file", &token_file, "read the token from this file");
   flags.Bool("run", &run, "run the command after -- as one task on this node, stream its log, exit with its code");
   flags.String("devices", &devices_list, "with --run: device indexes for the task, e.g. 0,1");
   flags.Int("gpumem", &gpumem, "with --run: memory limit per device in MiB (0 = none)");
   flags.Int("gpucores", &gpucores, "with --run: compute limit per device in percent (0 = none)");
-  flags.String("state-dir", &state_dir, "with --run: where task logs and files go");
+  flags.String("state-dir", &state_dir, "where task logs and files go");
   flags.String("workdir", &workdir, "with --run: the task's working directory");
   flags.Int("grace", &grace, "with --run: seconds between SIGTERM and SIGKILL on Ctrl-C");
   int code = 0;
@@ -129,11 +183,22 @@ int RunAgent(const Args& args) {
     std::fprintf(stderr, "error: --gpumem and --grace must be >= 0, --gpucores 0..100\n");
     return 2;
   }
-  if (!print_devices && !run) {
-    std::fprintf(stderr,
-                 "error: the agent's server connection is not implemented yet; use --print-devices or --run\n\n%s",
-                 flags.Usage().c_str());
+  if (!print_devices && !run && server.empty()) {
+    std::fprintf(stderr, "error: give --server URL (serve), --print-devices or --run\n\n%s", flags.Usage().c_str());
     return 2;
+  }
+  if (!server.empty() && run) {
+    std::fprintf(stderr, "error: --run and --server do not go together\n");
+    return 2;
+  }
+  if (!token_file.empty()) {
+    std::ifstream in(token_file);
+    if (!(in >> token)) {
+      std::fprintf(stderr, "error: cannot read a token from %s\n", token_file.c_str());
+      return 2;
+    }
+  } else if (token.empty() && std::getenv("XPOOL_TOKEN")) {
+    token = std::getenv("XPOOL_TOKEN");
   }
   if (run && flags.positional().empty()) {
     std::fprintf(stderr, "error: --run needs a command after --, e.g. --run -- python3 train.py\n");
@@ -150,6 +215,10 @@ int RunAgent(const Args& args) {
     return report.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
   if (print_devices) std::fputs(agent::FormatDeviceTable(*report).c_str(), stdout);
+  if (!server.empty()) {
+    if (!print_devices && !report->note.empty()) std::fprintf(stderr, "agent: %s\n", report->note.c_str());
+    return Serve(*report, server, token, state_dir);
+  }
   if (!run) return 0;
   auto devices = ParseDevices(devices_list, *report, gpumem, gpucores);
   if (!devices.ok()) {
