@@ -1,0 +1,266 @@
+#include "scheduler/preemption/victim_selection.h"
+
+#include <algorithm>
+#include <tuple>
+#include <unordered_set>
+
+namespace xpool {
+namespace {
+
+// At most this many "can this victim be spared?" placements per search (the pruning step); the
+// prefix search itself costs about log2(candidates) placements.
+constexpr int kMaxSpareAttempts = 16;
+
+// Suspends (releases) and restores candidates of a search on the scratch state, remembering which
+// are out.
+class Evictor {
+ public:
+  Evictor(ClusterState& state, const std::vector<QueueJob>& jobs, const std::vector<int>& ranked)
+      : state_(state), jobs_(jobs), ranked_(ranked), out_(ranked.size(), false) {}
+  Evictor(const Evictor&) = delete;
+  Evictor& operator=(const Evictor&) = delete;
+  ~Evictor() { RestoreAll(); }
+
+  Status Suspend(int i) {
+    if (out_[i]) return Status::Ok();
+    const std::vector<Allocation>& allocs = jobs_[ranked_[i]].allocations;
+    for (size_t a = 0; a < allocs.size(); ++a) {
+      Status s = state_.Release(allocs[a]);
+      if (!s.ok()) {
+        for (size_t b = 0; b < a; ++b) (void)state_.Apply(allocs[b]);
+        return InternalError("job " + jobs_[ranked_[i]].id.ToString() +
+                             " is not booked in the cluster state as it claims: " + s.message());
+      }
+    }
+    out_[i] = true;
+    return Status::Ok();
+  }
+  void Restore(int i) {
+    if (!out_[i]) return;
+    // Re-applying what was just released cannot fail: nothing else changed in between.
+    for (const Allocation& a : jobs_[ranked_[i]].allocations) (void)state_.Apply(a);
+    out_[i] = false;
+  }
+  // Exactly the first k candidates out.
+  Status SetPrefix(int k) {
+    for (int i = static_cast<int>(ranked_.size()) - 1; i >= k; --i) Restore(i);
+    for (int i = 0; i < k; ++i) RETURN_IF_ERROR(Suspend(i));
+    return Status::Ok();
+  }
+  void RestoreAll() {
+    for (int i = static_cast<int>(ranked_.size()) - 1; i >= 0; --i) Restore(i);
+  }
+  bool out(int i) const { return out_[i]; }
+
+ private:
+  ClusterState& state_;
+  const std::vector<QueueJob>& jobs_;
+  const std::vector<int>& ranked_;
+  std::vector<bool> out_;
+};
+
+bool UsesAnyNode(const QueueJob& job, const std::unordered_set<int>& nodes) {
+  for (const Allocation& a : job.allocations) {
+    if (nodes.count(a.node) != 0) return true;
+  }
+  return false;
+}
+
+bool AboveGuarantee(const ResourceAmounts& u, const ResourceAmounts& g) {
+  return u.gpu_compute_milli > g.gpu_compute_milli || u.gpu_memory_mib > g.gpu_memory_mib ||
+         u.cpu_milli > g.cpu_milli;
+}
+
+std::string Describe(const QueueJob& job, const std::string& tenant) {
+  return "job " + job.id.ToString() + " (tenant " + tenant + ", priority " +
+         std::to_string(job.priority) + ")";
+}
+
+std::string Why(const QueueJob& victim, const std::string& victim_tenant, VictimVerdict why,
+                const QueueJob& preemptor, const std::string& preemptor_tenant) {
+  if (why == VictimVerdict::kByPriority) {
+    return "lower priority (" + std::to_string(victim.priority) + " < " +
+           std::to_string(preemptor.priority) + ")";
+  }
+  return "tenant " + preemptor_tenant + " is within its guarantee and tenant " + victim_tenant +
+         " runs above its guarantee";
+}
+
+}  // namespace
+
+std::string_view VictimVerdictName(VictimVerdict verdict) {
+  switch (verdict) {
+    case VictimVerdict::kByPriority:
+      return "lower priority";
+    case VictimVerdict::kByGuarantee:
+      return "tenant above its guarantee";
+    case VictimVerdict::kNotRunning:
+      return "not running";
+    case VictimVerdict::kNotPreemptible:
+      return "not preemptible";
+    case VictimVerdict::kSameJob:
+      return "the preemptor itself";
+    case VictimVerdict::kTooYoung:
+      return "started less than min-runtime ago";
+    case VictimVerdict::kSuspendedTooOften:
+      return "suspended too often in the last hour";
+    case VictimVerdict::kNotLowerPriority:
+      return "equal or higher priority";
+  }
+  return "unknown";
+}
+
+VictimVerdict JudgeVictim(const QueueJob& preemptor, bool preemptor_within_guarantee,
+                          const QueueJob& victim, bool victim_tenant_above_guarantee,
+                          const PreemptionRules& rules, TimeMicros now) {
+  if (victim.state != QueueJobState::kRunning) return VictimVerdict::kNotRunning;
+  if (victim.id == preemptor.id) return VictimVerdict::kSameJob;
+  if (!victim.preemptible) return VictimVerdict::kNotPreemptible;
+  if (now - victim.last_start < rules.min_runtime) return VictimVerdict::kTooYoung;
+  if (victim.suspensions_last_hour >= rules.max_suspensions_per_hour)
+    return VictimVerdict::kSuspendedTooOften;
+  if (victim.priority < preemptor.priority) return VictimVerdict::kByPriority;
+  if (victim.priority == preemptor.priority && preemptor_within_guarantee &&
+      victim_tenant_above_guarantee && victim.tenant != preemptor.tenant) {
+    return VictimVerdict::kByGuarantee;
+  }
+  return VictimVerdict::kNotLowerPriority;
+}
+
+std::vector<int> SortRunningForPreemption(const std::vector<QueueJob>& jobs,
+                                          const std::vector<int>& running, TimeMicros now) {
+  std::vector<int> order = running;
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    const QueueJob& x = jobs[a];
+    const QueueJob& y = jobs[b];
+    return std::make_tuple(x.priority, now - x.last_start, x.id.value()) <
+           std::make_tuple(y.priority, now - y.last_start, y.id.value());
+  });
+  return order;
+}
+
+std::vector<int> RankVictims(const std::vector<QueueJob>& jobs,
+                             const std::vector<int>& by_running_order,
+                             const std::vector<int>& tenant_of, const std::vector<bool>& excluded,
+                             const QueueJob& preemptor, bool preemptor_within_guarantee,
+                             const TenantLedger& ledger, const PreemptionRules& rules,
+                             TimeMicros now) {
+  const bool within = preemptor_within_guarantee;
+  std::vector<ResourceAmounts> remaining;  // tenant usage after the victims taken so far
+  remaining.reserve(ledger.size());
+  for (int t = 0; t < ledger.size(); ++t) remaining.push_back(ledger.usage(t));
+  std::vector<int> ranked;
+  const size_t n = by_running_order.size();
+  for (size_t group = 0; group < n;) {
+    const int priority = jobs[by_running_order[group]].priority;
+    if (priority > preemptor.priority) break;
+    size_t end = group;
+    while (end < n && jobs[by_running_order[end]].priority == priority) ++end;
+    for (int pass = 0; pass < 2; ++pass) {  // tenants above their guarantee first, then the others
+      for (size_t k = group; k < end; ++k) {
+        const int v = by_running_order[k];
+        const int t = tenant_of[v];
+        if (t < 0 || (!excluded.empty() && excluded[v])) continue;
+        const bool above = ledger.AboveGuarantee(t);
+        if (above != (pass == 0)) continue;
+        const bool still_above = AboveGuarantee(remaining[t], ledger.tenant(t).guaranteed);
+        const VictimVerdict verdict =
+            JudgeVictim(preemptor, within, jobs[v], still_above, rules, now);
+        if (!IsVictim(verdict)) continue;
+        remaining[t].Subtract(HeldBy(jobs[v]));
+        ranked.push_back(v);
+      }
+    }
+    group = end;
+  }
+  return ranked;
+}
+
+Result<VictimChoice> ChooseVictims(ClusterState& state, const std::vector<QueueJob>& jobs,
+                                   const std::vector<int>& ranked, const QueueJob& preemptor,
+                                   JobPlacer& placer) {
+  VictimChoice choice;
+  const int n = static_cast<int>(ranked.size());
+  if (n == 0) {
+    choice.reason = "no running job may be suspended for it";
+    return choice;
+  }
+  Evictor evictor(state, jobs, ranked);
+  auto place = [&] { return placer.Place(state, preemptor.request, preemptor.replicas); };
+  // 1. Does suspending every candidate make room at all?
+  RETURN_IF_ERROR(evictor.SetPrefix(n));
+  JobPlacement best = place();
+  if (best.kind != OutcomeKind::kPlaced) {
+    choice.reason = "suspending every job that may be suspended for it (" + std::to_string(n) +
+                    ") would not make room";
+    return choice;
+  }
+  // 2. The shortest prefix that makes room (0 is known not to: the job was tried first).
+  int lo = 0;
+  int hi = n;
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    RETURN_IF_ERROR(evictor.SetPrefix(mid));
+    JobPlacement p = place();
+    if (p.kind == OutcomeKind::kPlaced) {
+      hi = mid;
+      best = std::move(p);
+    } else {
+      lo = mid;
+    }
+  }
+  RETURN_IF_ERROR(evictor.SetPrefix(hi));
+  // 3. Spare victims on nodes the placement does not touch, then each remaining one if the job
+  // still fits.
+  std::unordered_set<int> used;
+  for (const Allocation& a : best.allocations) used.insert(a.node);
+  std::vector<int> spared_off_node;
+  for (int i = 0; i < hi; ++i) {
+    if (!UsesAnyNode(jobs[ranked[i]], used)) {
+      evictor.Restore(i);
+      spared_off_node.push_back(i);
+    }
+  }
+  if (!spared_off_node.empty()) {
+    JobPlacement p = place();
+    if (p.kind == OutcomeKind::kPlaced) {
+      best = std::move(p);
+    } else {
+      RETURN_IF_ERROR(evictor.SetPrefix(hi));  // keep the whole prefix: it is known to make room
+    }
+  }
+  int attempts = 0;
+  for (int i = hi - 1; i >= 0 && attempts < kMaxSpareAttempts; --i) {
+    if (!evictor.out(i)) continue;
+    ++attempts;
+    evictor.Restore(i);
+    JobPlacement p = place();
+    if (p.kind == OutcomeKind::kPlaced) {
+      best = std::move(p);
+    } else {
+      RETURN_IF_ERROR(evictor.Suspend(i));
+    }
+  }
+  for (int i = 0; i < hi; ++i) {
+    if (evictor.out(i)) choice.victims.push_back(ranked[i]);
+  }
+  choice.found = true;
+  choice.allocations = std::move(best.allocations);
+  return choice;  // the Evictor restores the state
+}
+
+std::string PreemptorReason(const QueueJob& victim, const std::string& victim_tenant,
+                            VictimVerdict why, const QueueJob& preemptor,
+                            const std::string& preemptor_tenant) {
+  return "suspends " + Describe(victim, victim_tenant) + ": " +
+         Why(victim, victim_tenant, why, preemptor, preemptor_tenant);
+}
+
+std::string VictimReason(const QueueJob& victim, const std::string& victim_tenant,
+                         VictimVerdict why, const QueueJob& preemptor,
+                         const std::string& preemptor_tenant) {
+  return "suspended for " + Describe(preemptor, preemptor_tenant) + ": " +
+         Why(victim, victim_tenant, why, preemptor, preemptor_tenant);
+}
+
+}  // namespace xpool

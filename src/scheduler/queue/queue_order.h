@@ -1,0 +1,73 @@
+#pragma once
+// The order in which waiting jobs are considered (issue 7, item 1):
+//   1. priority, high first;
+//   2. among equal priorities, the tenant with the lowest dominant-resource share first — DRF
+//   (Ghodsi et al.,
+//      "Dominant Resource Fairness", NSDI '11) over GPU compute, GPU memory and CPU — re-ranked
+//      after every placement, so tenants take turns (progressive filling) rather than one tenant's
+//      whole backlog going first;
+//   3. within a tenant, the job's *first* submit time (a suspended job keeps its place), then the
+//   job id.
+//
+// DrfQueue is the cursor a scheduling pass walks; OrderQueue is the same order with no placements,
+// for showing positions in a queue listing. Both are pure and single-threaded.
+#include <cstdint>
+#include <vector>
+
+#include "model/cluster_state.h"
+#include "scheduler/queue/queue_types.h"
+#include "scheduler/queue/tenant_ledger.h"
+
+namespace xpool {
+
+class DrfQueue {
+ public:
+  // `waiting`: indices into `jobs` to order; `tenant_of[i]`: ledger index of jobs[i]'s tenant
+  // (valid for every waiting job). `jobs`, `tenant_of`, `ledger` and `totals` must outlive the
+  // queue; shares are read from the ledger when a tenant is (re-)ranked.
+  DrfQueue(const std::vector<QueueJob>& jobs, std::vector<int> waiting,
+           const std::vector<int>& tenant_of, const TenantLedger& ledger,
+           const ClusterTotals& totals);
+
+  // The next job index, or -1 when every waiting job was returned. The tenant of the previous job
+  // is re-ranked with its share as it is now, so book a placement in the ledger before asking for
+  // the next job.
+  int Next();
+  // Re-ranks every tenant of the current priority level (after a suspension changed other tenants'
+  // shares).
+  void RerankAll();
+
+ private:
+  struct Run {  // one tenant's jobs at one priority level: order_[begin, end)
+    int begin = 0;
+    int end = 0;
+    int tenant = 0;
+  };
+  struct HeapEntry {
+    int64_t share;
+    TimeMicros head_submit;
+    int64_t head_id;
+    int run;
+  };
+  void Push(int run);
+  bool StartNextLevel();
+
+  const std::vector<QueueJob>& jobs_;
+  const std::vector<int>& tenant_of_;
+  const TenantLedger& ledger_;
+  const ClusterTotals& totals_;
+  std::vector<int> order_;
+  std::vector<Run> runs_;
+  std::vector<int> level_starts_;  // first run of each priority level, plus runs_.size()
+  int level_ = -1;
+  int last_run_ = -1;  // the run the previous Next() took from; re-pushed on the next call
+  std::vector<HeapEntry> heap_;
+};
+
+// Waiting (pending or suspended) jobs in the order a pass would consider them if it placed nothing.
+// Jobs whose input is bad (see ValidateQueueJob, unknown tenant) are left out. Usage comes from the
+// running jobs.
+std::vector<int> OrderQueue(const std::vector<QueueJob>& jobs, const std::vector<Tenant>& tenants,
+                            const ClusterTotals& totals);
+
+}  // namespace xpool

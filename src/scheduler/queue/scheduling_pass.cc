@@ -1,0 +1,289 @@
+#include "scheduler/queue/scheduling_pass.h"
+
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+#include <utility>
+
+#include "scheduler/queue/internal/shape_table.h"
+#include "scheduler/queue/queue_order.h"
+#include "scheduler/queue/tenant_ledger.h"
+
+namespace xpool {
+namespace {
+
+// What the pass remembers about a request shape (see the header: answers stay true until the next
+// suspension, which bumps the epoch).
+struct ShapeMemo {
+  int64_t wait_epoch = -1;  // placement answered kWait at this epoch
+  std::string wait_reason;
+  bool never_fits = false;
+  std::string never_reason;
+};
+struct PreemptMemo {
+  int64_t epoch = -1;
+  int failed_priority = -1;  // the victim search failed at this priority or above: fails below too
+  std::string reason;
+};
+
+class Pass {
+ public:
+  Pass(const std::vector<QueueJob>& jobs, const std::vector<Tenant>& tenants, ClusterState& state,
+       JobPlacer& placer, TimeMicros now, const PassOptions& options)
+      : jobs_(jobs),
+        state_(state),
+        placer_(placer),
+        now_(now),
+        options_(options),
+        ledger_(tenants),
+        tenant_of_(jobs.size(), -1),
+        taken_(jobs.size(), false) {}
+
+  PassResult Run();
+
+ private:
+  std::vector<int> Setup();
+  void Consider(int j);
+  bool TryPreempt(int j, int t, const ResourceAmounts& demand, std::string* reason);
+  void Commit(int j, int t, VictimChoice choice, bool within);
+  void Decide(int j, DecisionKind kind, std::string reason,
+              std::vector<Allocation> allocations = {});
+  const std::string& TenantName(int j) const { return ledger_.tenant(tenant_of_[j]).name; }
+
+  const std::vector<QueueJob>& jobs_;
+  ClusterState& state_;
+  JobPlacer& placer_;
+  const TimeMicros now_;
+  const PassOptions& options_;
+  TenantLedger ledger_;
+  std::vector<int> tenant_of_;
+  std::vector<bool> taken_;  // running jobs chosen as victims in this pass
+  std::vector<int> by_running_order_;
+  int min_victim_priority_ = std::numeric_limits<int>::max();
+  int64_t largest_device_memory_ = 0;
+  internal::ShapeTable shapes_;
+  std::vector<ShapeMemo> shape_memo_;
+  std::unordered_map<int64_t, PreemptMemo> preempt_memo_;
+  int64_t epoch_ = 0;  // bumped when a suspension frees room or a tenant's guarantee status changes
+  bool rerank_ = false;
+  PassResult result_;
+};
+
+// Validates, books running jobs in the ledger, and returns the waiting jobs.
+std::vector<int> Pass::Setup() {
+  std::vector<int> waiting;
+  std::vector<int> running;
+  for (int n = 0; n < state_.node_count(); ++n) {
+    for (const Device& d : state_.node(n).devices)
+      largest_device_memory_ = std::max(largest_device_memory_, d.memory_mib);
+  }
+  for (int j = 0; j < static_cast<int>(jobs_.size()); ++j) {
+    const QueueJob& job = jobs_[j];
+    const int t = ledger_.IndexOf(job.tenant);
+    Status bad = ValidateQueueJob(job);
+    if (bad.ok() && t < 0)
+      bad = InvalidArgumentError("job " + job.id.ToString() + ": unknown tenant " +
+                                 job.tenant.ToString());
+    if (bad.ok() && !ledger_.error(t).ok())
+      bad = ledger_.error(t).WithContext("job " + job.id.ToString());
+    if (!bad.ok()) {
+      if (job.state != QueueJobState::kRunning) Decide(j, DecisionKind::kRejected, bad.message());
+      continue;  // a bad running job holds what it holds, but is not counted, ordered or suspended
+    }
+    tenant_of_[j] = t;
+    if (job.state == QueueJobState::kRunning) {
+      ledger_.Add(t, job.priority, HeldBy(job));
+      running.push_back(j);
+      if (job.preemptible && now_ - job.last_start >= options_.rules.min_runtime &&
+          job.suspensions_last_hour < options_.rules.max_suspensions_per_hour) {
+        min_victim_priority_ = std::min(min_victim_priority_, job.priority);
+      }
+    } else {
+      waiting.push_back(j);
+    }
+  }
+  by_running_order_ = SortRunningForPreemption(jobs_, running, now_);
+  return waiting;
+}
+
+PassResult Pass::Run() {
+  std::vector<int> waiting = Setup();
+  std::vector<JobDecision> rejected = std::move(result_.decisions);
+  result_.decisions.clear();
+  result_.decisions.reserve(waiting.size() + rejected.size());
+  DrfQueue queue(jobs_, std::move(waiting), tenant_of_, ledger_, state_.totals());
+  for (int j = queue.Next(); j >= 0; j = queue.Next()) {
+    Consider(j);
+    if (rerank_) {
+      queue.RerankAll();
+      rerank_ = false;
+    }
+  }
+  for (JobDecision& d : rejected) result_.decisions.push_back(std::move(d));
+  return std::move(result_);
+}
+
+void Pass::Consider(int j) {
+  const QueueJob& job = jobs_[j];
+  const int t = tenant_of_[j];
+  const ResourceAmounts demand = DemandOf(job, largest_device_memory_);
+  if (std::string limit = ledger_.LimitReason(t, job.priority, demand); !limit.empty()) {
+    Decide(j, DecisionKind::kWait, std::move(limit));
+    return;
+  }
+  const int shape = shapes_.IdOf(job.request, job.replicas);
+  if (shape >= static_cast<int>(shape_memo_.size())) shape_memo_.resize(shape + 1);
+  ShapeMemo& memo = shape_memo_[shape];
+  if (memo.never_fits) {
+    Decide(j, DecisionKind::kNeverFits, memo.never_reason);
+    return;
+  }
+  std::string reason;
+  if (memo.wait_epoch == epoch_) {
+    reason = memo.wait_reason;
+  } else {
+    ++result_.stats.placer_calls;
+    JobPlacement p = placer_.Place(state_, job.request, job.replicas);
+    if (p.kind == OutcomeKind::kPlaced) {
+      for (const Allocation& a : p.allocations) {
+        if (Status s = state_.Apply(a);
+            !s.ok()) {  // a placer bug: say so on the job, keep the state whole
+          for (const Allocation& b : p.allocations) {
+            if (&b == &a) break;
+            (void)state_.Release(b);
+          }
+          Decide(j, DecisionKind::kWait, "placement could not be booked: " + s.message());
+          return;
+        }
+      }
+      const bool was_above = ledger_.AboveGuarantee(t);
+      ledger_.Add(t, job.priority, AmountsOf(p.allocations));
+      if (ledger_.AboveGuarantee(t) != was_above) ++epoch_;
+      Decide(j, DecisionKind::kPlace, "placed", std::move(p.allocations));
+      return;
+    }
+    if (p.kind == OutcomeKind::kNeverFits) {
+      memo.never_fits = true;
+      memo.never_reason = p.reason;
+      Decide(j, DecisionKind::kNeverFits, std::move(p.reason));
+      return;
+    }
+    memo.wait_epoch = epoch_;
+    memo.wait_reason = p.reason;
+    reason = std::move(p.reason);
+  }
+  if (!TryPreempt(j, t, demand, &reason)) Decide(j, DecisionKind::kWait, std::move(reason));
+}
+
+bool Pass::TryPreempt(int j, int t, const ResourceAmounts& demand, std::string* reason) {
+  const QueueJob& job = jobs_[j];
+  if (!options_.preemption) return false;
+  const bool within = ledger_.WithinGuarantee(t, demand);
+  if (job.priority <= min_victim_priority_ && !within) return false;
+  const int64_t key =
+      (static_cast<int64_t>(shapes_.IdOf(job.request, job.replicas)) << 32) | (within ? t + 1 : 0);
+  PreemptMemo& memo = preempt_memo_[key];
+  if (memo.epoch == epoch_ && memo.failed_priority >= job.priority) {
+    if (!memo.reason.empty()) *reason += "; " + memo.reason;
+    return false;
+  }
+  std::vector<int> ranked = RankVictims(jobs_, by_running_order_, tenant_of_, taken_, job, within,
+                                        ledger_, options_.rules, now_);
+  VictimChoice choice;
+  choice.reason = "no running job may be suspended for it";
+  if (!ranked.empty()) {
+    ++result_.stats.victim_searches;
+    Result<VictimChoice> r = ChooseVictims(state_, jobs_, ranked, job, placer_);
+    if (r.ok()) {
+      choice = std::move(r).value();
+    } else {
+      choice.reason = r.status().message();
+    }
+  }
+  if (!choice.found) {
+    memo = {epoch_, job.priority, choice.reason};
+    if (!choice.reason.empty()) *reason += "; " + choice.reason;
+    return false;
+  }
+  Commit(j, t, std::move(choice), within);
+  return true;
+}
+
+void Pass::Commit(int j, int t, VictimChoice choice, bool within) {
+  const QueueJob& job = jobs_[j];
+  std::string reason;
+  for (int v : choice.victims) {
+    const QueueJob& victim = jobs_[v];
+    for (const Allocation& a : victim.allocations)
+      (void)state_.Release(a);  // ChooseVictims checked they are booked
+    const bool above = ledger_.AboveGuarantee(tenant_of_[v]);
+    const VictimVerdict why =
+        JudgeVictim(job, within, victim, above, options_.rules, now_) == VictimVerdict::kByPriority
+            ? VictimVerdict::kByPriority
+            : VictimVerdict::kByGuarantee;
+    ledger_.Remove(tenant_of_[v], victim.priority, HeldBy(victim));
+    taken_[v] = true;
+    if (!reason.empty()) reason += "; ";
+    reason += PreemptorReason(victim, TenantName(v), why, job, TenantName(j));
+    result_.suspensions.push_back(
+        {v, j, VictimReason(victim, TenantName(v), why, job, TenantName(j))});
+  }
+  // Valid once the victims left (ChooseVictims placed it against exactly that state).
+  for (const Allocation& a : choice.allocations) (void)state_.Apply(a);
+  placer_.OnBooked(state_, job.request, choice.allocations);
+  ledger_.Add(t, job.priority, AmountsOf(choice.allocations));
+  ++epoch_;
+  rerank_ = true;
+  result_.stats.suspended += static_cast<int>(choice.victims.size());
+  Decide(j, DecisionKind::kPreempt, std::move(reason), std::move(choice.allocations));
+  result_.decisions.back().victims = std::move(choice.victims);
+}
+
+void Pass::Decide(int j, DecisionKind kind, std::string reason,
+                  std::vector<Allocation> allocations) {
+  PassStats& s = result_.stats;
+  switch (kind) {
+    case DecisionKind::kPlace:
+      ++s.placed;
+      break;
+    case DecisionKind::kPreempt:
+      ++s.preempting;
+      break;
+    case DecisionKind::kWait:
+      ++s.waiting;
+      break;
+    case DecisionKind::kNeverFits:
+      ++s.never_fits;
+      break;
+    case DecisionKind::kRejected:
+      ++s.rejected;
+      break;
+  }
+  result_.decisions.push_back({j, kind, std::move(allocations), {}, std::move(reason)});
+}
+
+}  // namespace
+
+std::string_view DecisionKindName(DecisionKind kind) {
+  switch (kind) {
+    case DecisionKind::kPlace:
+      return "place";
+    case DecisionKind::kPreempt:
+      return "preempt";
+    case DecisionKind::kWait:
+      return "wait";
+    case DecisionKind::kNeverFits:
+      return "never fits";
+    case DecisionKind::kRejected:
+      return "rejected";
+  }
+  return "unknown";
+}
+
+PassResult RunSchedulingPass(const std::vector<QueueJob>& jobs, const std::vector<Tenant>& tenants,
+                             ClusterState& state, JobPlacer& placer, TimeMicros now,
+                             const PassOptions& options) {
+  return Pass(jobs, tenants, state, placer, now, options).Run();
+}
+
+}  // namespace xpool

@@ -1,0 +1,91 @@
+#pragma once
+// RunSchedulingPass: one pass of the time-sharing scheduler over every waiting job — queue order,
+// tenant quotas, placement (all replicas or none) and preemption decisions — as a pure function of
+// plain structs, an injected `now` and a JobPlacer. The server's scheduling loop and the
+// simulator's replay both call it (issue 7).
+//
+// For each waiting job in DrfQueue order (see queue_order.h):
+//   1. limits: if the job would take its tenant past a limit (or a per-priority limit) it waits
+//   with the
+//      reason, e.g. "tenant a at its gpu limit (8000/8000 milli)";
+//   2. placement: the JobPlacer is asked for all replicas at once; placed → booked in `state` and
+//   the ledger;
+//      never fits → said so;
+//   3. preemption: when it waits and a lower-priority job, or (its tenant staying within its
+//   guarantee) an
+//      equal-priority job of a tenant above its guarantee, could make room, ChooseVictims picks the
+//      fewest victims by the rules in preemption/victim_selection.h; the victims' allocations are
+//      released and the job's booked in `state`; both sides get a reason.
+// Within a pass the state only fills up except where victims leave, so a request shape that did not
+// fit stays unfit until the next suspension: such answers are remembered per shape, which keeps a
+// pass over 100,000 jobs cheap. Suspended victims return to the queue in a later pass (the caller
+// changes their state).
+//
+// Not thread-safe; pure (no I/O, no clock, no globals); deterministic for a deterministic
+// JobPlacer.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "model/cluster_state.h"
+#include "scheduler/preemption/victim_selection.h"
+#include "scheduler/queue/job_placer.h"
+#include "scheduler/queue/queue_types.h"
+
+namespace xpool {
+
+struct PassOptions {
+  bool preemption = true;
+  PreemptionRules rules;
+};
+
+enum class DecisionKind : uint8_t {
+  kPlace,    // runs now at `allocations`
+  kPreempt,  // runs at `allocations` once `victims` are suspended
+  kWait,  // stays in the queue: `reason` (a limit, or no room and no preemption allowed / possible)
+  kNeverFits,  // no node could ever take it as asked
+  kRejected,   // bad input: unknown tenant, priority out of range, invalid request
+};
+std::string_view DecisionKindName(DecisionKind kind);
+
+struct JobDecision {
+  int job = -1;  // index into the pass's jobs
+  DecisionKind kind = DecisionKind::kWait;
+  std::vector<Allocation> allocations;  // kPlace / kPreempt: one per replica
+  std::vector<int> victims;             // kPreempt: indices of the running jobs to suspend
+  std::string reason;                   // readable, for the job's events
+};
+
+struct SuspendDecision {
+  int job = -1;      // the running job to suspend
+  int for_job = -1;  // the waiting job it makes room for
+  std::string reason;
+};
+
+struct PassStats {
+  int placed = 0;
+  int preempting = 0;
+  int suspended = 0;
+  int waiting = 0;
+  int never_fits = 0;
+  int rejected = 0;
+  int64_t placer_calls = 0;
+  int victim_searches = 0;
+};
+
+struct PassResult {
+  // Every job that was not running, once: waiting jobs in the order considered, then rejected ones.
+  std::vector<JobDecision> decisions;
+  std::vector<SuspendDecision> suspensions;
+  PassStats stats;
+};
+
+// `state` is the caller's scratch copy of the cluster, holding the allocations of every running job
+// in `jobs`. On return it shows the cluster as it will be once the decisions are carried out:
+// placements booked, victims released. `now` is the pass's time (nothing reads a clock).
+PassResult RunSchedulingPass(const std::vector<QueueJob>& jobs, const std::vector<Tenant>& tenants,
+                             ClusterState& state, JobPlacer& placer, TimeMicros now,
+                             const PassOptions& options = {});
+
+}  // namespace xpool
