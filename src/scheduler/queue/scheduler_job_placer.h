@@ -1,0 +1,34 @@
+#pragma once
+// SchedulerJobPlacer: the production JobPlacer. One replica goes through the scheduler's Scheduler
+// (which keeps per-node caches in step with the state's change journal); a gang goes through
+// PlanGang (all replicas or none). The server's loop and the simulator both build one over their
+// scratch ClusterState and PlacementPolicy, so the queue, quota and preemption decisions use
+// exactly the placements the rest of xpool makes.
+//
+// Holds references to the state, policy and rng, which must outlive it. Not thread-safe.
+#include "model/cluster_state.h"
+#include "scheduler/policy.h"
+#include "scheduler/queue/job_placer.h"
+#include "scheduler/scheduler.h"
+
+namespace xpool {
+
+class SchedulerJobPlacer final : public JobPlacer {
+ public:
+  SchedulerJobPlacer(ClusterState& state, PlacementPolicy& policy, Rng& rng,
+                     SchedulerOptions options = {});
+
+  // `state` should be the one given to the constructor (then the Scheduler's caches serve); any
+  // other state is scheduled with a full scan.
+  JobPlacement Place(ClusterState& state, const TaskRequest& request, int replicas) override;
+  void OnBooked(const ClusterState& state, const TaskRequest& request,
+                const std::vector<Allocation>& allocations) override;
+
+ private:
+  ClusterState& state_;
+  PlacementPolicy& policy_;
+  Rng& rng_;
+  Scheduler scheduler_;
+};
+
+}  // namespace xpool
