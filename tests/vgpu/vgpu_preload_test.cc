@@ -205,6 +205,27 @@ TEST(VgpuPreloadTest, QueriesAreVirtualised) {
   }
 }
 
+TEST(VgpuPreloadTest, NvmlDevicesMapToCudaOrdinalsThroughCudaVisibleDevices) {
+  struct Row {
+    const char* visible;
+    const char* expected;
+  };
+  // The limit is on CUDA ordinal 0; NVML numbers the physical devices.
+  const Row rows[] = {
+      {"", "nvml 0 total 1024\nnvml 1 total 16384\n"},
+      {"1,0", "nvml 0 total 16384\nnvml 1 total 1024\n"},
+      {"GPU-00000000-0000-0000-0000-000000000001,GPU-00000000-0000-0000-0000-000000000000",
+       "nvml 0 total 16384\nnvml 1 total 1024\n"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.visible);
+    Outcome o = RunProbe({"dlsym", "nvmltotals"},
+                         {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "1024"}, {"CUDA_VISIBLE_DEVICES", row.visible}});
+    EXPECT_EQ(o.exit_code, 0) << Describe(o);
+    EXPECT_NE(o.out.find(row.expected), std::string::npos) << Describe(o);
+  }
+}
+
 TEST(VgpuPreloadTest, NoLimitsMeansPassThrough) {
   for (const char* mode : kModes) {
     SCOPED_TRACE(mode);

@@ -13,6 +13,7 @@
 //   vgpu_probe <mode> alloc <MiB>              one allocation; exit 0 if it succeeded, 2 if not
 //   vgpu_probe <mode> threads <limit MiB>     8 threads race to allocate; together they take exactly the limit
 //   vgpu_probe <mode> fork <limit MiB>        a forked child charges the same task from its own slot
+//   vgpu_probe <mode> nvmltotals             print "nvml <index> total <MiB>" for the first two NVML devices
 //   vgpu_probe <mode> throttle <ms>            launch 1000-block grids for <ms>; print the launch count
 //   vgpu_probe_nolink missing                  no driver at all: hooks answer errors, the program survives
 #include <dlfcn.h>
@@ -537,6 +538,20 @@ int ScenarioFork(Api& api, uint64_t limit_mib) {
   return g_failures == 0 ? 0 : 1;
 }
 
+int ScenarioNvmlTotals(Api& api) {
+  if (api.nvmlInit_v2 == nullptr || api.nvmlInit_v2() != NVML_SUCCESS) return 1;
+  for (unsigned int i = 0; i < 2; ++i) {
+    nvmlDevice_t device = nullptr;
+    nvmlMemory_t mem;
+    if (api.nvmlDeviceGetHandleByIndex_v2(i, &device) != NVML_SUCCESS ||
+        api.nvmlDeviceGetMemoryInfo(device, &mem) != NVML_SUCCESS) {
+      return 1;
+    }
+    printf("nvml %u total %llu\n", i, mem.total >> 20);
+  }
+  return 0;
+}
+
 uint64_t NowMs() {
   struct timeval tv;
   gettimeofday(&tv, nullptr);
@@ -651,6 +666,7 @@ int main(int argc, char** argv) {
   }
   if (strcmp(scenario, "hold") == 0) return ScenarioHold(api, Arg(argc, argv, 3));
   if (strcmp(scenario, "alloc") == 0) return ScenarioAlloc(api, Arg(argc, argv, 3));
+  if (strcmp(scenario, "nvmltotals") == 0) return ScenarioNvmlTotals(api);
   if (strcmp(scenario, "fork") == 0) return ScenarioFork(api, Arg(argc, argv, 3));
   if (strcmp(scenario, "threads") == 0) return ScenarioThreads(api, Arg(argc, argv, 3));
   if (strcmp(scenario, "throttle") == 0) return ScenarioThrottle(api, Arg(argc, argv, 3));
