@@ -31,5 +31,7 @@
 #define XPOOL_ENV_FAKE_DEVICES "XPOOL_FAKE_DEVICES"
 /* Fake NVML: SM utilisation in percent that every process of the fake reports (absent: not supported). */
 #define XPOOL_ENV_FAKE_SM_UTIL "XPOOL_FAKE_SM_UTIL"
+/* Fake NVML: thread blocks per second the fake device runs; utilisation is then modelled from the launches. */
+#define XPOOL_ENV_FAKE_SM_CAPACITY "XPOOL_FAKE_SM_CAPACITY"
 
 #endif /* XPOOL_VGPU_VGPU_ENV_H_ */

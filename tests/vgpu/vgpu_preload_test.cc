@@ -357,4 +357,15 @@ TEST(VgpuPreloadTest, ComputeLimitThrottlesLaunches) {
   EXPECT_GT(n_free, 10000u) << "unthrottled launches in 0.3 s";
 }
 
+TEST(VgpuPreloadTest, ComputeLimitConvergesToItsShareInAClosedLoop) {
+  // The fake NVML models a device running 10^6 blocks/s: the utilisation it reports is what the launched blocks
+  // would take. Unthrottled the probe would saturate it; with a 30 % limit the rate settles near 3*10^5 blocks/s.
+  Outcome o = RunProbe({"direct", "throttle", "4500"},
+                       {{"XPOOL_DEVICE_CORE_LIMIT_0", "30"}, {"XPOOL_FAKE_SM_CAPACITY", "1000000"}});
+  ASSERT_EQ(o.exit_code, 0) << Describe(o);
+  double late_rate = 0;
+  ASSERT_EQ(sscanf(o.out.c_str() + o.out.find("late_rate "), "late_rate %lf", &late_rate), 1) << Describe(o);
+  EXPECT_NEAR(late_rate / 1e6 * 100, 30.0, 5.0) << Describe(o);
+}
+
 }  // namespace

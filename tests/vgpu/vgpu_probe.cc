@@ -596,13 +596,18 @@ int ScenarioAlloc(Api& api, uint64_t mib) {
 
 int ScenarioThrottle(Api& api, uint64_t ms) {
   if (!Setup(api, 0)) return 1;
-  uint64_t end = NowMs() + ms;
-  uint64_t launches = 0;
-  while (NowMs() < end) {
+  const uint64_t start = NowMs();
+  const uint64_t end = start + ms;
+  const uint64_t last_third = end - ms / 3;
+  uint64_t launches = 0, late_launches = 0;
+  for (uint64_t now = start; now < end; now = NowMs()) {
     api.cuLaunchKernel(reinterpret_cast<CUfunction>(0x1), 1000, 1, 1, 128, 1, 1, 0, nullptr, nullptr, nullptr);
     ++launches;
+    if (now >= last_third) ++late_launches;
   }
   printf("launches %llu\n", static_cast<unsigned long long>(launches));
+  // Blocks per second over the last third (the controller has converged by then).
+  printf("late_rate %.0f\n", late_launches * 1000.0 / (static_cast<double>(ms) / 3.0 / 1000.0));
   return 0;
 }
 

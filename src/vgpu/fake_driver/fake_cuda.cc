@@ -50,6 +50,7 @@ State& S() {
 }
 
 std::atomic<uint64_t> g_launches{0};
+std::atomic<uint64_t> g_blocks{0};  // thread blocks launched (the fake NVML turns them into utilisation)
 thread_local CUctx_st_fake* t_current = nullptr;
 
 CUresult CheckInit() { return S().initialised ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED; }
@@ -154,10 +155,11 @@ CUresult MemInfo(uint64_t* free, uint64_t* total) {
   return CUDA_SUCCESS;
 }
 
-CUresult Launch(CUfunction f) {
+CUresult Launch(CUfunction f, uint64_t blocks) {
   if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   g_launches.fetch_add(1, std::memory_order_relaxed);
+  g_blocks.fetch_add(blocks, std::memory_order_relaxed);
   return CUDA_SUCCESS;
 }
 
@@ -165,6 +167,7 @@ CUresult Launch(CUfunction f) {
 
 // ---------------------------------------------------------------- test-only introspection
 FAKE_EXPORT uint64_t xpoolFakeLaunchCount() { return g_launches.load(); }
+FAKE_EXPORT uint64_t xpoolFakeLaunchedBlocks() { return g_blocks.load(); }
 FAKE_EXPORT uint64_t xpoolFakeUsedBytes(int dev) {
   std::lock_guard<std::mutex> lock(S().mutex);
   return dev >= 0 && dev < kMaxFakeDevices ? S().used[dev] : 0;
@@ -449,34 +452,36 @@ FAKE_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray handle) {
 }
 
 // ---------------------------------------------------------------- launches (no-ops)
-FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int, unsigned int, unsigned int, unsigned int,
+FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int,
                                     unsigned int, unsigned int, unsigned int, CUstream, void**, void**) {
-  return Launch(f);
+  return Launch(f, static_cast<uint64_t>(gx) * gy * gz);
 }
-FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int, unsigned int, unsigned int, unsigned int,
-                                         unsigned int, unsigned int, unsigned int, CUstream, void**, void**) {
-  return Launch(f);
+FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                         unsigned int, unsigned int, unsigned int, unsigned int, CUstream, void**,
+                                         void**) {
+  return Launch(f, static_cast<uint64_t>(gx) * gy * gz);
 }
-FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void**, void**) {
-  return config == nullptr ? CUDA_ERROR_INVALID_VALUE : Launch(f);
+FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void**, void**) {
+  return c == nullptr ? CUDA_ERROR_INVALID_VALUE : Launch(f, static_cast<uint64_t>(c->gridDimX) * c->gridDimY * c->gridDimZ);
 }
-FAKE_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void**, void**) {
-  return config == nullptr ? CUDA_ERROR_INVALID_VALUE : Launch(f);
+FAKE_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, void**, void**) {
+  return c == nullptr ? CUDA_ERROR_INVALID_VALUE : Launch(f, static_cast<uint64_t>(c->gridDimX) * c->gridDimY * c->gridDimZ);
 }
-FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int, unsigned int, unsigned int, unsigned int,
-                                               unsigned int, unsigned int, unsigned int, CUstream, void**) {
-  return Launch(f);
+FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                               unsigned int, unsigned int, unsigned int, unsigned int, CUstream,
+                                               void**) {
+  return Launch(f, static_cast<uint64_t>(gx) * gy * gz);
 }
-FAKE_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int, unsigned int, unsigned int,
+FAKE_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
                                                     unsigned int, unsigned int, unsigned int, unsigned int, CUstream,
                                                     void**) {
-  return Launch(f);
+  return Launch(f, static_cast<uint64_t>(gx) * gy * gz);
 }
 FAKE_EXPORT CUresult cuGraphLaunch(CUgraphExec graph, CUstream) {
-  return Launch(reinterpret_cast<CUfunction>(graph));
+  return Launch(reinterpret_cast<CUfunction>(graph), 1024);
 }
 FAKE_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream) {
-  return Launch(reinterpret_cast<CUfunction>(graph));
+  return Launch(reinterpret_cast<CUfunction>(graph), 1024);
 }
 
 // ---------------------------------------------------------------- cuGetProcAddress

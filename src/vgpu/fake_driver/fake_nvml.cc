@@ -1,7 +1,10 @@
 // The fake NVML (libnvidia-ml.so.1) used by the CPU-only tests: the devices of XPOOL_FAKE_DEVICES with their
 // physical memory (nothing used), a process list holding the calling process, and per-process SM utilisation
-// samples of XPOOL_FAKE_SM_UTIL percent for the calling process when that variable is set (NOT_SUPPORTED
-// otherwise). Linked -Wl,-Bsymbolic like the fake driver. Thread-safe (immutable state).
+// samples for the calling process: XPOOL_FAKE_SM_UTIL percent, or, with XPOOL_FAKE_SM_CAPACITY=<blocks per second>,
+// the utilisation that the blocks launched through the fake driver would cause on such a device (a closed loop for
+// the compute limiter); NOT_SUPPORTED when neither is set. Linked -Wl,-Bsymbolic like the fake driver.
+// Thread-safe (a mutex around the utilisation model).
+#include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <mutex>
 
 #include "vgpu/cuda_abi.h"
 #include "vgpu/fake_driver/fake_devices.h"
@@ -37,6 +42,26 @@ unsigned long long NowUs() {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<unsigned long long>(ts.tv_sec) * 1000000ull + static_cast<unsigned long long>(ts.tv_nsec) / 1000;
+}
+
+// A device that runs `capacity` thread blocks per second: the utilisation since the previous sample is the fake
+// driver's launched blocks over that interval divided by what the device could have run (at most 100 %).
+unsigned int ModelledUtilisation(double capacity) {
+  static std::mutex mutex;
+  static uint64_t last_blocks = 0;
+  static unsigned long long last_us = 0;
+  auto blocks_fn = reinterpret_cast<uint64_t (*)()>(dlsym(RTLD_DEFAULT, "xpoolFakeLaunchedBlocks"));
+  if (blocks_fn == nullptr || capacity <= 0) return 0;
+  std::lock_guard<std::mutex> lock(mutex);
+  uint64_t blocks = blocks_fn();
+  unsigned long long now = NowUs();
+  double util = 0;
+  if (last_us != 0 && now > last_us) {
+    util = 100.0 * static_cast<double>(blocks - last_blocks) / (capacity * static_cast<double>(now - last_us) / 1e6);
+  }
+  last_blocks = blocks;
+  last_us = now;
+  return static_cast<unsigned int>(util > 100 ? 100 : util);
 }
 
 template <typename Info>
@@ -118,12 +143,14 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
                                                          unsigned int* count, unsigned long long) {
   if (IndexOf(device) < 0 || count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   const char* util = getenv(XPOOL_ENV_FAKE_SM_UTIL);
-  if (util == nullptr) return NVML_ERROR_NOT_SUPPORTED;
-  unsigned int capacity = *count;
+  const char* capacity_env = getenv(XPOOL_ENV_FAKE_SM_CAPACITY);
+  if (util == nullptr && capacity_env == nullptr) return NVML_ERROR_NOT_SUPPORTED;
+  unsigned int room = *count;
   *count = 1;
-  if (capacity < 1 || samples == nullptr) return NVML_ERROR_INSUFFICIENT_SIZE;
-  samples[0] = nvmlProcessUtilizationSample_t{static_cast<unsigned int>(getpid()), NowUs(),
-                                               static_cast<unsigned int>(atoi(util)), 0, 0, 0};
+  if (room < 1 || samples == nullptr) return NVML_ERROR_INSUFFICIENT_SIZE;
+  unsigned int sm = util != nullptr ? static_cast<unsigned int>(atoi(util)) : 0;
+  if (capacity_env != nullptr) sm = ModelledUtilisation(atof(capacity_env));
+  samples[0] = nvmlProcessUtilizationSample_t{static_cast<unsigned int>(getpid()), NowUs(), sm, 0, 0, 0};
   return NVML_SUCCESS;
 }
 
