@@ -97,5 +97,29 @@ TEST(ClusterStateTest, UpdateNodeKeepsUsageAndRefusesShrinkBelowIt) {
   EXPECT_TRUE(s.CheckInvariants().ok());
 }
 
+TEST(ClusterStateTest, ChangeJournalAndLargestNode) {
+  ClusterState s;
+  ASSERT_TRUE(s.AddNode(MakeNode("a").WithCpu(8000).WithGpus(1, "A100", 40960).Build()).ok());
+  ASSERT_TRUE(s.AddNode(MakeNode("b").WithCpu(32000).WithGpus(4, "T4", 15360).Build()).ok());
+  EXPECT_EQ(s.totals().max_node_cpu_milli, 32000);
+  EXPECT_EQ(s.totals().max_node_device_compute_milli, 4000);
+  const uint64_t seq = s.change_seq();
+  const uint64_t described = s.description_version();
+  ASSERT_TRUE(s.Apply(Grant(1, 1000, {})).ok());
+  ASSERT_TRUE(s.SetNodeCordoned(0, true).ok());
+  EXPECT_EQ(s.description_version(), described);  // usage and conditions are not descriptions
+  std::vector<int> changed;
+  ASSERT_TRUE(s.NodesChangedSince(seq, &changed));
+  EXPECT_EQ(changed, (std::vector<int>{1, 0}));
+  ASSERT_TRUE(s.UpdateNode(1, MakeNode("b").WithCpu(16000).WithGpus(4, "T4", 15360).Build()).ok());
+  EXPECT_GT(s.description_version(), described);
+  EXPECT_EQ(s.totals().max_node_cpu_milli, 16000);  // shrinking the largest node recomputes the maximum
+  // A reader that fell too far behind is told to rescan.
+  for (int i = 0; i < 5000; ++i) ASSERT_TRUE(s.SetNodeReady(0, i % 2 == 0).ok());
+  changed.clear();
+  EXPECT_FALSE(s.NodesChangedSince(seq, &changed));
+  EXPECT_FALSE(s.NodesChangedSince(s.change_seq() + 1, &changed));
+}
+
 }  // namespace
 }  // namespace xpool

@@ -197,5 +197,23 @@ TEST(SchedulerTest, NotPlacedKindsAndReasons) {
   EXPECT_EQ(o.allocation.node, 1);
 }
 
+TEST(SchedulerTest, NeverFitsIsRecheckedWhenANodeChangesItsDescription) {
+  ClusterState s;
+  ASSERT_TRUE(s.AddNode(MakeNode("a").WithGpus(2, "T4", 15360).Build()).ok());
+  auto policy = MakePolicy("binpack");
+  ASSERT_TRUE(policy.ok());
+  Scheduler quiet(s, **policy, SchedulerOptions{.explain = false});
+  Rng rng(1);
+  TaskRequest r;
+  r.cpu_milli = 1000;
+  r.device_count = 1;
+  r.device_memory_mib = 20000;
+  ASSERT_EQ(quiet.Schedule(r, rng).kind, OutcomeKind::kNeverFits);
+  ASSERT_TRUE(s.UpdateNode(0, MakeNode("a").WithGpus(2, "A100", 40960).Build()).ok());
+  ScheduleOutcome o = quiet.Schedule(r, rng);
+  ASSERT_EQ(o.kind, OutcomeKind::kPlaced);
+  EXPECT_EQ(o.allocation.devices[0].memory_mib, 20000);
+}
+
 }  // namespace
 }  // namespace xpool
