@@ -19,7 +19,7 @@ uint64_t Blocks(unsigned int x, unsigned int y, unsigned int z) {
 // The one branch a launch pays without a compute limit.
 inline void LaunchGate(uint64_t blocks) {
   if (__builtin_expect(g_launch_gate.load(std::memory_order_acquire) != 0, 0)) {
-    EnsureInit();
+    EnsureCudaInit();
     ThrottleLaunch(blocks);
   }
 }
@@ -40,7 +40,7 @@ CUresult ChargedAlloc(int dev, uint64_t bytes, AllocKind kind, Call call, uint64
 
 template <typename Call>
 CUresult LinearAlloc(CUdeviceptr* dptr, uint64_t bytes, Call call) {
-  EnsureInit();
+  EnsureCudaInit();
   if (!AnyMemoryLimit() || dptr == nullptr) return call();
   uint64_t handle = 0;
   auto wrapped = [&] {
@@ -55,7 +55,7 @@ CUresult LinearAlloc(CUdeviceptr* dptr, uint64_t bytes, Call call) {
 // thread may get it back from an allocation and record its own charge under it.
 template <typename Call>
 CUresult Released(AllocKind kind, uint64_t handle, Call call) {
-  EnsureInit();
+  EnsureCudaInit();
   if (!AnyMemoryLimit()) return call();
   Charge charge;
   const bool charged = TakeCharge(kind, handle, &charge);
@@ -92,7 +92,7 @@ uint64_t ArrayBytes(uint64_t width, uint64_t height, uint64_t depth, CUarray_for
 
 template <typename Call>
 CUresult ArrayAlloc(CUarray* handle, uint64_t bytes, Call call) {
-  EnsureInit();
+  EnsureCudaInit();
   if (!AnyMemoryLimit() || handle == nullptr) return call();
   uint64_t key = 0;
   auto wrapped = [&] {
@@ -105,7 +105,7 @@ CUresult ArrayAlloc(CUarray* handle, uint64_t bytes, Call call) {
 
 template <typename Call>
 CUresult ContextCreate(CUcontext* pctx, CUdevice dev, Call call) {
-  EnsureInit();
+  EnsureCudaInit();
   if (!MemoryLimited(dev) || pctx == nullptr) return call();
   uint64_t key = 0;
   auto wrapped = [&] {
@@ -118,7 +118,7 @@ CUresult ContextCreate(CUcontext* pctx, CUdevice dev, Call call) {
 
 template <typename Size>
 void VirtualiseMemInfo(CUresult rc, Size* free, Size* total) {
-  if (rc != CUDA_SUCCESS) return;
+  if (rc != CUDA_SUCCESS || !AnyMemoryLimit()) return;
   int dev = CurrentDevice();
   if (!MemoryLimited(dev)) return;
   uint64_t limit = LimitBytes(dev);
@@ -166,7 +166,7 @@ void* HookForProc(const char* symbol, void* real_fn, cuuint64_t flags) {
 // Pitched allocations: reserve the size at the usual 512-byte pitch, then settle on the pitch the driver chose.
 template <typename Ptr, typename Size, typename Call, typename Free>
 CUresult PitchAlloc(Ptr* dptr, Size* pitch, uint64_t width, uint64_t height, Call call, Free free_fn) {
-  EnsureInit();
+  EnsureCudaInit();
   if (!AnyMemoryLimit() || dptr == nullptr || pitch == nullptr) return call();
   int dev = CurrentDevice();
   if (!MemoryLimited(dev)) return call();
@@ -193,12 +193,12 @@ CUresult PitchAlloc(Ptr* dptr, Size* pitch, uint64_t width, uint64_t height, Cal
 extern "C" {
 
 CUresult cuInit(unsigned int flags) {
-  EnsureInit();
+  EnsureCudaInit();
   return real::cuInit(flags);
 }
 
 CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {
-  EnsureInit();
+  EnsureCudaInit();
   CUresult rc = real::cuGetProcAddress(symbol, pfn, cudaVersion, flags);
   if (rc == CUDA_SUCCESS && symbol != nullptr && pfn != nullptr && *pfn != nullptr) {
     *pfn = HookForProc(symbol, *pfn, flags);
@@ -208,7 +208,7 @@ CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuin
 
 CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
                              CUdriverProcAddressQueryResult* symbolStatus) {
-  EnsureInit();
+  EnsureCudaInit();
   CUresult rc = real::cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, symbolStatus);
   if (rc == CUDA_SUCCESS && symbol != nullptr && pfn != nullptr && *pfn != nullptr) {
     *pfn = HookForProc(symbol, *pfn, flags);
@@ -218,7 +218,7 @@ CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cu
 
 // ---------------------------------------------------------------- linear memory
 CUresult cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int bytesize) {
-  EnsureInit();
+  EnsureCudaInit();
   if (!AnyMemoryLimit() || dptr == nullptr) return real::cuMemAlloc(dptr, bytesize);
   int dev = CurrentDevice();
   uint64_t handle = 0;
@@ -290,7 +290,7 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
 // ---------------------------------------------------------------- virtual memory management (VMM)
 CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
                      unsigned long long flags) {
-  EnsureInit();
+  EnsureCudaInit();
   auto call = [&] { return real::cuMemCreate(handle, size, prop, flags); };
   if (!AnyMemoryLimit() || handle == nullptr || prop == nullptr || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
     return call();
@@ -337,7 +337,7 @@ CUresult cuArrayDestroy(CUarray hArray) {
 
 CUresult cuMipmappedArrayCreate(CUmipmappedArray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* desc,
                                 unsigned int numMipmapLevels) {
-  EnsureInit();
+  EnsureCudaInit();
   auto call = [&] { return real::cuMipmappedArrayCreate(pHandle, desc, numMipmapLevels); };
   if (!AnyMemoryLimit() || pHandle == nullptr || desc == nullptr) return call();
   uint64_t bytes = 0;
@@ -389,7 +389,7 @@ CUresult cuCtxDestroy_v2(CUcontext ctx) {
 }
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
-  EnsureInit();
+  EnsureCudaInit();
   if (!RetainPrimaryContextCharge(dev)) return CUDA_ERROR_OUT_OF_MEMORY;
   CUresult rc = real::cuDevicePrimaryCtxRetain(pctx, dev);
   if (rc != CUDA_SUCCESS) UndoPrimaryContextCharge(dev);
@@ -397,14 +397,14 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
 }
 
 CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
-  EnsureInit();
+  EnsureCudaInit();
   CUresult rc = real::cuDevicePrimaryCtxRelease(dev);
   if (rc == CUDA_SUCCESS) ReleasePrimaryContextCharge(dev);
   return rc;
 }
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
-  EnsureInit();
+  EnsureCudaInit();
   CUresult rc = real::cuDevicePrimaryCtxRelease_v2(dev);
   if (rc == CUDA_SUCCESS) ReleasePrimaryContextCharge(dev);
   return rc;
@@ -412,21 +412,21 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
 
 // ---------------------------------------------------------------- virtualised queries
 CUresult cuMemGetInfo(unsigned int* free, unsigned int* total) {
-  EnsureInit();
+  EnsureCudaInit();
   CUresult rc = real::cuMemGetInfo(free, total);
   VirtualiseMemInfo(rc, free, total);
   return rc;
 }
 
 CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
-  EnsureInit();
+  EnsureCudaInit();
   CUresult rc = real::cuMemGetInfo_v2(free, total);
   VirtualiseMemInfo(rc, free, total);
   return rc;
 }
 
 CUresult cuDeviceTotalMem(unsigned int* bytes, CUdevice dev) {
-  EnsureInit();
+  EnsureCudaInit();
   CUresult rc = real::cuDeviceTotalMem(bytes, dev);
   if (rc == CUDA_SUCCESS && bytes != nullptr && MemoryLimited(dev) && LimitBytes(dev) < *bytes) {
     *bytes = static_cast<unsigned int>(LimitBytes(dev));
@@ -435,7 +435,7 @@ CUresult cuDeviceTotalMem(unsigned int* bytes, CUdevice dev) {
 }
 
 CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
-  EnsureInit();
+  EnsureCudaInit();
   CUresult rc = real::cuDeviceTotalMem_v2(bytes, dev);
   if (rc == CUDA_SUCCESS && bytes != nullptr && MemoryLimited(dev) && LimitBytes(dev) < *bytes) {
     *bytes = LimitBytes(dev);

@@ -65,7 +65,7 @@ extern "C" XPOOL_VGPU_EXPORT void* dlsym(void* handle, const char* name) {
   if (name[0] == 'c' && name[1] == 'u') {
     int index = FindCudaFn(name);
     if (index >= 0 && index < kCudaHookCount) {
-      EnsureInit();
+      EnsureCudaInit();
       if (real_handle && CudaRealIsMissing(index)) ResolveCuda(handle, real);
       return CudaHookAddress(index);
     }

@@ -37,7 +37,8 @@ struct Runtime {
 };
 
 Runtime* g_runtime = nullptr;
-ReentrantOnce g_init_once;
+ReentrantOnce g_init_once;  // limits, region, compute limiter: no driver needed (NVML-only processes)
+ReentrantOnce g_cuda_once;  // the real CUDA driver, loaded on the first CUDA call
 
 Runtime& Rt() { return *g_runtime; }
 
@@ -104,16 +105,11 @@ void DoInit() {
   if (rt.limits.error_count > 0) {
     Log(LogLevel::kError, "%s (%d bad value(s) in total)", rt.limits.first_error, rt.limits.error_count);
   }
-  LoadRealCuda();
   if (rt.limits.any_limit()) {
     OpenRegion(rt);
     pthread_atfork(nullptr, nullptr, &AfterForkInChild);
   }
-  if (rt.limits.any_core_limit) {
-    StartCoreLimiter();
-  } else {
-    g_launch_gate.store(0, std::memory_order_release);
-  }
+  if (rt.limits.any_core_limit) StartCoreLimiter();
 }
 
 __attribute__((destructor)) void DetachAtExit() {
@@ -125,6 +121,13 @@ __attribute__((destructor)) void DetachAtExit() {
 }  // namespace
 
 void EnsureInit() { g_init_once.Run(&DoInit); }
+
+void EnsureCudaInit() {
+  EnsureInit();
+  g_cuda_once.Run(&LoadRealCuda);
+  // Launches may skip the gate once the driver is resolved and no compute limit is set.
+  if (g_cuda_once.done() && !CurrentLimits().any_core_limit) g_launch_gate.store(0, std::memory_order_release);
+}
 
 const Limits& CurrentLimits() {
   static const Limits kNone;

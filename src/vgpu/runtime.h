@@ -21,9 +21,12 @@ namespace xpool::vgpu {
 // 0 when kernel launches may go straight to the driver (initialised, no compute limit in this process).
 extern std::atomic<int> g_launch_gate;
 
-// Runs initialisation once (reads the environment, loads the real driver, opens the shared region, starts the
-// compute limiter). Returns at once when done; a nested call from the initialising thread returns immediately.
+// Runs initialisation once (reads the environment, opens the shared region, starts the compute limiter). Returns
+// at once when done; a nested call from the initialising thread returns immediately.
 void EnsureInit();
+// EnsureInit, then loads the real CUDA driver (once). Every CUDA hook calls this; NVML hooks only EnsureInit, so a
+// process that only uses NVML never loads libcuda.
+void EnsureCudaInit();
 // Loads the real NVML (once); called by the NVML hooks and the compute limiter.
 void EnsureNvml();
 

@@ -226,6 +226,11 @@ TEST(VgpuPreloadTest, NvmlDevicesMapToCudaOrdinalsThroughCudaVisibleDevices) {
   }
 }
 
+TEST(VgpuPreloadTest, NvmlOnlyProcessNeverLoadsTheCudaDriver) {
+  Outcome o = RunProbe({"nvmlonly", "2048"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "2048"}}, true, XPOOL_VGPU_PROBE_NOLINK);
+  EXPECT_EQ(o.exit_code, 0) << Describe(o);
+}
+
 TEST(VgpuPreloadTest, NoLimitsMeansPassThrough) {
   for (const char* mode : kModes) {
     SCOPED_TRACE(mode);

@@ -16,6 +16,7 @@
 //   vgpu_probe <mode> nvmltotals             print "nvml <index> total <MiB>" for the first two NVML devices
 //   vgpu_probe <mode> throttle <ms>            launch 1000-block grids for <ms>; print the launch count
 //   vgpu_probe_nolink missing                  no driver at all: hooks answer errors, the program survives
+//   vgpu_probe_nolink nvmlonly <limit MiB>     NVML queries are virtualised without libcuda ever being loaded
 #include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -643,6 +644,25 @@ int ScenarioMissing() {
   return g_failures == 0 ? 0 : 1;
 }
 
+int ScenarioNvmlOnly(uint64_t limit_mib) {
+  void* nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+  if (nvml == nullptr) {
+    printf("FAIL no NVML\n");
+    return 1;
+  }
+  auto init = reinterpret_cast<nvmlReturn_t (*)()>(dlsym(nvml, "nvmlInit_v2"));
+  auto handle = reinterpret_cast<nvmlReturn_t (*)(unsigned, nvmlDevice_t*)>(dlsym(nvml, "nvmlDeviceGetHandleByIndex_v2"));
+  auto info = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, nvmlMemory_t*)>(dlsym(nvml, "nvmlDeviceGetMemoryInfo"));
+  nvmlDevice_t device = nullptr;
+  nvmlMemory_t mem;
+  CHECK(init && handle && info && init() == NVML_SUCCESS && handle(0, &device) == NVML_SUCCESS &&
+            info(device, &mem) == NVML_SUCCESS,
+        "NVML calls");
+  CHECK(mem.total == limit_mib * kMiB, "virtualised total %llu", mem.total);
+  CHECK(dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) == nullptr, "libcuda.so.1 was loaded into an NVML-only process");
+  return g_failures == 0 ? 0 : 1;
+}
+
 uint64_t Arg(int argc, char** argv, int i) {
   return i < argc ? strtoull(argv[i], nullptr, 10) : 0;
 }
@@ -652,6 +672,7 @@ uint64_t Arg(int argc, char** argv, int i) {
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc >= 2 && strcmp(argv[1], "missing") == 0) return ScenarioMissing();
+  if (argc >= 3 && strcmp(argv[1], "nvmlonly") == 0) return ScenarioNvmlOnly(strtoull(argv[2], nullptr, 10));
   if (argc < 3) {
     fprintf(stderr, "usage: %s direct|dlsym|procaddr SCENARIO [ARGS]\n", argv[0]);
     return 64;
