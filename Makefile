@@ -8,6 +8,9 @@ JOBS ?= $(shell nproc)
 CMAKE_GEN := -G Ninja
 XPOOL_TRACE_DIR ?= $(abspath ../shared/data/traces)
 export XPOOL_TRACE_DIR
+# Let ccache share results between clones of the repository (paths are rewritten relative to the clone).
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
 
 .PHONY: deps build build-asan test bench up clean format
 
