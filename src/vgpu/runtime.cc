@@ -126,7 +126,9 @@ void EnsureCudaInit() {
   EnsureInit();
   g_cuda_once.Run(&LoadRealCuda);
   // Launches may skip the gate once the driver is resolved and no compute limit is set.
-  if (g_cuda_once.done() && !CurrentLimits().any_core_limit) g_launch_gate.store(0, std::memory_order_release);
+  if (g_launch_gate.load(std::memory_order_relaxed) != 0 && g_cuda_once.done() && !CurrentLimits().any_core_limit) {
+    g_launch_gate.store(0, std::memory_order_release);
+  }
 }
 
 const Limits& CurrentLimits() {
