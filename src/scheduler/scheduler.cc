@@ -156,17 +156,20 @@ struct Scheduler::Impl {
 
 Scheduler::Scheduler(const ClusterState& state, PlacementPolicy& policy, SchedulerOptions options)
     : state_(state), policy_(policy), options_(options), impl_(std::make_unique<Impl>()) {
+  DecideMode();
+}
+
+// The ordered walk needs a node to ask the policy for its key; until the cluster has one, the score cache
+// stands in (it is correct for every cacheable policy) and the choice is made again on the next call.
+void Scheduler::DecideMode() {
   int64_t probe = 0;
-  if (policy.cacheable() && policy.tie_break() == TieBreak::kFirst && state.node_count() > 0 &&
-      policy.NodeOrderKey(state, 0, &probe)) {
-    mode_ = SchedulerMode::kOrderedWalk;
-  } else if (policy.cacheable()) {
-    mode_ = SchedulerMode::kScoreCache;
-  } else {
+  mode_decided_ = state_.node_count() > 0 || !policy_.cacheable();
+  if (!policy_.cacheable()) {
     mode_ = SchedulerMode::kFullScan;
-  }
-  // A cluster with no nodes yet cannot be probed; the policies that have a key have it for every node.
-  if (state.node_count() == 0 && policy.cacheable() && policy.tie_break() == TieBreak::kFirst) {
+  } else if (policy_.tie_break() == TieBreak::kFirst && state_.node_count() > 0 &&
+             policy_.NodeOrderKey(state_, 0, &probe)) {
+    mode_ = SchedulerMode::kOrderedWalk;
+  } else {
     mode_ = SchedulerMode::kScoreCache;
   }
 }
@@ -196,6 +199,7 @@ bool ChangedNodes(const ClusterState& state, uint64_t seq, std::vector<int>* out
 ScheduleOutcome Scheduler::Schedule(const TaskRequest& request, Rng& rng) {
   Impl& m = *impl_;
   ++stats_.calls;
+  if (!mode_decided_) DecideMode();
   if (Status valid = ValidateTaskRequest(request); !valid.ok()) {
     ScheduleOutcome out;
     out.reason = "invalid request: " + valid.message();

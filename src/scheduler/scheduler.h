@@ -59,10 +59,13 @@ class Scheduler {
 
  private:
   struct Impl;
+  void DecideMode();
+
   const ClusterState& state_;
   PlacementPolicy& policy_;
   SchedulerOptions options_;
-  SchedulerMode mode_;
+  SchedulerMode mode_ = SchedulerMode::kFullScan;
+  bool mode_decided_ = false;
   SchedulerStats stats_;
   std::unique_ptr<Impl> impl_;
 };

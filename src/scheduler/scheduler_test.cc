@@ -163,6 +163,15 @@ TEST(SchedulerTest, ModesFollowThePolicy) {
   ASSERT_TRUE(best_fit.ok() && topology.ok());
   EXPECT_EQ(Scheduler(s, **best_fit).mode(), SchedulerMode::kOrderedWalk);
   EXPECT_EQ(Scheduler(s, **topology).mode(), SchedulerMode::kScoreCache);
+  // Made before the cluster has nodes: the ordered walk is chosen once there is one.
+  ClusterState empty;
+  Scheduler late(empty, **best_fit);
+  ASSERT_TRUE(empty.AddNode(MakeNode("a").WithGpus(2, "T4", 15360).Build()).ok());
+  Rng rng(1);
+  TaskRequest r;
+  r.cpu_milli = 100;
+  EXPECT_EQ(late.Schedule(r, rng).kind, OutcomeKind::kPlaced);
+  EXPECT_EQ(late.mode(), SchedulerMode::kOrderedWalk);
 }
 
 TEST(SchedulerTest, NotPlacedKindsAndReasons) {
