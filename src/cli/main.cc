@@ -6,6 +6,7 @@
 
 #include "cli/agent_command.h"
 #include "cli/commands.h"
+#include "cli/k8s_command.h"
 
 namespace xpool::cli {
 namespace {
@@ -21,6 +22,7 @@ int RunHelp(const Args&);
 const Command kCommands[] = {
     {"version", "print the version", RunVersion},
     {"help", "list the subcommands", RunHelp},
+    {"k8s", "Kubernetes: scheduler extender, admission webhook (docs/kubernetes.md)", RunK8s},
     {"agent", "node agent: discover devices (--print-devices), run a task locally (--run)", RunAgent},
 };
 

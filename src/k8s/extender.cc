@@ -1,0 +1,212 @@
+#include "k8s/extender.h"
+
+#include <algorithm>
+
+#include "k8s/extender_types.h"
+#include "k8s/pod_demand.h"
+
+namespace xpool::k8s {
+namespace {
+
+HttpReply Json(std::string body) { return HttpReply{200, std::move(body)}; }
+
+HttpReply FilterError(std::string message) {
+  ExtenderFilterResult r;
+  r.error = std::move(message);
+  return Json(EncodeFilterResult(r));
+}
+
+HttpReply PlainError(int status, const std::string& message) {
+  return HttpReply{status, message + "\n", "text/plain; charset=utf-8"};
+}
+
+}  // namespace
+
+void Extender::RememberPod(const PodInfo& pod) {
+  if (pod.uid.empty()) return;
+  std::lock_guard<std::mutex> lock(pods_mu_);
+  if (pods_.size() > 10000) pods_.clear();  // bounded: bind falls back to a GET when the pod is not here
+  pods_[pod.uid] = pod;
+}
+
+std::optional<PodInfo> Extender::TakePod(const std::string& uid) {
+  std::lock_guard<std::mutex> lock(pods_mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return std::nullopt;
+  PodInfo out = std::move(it->second);
+  pods_.erase(it);
+  return out;
+}
+
+HttpReply Extender::Filter(std::string_view body) {
+  ++counters_.filter;
+  Result<ExtenderArgs> args = ParseExtenderArgs(body);
+  if (!args.ok()) {
+    ++counters_.bad_requests;
+    return FilterError("xpool: bad ExtenderArgs: " + args.status().message());
+  }
+  ExtenderFilterResult r;
+  r.use_node_names = !args->has_nodes;
+  const std::vector<std::string> names = args->CandidateNames();
+  auto pass = [&](size_t i) {
+    if (r.use_node_names) {
+      r.node_names.push_back(names[i]);
+    } else {
+      r.nodes.push_back(args->nodes[i]);
+    }
+  };
+  if (!RequestsManagedResources(args->pod)) {  // not ours: every candidate passes
+    for (size_t i = 0; i < names.size(); ++i) pass(i);
+    return Json(EncodeFilterResult(r));
+  }
+  Result<PodDemand> demand = PodToDemand(args->pod);
+  if (!demand.ok()) {
+    for (const std::string& n : names) r.failed_and_unresolvable_nodes[n] = demand.status().message();
+    return Json(EncodeFilterResult(r));
+  }
+  if (Status s = sync_.Check(); !s.ok()) return FilterError(s.message());
+  for (const NodeEntry& n : args->nodes) {
+    if (!cluster_.HasNode(n.node.name)) cluster_.UpsertNode(n.node);  // the watch may lag the scheduler's cache
+  }
+  const std::vector<NodeFit> fits = cluster_.Evaluate(args->pod.uid, *demand, names);
+  for (size_t i = 0; i < names.size(); ++i) {
+    switch (fits[i].kind) {
+      case NodeFit::Kind::kFits: pass(i); break;
+      case NodeFit::Kind::kWait: r.failed_nodes[names[i]] = fits[i].reason; break;
+      case NodeFit::Kind::kNeverFits: r.failed_and_unresolvable_nodes[names[i]] = fits[i].reason; break;
+    }
+  }
+  RememberPod(args->pod);
+  return Json(EncodeFilterResult(r));
+}
+
+HttpReply Extender::Prioritize(std::string_view body) {
+  ++counters_.prioritize;
+  Result<ExtenderArgs> args = ParseExtenderArgs(body);
+  if (!args.ok()) {
+    ++counters_.bad_requests;
+    return PlainError(400, "xpool: bad ExtenderArgs: " + args.status().message());
+  }
+  const std::vector<std::string> names = args->CandidateNames();
+  std::vector<HostPriority> out;
+  for (const std::string& n : names) out.push_back({n, 0});
+  if (!RequestsManagedResources(args->pod)) return Json(EncodeHostPriorityList(out));
+  Result<PodDemand> demand = PodToDemand(args->pod);
+  if (!demand.ok()) return Json(EncodeHostPriorityList(out));
+  if (Status s = sync_.Check(); !s.ok()) return PlainError(503, s.message());
+  const std::vector<NodeFit> fits = cluster_.Evaluate(args->pod.uid, *demand, names);
+  bool any = false;
+  int64_t lo = 0, hi = 0;
+  for (const NodeFit& f : fits) {
+    if (f.kind != NodeFit::Kind::kFits) continue;
+    lo = any ? std::min(lo, f.score) : f.score;
+    hi = any ? std::max(hi, f.score) : f.score;
+    any = true;
+  }
+  for (size_t i = 0; i < fits.size(); ++i) {
+    if (fits[i].kind != NodeFit::Kind::kFits) continue;
+    // Linear onto 0..10; when every fitting node scores the same they all get the top score. Scores are
+    // int64 policy units, so scale in a wide type to avoid overflow.
+    out[i].score = hi == lo ? kMaxExtenderPriority
+                            : static_cast<int64_t>(static_cast<__int128>(fits[i].score - lo) * kMaxExtenderPriority /
+                                                   (hi - lo));
+  }
+  return Json(EncodeHostPriorityList(out));
+}
+
+HttpReply Extender::Bind(std::string_view body) {
+  ++counters_.bind;
+  Result<ExtenderBindingArgs> args = ParseBindingArgs(body);
+  if (!args.ok()) {
+    ++counters_.bad_requests;
+    ++counters_.bind_failed;
+    return Json(EncodeBindingResult("xpool: bad ExtenderBindingArgs: " + args.status().message()));
+  }
+  auto fail = [&](const std::string& message) {
+    ++counters_.bind_failed;
+    return Json(EncodeBindingResult(message));
+  };
+  std::optional<PodInfo> pod = args->pod_uid.empty() ? std::nullopt : TakePod(args->pod_uid);
+  if (!pod) {
+    Result<PodInfo> fetched = api_.GetPod(args->pod_namespace, args->pod_name);
+    if (!fetched.ok()) return fail("xpool: cannot read pod " + args->pod_namespace + "/" + args->pod_name + ": " +
+                                   fetched.status().message());
+    if (!args->pod_uid.empty() && fetched->uid != args->pod_uid) {
+      return fail("xpool: pod " + fetched->Key() + " has uid " + fetched->uid + ", the scheduler asked for " +
+                  args->pod_uid + " (recreated?)");
+    }
+    pod = std::move(fetched).value();
+  }
+  const std::string uid = args->pod_uid.empty() ? pod->uid : args->pod_uid;
+  Result<PodDemand> demand = PodToDemand(*pod);
+  if (!demand.ok()) return fail("xpool: " + demand.status().message());
+  if (!demand->managed()) {  // not ours: bind as the default binder would
+    Status s = api_.CreateBinding(args->pod_namespace, args->pod_name, uid, args->node);
+    return s.ok() ? Json(EncodeBindingResult("")) : fail("xpool: binding failed: " + s.message());
+  }
+  if (Status s = sync_.Check(); !s.ok()) return fail(s.message());
+  Result<PodAssignment> assignment = cluster_.Reserve(uid, *demand, args->node);
+  if (!assignment.ok()) {
+    RememberPod(*pod);  // kube-scheduler will retry the pod; keep it for the next filter/bind
+    return fail("xpool: " + assignment.status().message());
+  }
+  // The API calls happen with no lock held: other binds proceed meanwhile.
+  const std::string annotation(kAllocationAnnotation);
+  Status patched = api_.PatchPodAnnotations(args->pod_namespace, args->pod_name,
+                                            {{annotation, EncodeAssignment(*assignment)}});
+  if (!patched.ok()) {
+    (void)cluster_.Unreserve(uid);
+    return fail("xpool: recording the devices on the pod failed: " + patched.message());
+  }
+  Status bound = api_.CreateBinding(args->pod_namespace, args->pod_name, uid, args->node);
+  if (!bound.ok()) {
+    (void)api_.PatchPodAnnotations(args->pod_namespace, args->pod_name, {{annotation, std::nullopt}});
+    (void)cluster_.Unreserve(uid);
+    return fail("xpool: binding failed: " + bound.message());
+  }
+  return Json(EncodeBindingResult(""));
+}
+
+HttpReply Extender::Preempt(std::string_view body) {
+  ++counters_.preempt;
+  Result<ExtenderPreemptionArgs> args = ParsePreemptionArgs(body);
+  if (!args.ok()) {
+    ++counters_.bad_requests;
+    return PlainError(400, "xpool: bad ExtenderPreemptionArgs: " + args.status().message());
+  }
+  if (!RequestsManagedResources(args->pod)) return Json(EncodePreemptionResult(args->victims));
+  std::map<std::string, MetaVictims> out;
+  Result<PodDemand> demand = PodToDemand(args->pod);
+  if (!demand.ok()) return Json(EncodePreemptionResult(out));  // no eviction can help a malformed pod
+  if (Status s = sync_.Check(); !s.ok()) return PlainError(503, s.message());
+  for (const auto& [node, victims] : args->victims) {
+    NodeFit fit = cluster_.EvaluateWithout(*demand, node, victims.pod_uids);
+    if (fit.kind == NodeFit::Kind::kFits) out.emplace(node, victims);
+  }
+  return Json(EncodePreemptionResult(out));
+}
+
+std::string Extender::Metrics() const {
+  const KubeClusterStats s = cluster_.Stats();
+  std::string out;
+  auto line = [&](const char* name, const char* help, int64_t value, const char* type = "counter") {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " +
+           std::to_string(value) + "\n";
+  };
+  line("xpool_extender_filter_total", "filter calls", counters_.filter.load());
+  line("xpool_extender_prioritize_total", "prioritize calls", counters_.prioritize.load());
+  line("xpool_extender_bind_total", "bind calls", counters_.bind.load());
+  line("xpool_extender_bind_failed_total", "bind calls answered with an error", counters_.bind_failed.load());
+  line("xpool_extender_preempt_total", "preempt calls", counters_.preempt.load());
+  line("xpool_extender_bad_requests_total", "requests that could not be parsed", counters_.bad_requests.load());
+  line("xpool_extender_reserve_refused_total", "binds refused because the node no longer fit",
+       s.reserve_refused);
+  line("xpool_extender_allocation_conflicts_total", "pods whose recorded allocation no longer fit",
+       s.observed_conflicts);
+  line("xpool_extender_nodes", "nodes known", s.nodes, "gauge");
+  line("xpool_extender_pods_holding_devices", "pods holding devices", s.bookings, "gauge");
+  line("xpool_extender_synced", "1 when the view follows the API server", sync_.Check().ok() ? 1 : 0, "gauge");
+  return out;
+}
+
+}  // namespace xpool::k8s

@@ -1,0 +1,82 @@
+#pragma once
+// FakeKubeApi: an in-memory KubeApi for unit tests — pods by "ns/name", the annotation patches and bindings it
+// received, and hooks to make calls fail or block. Thread-safe (one mutex; hooks run without it held).
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "k8s/kube_api.h"
+
+namespace xpool::k8s {
+
+class FakeKubeApi final : public KubeApi {
+ public:
+  struct Binding {
+    std::string key, uid, node;
+  };
+
+  void PutPod(const PodInfo& pod) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pods_[pod.Key()] = pod;
+  }
+  std::optional<PodInfo> Pod(const std::string& key) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pods_.find(key);
+    if (it == pods_.end()) return std::nullopt;
+    return it->second;
+  }
+  std::vector<Binding> bindings() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return bindings_;
+  }
+  // Runs before CreateBinding does its work (may block or return an error to fail the call).
+  std::function<Status(const std::string& node)> before_binding;
+  std::function<Status()> before_patch;
+
+  Result<ListResult> List(ResourceKind) override { return UnavailableError("FakeKubeApi has no list"); }
+  Status Watch(ResourceKind, const std::string&, const std::function<void(const WatchEvent&)>&,
+               const std::atomic<bool>&) override {
+    return UnavailableError("FakeKubeApi has no watch");
+  }
+  Result<PodInfo> GetPod(const std::string& ns, const std::string& name) override {
+    std::optional<PodInfo> p = Pod(ns + "/" + name);
+    if (!p) return NotFoundError("pod " + ns + "/" + name + " not found");
+    return *p;
+  }
+  Status PatchPodAnnotations(const std::string& ns, const std::string& name,
+                             const std::map<std::string, std::optional<std::string>>& annotations) override {
+    if (before_patch) RETURN_IF_ERROR(before_patch());
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pods_.find(ns + "/" + name);
+    if (it == pods_.end()) return NotFoundError("pod " + ns + "/" + name + " not found");
+    for (const auto& [k, v] : annotations) {
+      if (v) {
+        it->second.annotations[k] = *v;
+      } else {
+        it->second.annotations.erase(k);
+      }
+    }
+    return Status::Ok();
+  }
+  Status CreateBinding(const std::string& ns, const std::string& name, const std::string& uid,
+                       const std::string& node) override {
+    if (before_binding) RETURN_IF_ERROR(before_binding(node));
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pods_.find(ns + "/" + name);
+    if (it == pods_.end()) return NotFoundError("pod " + ns + "/" + name + " not found");
+    if (!it->second.node_name.empty()) return AlreadyExistsError("pod is already bound");
+    it->second.node_name = node;
+    bindings_.push_back({ns + "/" + name, uid, node});
+    return Status::Ok();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, PodInfo> pods_;
+  std::vector<Binding> bindings_;
+};
+
+}  // namespace xpool::k8s

@@ -1,0 +1,134 @@
+#pragma once
+// KubeCluster: the extender's picture of a Kubernetes cluster — one ClusterState built from the nodes'
+// xpool.io/node-devices annotations and the pods' xpool.io/allocation annotations — and the placement of pods on
+// it with the shared scheduler (FitNode → PlacementPolicy::Score → MakeAllocation, per candidate node, because the
+// extender protocol asks about one node at a time).
+//
+// Concurrency: every method takes one mutex, for in-memory work only (microseconds per node; no I/O, no API
+// calls, nothing that waits). Binds reserve devices here (Reserve) and talk to the API server after releasing it,
+// so concurrent binds never wait on each other's network round trips, and two binds racing for the last device
+// are decided by whichever Reserve runs first — the other gets "does not fit" and nothing is over-allocated.
+// Thread-safe.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "k8s/annotations.h"
+#include "k8s/kube_objects.h"
+#include "k8s/pod_demand.h"
+#include "model/cluster_state.h"
+#include "scheduler/policy.h"
+
+namespace xpool::k8s {
+
+// One node's answer for one pod.
+struct NodeFit {
+  enum class Kind : uint8_t {
+    kFits,
+    kWait,       // not with what is free now (preempting or waiting may help)
+    kNeverFits,  // not even if the node were empty: preemption cannot help
+  };
+  Kind kind = Kind::kNeverFits;
+  std::string reason;  // empty when it fits
+  int64_t score = 0;   // the policy's score, summed over the pod's containers (meaningful when it fits)
+};
+
+struct KubeClusterStats {
+  int nodes = 0;
+  int bookings = 0;            // pods holding devices
+  int unconfirmed = 0;         // reserved by a bind the API server has not shown back yet
+  int64_t reserve_ok = 0;
+  int64_t reserve_refused = 0;
+  int64_t observed_conflicts = 0;  // pods whose recorded allocation no longer fit (not applied)
+};
+
+class KubeCluster {
+ public:
+  struct Options {
+    std::string default_policy = "best-fit";
+    uint64_t seed = 1;
+    // A reservation the API server has not shown back survives a relist for this long (a bind in flight).
+    TimeMicros unconfirmed_grace = 120 * kMicrosPerSecond;
+  };
+
+  // Fails when the default policy is unknown.
+  static Result<std::unique_ptr<KubeCluster>> Create(Options options, const Clock& clock);
+
+  // Nodes. A node whose device annotation is malformed is kept, and every managed pod is refused there with the
+  // decoding error as the reason.
+  void UpsertNode(const KubeNode& node);
+  void RemoveNode(const std::string& name);
+  // After a relist: upserts every node, removes the ones not listed.
+  void ReplaceNodes(const std::vector<KubeNode>& nodes);
+  bool HasNode(const std::string& name) const;
+
+  // Pods (from the watch). A running or pending pod with an xpool.io/allocation annotation holds its devices; a
+  // terminated or deleted one releases them.
+  void ObservePod(const PodInfo& pod);
+  void ForgetPod(const std::string& uid);
+  // After a relist: observes every pod, releases bookings of pods not listed (except recent unconfirmed ones).
+  void ReplacePods(const std::vector<PodInfo>& pods);
+
+  // How the pod fits each named node, in order. Does not change the state.
+  std::vector<NodeFit> Evaluate(const std::string& pod_uid, const PodDemand& demand,
+                                const std::vector<std::string>& nodes);
+  // As Evaluate for one node, with the devices of `victims` (pod uids) counted as free.
+  NodeFit EvaluateWithout(const PodDemand& demand, const std::string& node, const std::vector<std::string>& victims);
+  // Places the pod on `node` and books its devices. ResourceExhausted (with the reason) when it does not fit now;
+  // AlreadyExists when the pod is already booked on another node; OK and the same assignment when it is booked
+  // on this node already (a retried bind).
+  Result<PodAssignment> Reserve(const std::string& pod_uid, const PodDemand& demand, const std::string& node);
+  // Frees a reservation (bind failed). NotFound when the pod holds nothing.
+  Status Unreserve(const std::string& pod_uid);
+
+  KubeClusterStats Stats() const;
+  // The ClusterState's own invariant check (no device over-allocated).
+  Status CheckInvariants() const;
+  // Free device memory on a node (sum over devices), for tests and metrics; -1 when unknown.
+  int64_t FreeDeviceMemory(const std::string& node) const;
+
+ private:
+  struct Booking {
+    std::string node;  // Kubernetes node name
+    int index = -1;    // ClusterState node index
+    std::vector<Allocation> allocations;  // one per managed container
+    PodAssignment assignment;
+    bool confirmed = false;  // seen on the API server
+    TimeMicros reserved_at = 0;
+  };
+
+  KubeCluster(Options options, const Clock& clock) : options_(std::move(options)), clock_(&clock) {}
+
+  void UpsertNodeLocked(const KubeNode& node);
+  void RetireIndexLocked(int index);
+  void ReleaseLocked(const std::string& uid);
+  void ObservePodLocked(const PodInfo& pod);
+  Result<PlacementPolicy*> PolicyLocked(const std::string& name);
+  // Evaluates (and with `commit`, applies) the demand on one node index.
+  NodeFit FitLocked(const PodDemand& demand, int index, bool commit, std::vector<Allocation>* applied);
+  NodeFit NodeFitLocked(const PodDemand& demand, const std::string& node, bool commit,
+                        std::vector<Allocation>* applied);
+  PodAssignment AssignmentLocked(const PodDemand& demand, int index, const std::vector<Allocation>& allocs) const;
+
+  const Options options_;
+  const Clock* clock_;
+  mutable std::mutex mu_;
+  ClusterState state_;                                      // guarded by mu_
+  std::unordered_map<std::string, int> index_;              // node name → live index; guarded by mu_
+  std::unordered_map<std::string, std::string> node_errors_;  // node name → annotation error; guarded by mu_
+  int internal_names_ = 0;                                  // guarded by mu_
+  std::unordered_map<std::string, Booking> bookings_;       // pod uid → booking; guarded by mu_
+  std::unordered_set<std::string> arrived_;                 // pod uids told to OnArrival; guarded by mu_
+  std::map<std::string, std::unique_ptr<PlacementPolicy>> policies_;  // guarded by mu_
+  Rng rng_;                                                 // guarded by mu_
+  KubeClusterStats counters_;                               // guarded by mu_
+};
+
+}  // namespace xpool::k8s

@@ -1,0 +1,58 @@
+#pragma once
+// SchedulerService: `xpool k8s scheduler` assembled — the API-server client, the KubeCluster it keeps in sync
+// (ClusterWatcher), the Extender and the HTTP server that exposes it:
+//   POST <prefix>filter | prioritize | bind | preempt     the extender verbs (kube-scheduler's urlPrefix + verb)
+//   GET  /healthz                                        200 while the process serves
+//   GET  /readyz                                         200 when synced with the API server, else 503
+//   GET  /metrics                                        Prometheus text
+// Owns everything it starts; Stop (or the destructor) ends the threads. Thread-safe after Start.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "k8s/cluster_watcher.h"
+#include "k8s/extender.h"
+#include "k8s/http_kube_api.h"
+#include "k8s/http_server.h"
+#include "k8s/kube_cluster.h"
+
+namespace xpool::k8s {
+
+struct SchedulerServiceOptions {
+  std::string listen = "0.0.0.0:8888";
+  std::string url_prefix = "/";  // the verbs are served at <prefix><verb>
+  std::string tls_cert, tls_key;
+  KubeCluster::Options cluster;
+  ClusterWatcher::Options watch;
+};
+
+class SchedulerService {
+ public:
+  // Starts watching through `api` and serving. Fails on a bad listen address, an unknown policy, or a port
+  // that cannot be bound.
+  static Result<std::unique_ptr<SchedulerService>> Start(SchedulerServiceOptions options,
+                                                         std::unique_ptr<KubeApi> api);
+  ~SchedulerService() { Stop(); }
+  void Stop();
+
+  int port() const { return port_; }
+  Extender& extender() { return *extender_; }
+  KubeCluster& cluster() { return *cluster_; }
+  const SyncState& sync() const { return sync_; }
+  const ClusterWatcher& watcher() const { return *watcher_; }
+
+ private:
+  SchedulerService() = default;
+
+  std::unique_ptr<KubeApi> api_;
+  std::unique_ptr<KubeCluster> cluster_;
+  SyncState sync_;
+  std::unique_ptr<Extender> extender_;
+  std::unique_ptr<ClusterWatcher> watcher_;
+  HttpServer server_;
+  int port_ = 0;
+};
+
+}  // namespace xpool::k8s

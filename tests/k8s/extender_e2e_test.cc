@@ -1,0 +1,222 @@
+// End to end: the extender service (the code `xpool k8s scheduler` runs) against the fake API server over HTTP,
+// driven with the JSON kube-scheduler sends.
+#include <gtest/gtest.h>
+
+#include <httplib.h>
+
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "fake_api_server.h"
+#include "k8s/annotations.h"
+#include "k8s/http_kube_api.h"
+#include "k8s/scheduler_service.h"
+#include "k8s/webhook.h"
+#include "model/node_builder.h"
+
+namespace xpool::k8s {
+namespace {
+
+using nlohmann::json;
+using testing::FakeApiServer;
+
+json NodeObject(const std::string& name, int gpus, int64_t memory_mib) {
+  return {{"metadata",
+           {{"name", name},
+            {"annotations",
+             {{std::string(kNodeDevicesAnnotation),
+               EncodeNodeDevices(MakeNode(name).WithGpus(gpus, "A100", memory_mib).Build().devices)}}}}},
+          {"status", {{"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+}
+
+json PodObject(const std::string& name, json limits) {
+  return {{"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name}}},
+          {"spec", {{"schedulerName", "xpool-scheduler"},
+                    {"containers", json::array({{{"name", "main"}, {"resources", {{"limits", limits}}}}})}}},
+          {"status", {{"phase", "Pending"}}}};
+}
+
+bool WaitFor(const std::function<bool()>& condition, int timeout_ms = 20000) {
+  for (int waited = 0; waited < timeout_ms; waited += 20) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return condition();
+}
+
+class ExtenderE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_GT(api_.Start(), 0);
+    api_.AddNode(NodeObject("gpu-1", 4, 16384));
+    api_.AddNode(NodeObject("cpu-1", 0, 0));
+  }
+
+  std::unique_ptr<SchedulerService> StartService() {
+    KubeApiConfig config;
+    config.server = api_.url();
+    config.timeout_seconds = 2;
+    config.watch_timeout_seconds = 2;
+    SchedulerServiceOptions options;
+    options.listen = "127.0.0.1:0";
+    options.url_prefix = "/scheduler";
+    options.watch.initial_backoff_ms = 50;
+    options.watch.max_backoff_ms = 200;
+    Result<std::unique_ptr<SchedulerService>> s = SchedulerService::Start(options, MakeHttpKubeApi(config));
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  // A kube-scheduler scheduling cycle for one pod over HTTP: filter → prioritize → bind to the best node.
+  // Returns the bind error ("" = bound) or the filter's verdict when no node passed.
+  std::string Cycle(SchedulerService& s, const json& pod, std::string* chosen = nullptr) {
+    httplib::Client c("127.0.0.1", s.port());
+    const json args = {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"gpu-1", "cpu-1"}}};
+    auto f = c.Post("/scheduler/filter", args.dump(), "application/json");
+    if (!f || f->status != 200) return "filter transport error";
+    const json filtered = json::parse(f->body);
+    if (!filtered["Error"].get<std::string>().empty()) return "filter error: " + filtered["Error"].get<std::string>();
+    if (filtered["NodeNames"].empty()) return "no node: " + filtered["FailedNodes"].dump();
+    auto p = c.Post("/scheduler/prioritize",
+                    json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", filtered["NodeNames"]}}.dump(),
+                    "application/json");
+    if (!p || p->status != 200) return "prioritize failed";
+    std::string best;
+    int64_t best_score = -1;
+    for (const json& h : json::parse(p->body)) {
+      if (h["Score"].get<int64_t>() > best_score) {
+        best_score = h["Score"];
+        best = h["Host"];
+      }
+    }
+    if (chosen != nullptr) *chosen = best;
+    const json bind = {{"PodName", pod["metadata"]["name"]}, {"PodNamespace", "ml"},
+                       {"PodUID", pod["metadata"]["uid"]}, {"Node", best}};
+    auto b = c.Post("/scheduler/bind", bind.dump(), "application/json");
+    if (!b || b->status != 200) return "bind transport error";
+    return json::parse(b->body)["Error"];
+  }
+
+  static bool Ready(SchedulerService& s) {
+    httplib::Client c("127.0.0.1", s.port());
+    auto r = c.Get("/readyz");
+    return r && r->status == 200;
+  }
+
+  FakeApiServer api_;
+};
+
+TEST_F(ExtenderE2eTest, EightHalfGpuPodsBindTheNinthWaitsThenBindsWhenOneEnds) {
+  for (int i = 0; i < 9; ++i) {
+    api_.AddPod(PodObject("half-" + std::to_string(i), {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "50"}}));
+  }
+  api_.AddPod(PodObject("web", {{"cpu", "1"}}));
+  auto service = StartService();
+  ASSERT_NE(service, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return Ready(*service); }));
+  for (int i = 0; i < 8; ++i) {
+    std::string node;
+    EXPECT_EQ(Cycle(*service, api_.Pod("ml", "half-" + std::to_string(i)), &node), "") << i;
+    EXPECT_EQ(node, "gpu-1");
+  }
+  EXPECT_EQ(api_.bindings(), 8);
+  const std::string ninth = Cycle(*service, api_.Pod("ml", "half-8"));
+  EXPECT_NE(ninth.find("no node:"), std::string::npos) << ninth;
+  EXPECT_NE(ninth.find("gpu-1"), std::string::npos) << ninth;
+  EXPECT_NE(ninth.find("not enough device memory"), std::string::npos) << ninth;
+  // The pods carry their devices in the documented annotation.
+  Result<PodAssignment> a = DecodeAssignment(api_.Pod("ml", "half-3")["metadata"]["annotations"]
+                                                 [std::string(kAllocationAnnotation)].get<std::string>());
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->node, "gpu-1");
+  EXPECT_EQ(a->containers[0].devices[0].memory_mib, 8192);
+  // An unmanaged pod passes every node and is bound as the default binder would.
+  EXPECT_EQ(Cycle(*service, api_.Pod("ml", "web")), "");
+  // One pod ends: the watch frees its half GPU and the ninth binds.
+  api_.SetPodPhase("ml", "half-0", "Succeeded");
+  ASSERT_TRUE(WaitFor([&] { return service->cluster().FreeDeviceMemory("gpu-1") == 8192; }));
+  EXPECT_EQ(Cycle(*service, api_.Pod("ml", "half-8")), "");
+  EXPECT_TRUE(service->cluster().CheckInvariants().ok());
+}
+
+TEST_F(ExtenderE2eTest, UnreachableApiServerGivesErrorsThenResyncs) {
+  api_.AddPod(PodObject("a", {{"nvidia.com/gpu", "1"}}));
+  api_.AddPod(PodObject("b", {{"nvidia.com/gpu", "1"}}));
+  auto service = StartService();
+  ASSERT_NE(service, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return Ready(*service); }));
+  ASSERT_EQ(Cycle(*service, api_.Pod("ml", "a")), "");
+  api_.SetDown(true);
+  ASSERT_TRUE(WaitFor([&] { return !Ready(*service); })) << "the outage is noticed";
+  const std::string during = Cycle(*service, api_.Pod("ml", "b"));
+  EXPECT_NE(during.find("filter error: xpool's view of the cluster is not synced"), std::string::npos) << during;
+  // While down, pod a is deleted; the outage hides it. After the resync its device is free again.
+  api_.DeletePod("ml", "a");
+  api_.SetDown(false);
+  ASSERT_TRUE(WaitFor([&] { return Ready(*service); })) << "resynced";
+  ASSERT_TRUE(WaitFor([&] { return service->cluster().FreeDeviceMemory("gpu-1") == 4 * 16384; }));
+  EXPECT_EQ(Cycle(*service, api_.Pod("ml", "b")), "");
+  EXPECT_GE(service->watcher().node_lists(), 2);
+}
+
+TEST_F(ExtenderE2eTest, RestartedExtenderRecoversUsageFromAnnotations) {
+  for (int i = 0; i < 3; ++i) api_.AddPod(PodObject("p" + std::to_string(i), {{"nvidia.com/gpu", "1"}}));
+  {
+    auto first = StartService();
+    ASSERT_NE(first, nullptr);
+    ASSERT_TRUE(WaitFor([&] { return Ready(*first); }));
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(Cycle(*first, api_.Pod("ml", "p" + std::to_string(i))), "");
+  }
+  auto second = StartService();
+  ASSERT_NE(second, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return Ready(*second); }));
+  EXPECT_EQ(second->cluster().FreeDeviceMemory("gpu-1"), 16384) << "three of four GPUs are still held";
+  api_.AddPod(PodObject("p3", {{"nvidia.com/gpu", "2"}}));
+  const std::string refused = Cycle(*second, api_.Pod("ml", "p3"));
+  EXPECT_NE(refused.find("no node:"), std::string::npos) << refused;
+}
+
+TEST_F(ExtenderE2eTest, MetricsAndHealth) {
+  auto service = StartService();
+  ASSERT_NE(service, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return Ready(*service); }));
+  httplib::Client c("127.0.0.1", service->port());
+  auto h = c.Get("/healthz");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find("xpool_extender_synced 1"), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("xpool_extender_nodes 2"), std::string::npos) << m->body;
+  auto bad = c.Post("/scheduler/filter", "{not json", "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_NE(json::parse(bad->body)["Error"].get<std::string>().find("bad ExtenderArgs"), std::string::npos);
+}
+
+TEST(WebhookE2eTest, AdmissionReviewRoundTripOverHttp) {
+  HttpServer server;
+  WebhookOptions options;
+  server.Post("/mutate", [options](std::string_view body) { return HandleAdmissionReview(body, options); });
+  Result<int> port = server.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  json pod = PodObject("w", {{"nvidia.com/gpu", "1"}});
+  pod["spec"].erase("schedulerName");
+  const json review = {{"apiVersion", "admission.k8s.io/v1"},
+                       {"kind", "AdmissionReview"},
+                       {"request", {{"uid", "r1"}, {"kind", {{"kind", "Pod"}}}, {"operation", "CREATE"}, {"object", pod}}}};
+  httplib::Client c("127.0.0.1", *port);
+  auto r = c.Post("/mutate", review.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  const json response = json::parse(r->body)["response"];
+  EXPECT_EQ(response["allowed"], true);
+  const json patched = pod.patch(json::parse(Base64Decode(response["patch"].get<std::string>())));
+  EXPECT_EQ(patched["spec"]["schedulerName"], "xpool-scheduler");
+  server.Stop();
+}
+
+}  // namespace
+}  // namespace xpool::k8s

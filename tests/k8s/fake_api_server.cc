@@ -1,0 +1,210 @@
+#include "fake_api_server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <thread>
+
+namespace xpool::k8s::testing {
+
+using nlohmann::json;
+
+FakeApiServer::FakeApiServer() : server_(std::make_unique<httplib::Server>()) { Routes(); }
+
+FakeApiServer::~FakeApiServer() { Stop(); }
+
+int FakeApiServer::Start() {
+  port_ = server_->bind_to_any_port("127.0.0.1");
+  if (port_ <= 0) return 0;
+  thread_ = std::make_unique<std::thread>([this] { server_->listen_after_bind(); });
+  for (int i = 0; i < 5000 && !server_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return port_;
+}
+
+void FakeApiServer::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (server_) server_->stop();
+  if (thread_ && thread_->joinable()) thread_->join();
+  thread_.reset();
+}
+
+void FakeApiServer::Emit(bool node, const std::string& type, json& object) {
+  object["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  events_.push_back({rv_, node, type, object});
+  changed_.notify_all();
+}
+
+void FakeApiServer::AddNode(json node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string name = node["metadata"]["name"];
+  const bool existed = nodes_.count(name) != 0;
+  Emit(true, existed ? "MODIFIED" : "ADDED", node);
+  nodes_[name] = node;
+}
+
+void FakeApiServer::AddPod(json pod) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string key = pod["metadata"].value("namespace", "default") + "/" + pod["metadata"]["name"].get<std::string>();
+  Emit(false, "ADDED", pod);
+  pods_[key] = pod;
+}
+
+void FakeApiServer::DeletePod(const std::string& ns, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pods_.find(ns + "/" + name);
+  if (it == pods_.end()) return;
+  json pod = it->second;
+  pods_.erase(it);
+  Emit(false, "DELETED", pod);
+}
+
+void FakeApiServer::SetPodPhase(const std::string& ns, const std::string& name, const std::string& phase) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pods_.find(ns + "/" + name);
+  if (it == pods_.end()) return;
+  it->second["status"]["phase"] = phase;
+  Emit(false, "MODIFIED", it->second);
+}
+
+json FakeApiServer::Pod(const std::string& ns, const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pods_.find(ns + "/" + name);
+  return it == pods_.end() ? json() : it->second;
+}
+
+void FakeApiServer::SetDown(bool down) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    down_ = down;
+  }
+  changed_.notify_all();
+}
+
+int FakeApiServer::bindings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bindings_;
+}
+
+int FakeApiServer::requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return requests_;
+}
+
+namespace {
+
+void Reply(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+json StatusBody(int code, const std::string& reason, const std::string& message) {
+  return {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"}, {"code", code}, {"reason", reason},
+          {"message", message}};
+}
+
+}  // namespace
+
+void FakeApiServer::Routes() {
+  httplib::Server& s = *server_;
+  // Every handler first counts the request and answers 503 while the server plays dead.
+  auto down = [this](httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++requests_;
+    if (!down_) return false;
+    Reply(res, 503, StatusBody(503, "ServiceUnavailable", "the fake API server is down"));
+    return true;
+  };
+  auto list_or_watch = [this, down](bool node_kind) {
+    return [this, down, node_kind](const httplib::Request& req, httplib::Response& res) {
+      if (down(res)) return;
+      if (req.has_param("watch")) {
+        const int64_t since = req.has_param("resourceVersion") && !req.get_param_value("resourceVersion").empty()
+                                  ? std::stoll(req.get_param_value("resourceVersion"))
+                                  : 0;
+        const int timeout = req.has_param("timeoutSeconds") ? std::stoi(req.get_param_value("timeoutSeconds")) : 30;
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout);
+        auto cursor = std::make_shared<int64_t>(since);
+        res.set_chunked_content_provider(
+            "application/json", [this, node_kind, cursor, deadline](size_t, httplib::DataSink& sink) {
+              std::unique_lock<std::mutex> lock(mu_);
+              changed_.wait_for(lock, std::chrono::milliseconds(100));
+              if (!sink.is_writable()) return false;  // the client went away
+              if (down_ || stopping_ || std::chrono::steady_clock::now() > deadline) {
+                sink.done();
+                return true;
+              }
+              std::string out;
+              for (const Event& e : events_) {
+                if (e.rv <= *cursor || e.node != node_kind) continue;
+                out += json{{"type", e.type}, {"object", e.object}}.dump() + "\n";
+              }
+              if (!events_.empty()) *cursor = std::max(*cursor, events_.back().rv);
+              if (!out.empty() && !sink.write(out.data(), out.size())) return false;
+              return true;
+            });
+        return;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      json items = json::array();
+      if (node_kind) {
+        for (const auto& [name, n] : nodes_) items.push_back(n);
+      } else {
+        for (const auto& [key, p] : pods_) items.push_back(p);
+      }
+      Reply(res, 200, {{"kind", node_kind ? "NodeList" : "PodList"}, {"apiVersion", "v1"},
+                       {"metadata", {{"resourceVersion", std::to_string(rv_)}}}, {"items", items}});
+    };
+  };
+  s.Get("/api/v1/nodes", list_or_watch(true));
+  s.Get("/api/v1/pods", list_or_watch(false));
+  s.Get(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))", [this, down](const httplib::Request& req, httplib::Response& res) {
+    if (down(res)) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pods_.find(req.matches[1].str() + "/" + req.matches[2].str());
+    if (it == pods_.end()) return Reply(res, 404, StatusBody(404, "NotFound", "pods not found"));
+    Reply(res, 200, it->second);
+  });
+  s.Patch(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))", [this, down](const httplib::Request& req, httplib::Response& res) {
+    if (down(res)) return;
+    if (req.get_header_value("Content-Type") != "application/merge-patch+json") {
+      return Reply(res, 415, StatusBody(415, "UnsupportedMediaType", "expected a merge patch"));
+    }
+    json patch = json::parse(req.body, nullptr, false);
+    if (patch.is_discarded()) return Reply(res, 400, StatusBody(400, "BadRequest", "invalid JSON"));
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pods_.find(req.matches[1].str() + "/" + req.matches[2].str());
+    if (it == pods_.end()) return Reply(res, 404, StatusBody(404, "NotFound", "pods not found"));
+    it->second.merge_patch(patch);
+    Emit(false, "MODIFIED", it->second);
+    Reply(res, 200, it->second);
+  });
+  s.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding)", [this, down](const httplib::Request& req,
+                                                                           httplib::Response& res) {
+    if (down(res)) return;
+    json binding = json::parse(req.body, nullptr, false);
+    if (binding.is_discarded() || binding.value("kind", "") != "Binding" || !binding.contains("target")) {
+      return Reply(res, 400, StatusBody(400, "BadRequest", "expected a v1.Binding"));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pods_.find(req.matches[1].str() + "/" + req.matches[2].str());
+    if (it == pods_.end()) return Reply(res, 404, StatusBody(404, "NotFound", "pods not found"));
+    json& pod = it->second;
+    const std::string uid = binding["metadata"].value("uid", "");
+    if (!uid.empty() && uid != pod["metadata"].value("uid", "")) {
+      return Reply(res, 409, StatusBody(409, "Conflict", "uid precondition failed"));
+    }
+    if (!pod["spec"].value("nodeName", "").empty()) {
+      return Reply(res, 409, StatusBody(409, "Conflict", "pod is already assigned to a node"));
+    }
+    pod["spec"]["nodeName"] = binding["target"]["name"];
+    ++bindings_;
+    Emit(false, "MODIFIED", pod);
+    Reply(res, 201, StatusBody(201, "", "created"));
+  });
+}
+
+}  // namespace xpool::k8s::testing

@@ -1,0 +1,72 @@
+#pragma once
+// FakeApiServer: just enough of a kube-apiserver, over real HTTP, for the extender's end-to-end tests:
+//   GET   /api/v1/nodes, /api/v1/pods                 list (metadata.resourceVersion + items)
+//   GET   ...?watch=1&resourceVersion=RV              watch: newline-delimited events after RV, chunked; the
+//                                                     stream ends after timeoutSeconds or when the server goes down
+//   GET   /api/v1/namespaces/NS/pods/NAME             one pod
+//   PATCH /api/v1/namespaces/NS/pods/NAME             JSON merge patch (the extender only sets annotations)
+//   POST  /api/v1/namespaces/NS/pods/NAME/binding     sets spec.nodeName (409 when already bound)
+// Tests drive it directly (AddNode, AddPod, DeletePod, SetDown to play an unreachable server). One mutex guards
+// the objects and the event log; thread-safe.
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace httplib {
+class Server;
+}
+
+namespace xpool::k8s::testing {
+
+class FakeApiServer {
+ public:
+  FakeApiServer();
+  ~FakeApiServer();
+  // Serves on 127.0.0.1, any free port. Returns the port (0 on failure).
+  int Start();
+  void Stop();
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  void AddNode(nlohmann::json node);
+  void AddPod(nlohmann::json pod);
+  void DeletePod(const std::string& ns, const std::string& name);
+  // Replaces a pod's status.phase (e.g. "Succeeded") and emits MODIFIED.
+  void SetPodPhase(const std::string& ns, const std::string& name, const std::string& phase);
+  nlohmann::json Pod(const std::string& ns, const std::string& name) const;
+  // While down every request is answered 503 and open watches end.
+  void SetDown(bool down);
+  int bindings() const;
+  int requests() const;
+
+ private:
+  struct Event {
+    int64_t rv;
+    bool node;  // else pod
+    std::string type;
+    nlohmann::json object;
+  };
+  void Emit(bool node, const std::string& type, nlohmann::json& object);  // stamps resourceVersion
+  void Routes();
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<std::string, nlohmann::json> nodes_;  // name → object
+  std::map<std::string, nlohmann::json> pods_;   // ns/name → object
+  std::vector<Event> events_;
+  int64_t rv_ = 100;
+  bool down_ = false;
+  bool stopping_ = false;
+  int bindings_ = 0;
+  int requests_ = 0;
+  int port_ = 0;
+  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<std::thread> thread_;
+};
+
+}  // namespace xpool::k8s::testing
