@@ -1,12 +1,13 @@
 #pragma once
 // CgroupV2: per-task CPU and memory limits through the unified cgroup hierarchy.
 //
-// Probe() checks <root>/cgroup.controllers (cgroup v2 mounted there), creates <root>/<parent>/ and enables the
-// cpu and memory controllers for its children. A task gets <root>/<parent>/<task_id>/ with
-//   cpu.max    = "<cpu_milli × 100> 100000"  (quota per 100 ms period; "max" when the request has no CPU)
-//   memory.max = bytes of the memory request ("max" when none)
-// and its process joins by writing to cgroup.procs before exec (launcher). On a machine without cgroup v2 (or
-// without write access) Probe() says why once and every call is a no-op.
+// Probe() checks <root>/cgroup.controllers (cgroup v2 mounted there), creates <root>/<parent>/ and
+// enables the cpu and memory controllers for its children. A task gets <root>/<parent>/<task_id>/
+// with
+//   cpu.max    = "<cpu_milli × 100> 100000"  (quota per 100 ms period; "max" when the request has
+//   no CPU) memory.max = bytes of the memory request ("max" when none)
+// and its process joins by writing to cgroup.procs before exec (launcher). On a machine without
+// cgroup v2 (or without write access) Probe() says why once and every call is a no-op.
 //
 // Owned by the launcher; not thread-safe (the launcher serialises calls).
 #include <cstdint>
@@ -28,9 +29,11 @@ class CgroupV2 {
 
   // Creates the task's cgroup with its limits; returns the path of its cgroup.procs.
   Result<std::string> CreateTask(const std::string& task_id, int64_t cpu_milli, int64_t memory_mib);
-  // Kills every process left in the task's cgroup (cgroup.kill, Linux ≥ 5.14; ignored where absent).
+  // Kills every process left in the task's cgroup (cgroup.kill, Linux ≥ 5.14; ignored where
+  // absent).
   void KillTask(const std::string& task_id);
-  // Removes the (empty) task cgroup; errors are ignored (a busy cgroup is retried at the next removal).
+  // Removes the (empty) task cgroup; errors are ignored (a busy cgroup is retried at the next
+  // removal).
   void RemoveTask(const std::string& task_id);
 
  private:

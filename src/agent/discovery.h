@@ -1,16 +1,17 @@
 #pragma once
 // DeviceDiscovery: how a node agent learns what accelerators its machine has.
 //
-// One implementation per source: NVML (nvml/nvml_discovery.h, loaded with dlopen at run time), a simulated node
-// (simulated/simulated_discovery.h: `--simulate 4xA100-80GB` or a YAML node file). Other vendors plug in behind
-// the same interface; their resource rules are data in model/vendor.h, so a new vendor needs only a Discover().
+// One implementation per source: NVML (nvml/nvml_discovery.h, loaded with dlopen at run time), a
+// simulated node (simulated/simulated_discovery.h: `--simulate 4xA100-80GB` or a YAML node file).
+// Other vendors plug in behind the same interface; their resource rules are data in model/vendor.h,
+// so a new vendor needs only a Discover().
 //
-// Discover() returns a DiscoveryReport, not only a Node: "this machine has no NVML" is a normal answer
-// (available = false, a note saying so), never an error. Errors are for broken input (a bad spec, a bad node
-// file) or a driver that is present but fails.
+// Discover() returns a DiscoveryReport, not only a Node: "this machine has no NVML" is a normal
+// answer (available = false, a note saying so), never an error. Errors are for broken input (a bad
+// spec, a bad node file) or a driver that is present but fails.
 //
-// Implementations are owned by the agent; Discover() may be called again to refresh health. Not thread-safe:
-// callers serialise calls on one instance.
+// Implementations are owned by the agent; Discover() may be called again to refresh health. Not
+// thread-safe: callers serialise calls on one instance.
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,10 +22,10 @@
 namespace xpool::agent {
 
 struct DiscoveryReport {
-  std::string source;      // "nvml", "simulated"
-  bool available = true;   // false: the source found no driver; node.devices is empty
-  std::string note;        // for people: "no NVML found (...)", "simulated: 4xA100-80GB"
-  Node node;               // name, CPU, memory, devices, links; node.simulated for simulated sources
+  std::string source;     // "nvml", "simulated"
+  bool available = true;  // false: the source found no driver; node.devices is empty
+  std::string note;       // for people: "no NVML found (...)", "simulated: 4xA100-80GB"
+  Node node;              // name, CPU, memory, devices, links; node.simulated for simulated sources
 };
 
 class DeviceDiscovery {
@@ -34,12 +35,13 @@ class DeviceDiscovery {
   virtual Result<DiscoveryReport> Discover() = 0;
 };
 
-// The machine's own name, CPU (millicores, online CPUs) and memory (MiB, from /proc/meminfo). Fills a Node's
-// name/cpu/memory; leaves devices alone. A failing probe leaves the field at 0 (ValidateNode accepts 0).
+// The machine's own name, CPU (millicores, online CPUs) and memory (MiB, from /proc/meminfo). Fills
+// a Node's name/cpu/memory; leaves devices alone. A failing probe leaves the field at 0
+// (ValidateNode accepts 0).
 void FillHostInfo(Node* node);
 
-// Link scores written into LinkTable by every discovery source (one scale for the whole project; the topology
-// policy compares them). Higher = faster path between two devices.
+// Link scores written into LinkTable by every discovery source (one scale for the whole project;
+// the topology policy compares them). Higher = faster path between two devices.
 //   kLinkNvlinkPerLane × lanes   NVLink (e.g. 12 lanes on A100 SXM = 1200)
 //   kLinkSameBoard               two devices on one board (multi-GPU card)
 //   kLinkPcieSwitch              behind the same PCIe switch
@@ -61,7 +63,8 @@ Result<int> ParsePcieLevel(std::string_view name);
 // What an agent uses to pick its discovery. Exactly one source is chosen:
 //   simulate non-empty  → simulated from the spec ("4xA100-80GB,2xT4-16GB")
 //   node_file non-empty → simulated from the YAML file
-//   otherwise           → NVML from nvml_library; when it is not found and fallback_simulate is non-empty, a
+//   otherwise           → NVML from nvml_library; when it is not found and fallback_simulate is
+//   non-empty, a
 //                         simulated node from that spec, with a note saying why.
 struct DiscoveryOptions {
   std::string simulate;
@@ -74,8 +77,8 @@ struct DiscoveryOptions {
 // Runs the chosen discovery once. Bad options (both simulate and node_file) are InvalidArgument.
 Result<DiscoveryReport> DiscoverNode(const DiscoveryOptions& options);
 
-// An aligned, human-readable table of the node's devices (index, vendor, model, memory, NUMA, health, uuid) and
-// its links, with a header line naming the node and whether it is simulated.
+// An aligned, human-readable table of the node's devices (index, vendor, model, memory, NUMA,
+// health, uuid) and its links, with a header line naming the node and whether it is simulated.
 std::string FormatDeviceTable(const DiscoveryReport& report);
 
 }  // namespace xpool::agent

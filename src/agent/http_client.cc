@@ -14,17 +14,24 @@ Status ErrorFromResponse(int http_status, const std::string& body, const std::st
   std::string message = body;
   try {
     Json j = Json::parse(body);
-    if (j.contains("error") && j["error"].contains("message")) message = j["error"]["message"].get<std::string>();
+    if (j.contains("error") && j["error"].contains("message"))
+      message = j["error"]["message"].get<std::string>();
   } catch (const Json::exception&) {
   }
   const std::string text = what + ": HTTP " + std::to_string(http_status) + ": " + message;
   switch (http_status) {
-    case 400: return InvalidArgumentError(text);
-    case 401: return UnauthenticatedError(what + ": the server rejected the node token (HTTP 401)");
-    case 403: return PermissionDeniedError(text);
-    case 404: return NotFoundError(text);
-    case 409: return FailedPreconditionError(text);
-    default: return http_status >= 500 ? UnavailableError(text) : InternalError(text);
+    case 400:
+      return InvalidArgumentError(text);
+    case 401:
+      return UnauthenticatedError(what + ": the server rejected the node token (HTTP 401)");
+    case 403:
+      return PermissionDeniedError(text);
+    case 404:
+      return NotFoundError(text);
+    case 409:
+      return FailedPreconditionError(text);
+    default:
+      return http_status >= 500 ? UnavailableError(text) : InternalError(text);
   }
 }
 
@@ -41,7 +48,8 @@ Status Get(const Json& j, const char* key, const std::string& where, T* out) {
 }
 
 Result<TaskAssignment> AssignmentFromJson(const Json& t, const std::string& where) {
-  if (!t.is_object()) return InvalidArgumentError("heartbeat reply: " + where + " is not an object");
+  if (!t.is_object())
+    return InvalidArgumentError("heartbeat reply: " + where + " is not an object");
   TaskAssignment a;
   std::string action = "run";
   RETURN_IF_ERROR(Get(t, "action", where, &action));
@@ -52,7 +60,8 @@ Result<TaskAssignment> AssignmentFromJson(const Json& t, const std::string& wher
   } else if (action == "suspend") {
     a.action = TaskAssignment::Action::kSuspend;
   } else {
-    return InvalidArgumentError("heartbeat reply: " + where + ".action \"" + action + "\" is not run/stop/suspend");
+    return InvalidArgumentError("heartbeat reply: " + where + ".action \"" + action +
+                                "\" is not run/stop/suspend");
   }
   LaunchSpec& s = a.spec;
   RETURN_IF_ERROR(Get(t, "task_id", where, &s.task_id));
@@ -67,17 +76,20 @@ Result<TaskAssignment> AssignmentFromJson(const Json& t, const std::string& wher
   std::string vendor = "nvidia";
   RETURN_IF_ERROR(Get(t, "vendor", where, &vendor));
   auto v = ParseVendor(vendor);
-  if (!v.ok()) return InvalidArgumentError("heartbeat reply: " + where + ".vendor: " + v.status().message());
+  if (!v.ok())
+    return InvalidArgumentError("heartbeat reply: " + where + ".vendor: " + v.status().message());
   s.vendor = *v;
   int64_t grace_s = 30;
   RETURN_IF_ERROR(Get(t, "grace_s", where, &grace_s));
   a.grace_micros = grace_s * kMicrosPerSecond;
   if (t.contains("devices")) {
-    if (!t["devices"].is_array()) return InvalidArgumentError("heartbeat reply: " + where + ".devices is not a list");
+    if (!t["devices"].is_array())
+      return InvalidArgumentError("heartbeat reply: " + where + ".devices is not a list");
     for (size_t i = 0; i < t["devices"].size(); ++i) {
       const Json& d = t["devices"][i];
       const std::string dw = where + ".devices[" + std::to_string(i) + "]";
-      if (!d.is_object()) return InvalidArgumentError("heartbeat reply: " + dw + " is not an object");
+      if (!d.is_object())
+        return InvalidArgumentError("heartbeat reply: " + dw + " is not an object");
       TaskDevice dev;
       int64_t compute_milli = 0;
       RETURN_IF_ERROR(Get(d, "index", dw, &dev.index));
@@ -109,8 +121,8 @@ Result<TaskAssignment> AssignmentFromJson(const Json& t, const std::string& wher
 }  // namespace
 
 std::string RegisterBody(const Node& node) {
-  // Only the fields the server's node codec accepts today (docs/api.md); links and health follow in heartbeats
-  // once the server takes them.
+  // Only the fields the server's node codec accepts today (docs/api.md); links and health follow in
+  // heartbeats once the server takes them.
   Json j;
   j["name"] = node.name;
   j["cpu"] = std::to_string(node.cpu_milli) + "m";
@@ -132,7 +144,8 @@ std::string RegisterBody(const Node& node) {
 std::string HeartbeatBody(const Node& node, const std::vector<TaskReport>& tasks) {
   Json j;
   j["devices"] = Json::array();
-  for (const Device& d : node.devices) j["devices"].push_back({{"index", d.index}, {"healthy", d.healthy}});
+  for (const Device& d : node.devices)
+    j["devices"].push_back({{"index", d.index}, {"healthy", d.healthy}});
   j["tasks"] = Json::array();
   for (const TaskReport& r : tasks) {
     const TaskStatus& s = r.status;
@@ -170,17 +183,20 @@ Result<HeartbeatReply> ParseHeartbeatReply(std::string_view body) {
   }
   if (!j["tasks"].is_array()) return InvalidArgumentError("heartbeat reply: tasks is not a list");
   for (size_t i = 0; i < j["tasks"].size(); ++i) {
-    ASSIGN_OR_RETURN(TaskAssignment a, AssignmentFromJson(j["tasks"][i], "tasks[" + std::to_string(i) + "]"));
+    ASSIGN_OR_RETURN(TaskAssignment a,
+                     AssignmentFromJson(j["tasks"][i], "tasks[" + std::to_string(i) + "]"));
     reply.tasks.push_back(std::move(a));
   }
   return reply;
 }
 
-HttpControlPlaneClient::HttpControlPlaneClient(HttpClientOptions options) : options_(std::move(options)) {}
+HttpControlPlaneClient::HttpControlPlaneClient(HttpClientOptions options)
+    : options_(std::move(options)) {}
 
 Result<std::string> HttpControlPlaneClient::Post(const std::string& path, const std::string& body) {
   httplib::Client client(options_.server_url);
-  if (!client.is_valid()) return InvalidArgumentError("bad server URL \"" + options_.server_url + "\"");
+  if (!client.is_valid())
+    return InvalidArgumentError("bad server URL \"" + options_.server_url + "\"");
   const auto seconds = options_.timeout_micros / kMicrosPerSecond;
   const auto micros = options_.timeout_micros % kMicrosPerSecond;
   client.set_connection_timeout(seconds, micros);
@@ -193,7 +209,8 @@ Result<std::string> HttpControlPlaneClient::Post(const std::string& path, const 
     return UnavailableError("cannot reach the server at " + options_.server_url + " (" +
                             httplib::to_string(res.error()) + ")");
   }
-  if (res->status < 200 || res->status >= 300) return ErrorFromResponse(res->status, res->body, "POST " + path);
+  if (res->status < 200 || res->status >= 300)
+    return ErrorFromResponse(res->status, res->body, "POST " + path);
   return res->body;
 }
 
@@ -201,10 +218,10 @@ Status HttpControlPlaneClient::Register(const Node& node) {
   return Post("/api/v1/nodes", RegisterBody(node)).status();
 }
 
-Result<HeartbeatReply> HttpControlPlaneClient::Heartbeat(const Node& node, const std::vector<TaskReport>& tasks) {
+Result<HeartbeatReply> HttpControlPlaneClient::Heartbeat(const Node& node,
+                                                         const std::vector<TaskReport>& tasks) {
   ASSIGN_OR_RETURN(std::string body,
-                   Post("/api/v1/nodes/" + node.name + "/heartbeat",
-                        HeartbeatBody(node, tasks)));
+                   Post("/api/v1/nodes/" + node.name + "/heartbeat", HeartbeatBody(node, tasks)));
   return ParseHeartbeatReply(body);
 }
 

@@ -1,11 +1,12 @@
 #pragma once
-// HttpControlPlaneClient: the agent's ControlPlaneClient over the server's REST API (JSON over HTTP,
-// cpp-httplib), until the gRPC protocol exists. Register = POST /api/v1/nodes, Heartbeat =
-// POST /api/v1/nodes/{name}/heartbeat; both carry "Authorization: Bearer <token>". The JSON shapes are in
-// docs/agent.md ("Agent ↔ server").
+// HttpControlPlaneClient: the agent's ControlPlaneClient over the server's REST API (JSON over
+// HTTP, cpp-httplib), until the gRPC protocol exists. Register = POST /api/v1/nodes, Heartbeat =
+// POST /api/v1/nodes/{name}/heartbeat; both carry "Authorization: Bearer <token>". The JSON shapes
+// are in docs/agent.md ("Agent ↔ server").
 //
-// Errors: server unreachable → Unavailable naming the URL; 401 → Unauthenticated ("bad node token"); other
-// non-2xx → the server's error message with its code. One client per agent; not thread-safe.
+// Errors: server unreachable → Unavailable naming the URL; 401 → Unauthenticated ("bad node
+// token"); other non-2xx → the server's error message with its code. One client per agent; not
+// thread-safe.
 #include <string>
 #include <string_view>
 
@@ -33,7 +34,8 @@ class HttpControlPlaneClient final : public ControlPlaneClient {
 // The JSON codec, separate so it is tested without a network.
 std::string RegisterBody(const Node& node);
 std::string HeartbeatBody(const Node& node, const std::vector<TaskReport>& tasks);
-// Parses a heartbeat reply. A reply without "tasks" has has_tasks = false. Bad replies are InvalidArgument.
+// Parses a heartbeat reply. A reply without "tasks" has has_tasks = false. Bad replies are
+// InvalidArgument.
 Result<HeartbeatReply> ParseHeartbeatReply(std::string_view body);
 
 }  // namespace xpool::agent

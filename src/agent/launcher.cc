@@ -23,8 +23,9 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-// How long a task's log pump keeps draining after its leader exited and the group was killed: output still in
-// flight is kept, but a process that escaped the group cannot hold the pump forever.
+// How long a task's log pump keeps draining after its leader exited and the group was killed:
+// output still in flight is kept, but a process that escaped the group cannot hold the pump
+// forever.
 constexpr auto kDrainAfterExit = std::chrono::milliseconds(1000);
 
 // What the child tells the parent when it could not exec (over a close-on-exec pipe).
@@ -35,7 +36,8 @@ struct ChildError {
 
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
-// Finds `name` (no slash) in `path_list` the way execvp would, with the task's PATH. Empty when not found.
+// Finds `name` (no slash) in `path_list` the way execvp would, with the task's PATH. Empty when not
+// found.
 std::string SearchPath(const std::string& name, const std::string& path_list) {
   size_t start = 0;
   while (start <= path_list.size()) {
@@ -45,7 +47,8 @@ std::string SearchPath(const std::string& name, const std::string& path_list) {
     if (dir.empty()) dir = ".";
     const std::string candidate = dir + "/" + name;
     struct stat st {};
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
       return candidate;
     }
     start = colon + 1;
@@ -61,7 +64,8 @@ std::string DefaultVgpuLibrary() {
 }
 
 std::string ExitText(const TaskStatus& s) {
-  if (s.signal > 0) return "killed by signal " + std::to_string(s.signal) + " (" + strsignal(s.signal) + ")";
+  if (s.signal > 0)
+    return "killed by signal " + std::to_string(s.signal) + " (" + strsignal(s.signal) + ")";
   return "exited with code " + std::to_string(s.exit_code);
 }
 
@@ -69,16 +73,22 @@ std::string ExitText(const TaskStatus& s) {
 
 std::string_view TaskStateName(TaskState state) {
   switch (state) {
-    case TaskState::kRunning: return "running";
-    case TaskState::kSucceeded: return "succeeded";
-    case TaskState::kFailed: return "failed";
-    case TaskState::kStopped: return "stopped";
-    case TaskState::kSuspended: return "suspended";
+    case TaskState::kRunning:
+      return "running";
+    case TaskState::kSucceeded:
+      return "succeeded";
+    case TaskState::kFailed:
+      return "failed";
+    case TaskState::kStopped:
+      return "stopped";
+    case TaskState::kSuspended:
+      return "suspended";
   }
   return "unknown";
 }
 
-// One task's bookkeeping. The log writer belongs to the pump thread while it runs, then to the launcher.
+// One task's bookkeeping. The log writer belongs to the pump thread while it runs, then to the
+// launcher.
 struct Launcher::Task {
   enum class Phase { kRunning, kSuspending, kStopping, kKilled };
 
@@ -102,7 +112,8 @@ struct Launcher::Task {
 
 namespace {
 
-// Moves a task's output from its pipe to its log file until EOF, or a while after the leader exited.
+// Moves a task's output from its pipe to its log file until EOF, or a while after the leader
+// exited.
 void PumpLog(int fd, LogWriter* log, const std::atomic<bool>* leader_exited) {
   char buf[16384];
   std::optional<SteadyClock::time_point> exit_seen;
@@ -133,7 +144,9 @@ void PumpLog(int fd, LogWriter* log, const std::atomic<bool>* leader_exited) {
 Launcher::Launcher(LauncherOptions options) : options_(std::move(options)) {
   vgpu_library_ = options_.vgpu_library.empty() ? DefaultVgpuLibrary() : options_.vgpu_library;
   if (!vgpu_library_.empty() && ::access(vgpu_library_.c_str(), R_OK) != 0) vgpu_library_.clear();
-  cgroup_ = options_.cgroup_root.empty() ? CgroupV2() : CgroupV2::Probe(options_.cgroup_root, options_.cgroup_parent);
+  cgroup_ = options_.cgroup_root.empty()
+                ? CgroupV2()
+                : CgroupV2::Probe(options_.cgroup_root, options_.cgroup_parent);
   if (!cgroup_.available()) {
     notices_.push_back("tasks run without CPU/memory limits: " + cgroup_.reason());
   }
@@ -155,9 +168,13 @@ TimeMicros Launcher::Now() const {
   return options_.clock ? options_.clock->NowMicros() : RealClock::Instance().NowMicros();
 }
 
-std::string Launcher::TaskDir(const std::string& task_id) const { return options_.state_dir + "/" + task_id; }
+std::string Launcher::TaskDir(const std::string& task_id) const {
+  return options_.state_dir + "/" + task_id;
+}
 
-std::string Launcher::LogPath(const std::string& task_id) const { return TaskDir(task_id) + "/output.log"; }
+std::string Launcher::LogPath(const std::string& task_id) const {
+  return TaskDir(task_id) + "/output.log";
+}
 
 std::vector<std::string> Launcher::TakeNotices() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -170,7 +187,8 @@ Status Launcher::Start(const LaunchSpec& spec) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = tasks_.begin(); it != tasks_.end(); ++it) {
     if ((*it)->status.task_id != spec.task_id) continue;
-    if ((*it)->status.running()) return AlreadyExistsError("task " + spec.task_id + " is already running");
+    if ((*it)->status.running())
+      return AlreadyExistsError("task " + spec.task_id + " is already running");
     tasks_.erase(it);  // a restart replaces the ended record
     break;
   }
@@ -187,8 +205,8 @@ Status Launcher::Start(const LaunchSpec& spec) {
   return s;
 }
 
-// Forks and execs the task. Only async-signal-safe calls happen in the child: everything it needs (argv, envp,
-// paths) is prepared before fork.
+// Forks and execs the task. Only async-signal-safe calls happen in the child: everything it needs
+// (argv, envp, paths) is prepared before fork.
 Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
   TaskStatus& st = task->status;
   auto fail = [&](std::string error) {
@@ -204,7 +222,8 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
   if (options_.inherit_env) {
     for (char** e = environ; e && *e; ++e) {
       const std::string kv(*e);
-      if (size_t eq = kv.find('='); eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+      if (size_t eq = kv.find('='); eq != std::string::npos)
+        env[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
   }
   for (const auto& [k, v] : spec.env) env[k] = v;
@@ -214,17 +233,22 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
   paths.vgpu_library = vgpu_library_;
   task->suspend_file = paths.suspend_file;
   ::unlink(paths.suspend_file.c_str());  // a resumed task must not see its old suspend request
-  if (spec.shares_device && !spec.devices.empty() && vgpu_library_.empty() && !vgpu_missing_noted_) {
+  if (spec.shares_device && !spec.devices.empty() && vgpu_library_.empty() &&
+      !vgpu_missing_noted_) {
     vgpu_missing_noted_ = true;
-    notices_.push_back("runtime library " + std::string(options_.vgpu_library.empty() ? "libxpool-vgpu.so"
-                                                                                     : options_.vgpu_library) +
-                       " not found: tasks sharing a device run without in-process limits");
+    notices_.push_back(
+        "runtime library " +
+        std::string(options_.vgpu_library.empty() ? "libxpool-vgpu.so" : options_.vgpu_library) +
+        " not found: tasks sharing a device run without in-process limits");
   }
-  for (const auto& [k, v] : BuildTaskEnv(spec, paths, env.count("LD_PRELOAD") ? env["LD_PRELOAD"] : "")) env[k] = v;
+  for (const auto& [k, v] :
+       BuildTaskEnv(spec, paths, env.count("LD_PRELOAD") ? env["LD_PRELOAD"] : ""))
+    env[k] = v;
 
   // Checks that give a clear reason before any process exists.
   struct stat wd {};
-  if (::stat(spec.workdir.c_str(), &wd) != 0) return fail("workdir " + Quoted(spec.workdir) + " does not exist");
+  if (::stat(spec.workdir.c_str(), &wd) != 0)
+    return fail("workdir " + Quoted(spec.workdir) + " does not exist");
   if (!S_ISDIR(wd.st_mode)) return fail("workdir " + Quoted(spec.workdir) + " is not a directory");
   std::string program = spec.argv[0];
   if (program.find('/') == std::string::npos) {
@@ -244,7 +268,8 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
       st.cgroup_note = "running without cgroup limits: " + created.status().message();
     }
   }
-  task->log->Note("start: " + spec.argv[0] + " (restart " + std::to_string(spec.restart_count) + ")");
+  task->log->Note("start: " + spec.argv[0] + " (restart " + std::to_string(spec.restart_count) +
+                  ")");
 
   std::vector<std::string> env_strings;
   for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
@@ -256,7 +281,8 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
   argv.push_back(nullptr);
 
   int log_pipe[2], err_pipe[2];
-  if (::pipe2(log_pipe, O_CLOEXEC) != 0) return UnavailableError(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(log_pipe, O_CLOEXEC) != 0)
+    return UnavailableError(std::string("pipe: ") + std::strerror(errno));
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
     ::close(log_pipe[0]);
     ::close(log_pipe[1]);
@@ -269,7 +295,8 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
     return fail(std::string("fork: ") + std::strerror(err));
   }
   if (pid == 0) {
-    // Child. A session of its own makes it the leader of a new process group: signals to -pid reach all of it.
+    // Child. A session of its own makes it the leader of a new process group: signals to -pid reach
+    // all of it.
     ::setsid();
     sigset_t none;
     sigemptyset(&none);
@@ -343,13 +370,14 @@ void Launcher::ReapLocked(Task* task, int wait_status) {
   FinishLocked(task);
 }
 
-// After the leader ended: nothing of the task may outlive it, and its last output is written before anyone
-// reads the status.
+// After the leader ended: nothing of the task may outlive it, and its last output is written before
+// anyone reads the status.
 void Launcher::FinishLocked(Task* task) {
   SignalGroupLocked(task, SIGKILL);
   task->leader_exited = true;
   if (task->pump.joinable()) task->pump.join();
-  task->log->Note("task " + ExitText(task->status) + " (" + std::string(TaskStateName(task->status.state)) + ")");
+  task->log->Note("task " + ExitText(task->status) + " (" +
+                  std::string(TaskStateName(task->status.state)) + ")");
   if (task->in_cgroup) cgroup_.RemoveTask(task->status.task_id);
 }
 
@@ -405,8 +433,10 @@ Status Launcher::Suspend(const std::string& task_id, TimeMicros grace_micros) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& task : tasks_) {
     if (task->status.task_id != task_id) continue;
-    if (!task->status.running()) return FailedPreconditionError("task " + task_id + " is not running");
-    if (task->phase != Task::Phase::kRunning) return Status::Ok();  // already suspending or stopping
+    if (!task->status.running())
+      return FailedPreconditionError("task " + task_id + " is not running");
+    if (task->phase != Task::Phase::kRunning)
+      return Status::Ok();  // already suspending or stopping
     {
       std::ofstream flag(task->suspend_file);
       flag << "suspend requested at " << Now() << "\n";
@@ -434,7 +464,8 @@ Result<TaskStatus> Launcher::WaitFor(const std::string& task_id, TimeMicros time
         found = true;
         if (task->status.running()) {
           int ws = 0;
-          if (::waitpid(task->status.pid, &ws, WNOHANG) == task->status.pid) ReapLocked(task.get(), ws);
+          if (::waitpid(task->status.pid, &ws, WNOHANG) == task->status.pid)
+            ReapLocked(task.get(), ws);
         }
         if (!task->status.running() || SteadyClock::now() >= until) {
           TaskStatus copy = task->status;
@@ -473,7 +504,8 @@ Status Launcher::Forget(const std::string& task_id) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = tasks_.begin(); it != tasks_.end(); ++it) {
     if ((*it)->status.task_id != task_id) continue;
-    if ((*it)->status.running()) return FailedPreconditionError("task " + task_id + " is still running");
+    if ((*it)->status.running())
+      return FailedPreconditionError("task " + task_id + " is still running");
     tasks_.erase(it);
     return Status::Ok();
   }

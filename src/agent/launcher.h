@@ -1,21 +1,27 @@
 #pragma once
 // Launcher: starts and stops the processes of the tasks assigned to this node.
 //
-// Each task is one process started in a session (and process group) of its own, with its workdir, its
-// environment (task_env.h) and stdout+stderr captured into <state_dir>/<task_id>/output.log (task_log.h). Where
-// cgroup v2 is writable it runs in its own cgroup with the CPU and memory of its request (cgroup.h).
+// Each task is one process started in a session (and process group) of its own, with its workdir,
+// its environment (task_env.h) and stdout+stderr captured into <state_dir>/<task_id>/output.log
+// (task_log.h). Where cgroup v2 is writable it runs in its own cgroup with the CPU and memory of
+// its request (cgroup.h).
 //
 //   Stop:    SIGTERM to the group; SIGKILL to the group when the grace runs out (Poll() sends it).
-//   Suspend: writes the task's XPOOL_SUSPEND_FILE and sends the suspend signal (default SIGUSR1) to the group;
-//            when the grace runs out the task is stopped (SIGTERM, then SIGKILL after a further grace).
-//   Exit:    the leader's exit code or signal is recorded; whatever it left behind in its group (or cgroup) is
+//   Suspend: writes the task's XPOOL_SUSPEND_FILE and sends the suspend signal (default SIGUSR1) to
+//   the group;
+//            when the grace runs out the task is stopped (SIGTERM, then SIGKILL after a further
+//            grace).
+//   Exit:    the leader's exit code or signal is recorded; whatever it left behind in its group (or
+//   cgroup) is
 //            killed, so no orphan outlives its task.
-// A command that cannot be executed or a workdir that does not exist does not fail Start(): the task ends at
-// once in state kFailed with the reason in TaskStatus::error and in its log; the agent carries on.
+// A command that cannot be executed or a workdir that does not exist does not fail Start(): the
+// task ends at once in state kFailed with the reason in TaskStatus::error and in its log; the agent
+// carries on.
 //
-// Nothing here blocks for long: Poll() reaps exits and sends due signals; the agent calls it in its loop
-// (WaitFor is a convenience for tests and one-shot commands). A log pump thread per task moves its output to
-// the log file. Thread-safe: every public method takes the launcher's lock. The destructor kills all tasks.
+// Nothing here blocks for long: Poll() reaps exits and sends due signals; the agent calls it in its
+// loop (WaitFor is a convenience for tests and one-shot commands). A log pump thread per task moves
+// its output to the log file. Thread-safe: every public method takes the launcher's lock. The
+// destructor kills all tasks.
 #include <sys/types.h>
 
 #include <csignal>
@@ -46,10 +52,10 @@ struct TaskStatus {
   std::string task_id;
   pid_t pid = 0;
   TaskState state = TaskState::kRunning;
-  int exit_code = -1;  // when it exited
-  int signal = 0;      // when a signal ended it
-  std::string error;     // why it could not start ("exec \"foo\": No such file or directory")
-  std::string log_note;  // set when logging stopped (disk full)
+  int exit_code = -1;       // when it exited
+  int signal = 0;           // when a signal ended it
+  std::string error;        // why it could not start ("exec \"foo\": No such file or directory")
+  std::string log_note;     // set when logging stopped (disk full)
   std::string cgroup_note;  // set when its cgroup limits could not be applied
   TimeMicros started_at = 0;
   TimeMicros ended_at = 0;
@@ -57,9 +63,11 @@ struct TaskStatus {
 };
 
 struct LauncherOptions {
-  std::string state_dir;  // required; per task <state_dir>/<task_id>/ holds output.log, suspend, vgpu.region
+  std::string state_dir;  // required; per task <state_dir>/<task_id>/ holds output.log, suspend,
+                          // vgpu.region
   LogLimits log_limits;
-  // The runtime library preloaded into tasks that share a device; empty = <dir of this binary>/../lib/.
+  // The runtime library preloaded into tasks that share a device; empty = <dir of this
+  // binary>/../lib/.
   std::string vgpu_library;
   std::string cgroup_root = "/sys/fs/cgroup";  // empty = never use cgroups
   std::string cgroup_parent = "xpool";
@@ -75,15 +83,18 @@ class Launcher {
   Launcher(const Launcher&) = delete;
   Launcher& operator=(const Launcher&) = delete;
 
-  // Starts a task. Errors only for a bad spec (ValidateLaunchSpec), a task id already running, or a state
-  // directory that cannot be written; a task whose command cannot run is started and reported as failed.
+  // Starts a task. Errors only for a bad spec (ValidateLaunchSpec), a task id already running, or a
+  // state directory that cannot be written; a task whose command cannot run is started and reported
+  // as failed.
   Status Start(const LaunchSpec& spec);
-  // SIGTERM now, SIGKILL after `grace_micros`. NotFound for an unknown task; a no-op for an ended one.
+  // SIGTERM now, SIGKILL after `grace_micros`. NotFound for an unknown task; a no-op for an ended
+  // one.
   Status Stop(const std::string& task_id, TimeMicros grace_micros);
   // Suspend file + suspend signal now; stop after `grace_micros` (with the same grace for SIGKILL).
   Status Suspend(const std::string& task_id, TimeMicros grace_micros);
 
-  // Reaps ended tasks and sends due signals. Returns the tasks that ended since the previous Poll().
+  // Reaps ended tasks and sends due signals. Returns the tasks that ended since the previous
+  // Poll().
   std::vector<TaskStatus> Poll();
   // Polls until the task ends or `timeout_micros` pass; returns its status (running on timeout).
   Result<TaskStatus> WaitFor(const std::string& task_id, TimeMicros timeout_micros);
@@ -95,7 +106,8 @@ class Launcher {
 
   // The task's log file (also after it ended).
   std::string LogPath(const std::string& task_id) const;
-  // Notices to show once (no cgroup v2, runtime library missing); each is returned by one call only.
+  // Notices to show once (no cgroup v2, runtime library missing); each is returned by one call
+  // only.
   std::vector<std::string> TakeNotices();
   const CgroupV2& cgroup() const { return cgroup_; }
 
@@ -111,10 +123,10 @@ class Launcher {
   const LauncherOptions options_;
   std::string vgpu_library_;  // resolved; empty when not found
   mutable std::mutex mu_;
-  CgroupV2 cgroup_;                              // guarded by mu_
-  std::vector<std::unique_ptr<Task>> tasks_;     // guarded by mu_
-  std::vector<std::string> notices_;             // guarded by mu_
-  bool vgpu_missing_noted_ = false;              // guarded by mu_
+  CgroupV2 cgroup_;                           // guarded by mu_
+  std::vector<std::unique_ptr<Task>> tasks_;  // guarded by mu_
+  std::vector<std::string> notices_;          // guarded by mu_
+  bool vgpu_missing_noted_ = false;           // guarded by mu_
 };
 
 }  // namespace xpool::agent

@@ -69,8 +69,10 @@ void NodeAgent::Reconcile(const HeartbeatReply& reply) {
       case TaskAssignment::Action::kRun:
         if (!current.ok()) {
           const auto failed = start_errors_.find(id);
-          if (failed == start_errors_.end() || failed->second.restart_count < a.spec.restart_count) StartTask(a);
-        } else if (!current->running() && meta != meta_.end() && meta->second.restart_count < a.spec.restart_count) {
+          if (failed == start_errors_.end() || failed->second.restart_count < a.spec.restart_count)
+            StartTask(a);
+        } else if (!current->running() && meta != meta_.end() &&
+                   meta->second.restart_count < a.spec.restart_count) {
           StartTask(a);  // a restart of an ended task
         }
         break;

@@ -1,15 +1,17 @@
 #pragma once
 // NodeAgent: the agent's loop, independent of the transport to the server.
 //
-// Level-triggered: every Tick() reports all tasks this node knows (running and ended-but-unacknowledged) in a
-// heartbeat, and the reply lists every task the server wants here. The agent then starts what is wanted and
-// unknown (or wanted again with a higher restart count), stops or suspends what is marked so, stops what runs
-// but is no longer wanted, and forgets ended tasks the server stopped listing (its acknowledgement). Nothing is
-// lost when either side restarts or the connection drops: the next heartbeat reconciles both views. While the
-// server cannot be reached the tasks keep running and Tick() returns the error.
+// Level-triggered: every Tick() reports all tasks this node knows (running and
+// ended-but-unacknowledged) in a heartbeat, and the reply lists every task the server wants here.
+// The agent then starts what is wanted and unknown (or wanted again with a higher restart count),
+// stops or suspends what is marked so, stops what runs but is no longer wanted, and forgets ended
+// tasks the server stopped listing (its acknowledgement). Nothing is lost when either side restarts
+// or the connection drops: the next heartbeat reconciles both views. While the server cannot be
+// reached the tasks keep running and Tick() returns the error.
 //
 // The contract is written down in docs/agent.md; ControlPlaneClient has an HTTP implementation
-// (agent/http_client.h) and tests use a fake. NodeAgent is owned by the agent's main loop; not thread-safe.
+// (agent/http_client.h) and tests use a fake. NodeAgent is owned by the agent's main loop; not
+// thread-safe.
 #include <map>
 #include <string>
 #include <vector>
@@ -34,8 +36,8 @@ struct TaskReport {
 };
 
 struct HeartbeatReply {
-  // False when the server did not send a task list (a server without assignments yet): the agent then leaves
-  // its tasks alone instead of reading "no tasks wanted".
+  // False when the server did not send a task list (a server without assignments yet): the agent
+  // then leaves its tasks alone instead of reading "no tasks wanted".
   bool has_tasks = true;
   std::vector<TaskAssignment> tasks;
   TimeMicros interval_micros = 2 * kMicrosPerSecond;
@@ -47,7 +49,8 @@ class ControlPlaneClient {
   // Registers (or re-registers) the node with its devices and links.
   virtual Status Register(const Node& node) = 0;
   // Reports device health and every task; returns the tasks the server wants on this node.
-  virtual Result<HeartbeatReply> Heartbeat(const Node& node, const std::vector<TaskReport>& tasks) = 0;
+  virtual Result<HeartbeatReply> Heartbeat(const Node& node,
+                                           const std::vector<TaskReport>& tasks) = 0;
 };
 
 class NodeAgent {
@@ -56,7 +59,8 @@ class NodeAgent {
   NodeAgent(Node node, ControlPlaneClient* client, Launcher* launcher);
 
   Status Register() { return client_->Register(node_); }
-  // One round: reap, heartbeat, reconcile. Errors from the server are returned; tasks are left as they are.
+  // One round: reap, heartbeat, reconcile. Errors from the server are returned; tasks are left as
+  // they are.
   Status Tick();
   // The interval the server asked for in its last reply.
   TimeMicros interval_micros() const { return interval_micros_; }
@@ -75,8 +79,9 @@ class NodeAgent {
   Node node_;
   ControlPlaneClient* client_;
   Launcher* launcher_;
-  std::map<std::string, Meta> meta_;                // every task the launcher holds
-  std::map<std::string, TaskReport> start_errors_;  // specs the launcher refused, reported until acknowledged
+  std::map<std::string, Meta> meta_;  // every task the launcher holds
+  std::map<std::string, TaskReport>
+      start_errors_;  // specs the launcher refused, reported until acknowledged
   TimeMicros interval_micros_ = 2 * kMicrosPerSecond;
 };
 

@@ -44,16 +44,17 @@ class FakeControlPlane : public ControlPlaneClient {
 class NodeAgentTest : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::path(testing::TempDir()).lexically_normal().string() + "xpool_node_agent_" +
-           testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + std::to_string(getpid());
+    dir_ = std::filesystem::path(testing::TempDir()).lexically_normal().string() +
+           "xpool_node_agent_" + testing::UnitTest::GetInstance()->current_test_info()->name() +
+           "_" + std::to_string(getpid());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     LauncherOptions o;
     o.state_dir = dir_ + "/state";
     o.cgroup_root = "";
     launcher_ = std::make_unique<Launcher>(o);
-    agent_ = std::make_unique<NodeAgent>(MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build(), &server_,
-                                         launcher_.get());
+    agent_ = std::make_unique<NodeAgent>(
+        MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build(), &server_, launcher_.get());
   }
   void TearDown() override {
     agent_.reset();

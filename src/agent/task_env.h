@@ -1,8 +1,8 @@
 #pragma once
-// LaunchSpec: everything the launcher needs to start one task (one replica of a job on this node), and
-// BuildTaskEnv: the environment xpool gives the task — its devices, their limits for the runtime library
-// (names from vgpu/vgpu_env.h, shared with that library), its identity and distributed-training variables.
-// Value types and pure functions; thread-compatible.
+// LaunchSpec: everything the launcher needs to start one task (one replica of a job on this node),
+// and BuildTaskEnv: the environment xpool gives the task — its devices, their limits for the
+// runtime library (names from vgpu/vgpu_env.h, shared with that library), its identity and
+// distributed-training variables. Value types and pure functions; thread-compatible.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -17,9 +17,9 @@ namespace xpool::agent {
 
 // One device given to the task, with the limits the runtime library enforces.
 struct TaskDevice {
-  int index = 0;            // the device's index on its node (what the driver numbers it)
-  int64_t memory_mib = 0;   // 0 = no memory limit
-  int core_percent = 0;     // 1..99 = limit; 0 or 100 = none
+  int index = 0;           // the device's index on its node (what the driver numbers it)
+  int64_t memory_mib = 0;  // 0 = no memory limit
+  int core_percent = 0;    // 1..99 = limit; 0 or 100 = none
 };
 
 // torchrun-style variables for jobs with several replicas.
@@ -32,41 +32,46 @@ struct DistributedEnv {
 };
 
 struct LaunchSpec {
-  std::string task_id;  // [A-Za-z0-9._-], unique among the launcher's tasks; names its log and cgroup
-  std::vector<std::string> argv;  // argv[0] is looked up in PATH
-  std::string workdir;            // must exist
+  std::string
+      task_id;  // [A-Za-z0-9._-], unique among the launcher's tasks; names its log and cgroup
+  std::vector<std::string> argv;           // argv[0] is looked up in PATH
+  std::string workdir;                     // must exist
   std::map<std::string, std::string> env;  // the job's own variables (xpool's variables win)
   int64_t job_id = 0;
   int replica = 0;
   int restart_count = 0;
   Vendor vendor = Vendor::kNvidia;
   std::vector<TaskDevice> devices;
-  bool shares_device = false;  // some device is shared with other tasks → preload the runtime library
+  bool shares_device =
+      false;  // some device is shared with other tasks → preload the runtime library
   std::optional<DistributedEnv> distributed;
   int64_t cpu_milli = 0;   // cgroup cpu.max; 0 = none
   int64_t memory_mib = 0;  // cgroup memory.max; 0 = none
 };
 
-// Checks what the launcher relies on: a task id usable as a file name, a command, a workdir path, env names.
+// Checks what the launcher relies on: a task id usable as a file name, a command, a workdir path,
+// env names.
 Status ValidateLaunchSpec(const LaunchSpec& spec);
 
-// The task's devices from its allocation on `node`: limits from the grants (memory MiB; compute milli → percent)
-// and whether the task shares a device (a grant of less than the whole device).
-std::vector<TaskDevice> TaskDevicesFromGrants(const Node& node, const std::vector<DeviceGrant>& grants,
+// The task's devices from its allocation on `node`: limits from the grants (memory MiB; compute
+// milli → percent) and whether the task shares a device (a grant of less than the whole device).
+std::vector<TaskDevice> TaskDevicesFromGrants(const Node& node,
+                                              const std::vector<DeviceGrant>& grants,
                                               bool* shares_device);
 
 // Paths the launcher chose for the task (empty = not set).
 struct TaskPaths {
   std::string shared_region;  // XPOOL_SHARED_REGION
   std::string suspend_file;   // XPOOL_SUSPEND_FILE
-  std::string vgpu_library;   // LD_PRELOAD'ed when the task shares a device; empty = library not found
+  std::string
+      vgpu_library;  // LD_PRELOAD'ed when the task shares a device; empty = library not found
 };
 
 // xpool's variables for the task: visible devices (the vendor's variable; for NVIDIA also
-// NVIDIA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER=PCI_BUS_ID so CUDA numbers devices as NVML does), per-device
-// limits, XPOOL_JOB_ID / XPOOL_REPLICA / XPOOL_RESTART_COUNT / XPOOL_SUSPEND_FILE, XPOOL_SHARED_REGION and
-// LD_PRELOAD (shared devices only; `inherited_ld_preload` is kept after ours), and MASTER_ADDR, MASTER_PORT,
-// WORLD_SIZE, RANK, LOCAL_RANK for distributed jobs.
+// NVIDIA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER=PCI_BUS_ID so CUDA numbers devices as NVML does),
+// per-device limits, XPOOL_JOB_ID / XPOOL_REPLICA / XPOOL_RESTART_COUNT / XPOOL_SUSPEND_FILE,
+// XPOOL_SHARED_REGION and LD_PRELOAD (shared devices only; `inherited_ld_preload` is kept after
+// ours), and MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK for distributed jobs.
 std::map<std::string, std::string> BuildTaskEnv(const LaunchSpec& spec, const TaskPaths& paths,
                                                 const std::string& inherited_ld_preload);
 

@@ -85,7 +85,8 @@ TEST(TaskEnvTest, DevicesFromGrants) {
   EXPECT_TRUE(shares);
   TaskDevicesFromGrants(node, {{3, 81920, 1000}}, &shares);
   EXPECT_FALSE(shares);
-  auto partial = TaskDevicesFromGrants(node, {{0, 1024, 0}}, &shares);  // memory share, no compute reserved
+  auto partial =
+      TaskDevicesFromGrants(node, {{0, 1024, 0}}, &shares);  // memory share, no compute reserved
   EXPECT_TRUE(shares);
   EXPECT_EQ(partial[0].core_percent, 0);
   auto odd = TaskDevicesFromGrants(node, {{0, 1024, 333}}, &shares);
@@ -105,8 +106,16 @@ TEST(ValidateLaunchSpecTest, RejectsBadSpecs) {
       {"no command", [](LaunchSpec& s) { s.argv.clear(); }, "no command"},
       {"no workdir", [](LaunchSpec& s) { s.workdir.clear(); }, "no workdir"},
       {"bad env", [](LaunchSpec& s) { s.env["A=B"] = "1"; }, "environment variable"},
-      {"bad core", [](LaunchSpec& s) { s.devices = {{0, 0, 150}}; }, "device limits"},
-      {"bad rank", [](LaunchSpec& s) { s.distributed = DistributedEnv{"h", 1, 2, 2, 0}; }, "rank"},
+      {"bad core",
+       [](LaunchSpec& s) {
+         s.devices = {{0, 0, 150}};
+       },
+       "device limits"},
+      {"bad rank",
+       [](LaunchSpec& s) {
+         s.distributed = DistributedEnv{"h", 1, 2, 2, 0};
+       },
+       "rank"},
   };
   EXPECT_TRUE(ValidateLaunchSpec(BaseSpec()).ok());
   for (const Case& c : cases) {

@@ -31,7 +31,8 @@ std::string RotatedName(const std::string& path, int i) { return path + "." + st
 
 }  // namespace
 
-LogWriter::LogWriter(std::string path, LogLimits limits) : path_(std::move(path)), limits_(limits) {}
+LogWriter::LogWriter(std::string path, LogLimits limits)
+    : path_(std::move(path)), limits_(limits) {}
 
 LogWriter::~LogWriter() {
   if (fd_ >= 0) ::close(fd_);
@@ -86,7 +87,8 @@ bool LogWriter::Rotate() {
 
 void LogWriter::WriteChunk(std::string_view data) {
   if (int err = WriteAll(fd_, data); err != 0) {
-    StopWithNote(err == ENOSPC ? "the log disk is full" : "write to " + path_ + " failed: " + ErrnoText(err));
+    StopWithNote(err == ENOSPC ? "the log disk is full"
+                               : "write to " + path_ + " failed: " + ErrnoText(err));
     return;
   }
   size_ += static_cast<int64_t>(data.size());
@@ -100,7 +102,8 @@ void LogWriter::Write(std::string_view data) {
       if (!Rotate()) return;
       continue;
     }
-    const size_t n = static_cast<size_t>(std::min<int64_t>(room, static_cast<int64_t>(data.size())));
+    const size_t n =
+        static_cast<size_t>(std::min<int64_t>(room, static_cast<int64_t>(data.size())));
     WriteChunk(data.substr(0, n));
     data.remove_prefix(n);
   }
@@ -111,7 +114,8 @@ void LogWriter::Note(std::string_view text) { Write("[xpool] " + std::string(tex
 std::vector<std::string> LogFiles(const std::string& path) {
   std::vector<std::string> rotated;
   struct stat st {};
-  for (int i = 1; ::stat(RotatedName(path, i).c_str(), &st) == 0; ++i) rotated.push_back(RotatedName(path, i));
+  for (int i = 1; ::stat(RotatedName(path, i).c_str(), &st) == 0; ++i)
+    rotated.push_back(RotatedName(path, i));
   std::vector<std::string> files(rotated.rbegin(), rotated.rend());
   if (::stat(path.c_str(), &st) == 0) files.push_back(path);
   return files;
@@ -151,7 +155,8 @@ Status LogFollower::Open(bool from_start) {
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) return NotFoundError("no log at " + path_);
   struct stat st {};
-  if (::fstat(fd_, &st) != 0) return UnavailableError("cannot stat " + path_ + ": " + ErrnoText(errno));
+  if (::fstat(fd_, &st) != 0)
+    return UnavailableError("cannot stat " + path_ + ": " + ErrnoText(errno));
   inode_ = st.st_ino;
   if (!from_start) ::lseek(fd_, 0, SEEK_END);
   return Status::Ok();
@@ -179,7 +184,8 @@ Result<std::string> LogFollower::ReadNew() {
   RETURN_IF_ERROR(ReadToEnd(fd_, path_, &out));
   struct stat live {};
   if (::stat(path_.c_str(), &live) != 0 || live.st_ino == inode_) return out;
-  // Rotated, maybe several times: our file is now <path>.k; the files rotated after it are .k-1 ... .1.
+  // Rotated, maybe several times: our file is now <path>.k; the files rotated after it are .k-1 ...
+  // .1.
   int k = 1;
   struct stat st {};
   while (::stat(RotatedName(path_, k).c_str(), &st) == 0 && st.st_ino != inode_) ++k;

@@ -1,14 +1,14 @@
 #pragma once
-// Task logs: what a task writes to stdout and stderr, captured by the launcher into one size-capped, rotated
-// file per task, and read back by `xpool logs JOB [--replica N] [-f]`.
+// Task logs: what a task writes to stdout and stderr, captured by the launcher into one
+// size-capped, rotated file per task, and read back by `xpool logs JOB [--replica N] [-f]`.
 //
-// Files: <path> is the live file; when a write would take it past max_bytes it becomes <path>.1 (older ones
-// shift to .2 ... .keep, the oldest is deleted). stdout and stderr share one pipe, so their lines stay in order.
-// When the disk fills (or any write fails), LogWriter stops writing, records a note and discards what follows:
-// the task is never blocked or killed because of its log.
+// Files: <path> is the live file; when a write would take it past max_bytes it becomes <path>.1
+// (older ones shift to .2 ... .keep, the oldest is deleted). stdout and stderr share one pipe, so
+// their lines stay in order. When the disk fills (or any write fails), LogWriter stops writing,
+// records a note and discards what follows: the task is never blocked or killed because of its log.
 //
-// LogWriter is owned by one task's log pump thread; note() and stopped() are safe from any thread. The reading
-// functions are stateless; LogFollower is owned by one reader (not thread-safe).
+// LogWriter is owned by one task's log pump thread; note() and stopped() are safe from any thread.
+// The reading functions are stateless; LogFollower is owned by one reader (not thread-safe).
 #include <sys/types.h>
 
 #include <atomic>
@@ -38,7 +38,8 @@ class LogWriter {
   Status Open();
   // Appends task output, rotating as needed. Never fails: a write error stops logging with a note.
   void Write(std::string_view data);
-  // Appends a line "[xpool] <text>" (launcher events: start failures, restarts). Also subject to the limits.
+  // Appends a line "[xpool] <text>" (launcher events: start failures, restarts). Also subject to
+  // the limits.
   void Note(std::string_view text);
 
   bool stopped() const { return stopped_.load(); }
@@ -62,11 +63,12 @@ class LogWriter {
 
 // The task's log files, oldest first (<path>.N ... <path>.1, <path>); only those that exist.
 std::vector<std::string> LogFiles(const std::string& path);
-// The last `max_bytes` of the task's output across its rotated files (all of it when max_bytes <= 0).
-// NotFound when the task has no log.
+// The last `max_bytes` of the task's output across its rotated files (all of it when max_bytes <=
+// 0). NotFound when the task has no log.
 Result<std::string> ReadLogTail(const std::string& path, int64_t max_bytes);
 
-// Follows a live log across rotations (as `tail -F`): each ReadNew() returns what was appended since the last.
+// Follows a live log across rotations (as `tail -F`): each ReadNew() returns what was appended
+// since the last.
 class LogFollower {
  public:
   explicit LogFollower(std::string path) : path_(std::move(path)) {}
@@ -76,7 +78,8 @@ class LogFollower {
 
   // Starts at the live file's beginning (from_start) or its end. NotFound when there is no log yet.
   Status Open(bool from_start);
-  // New output, possibly empty. Follows the live file when it is rotated (finishing the old one first).
+  // New output, possibly empty. Follows the live file when it is rotated (finishing the old one
+  // first).
   Result<std::string> ReadNew();
 
  private:

@@ -10,7 +10,8 @@ namespace xpool::agent {
 namespace {
 
 std::string FreshDir(const std::string& name) {
-  const std::string dir = std::filesystem::path(testing::TempDir()).lexically_normal().string() + "xpool_agent_" + name + "_" + std::to_string(getpid());
+  const std::string dir = std::filesystem::path(testing::TempDir()).lexically_normal().string() +
+                          "xpool_agent_" + name + "_" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
@@ -86,7 +87,8 @@ TEST(LogFollowerTest, FollowsAcrossRotation) {
   EXPECT_EQ(*follower.ReadNew(), "before\n");
   EXPECT_EQ(*follower.ReadNew(), "");
   std::string expected, got;
-  for (int i = 0; i < 40; ++i) {  // 40 × 9 bytes into 64-byte files: several rotations between reads
+  for (int i = 0; i < 40;
+       ++i) {  // 40 × 9 bytes into 64-byte files: several rotations between reads
     const std::string line = "line " + std::to_string(100 + i) + "\n";
     expected += line;
     log.Write(line);

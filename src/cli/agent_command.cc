@@ -3,10 +3,16 @@
 //   xpool agent --print-devices                          NVML, or "no NVML found"
 //   xpool agent --simulate 4xA100-80GB --print-devices   a simulated node
 //   xpool agent --node-file node.yaml --print-devices
-//   xpool agent --server http://127.0.0.1:8470 --token-file var/admin.token [--simulate 4xA100-80GB]
-//       registers the node and runs what the server assigns (heartbeats, task reports) until Ctrl-C.
-//   xpool agent --simulate 2xA100-80GB --run --devices 1 --gpumem 8192 --gpucores 50 -- python3 train.py
-//       runs one task through the launcher as the agent would (env, process group, logs) and streams its log.
+//   xpool agent --server http://127.0.0.1:8470 --token-file var/admin.token [--simulate
+//   4xA100-80GB]
+//       registers the node and runs what the server assigns (heartbeats, task reports) until
+//       Ctrl-C.
+//   xpool agent --simulate 2xA100-80GB --run --devices 1 --gpumem 8192 --gpucores 50 -- python3
+//   train.py
+//       runs one task through the launcher as the agent would (env, process group, logs) and
+//       streams its log.
+#include "cli/agent_command.h"
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -18,7 +24,6 @@
 #include "agent/http_client.h"
 #include "agent/launcher.h"
 #include "agent/node_agent.h"
-#include "cli/agent_command.h"
 #include "common/flags.h"
 #include "common/units.h"
 
@@ -28,7 +33,8 @@ namespace {
 volatile std::sig_atomic_t g_interrupted = 0;
 void OnInterrupt(int) { g_interrupted = 1; }
 
-Result<std::vector<agent::TaskDevice>> ParseDevices(const std::string& list, const agent::DiscoveryReport& report,
+Result<std::vector<agent::TaskDevice>> ParseDevices(const std::string& list,
+                                                    const agent::DiscoveryReport& report,
                                                     int64_t gpumem, int64_t gpucores) {
   std::vector<agent::TaskDevice> devices;
   size_t start = 0;
@@ -38,7 +44,8 @@ Result<std::vector<agent::TaskDevice>> ParseDevices(const std::string& list, con
     auto index = ParseNonNegativeInt(list.substr(start, comma - start));
     if (!index.ok()) return InvalidArgumentError("--devices: " + index.status().message());
     if (*index >= static_cast<int64_t>(report.node.devices.size())) {
-      return InvalidArgumentError("--devices: no device " + std::to_string(*index) + " on this node (it has " +
+      return InvalidArgumentError("--devices: no device " + std::to_string(*index) +
+                                  " on this node (it has " +
                                   std::to_string(report.node.devices.size()) + ")");
     }
     devices.push_back({static_cast<int>(*index), gpumem, static_cast<int>(gpucores)});
@@ -48,13 +55,15 @@ Result<std::vector<agent::TaskDevice>> ParseDevices(const std::string& list, con
 }
 
 void PrintNotices(agent::Launcher& launcher) {
-  for (const std::string& notice : launcher.TakeNotices()) std::fprintf(stderr, "notice: %s\n", notice.c_str());
+  for (const std::string& notice : launcher.TakeNotices())
+    std::fprintf(stderr, "notice: %s\n", notice.c_str());
 }
 
-// Runs one task in the foreground, streaming its log; Ctrl-C stops it (SIGTERM, SIGKILL after the grace).
+// Runs one task in the foreground, streaming its log; Ctrl-C stops it (SIGTERM, SIGKILL after the
+// grace).
 int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::TaskDevice>& devices,
-               const std::vector<std::string>& command, const std::string& state_dir, const std::string& workdir,
-               int64_t grace_s) {
+               const std::vector<std::string>& command, const std::string& state_dir,
+               const std::string& workdir, int64_t grace_s) {
   agent::LauncherOptions options;
   options.state_dir = state_dir;
   agent::Launcher launcher(options);
@@ -84,7 +93,8 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::Ta
   for (;;) {
     if (g_interrupted && !stopping) {
       stopping = true;
-      std::fprintf(stderr, "stopping the task (SIGTERM, SIGKILL after %llds)\n", static_cast<long long>(grace_s));
+      std::fprintf(stderr, "stopping the task (SIGTERM, SIGKILL after %llds)\n",
+                   static_cast<long long>(grace_s));
       (void)launcher.Stop(spec.task_id, grace_s * kMicrosPerSecond);
     }
     auto ended = launcher.Poll();
@@ -99,7 +109,8 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::Ta
         auto text = follower.ReadNew();
         if (text.ok()) std::fwrite(text->data(), 1, text->size(), stdout);
       }
-      std::fprintf(stderr, "task %s: %s", st.task_id.c_str(), std::string(agent::TaskStateName(st.state)).c_str());
+      std::fprintf(stderr, "task %s: %s", st.task_id.c_str(),
+                   std::string(agent::TaskStateName(st.state)).c_str());
       if (!st.error.empty()) std::fprintf(stderr, " — %s", st.error.c_str());
       if (!st.log_note.empty()) std::fprintf(stderr, " — %s", st.log_note.c_str());
       std::fprintf(stderr, "\nlog: %s\n", launcher.LogPath(spec.task_id).c_str());
@@ -110,8 +121,8 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::Ta
   }
 }
 
-// Registers, then heartbeats and reconciles until interrupted. An unreachable server is retried (tasks keep
-// running); a rejected token ends the agent.
+// Registers, then heartbeats and reconciles until interrupted. An unreachable server is retried
+// (tasks keep running); a rejected token ends the agent.
 int Serve(const agent::DiscoveryReport& report, const std::string& server, const std::string& token,
           const std::string& state_dir) {
   agent::LauncherOptions options;
@@ -128,10 +139,12 @@ int Serve(const agent::DiscoveryReport& report, const std::string& server, const
     Status s = registered ? node_agent.Tick() : node_agent.Register();
     if (s.ok() && !registered) {
       registered = true;
-      std::fprintf(stderr, "agent: node %s registered with %s (%zu device(s)%s)\n", report.node.name.c_str(),
-                   server.c_str(), report.node.devices.size(), report.node.simulated ? ", SIMULATED" : "");
+      std::fprintf(stderr, "agent: node %s registered with %s (%zu device(s)%s)\n",
+                   report.node.name.c_str(), server.c_str(), report.node.devices.size(),
+                   report.node.simulated ? ", SIMULATED" : "");
     }
-    if (!s.ok() && (s.code() == StatusCode::kUnauthenticated || s.code() == StatusCode::kPermissionDenied)) {
+    if (!s.ok() &&
+        (s.code() == StatusCode::kUnauthenticated || s.code() == StatusCode::kPermissionDenied)) {
       std::fprintf(stderr, "error: %s\n", s.message().c_str());
       return 1;
     }
@@ -140,7 +153,8 @@ int Serve(const agent::DiscoveryReport& report, const std::string& server, const
     }
     if (s.ok() && !last_error.empty()) std::fprintf(stderr, "agent: connected again\n");
     last_error = s.ok() ? "" : s.message();
-    if (s.code() == StatusCode::kNotFound) registered = false;  // the server forgot the node: register again
+    if (s.code() == StatusCode::kNotFound)
+      registered = false;  // the server forgot the node: register again
     PrintNotices(launcher);
     const TimeMicros wait = node_agent.interval_micros();
     for (TimeMicros waited = 0; waited < wait && !g_interrupted; waited += 50'000) {
@@ -154,15 +168,18 @@ int Serve(const agent::DiscoveryReport& report, const std::string& server, const
 }  // namespace
 
 int RunAgent(const Args& args) {
-  FlagSet flags("xpool agent",
-                "The node agent: discovers this machine's accelerators and runs the tasks assigned to it.\n"
-                "Until the agent protocol lands it prints the devices (--print-devices) or runs one task locally\n"
-                "(--run -- CMD ARGS...).");
+  FlagSet flags(
+      "xpool agent",
+      "The node agent: discovers this machine's accelerators and runs the tasks assigned to it.\n"
+      "Until the agent protocol lands it prints the devices (--print-devices) or runs one task "
+      "locally\n"
+      "(--run -- CMD ARGS...).");
   std::string simulate, node_file, nvml_library = "libnvidia-ml.so.1", name, devices_list;
   std::string state_dir = "var/agent", workdir = ".", server, token, token_file;
   bool print_devices = false, run = false;
   int64_t gpumem = 0, gpucores = 0, grace = 10;
-  flags.String("simulate", &simulate, "simulated devices, e.g. 4xA100-80GB or 2xA100-80GB,2xT4-16GB");
+  flags.String("simulate", &simulate,
+               "simulated devices, e.g. 4xA100-80GB or 2xA100-80GB,2xT4-16GB");
   flags.String("node-file", &node_file, "YAML file describing a simulated node (docs/agent.md)");
   flags.String("nvml-library", &nvml_library, "NVML library to dlopen");
   flags.String("name", &name, "node name (default: host name)");
@@ -170,7 +187,9 @@ int RunAgent(const Args& args) {
   flags.String("server", &server, "serve this server's assignments, e.g. http://127.0.0.1:8470");
   flags.String("token", &token, "node (or admin) token; default $XPOOL_TOKEN");
   flags.String("token-file", &token_file, "read the token from this file");
-  flags.Bool("run", &run, "run the command after -- as one task on this node, stream its log, exit with its code");
+  flags.Bool(
+      "run", &run,
+      "run the command after -- as one task on this node, stream its log, exit with its code");
   flags.String("devices", &devices_list, "with --run: device indexes for the task, e.g. 0,1");
   flags.Int("gpumem", &gpumem, "with --run: memory limit per device in MiB (0 = none)");
   flags.Int("gpucores", &gpucores, "with --run: compute limit per device in percent (0 = none)");
@@ -184,7 +203,8 @@ int RunAgent(const Args& args) {
     return 2;
   }
   if (!print_devices && !run && server.empty()) {
-    std::fprintf(stderr, "error: give --server URL (serve), --print-devices or --run\n\n%s", flags.Usage().c_str());
+    std::fprintf(stderr, "error: give --server URL (serve), --print-devices or --run\n\n%s",
+                 flags.Usage().c_str());
     return 2;
   }
   if (!server.empty() && run) {
@@ -216,7 +236,8 @@ int RunAgent(const Args& args) {
   }
   if (print_devices) std::fputs(agent::FormatDeviceTable(*report).c_str(), stdout);
   if (!server.empty()) {
-    if (!print_devices && !report->note.empty()) std::fprintf(stderr, "agent: %s\n", report->note.c_str());
+    if (!print_devices && !report->note.empty())
+      std::fprintf(stderr, "agent: %s\n", report->note.c_str());
     return Serve(*report, server, token, state_dir);
   }
   if (!run) return 0;

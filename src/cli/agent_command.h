@@ -1,6 +1,7 @@
 #pragma once
-// `xpool agent`: the node agent (agent_command.cc). For now: device discovery (--print-devices) and a local
-// one-task run through the launcher (--run -- CMD...); the loop with the server comes with the agent protocol.
+// `xpool agent`: the node agent (agent_command.cc). For now: device discovery (--print-devices) and
+// a local one-task run through the launcher (--run -- CMD...); the loop with the server comes with
+// the agent protocol.
 #include "cli/commands.h"
 
 namespace xpool::cli {

@@ -12,7 +12,8 @@
 namespace xpool::agent {
 namespace {
 
-// The resolved NVML entry points. Required ones fail the load when missing; optional ones may be null.
+// The resolved NVML entry points. Required ones fail the load when missing; optional ones may be
+// null.
 struct NvmlApi {
   xpool_nvmlInit_v2_fn init = nullptr;
   xpool_nvmlShutdown_fn shutdown = nullptr;
@@ -65,7 +66,8 @@ Status LoadApi(void* lib, NvmlApi* api) {
   need(Resolve(lib, "nvmlShutdown", &api->shutdown), "nvmlShutdown");
   need(Resolve(lib, "nvmlErrorString", &api->error_string), "nvmlErrorString");
   need(Resolve(lib, "nvmlDeviceGetCount_v2", &api->get_count), "nvmlDeviceGetCount_v2");
-  need(Resolve(lib, "nvmlDeviceGetHandleByIndex_v2", &api->get_handle), "nvmlDeviceGetHandleByIndex_v2");
+  need(Resolve(lib, "nvmlDeviceGetHandleByIndex_v2", &api->get_handle),
+       "nvmlDeviceGetHandleByIndex_v2");
   need(Resolve(lib, "nvmlDeviceGetUUID", &api->get_uuid), "nvmlDeviceGetUUID");
   need(Resolve(lib, "nvmlDeviceGetName", &api->get_name), "nvmlDeviceGetName");
   need(Resolve(lib, "nvmlDeviceGetMemoryInfo", &api->get_memory), "nvmlDeviceGetMemoryInfo");
@@ -89,12 +91,18 @@ std::string SysfsBusId(const char* nvml_bus_id) {
 // NVML's common-ancestor level → the project's link scale.
 int ScoreForTopologyLevel(int level) {
   switch (level) {
-    case XPOOL_NVML_TOPOLOGY_INTERNAL: return kLinkSameBoard;
-    case XPOOL_NVML_TOPOLOGY_SINGLE: return kLinkPcieSwitch;
-    case XPOOL_NVML_TOPOLOGY_MULTIPLE: return kLinkPcieMultiSwitch;
-    case XPOOL_NVML_TOPOLOGY_HOSTBRIDGE: return kLinkPcieHostBridge;
-    case XPOOL_NVML_TOPOLOGY_NODE: return kLinkNuma;
-    default: return kLinkSystem;
+    case XPOOL_NVML_TOPOLOGY_INTERNAL:
+      return kLinkSameBoard;
+    case XPOOL_NVML_TOPOLOGY_SINGLE:
+      return kLinkPcieSwitch;
+    case XPOOL_NVML_TOPOLOGY_MULTIPLE:
+      return kLinkPcieMultiSwitch;
+    case XPOOL_NVML_TOPOLOGY_HOSTBRIDGE:
+      return kLinkPcieHostBridge;
+    case XPOOL_NVML_TOPOLOGY_NODE:
+      return kLinkNuma;
+    default:
+      return kLinkSystem;
   }
 }
 
@@ -107,7 +115,8 @@ struct Probed {
 int NumaNode(const NvmlApi& api, const Probed& p, const std::string& pci_sysfs) {
   if (api.get_numa) {
     unsigned int numa = 0;
-    if (api.get_numa(p.handle, &numa) == XPOOL_NVML_SUCCESS && numa < 4096) return static_cast<int>(numa);
+    if (api.get_numa(p.handle, &numa) == XPOOL_NVML_SUCCESS && numa < 4096)
+      return static_cast<int>(numa);
   }
   if (p.bus_id.empty()) return 0;
   std::ifstream in(pci_sysfs + "/" + p.bus_id + "/numa_node");
@@ -116,7 +125,8 @@ int NumaNode(const NvmlApi& api, const Probed& p, const std::string& pci_sysfs) 
   return numa;
 }
 
-Probed ProbeDevice(const NvmlApi& api, unsigned int index, const std::string& pci_sysfs, std::string* note) {
+Probed ProbeDevice(const NvmlApi& api, unsigned int index, const std::string& pci_sysfs,
+                   std::string* note) {
   Probed p;
   p.device.vendor = Vendor::kNvidia;
   p.device.index = static_cast<int>(index);
@@ -162,7 +172,8 @@ int NvlinkLanes(const NvmlApi& api, const Probed& a, const Probed& b) {
   int lanes = 0;
   for (unsigned int link = 0; link < XPOOL_NVML_NVLINK_MAX_LINKS; ++link) {
     int state = XPOOL_NVML_FEATURE_DISABLED;
-    if (api.get_nvlink_state(a.handle, link, &state) != XPOOL_NVML_SUCCESS) break;  // past the last link
+    if (api.get_nvlink_state(a.handle, link, &state) != XPOOL_NVML_SUCCESS)
+      break;  // past the last link
     if (state != XPOOL_NVML_FEATURE_ENABLED) continue;
     xpool_nvmlPciInfo_t remote = {};
     if (api.get_nvlink_remote(a.handle, link, &remote) != XPOOL_NVML_SUCCESS) continue;
@@ -196,7 +207,9 @@ LinkTable ProbeLinks(const NvmlApi& api, const std::vector<Probed>& devices) {
 }  // namespace
 
 NvmlDiscovery::NvmlDiscovery(std::string library, std::string pci_sysfs, std::string node_name)
-    : library_(std::move(library)), pci_sysfs_(std::move(pci_sysfs)), node_name_(std::move(node_name)) {}
+    : library_(std::move(library)),
+      pci_sysfs_(std::move(pci_sysfs)),
+      node_name_(std::move(node_name)) {}
 
 Result<DiscoveryReport> NvmlDiscovery::Discover() {
   DiscoveryReport report;
@@ -208,7 +221,8 @@ Result<DiscoveryReport> NvmlDiscovery::Discover() {
   if (!lib.get()) {
     const char* why = dlerror();
     report.available = false;
-    report.note = "no NVML found (" + (why ? std::string(why) : library_) + "): no NVIDIA devices on this node";
+    report.note = "no NVML found (" + (why ? std::string(why) : library_) +
+                  "): no NVIDIA devices on this node";
     return report;
   }
   NvmlApi api;
@@ -216,7 +230,8 @@ Result<DiscoveryReport> NvmlDiscovery::Discover() {
   if (xpool_nvmlReturn_t rc = api.init(); rc != XPOOL_NVML_SUCCESS) {
     if (rc == XPOOL_NVML_ERROR_DRIVER_NOT_LOADED) {
       report.available = false;
-      report.note = "NVML found but the NVIDIA driver is not loaded: no NVIDIA devices on this node";
+      report.note =
+          "NVML found but the NVIDIA driver is not loaded: no NVIDIA devices on this node";
       return report;
     }
     return UnavailableError("nvmlInit failed: " + api.Error(rc));
@@ -229,7 +244,8 @@ Result<DiscoveryReport> NvmlDiscovery::Discover() {
   }
   std::string problems;
   std::vector<Probed> probed;
-  for (unsigned int i = 0; i < count && i < 256; ++i) probed.push_back(ProbeDevice(api, i, pci_sysfs_, &problems));
+  for (unsigned int i = 0; i < count && i < 256; ++i)
+    probed.push_back(ProbeDevice(api, i, pci_sysfs_, &problems));
   for (const Probed& p : probed) report.node.devices.push_back(p.device);
   if (probed.size() > 1) report.node.links = ProbeLinks(api, probed);
   (void)api.shutdown();
