@@ -1,0 +1,526 @@
+#include "server/api.h"
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <sstream>
+
+#include "model/job_spec.h"
+#include "model/job_state.h"
+#include "server/auth.h"
+#include "server/http_status.h"
+#include "server/internal/json_codec.h"
+#include "store/token.h"
+
+namespace xpool::server {
+namespace {
+
+using internal::Json;
+
+enum class Access { kPublic, kTenant, kAdmin };
+
+std::vector<std::string> Split(const std::string& path) {
+  std::vector<std::string> parts;
+  std::string cur;
+  for (char c : path) {
+    if (c == '/') {
+      if (!cur.empty()) parts.push_back(std::move(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) parts.push_back(std::move(cur));
+  return parts;
+}
+
+ApiResponse JsonResponse(int status, const Json& body) {
+  return ApiResponse{status, "application/json", body.dump(-1, ' ', false, Json::error_handler_t::replace)};
+}
+
+ApiResponse ErrorResponse(const Status& s) {
+  return ApiResponse{HttpStatusFor(s), "application/json", ErrorBody(s)};
+}
+
+Result<JobId> ParseJobId(const std::string& text) {
+  int64_t v = 0;
+  if (text.empty() || text.size() > 18) return NotFoundError("job " + text + " not found");
+  for (char c : text) {
+    if (c < '0' || c > '9') return NotFoundError("job " + text + " not found");
+    v = v * 10 + (c - '0');
+  }
+  return JobId(v);
+}
+
+}  // namespace
+
+struct Api::Impl {
+  struct Caller {
+    TenantRecord tenant;
+  };
+  using Params = std::vector<std::string>;
+  using Handler = Result<ApiResponse> (Impl::*)(const ApiRequest&, const Caller&, const Params&);
+  struct Route {
+    const char* method;
+    const char* pattern;
+    Access access;
+    Handler handler;
+    const char* summary;
+  };
+
+  Impl(StateStore& s, ControlPlane& c, MetricsRegistry& m, Clock& k, ApiOptions o)
+      : store(s), control(c), metrics(m), clock(k), options(o) {}
+
+  StateStore& store;
+  ControlPlane& control;
+  MetricsRegistry& metrics;
+  Clock& clock;
+  ApiOptions options;
+
+  std::mutex cache_mu;
+  struct CachedAuth {
+    TenantRecord tenant;
+    TimeMicros expires_us;
+  };
+  std::unordered_map<std::string, CachedAuth> auth_cache;  // by token hash; guarded by cache_mu
+  std::unordered_map<int64_t, std::string> tenant_names;   // guarded by cache_mu
+
+  static const std::vector<Route>& Routes();
+
+  // ---- plumbing ----
+  Result<Caller> Authenticate(const ApiRequest& req) {
+    auto token = BearerToken(req.authorization);
+    if (!token) return UnauthenticatedError("missing bearer token (Authorization: Bearer <token>)");
+    std::string hash = Sha256Hex(*token);
+    const TimeMicros now = clock.NowMicros();
+    {
+      std::lock_guard lock(cache_mu);
+      auto it = auth_cache.find(hash);
+      if (it != auth_cache.end() && it->second.expires_us > now) return Caller{it->second.tenant};
+    }
+    auto tenant = store.Authenticate(*token);
+    if (!tenant.ok()) {
+      if (tenant.status().code() == StatusCode::kUnavailable) return tenant.status();
+      return UnauthenticatedError("invalid token");
+    }
+    std::lock_guard lock(cache_mu);
+    if (auth_cache.size() > 10000) auth_cache.clear();
+    auth_cache[hash] = CachedAuth{*tenant, now + options.auth_cache_ttl};
+    return Caller{*tenant};
+  }
+
+  std::string TenantName(TenantId id) {
+    {
+      std::lock_guard lock(cache_mu);
+      auto it = tenant_names.find(id.value());
+      if (it != tenant_names.end()) return it->second;
+    }
+    auto t = store.GetTenant(id);
+    if (!t.ok()) return id.ToString();
+    std::lock_guard lock(cache_mu);
+    tenant_names[id.value()] = t->name;
+    return t->name;
+  }
+
+  // A job the caller may see; others' jobs are NotFound, exactly like missing ones.
+  Result<JobRecord> VisibleJob(const Caller& caller, const std::string& id_text) {
+    ASSIGN_OR_RETURN(JobId id, ParseJobId(id_text));
+    auto job = store.GetJob(id);
+    if (!job.ok()) {
+      if (job.status().code() == StatusCode::kNotFound) return NotFoundError("job " + id_text + " not found");
+      return job.status();
+    }
+    if (!caller.tenant.admin && job->tenant != caller.tenant.id) return NotFoundError("job " + id_text + " not found");
+    return job;
+  }
+
+  Json JobJson(const JobRecord& job, bool with_placement) {
+    std::string reason = job.state == JobState::kQueued ? control.PendingReason(job.id) : "";
+    if (reason.empty() && job.state == JobState::kQueued) reason = job.pending_reason;
+    std::vector<AllocationRecord> placement;
+    if (with_placement && HoldsAllocation(job.state)) {
+      auto p = store.JobAllocations(job.id);
+      if (p.ok()) placement = std::move(*p);
+    }
+    return internal::JobToJson(job, TenantName(job.tenant), reason, &placement);
+  }
+
+  // ---- jobs ----
+  Result<ApiResponse> SubmitJob(const ApiRequest& req, const Caller& caller, const Params&) {
+    ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpec(req.body));
+    TenantId tenant = caller.tenant.id;
+    if (!spec.tenant.empty() && spec.tenant != caller.tenant.name) {
+      if (!caller.tenant.admin) {
+        return PermissionDeniedError("tenant: your token belongs to tenant " + caller.tenant.name +
+                                     ", not " + spec.tenant);
+      }
+      auto t = store.FindTenant(spec.tenant);
+      if (!t.ok()) return InvalidArgumentError("tenant: no tenant named " + spec.tenant);
+      tenant = t->id;
+    }
+    ASSIGN_OR_RETURN(JobRecord job, control.Submit(tenant, spec));
+    return JsonResponse(201, Json{{"id", job.id.value()}, {"state", std::string(JobStateName(job.state))}});
+  }
+
+  Result<ApiResponse> ListJobs(const ApiRequest& req, const Caller& caller, const Params&) {
+    JobFilter filter;
+    if (!caller.tenant.admin) filter.tenant = caller.tenant.id;
+    if (auto it = req.query.find("tenant"); it != req.query.end() && !it->second.empty()) {
+      if (caller.tenant.admin) {
+        auto t = store.FindTenant(it->second);
+        if (!t.ok()) return InvalidArgumentError("tenant: no tenant named " + it->second);
+        filter.tenant = t->id;
+      } else if (it->second != caller.tenant.name) {
+        return JsonResponse(200, Json{{"jobs", Json::array()}});
+      }
+    }
+    if (auto it = req.query.find("state"); it != req.query.end() && !it->second.empty()) {
+      std::stringstream states(it->second);
+      std::string one;
+      while (std::getline(states, one, ',')) {
+        auto s = ParseJobState(one);
+        if (!s.ok()) return InvalidArgumentError("state: " + s.status().message());
+        filter.states.push_back(*s);
+      }
+    }
+    filter.limit = options.default_list_limit;
+    if (auto it = req.query.find("limit"); it != req.query.end()) {
+      auto v = ParseNonNegativeIntText(it->second);
+      if (!v.ok() || *v < 1 || *v > 100000) return InvalidArgumentError("limit must be 1..100000");
+      filter.limit = static_cast<int>(*v);
+    }
+    if (auto it = req.query.find("after"); it != req.query.end()) {
+      auto v = ParseNonNegativeIntText(it->second);
+      if (!v.ok()) return InvalidArgumentError("after must be a job id");
+      filter.after = JobId(*v);
+    }
+    ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store.ListJobs(filter));
+    Json out = {{"jobs", Json::array()}};
+    for (const JobRecord& j : jobs) out["jobs"].push_back(JobJson(j, true));
+    if (filter.limit > 0 && static_cast<int>(jobs.size()) == filter.limit) out["next_after"] = jobs.back().id.value();
+    return JsonResponse(200, out);
+  }
+
+  static Result<int64_t> ParseNonNegativeIntText(const std::string& text) {
+    if (text.empty() || text.size() > 18) return InvalidArgumentError("not a number");
+    int64_t v = 0;
+    for (char c : text) {
+      if (c < '0' || c > '9') return InvalidArgumentError("not a number");
+      v = v * 10 + (c - '0');
+    }
+    return v;
+  }
+
+  Result<ApiResponse> GetJob(const ApiRequest&, const Caller& caller, const Params& p) {
+    ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
+    return JsonResponse(200, JobJson(job, true));
+  }
+
+  Result<ApiResponse> CancelJob(const ApiRequest&, const Caller& caller, const Params& p) {
+    ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
+    ASSIGN_OR_RETURN(JobRecord after, control.Cancel(job.id, "cancelled by " + caller.tenant.name));
+    return JsonResponse(200, JobJson(after, false));
+  }
+
+  Result<ApiResponse> SuspendJob(const ApiRequest&, const Caller& caller, const Params& p) {
+    ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
+    ASSIGN_OR_RETURN(JobRecord after, control.Suspend(job.id));
+    return JsonResponse(200, JobJson(after, false));
+  }
+
+  Result<ApiResponse> ResumeJob(const ApiRequest&, const Caller& caller, const Params& p) {
+    ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
+    ASSIGN_OR_RETURN(JobRecord after, control.Resume(job.id));
+    return JsonResponse(200, JobJson(after, false));
+  }
+
+  Result<ApiResponse> JobEvents(const ApiRequest&, const Caller& caller, const Params& p) {
+    ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
+    ASSIGN_OR_RETURN(std::vector<EventRecord> events, store.JobEvents(job.id));
+    Json out = {{"events", Json::array()}};
+    for (const EventRecord& e : events) out["events"].push_back(internal::EventToJson(e));
+    return JsonResponse(200, out);
+  }
+
+  // ---- nodes ----
+  Result<ApiResponse> ListNodes(const ApiRequest&, const Caller&, const Params&) {
+    Json out = {{"nodes", Json::array()}};
+    for (const NodeView& v : control.Nodes()) out["nodes"].push_back(internal::NodeViewToJson(v));
+    return JsonResponse(200, out);
+  }
+
+  Result<ApiResponse> GetNode(const ApiRequest&, const Caller&, const Params& p) {
+    ASSIGN_OR_RETURN(NodeView v, control.GetNode(p[0]));
+    return JsonResponse(200, internal::NodeViewToJson(v));
+  }
+
+  Result<ApiResponse> RegisterNode(const ApiRequest& req, const Caller&, const Params&) {
+    ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
+    ASSIGN_OR_RETURN(Node node, internal::NodeFromJson(body));
+    std::string name = node.name;
+    RETURN_IF_ERROR(control.RegisterNode(std::move(node)));
+    ASSIGN_OR_RETURN(NodeView v, control.GetNode(name));
+    return JsonResponse(201, internal::NodeViewToJson(v));
+  }
+
+  Result<ApiResponse> Heartbeat(const ApiRequest&, const Caller&, const Params& p) {
+    RETURN_IF_ERROR(control.Heartbeat(p[0]));
+    return JsonResponse(200, Json{{"name", p[0]}, {"ok", true}});
+  }
+
+  Result<ApiResponse> Cordon(const ApiRequest&, const Caller&, const Params& p) {
+    RETURN_IF_ERROR(control.SetCordoned(p[0], true));
+    ASSIGN_OR_RETURN(NodeView v, control.GetNode(p[0]));
+    return JsonResponse(200, internal::NodeViewToJson(v));
+  }
+
+  Result<ApiResponse> Uncordon(const ApiRequest&, const Caller&, const Params& p) {
+    RETURN_IF_ERROR(control.SetCordoned(p[0], false));
+    ASSIGN_OR_RETURN(NodeView v, control.GetNode(p[0]));
+    return JsonResponse(200, internal::NodeViewToJson(v));
+  }
+
+  // ---- tenants and tokens ----
+  Result<ApiResponse> ListTenants(const ApiRequest&, const Caller&, const Params&) {
+    ASSIGN_OR_RETURN(std::vector<TenantRecord> tenants, store.ListTenants());
+    Json out = {{"tenants", Json::array()}};
+    for (const TenantRecord& t : tenants) out["tenants"].push_back(internal::TenantToJson(t));
+    return JsonResponse(200, out);
+  }
+
+  Result<ApiResponse> CreateTenant(const ApiRequest& req, const Caller&, const Params&) {
+    ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
+    RETURN_IF_ERROR(internal::CheckKeys(body, "", {"name", "quota", "admin"}));
+    if (!body.contains("name") || !body["name"].is_string()) return InvalidArgumentError("name: a string is required");
+    TenantQuota quota;
+    if (body.contains("quota")) {
+      ASSIGN_OR_RETURN(quota, internal::QuotaFromJson(body["quota"], "quota", quota));
+    }
+    bool admin = false;
+    if (body.contains("admin")) {
+      if (!body["admin"].is_boolean()) return InvalidArgumentError("admin must be true or false");
+      admin = body["admin"].get<bool>();
+    }
+    ASSIGN_OR_RETURN(TenantRecord t, store.CreateTenant(body["name"].get<std::string>(), admin, quota, clock.NowMicros()));
+    return JsonResponse(201, internal::TenantToJson(t));
+  }
+
+  Result<TenantRecord> NamedTenant(const Caller& caller, const std::string& name) {
+    auto t = store.FindTenant(name);
+    if (!t.ok() || (!caller.tenant.admin && t->id != caller.tenant.id)) {
+      if (t.ok() || t.status().code() == StatusCode::kNotFound) return NotFoundError("tenant " + name + " not found");
+      return t.status();
+    }
+    return t;
+  }
+
+  Result<ApiResponse> GetTenant(const ApiRequest&, const Caller& caller, const Params& p) {
+    ASSIGN_OR_RETURN(TenantRecord t, NamedTenant(caller, p[0]));
+    return JsonResponse(200, internal::TenantToJson(t));
+  }
+
+  Result<ApiResponse> PatchTenant(const ApiRequest& req, const Caller& caller, const Params& p) {
+    ASSIGN_OR_RETURN(TenantRecord t, NamedTenant(caller, p[0]));
+    ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
+    RETURN_IF_ERROR(internal::CheckKeys(body, "", {"name", "quota"}));
+    if (body.contains("name") && body["name"] != t.name) return InvalidArgumentError("name: tenants cannot be renamed");
+    if (body.contains("quota")) {
+      ASSIGN_OR_RETURN(t.quota, internal::QuotaFromJson(body["quota"], "quota", t.quota));
+      RETURN_IF_ERROR(store.UpdateTenantQuota(t.id, t.quota));
+    }
+    return JsonResponse(200, internal::TenantToJson(t));
+  }
+
+  Result<ApiResponse> CreateToken(const ApiRequest& req, const Caller&, const Params& p) {
+    auto t = store.FindTenant(p[0]);
+    if (!t.ok()) return t.status().code() == StatusCode::kNotFound ? NotFoundError("tenant " + p[0] + " not found") : t.status();
+    std::string label;
+    if (!req.body.empty()) {
+      ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
+      RETURN_IF_ERROR(internal::CheckKeys(body, "", {"label"}));
+      if (body.contains("label")) {
+        if (!body["label"].is_string()) return InvalidArgumentError("label must be a string");
+        label = body["label"].get<std::string>();
+      }
+    }
+    ASSIGN_OR_RETURN(std::string token, GenerateToken());
+    ASSIGN_OR_RETURN(int64_t id, store.AddToken(t->id, token, label, clock.NowMicros()));
+    return JsonResponse(201, Json{{"id", id}, {"tenant", t->name}, {"token", token}});
+  }
+
+  Result<ApiResponse> WhoAmI(const ApiRequest&, const Caller& caller, const Params&) {
+    return JsonResponse(200, internal::TenantToJson(caller.tenant));
+  }
+
+  // ---- operations ----
+  Result<ApiResponse> Healthz(const ApiRequest&, const Caller&, const Params&) {
+    return ApiResponse{200, "text/plain; charset=utf-8", "ok\n"};
+  }
+
+  Result<ApiResponse> Readyz(const ApiRequest&, const Caller&, const Params&) {
+    RETURN_IF_ERROR(store.Ping());
+    return ApiResponse{200, "text/plain; charset=utf-8", "ready\n"};
+  }
+
+  Result<ApiResponse> Metrics(const ApiRequest&, const Caller&, const Params&) {
+    control.ExportGauges(metrics);
+    return ApiResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics.Render()};
+  }
+
+  Result<ApiResponse> OpenApi(const ApiRequest&, const Caller&, const Params&);
+
+  ApiResponse Dispatch(const ApiRequest& req, std::string* route_name);
+};
+
+const std::vector<Api::Impl::Route>& Api::Impl::Routes() {
+  using I = Api::Impl;
+  static const std::vector<Route> routes = {
+      {"GET", "/healthz", Access::kPublic, &I::Healthz, "Liveness: the process answers."},
+      {"GET", "/readyz", Access::kPublic, &I::Readyz, "Readiness: the store answers."},
+      {"GET", "/metrics", Access::kPublic, &I::Metrics, "Prometheus metrics (text exposition format 0.0.4)."},
+      {"GET", "/api/v1/openapi.json", Access::kPublic, &I::OpenApi, "This description of the API."},
+      {"GET", "/api/v1/whoami", Access::kTenant, &I::WhoAmI, "The tenant the token belongs to."},
+      {"POST", "/api/v1/jobs", Access::kTenant, &I::SubmitJob, "Submit a job (body: job spec, YAML or JSON). 201 {id}."},
+      {"GET", "/api/v1/jobs", Access::kTenant, &I::ListJobs, "List jobs (query: tenant, state, limit, after)."},
+      {"GET", "/api/v1/jobs/{id}", Access::kTenant, &I::GetJob, "A job: spec, state, placement, why pending."},
+      {"DELETE", "/api/v1/jobs/{id}", Access::kTenant, &I::CancelJob, "Cancel a job."},
+      {"POST", "/api/v1/jobs/{id}/cancel", Access::kTenant, &I::CancelJob, "Cancel a job."},
+      {"POST", "/api/v1/jobs/{id}/suspend", Access::kTenant, &I::SuspendJob, "Suspend (hold) a job."},
+      {"POST", "/api/v1/jobs/{id}/resume", Access::kTenant, &I::ResumeJob, "Resume a suspended job."},
+      {"GET", "/api/v1/jobs/{id}/events", Access::kTenant, &I::JobEvents, "A job's events, oldest first."},
+      {"GET", "/api/v1/nodes", Access::kTenant, &I::ListNodes, "Nodes with per-device capacity and allocation."},
+      {"POST", "/api/v1/nodes", Access::kAdmin, &I::RegisterNode, "Register or replace a node (admin)."},
+      {"GET", "/api/v1/nodes/{name}", Access::kTenant, &I::GetNode, "One node."},
+      {"POST", "/api/v1/nodes/{name}/heartbeat", Access::kAdmin, &I::Heartbeat, "A node reports in (admin/agent)."},
+      {"POST", "/api/v1/nodes/{name}/cordon", Access::kAdmin, &I::Cordon, "Stop placing on a node (admin)."},
+      {"POST", "/api/v1/nodes/{name}/uncordon", Access::kAdmin, &I::Uncordon, "Place on a node again (admin)."},
+      {"GET", "/api/v1/tenants", Access::kAdmin, &I::ListTenants, "List tenants (admin)."},
+      {"POST", "/api/v1/tenants", Access::kAdmin, &I::CreateTenant, "Create a tenant {name, quota} (admin)."},
+      {"GET", "/api/v1/tenants/{name}", Access::kTenant, &I::GetTenant, "A tenant (admin, or the tenant itself)."},
+      {"PATCH", "/api/v1/tenants/{name}", Access::kAdmin, &I::PatchTenant, "Change a tenant's quota (admin)."},
+      {"POST", "/api/v1/tenants/{name}/tokens", Access::kAdmin, &I::CreateToken, "Create a token; shown once (admin)."},
+  };
+  return routes;
+}
+
+Result<ApiResponse> Api::Impl::OpenApi(const ApiRequest&, const Caller&, const Params&) {
+  Json doc = {{"openapi", "3.0.3"},
+              {"info", {{"title", "xpool control plane"}, {"version", "1"}}},
+              {"components",
+               {{"securitySchemes", {{"bearer", {{"type", "http"}, {"scheme", "bearer"}}}}},
+                {"schemas",
+                 {{"Error",
+                   {{"type", "object"},
+                    {"properties",
+                     {{"error",
+                       {{"type", "object"},
+                        {"properties", {{"code", {{"type", "string"}}}, {"message", {{"type", "string"}}}}}}}}}}}}}}}};
+  doc["paths"] = Json::object();
+  for (const Route& r : Routes()) {
+    std::string method = r.method;
+    for (char& c : method) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    Json op = {{"summary", r.summary}};
+    Json responses = {{"200", {{"description", "OK"}}}};
+    if (std::string(r.method) == "POST" && (std::string(r.pattern) == "/api/v1/jobs" ||
+                                            std::string(r.pattern) == "/api/v1/nodes" ||
+                                            std::string(r.pattern) == "/api/v1/tenants" ||
+                                            std::string(r.pattern).ends_with("/tokens"))) {
+      responses = {{"201", {{"description", "Created"}}}};
+    }
+    Json err = {{"description", "error"},
+                {"content", {{"application/json", {{"schema", {{"$ref", "#/components/schemas/Error"}}}}}}}};
+    for (const char* code : {"400", "404", "409", "413", "503"}) responses[code] = err;
+    if (r.access != Access::kPublic) {
+      op["security"] = Json::array({{{"bearer", Json::array()}}});
+      responses["401"] = err;
+    }
+    op["responses"] = responses;
+    Json params = Json::array();
+    for (const std::string& seg : Split(r.pattern)) {
+      if (seg.front() == '{') {
+        params.push_back({{"name", seg.substr(1, seg.size() - 2)}, {"in", "path"}, {"required", true},
+                          {"schema", {{"type", "string"}}}});
+      }
+    }
+    if (!params.empty()) op["parameters"] = params;
+    doc["paths"][r.pattern][method] = op;
+  }
+  return JsonResponse(200, doc);
+}
+
+ApiResponse Api::Impl::Dispatch(const ApiRequest& req, std::string* route_name) {
+  const std::vector<std::string> parts = Split(req.path);
+  bool path_matched = false;
+  for (const Route& r : Routes()) {
+    const std::vector<std::string> pattern = Split(r.pattern);
+    if (pattern.size() != parts.size()) continue;
+    Params params;
+    bool match = true;
+    for (size_t i = 0; i < parts.size() && match; ++i) {
+      if (pattern[i].front() == '{') params.push_back(parts[i]);
+      else match = pattern[i] == parts[i];
+    }
+    if (!match) continue;
+    path_matched = true;
+    if (req.method != r.method) continue;
+    *route_name = r.pattern;
+    if (req.body.size() > options.max_body_bytes) {
+      return ErrorResponse(ResourceExhaustedError("body is " + std::to_string(req.body.size()) +
+                                                  " bytes, over the limit of " + std::to_string(options.max_body_bytes)));
+    }
+    Caller caller;
+    if (r.access != Access::kPublic) {
+      auto who = Authenticate(req);
+      if (!who.ok()) return ErrorResponse(who.status());
+      caller = std::move(*who);
+      if (r.access == Access::kAdmin && !caller.tenant.admin) {
+        return ErrorResponse(PermissionDeniedError("this needs an admin token"));
+      }
+    }
+    Result<ApiResponse> out = (this->*r.handler)(req, caller, params);
+    if (!out.ok()) return ErrorResponse(out.status());
+    return std::move(*out);
+  }
+  *route_name = "unmatched";
+  if (path_matched) return ErrorResponse(NotFoundError("method " + req.method + " is not allowed on " + req.path));
+  return ErrorResponse(NotFoundError("no route " + req.method + " " + req.path));
+}
+
+Api::Api(StateStore& store, ControlPlane& control, MetricsRegistry& metrics, Clock& clock, ApiOptions options)
+    : impl_(std::make_unique<Impl>(store, control, metrics, clock, options)) {}
+
+Api::~Api() = default;
+
+void Api::DeclareMetrics(MetricsRegistry& m) {
+  m.DeclareCounter("xpool_api_requests_total", "API requests by route, method and HTTP status code.");
+  m.DeclareHistogram("xpool_api_request_duration_seconds", "API request latency by route and method.",
+                     MetricsRegistry::LatencyBuckets());
+}
+
+ApiResponse Api::Handle(const ApiRequest& request) {
+  auto start = std::chrono::steady_clock::now();
+  std::string route;
+  ApiResponse response;
+  try {
+    response = impl_->Dispatch(request, &route);
+  } catch (const std::exception& e) {
+    // A bug, never bad input: answer 500 and keep serving.
+    response = ErrorResponse(InternalError(std::string("unexpected error: ") + e.what()));
+  }
+  if (response.status >= 500) {
+    // Never log headers or bodies: they can carry tokens.
+    std::fprintf(stderr, "xpool server: %s %s -> %d %s\n", request.method.c_str(), route.c_str(), response.status,
+                 response.body.c_str());
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  impl_->metrics.CounterAdd("xpool_api_requests_total",
+                            {{"route", route}, {"method", request.method}, {"code", std::to_string(response.status)}});
+  impl_->metrics.Observe("xpool_api_request_duration_seconds", {{"route", route}, {"method", request.method}}, seconds);
+  return response;
+}
+
+ApiResponse Api::TooLarge() const {
+  return ErrorResponse(ResourceExhaustedError("body over the limit of " + std::to_string(impl_->options.max_body_bytes) + " bytes"));
+}
+
+}  // namespace xpool::server

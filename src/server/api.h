@@ -1,0 +1,66 @@
+#pragma once
+// Api: the REST API of the control plane (docs/api.md), independent of any HTTP library so it can be tested
+// without sockets; http_server.cc adapts it to cpp-httplib.
+//
+// One route table drives both dispatch and /api/v1/openapi.json. Every handler returns a Status or a body;
+// HttpStatusFor (http_status.h) is the only place a Status becomes an HTTP code. Auth: a bearer token per
+// request (StateStore::Authenticate, cached briefly by token hash); admin tenants see everything, other tenants
+// only their own jobs (others' are 404). Every request is counted and timed per route in the metrics.
+//
+// Owned by the Server. Thread-safe: Handle() is called from many HTTP worker threads at once.
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "server/control_plane.h"
+#include "server/metrics.h"
+#include "store/state_store.h"
+
+namespace xpool::server {
+
+struct ApiRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string path;    // without the query string
+  std::map<std::string, std::string> query;
+  std::string authorization;  // the Authorization header, "" when absent
+  std::string content_type;
+  std::string body;
+};
+
+struct ApiResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+struct ApiOptions {
+  size_t max_body_bytes = 1 << 20;
+  TimeMicros auth_cache_ttl = 5'000'000;
+  int default_list_limit = 1000;
+};
+
+class Api {
+ public:
+  Api(StateStore& store, ControlPlane& control, MetricsRegistry& metrics, Clock& clock, ApiOptions options = {});
+  ~Api();
+
+  // Declares the API's metric families (once per registry, before serving).
+  static void DeclareMetrics(MetricsRegistry& metrics);
+
+  ApiResponse Handle(const ApiRequest& request);
+
+  // The answer for a body over the limit, as the HTTP layer reports it before Handle() sees the request.
+  ApiResponse TooLarge() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xpool::server

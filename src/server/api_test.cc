@@ -1,0 +1,196 @@
+#include "server/api.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "store/token.h"
+
+namespace xpool::server {
+namespace {
+
+using nlohmann::json;
+
+class ApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("xpool_api_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    auto s = OpenStateStore((dir_ / "xpool.db").string());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(*s);
+    auto admin = store_->CreateTenant("admin", true, TenantQuota{}, clock_.NowMicros());
+    ASSERT_TRUE(admin.ok());
+    auto token = GenerateToken();
+    ASSERT_TRUE(token.ok());
+    admin_token_ = *token;
+    ASSERT_TRUE(store_->AddToken(admin->id, admin_token_, "test", clock_.NowMicros()).ok());
+    Api::DeclareMetrics(metrics_);
+    metrics_.DeclareGauge("xpool_queue_length", "Queued jobs per tenant.");
+    control_ = std::make_unique<ControlPlane>(*store_, clock_, &metrics_, ControlPlaneOptions{});
+    ASSERT_TRUE(control_->Rebuild().ok());
+    ApiOptions options;
+    options.max_body_bytes = 4096;
+    api_ = std::make_unique<Api>(*store_, *control_, metrics_, clock_, options);
+  }
+  void TearDown() override {
+    api_.reset();
+    control_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  ApiResponse Call(const std::string& method, const std::string& target, const std::string& token,
+                   const std::string& body = "") {
+    ApiRequest r;
+    r.method = method;
+    size_t q = target.find('?');
+    r.path = target.substr(0, q);
+    if (q != std::string::npos) {
+      std::string query = target.substr(q + 1);
+      size_t eq = query.find('=');
+      r.query[query.substr(0, eq)] = query.substr(eq + 1);
+    }
+    if (!token.empty()) r.authorization = "Bearer " + token;
+    r.body = body;
+    return api_->Handle(r);
+  }
+  static json Body(const ApiResponse& r) { return json::parse(r.body); }
+
+  // Creates a tenant and returns a token for it, through the API.
+  std::string NewTenant(const std::string& name) {
+    ApiResponse t = Call("POST", "/api/v1/tenants", admin_token_, json{{"name", name}}.dump());
+    EXPECT_EQ(t.status, 201) << t.body;
+    ApiResponse k = Call("POST", "/api/v1/tenants/" + name + "/tokens", admin_token_, "{}");
+    EXPECT_EQ(k.status, 201) << k.body;
+    return Body(k)["token"].get<std::string>();
+  }
+
+  std::filesystem::path dir_;
+  FakeClock clock_{1'700'000'000'000'000};
+  MetricsRegistry metrics_;
+  std::unique_ptr<StateStore> store_;
+  std::unique_ptr<ControlPlane> control_;
+  std::unique_ptr<Api> api_;
+  std::string admin_token_;
+};
+
+constexpr const char* kJob = R"(name: train
+command: ["python", "train.py"]
+resources:
+  gpu: 1
+  gpumem: 4Gi
+)";
+
+TEST_F(ApiTest, PublicEndpointsNeedNoToken) {
+  EXPECT_EQ(Call("GET", "/healthz", "").status, 200);
+  EXPECT_EQ(Call("GET", "/readyz", "").status, 200);
+  ApiResponse m = Call("GET", "/metrics", "");
+  EXPECT_EQ(m.status, 200);
+  EXPECT_NE(m.content_type.find("text/plain; version=0.0.4"), std::string::npos);
+  ApiResponse o = Call("GET", "/api/v1/openapi.json", "");
+  ASSERT_EQ(o.status, 200);
+  EXPECT_TRUE(Body(o)["paths"].contains("/api/v1/jobs/{id}"));
+}
+
+TEST_F(ApiTest, TokensAreRequired) {
+  EXPECT_EQ(Call("GET", "/api/v1/jobs", "").status, 401);
+  EXPECT_EQ(Call("GET", "/api/v1/jobs", "xp_wrong").status, 401);
+  EXPECT_EQ(Call("GET", "/api/v1/jobs", admin_token_).status, 200);
+}
+
+TEST_F(ApiTest, SubmitShowsQueuedWithReasonAndTenantsAreIsolated) {
+  std::string alice = NewTenant("alice");
+  std::string bob = NewTenant("bob");
+  ApiResponse sub = Call("POST", "/api/v1/jobs", alice, kJob);
+  ASSERT_EQ(sub.status, 201) << sub.body;
+  std::string id = std::to_string(Body(sub)["id"].get<int64_t>());
+  control_->RunPass(true);
+  ApiResponse got = Call("GET", "/api/v1/jobs/" + id, alice);
+  ASSERT_EQ(got.status, 200) << got.body;
+  EXPECT_EQ(Body(got)["state"], "queued");
+  EXPECT_EQ(Body(got)["tenant"], "alice");
+  EXPECT_EQ(Body(got)["reason"], "no nodes in the cluster yet");
+  // Bob cannot see it, and cannot tell it exists.
+  ApiResponse other = Call("GET", "/api/v1/jobs/" + id, bob);
+  EXPECT_EQ(other.status, 404);
+  EXPECT_EQ(Body(other)["error"]["message"], "job " + id + " not found");  // exactly what a missing job says
+  EXPECT_EQ(Body(Call("GET", "/api/v1/jobs/999999", bob))["error"]["message"], "job 999999 not found");
+  EXPECT_EQ(Call("DELETE", "/api/v1/jobs/" + id, bob).status, 404);
+  EXPECT_EQ(Body(Call("GET", "/api/v1/jobs", bob))["jobs"].size(), 0u);
+  EXPECT_EQ(Body(Call("GET", "/api/v1/jobs", alice))["jobs"].size(), 1u);
+  EXPECT_EQ(Call("GET", "/api/v1/jobs/" + id, admin_token_).status, 200);
+  // Events: submitted.
+  ApiResponse ev = Call("GET", "/api/v1/jobs/" + id + "/events", alice);
+  ASSERT_EQ(ev.status, 200);
+  EXPECT_GE(Body(ev)["events"].size(), 1u);
+  // Tenants are admin-only.
+  EXPECT_EQ(Call("GET", "/api/v1/tenants", alice).status, 403);
+  EXPECT_EQ(Call("POST", "/api/v1/nodes", alice, R"({"name":"n1"})").status, 403);
+  // Cancel, then cancel again is a conflict.
+  EXPECT_EQ(Call("DELETE", "/api/v1/jobs/" + id, alice).status, 200);
+  EXPECT_EQ(Call("DELETE", "/api/v1/jobs/" + id, alice).status, 409);
+}
+
+TEST_F(ApiTest, BadInputIsRefusedWithTheField) {
+  ApiResponse unknown = Call("POST", "/api/v1/jobs", admin_token_, "name: x\ncommand: [a]\nresources: {gpus: 1}\n");
+  EXPECT_EQ(unknown.status, 400);
+  EXPECT_NE(Body(unknown)["error"]["message"].get<std::string>().find("resources.gpus"), std::string::npos)
+      << unknown.body;
+  EXPECT_EQ(Call("POST", "/api/v1/jobs", admin_token_, "{\"name\": ").status, 400);
+  EXPECT_EQ(Call("POST", "/api/v1/jobs", admin_token_, "").status, 400);
+  EXPECT_EQ(Call("POST", "/api/v1/jobs", admin_token_, std::string(5000, 'x')).status, 413);
+  EXPECT_EQ(Call("POST", "/api/v1/tenants", admin_token_, "[1]").status, 400);
+  ApiResponse badq = Call("POST", "/api/v1/tenants", admin_token_, R"({"name":"t","quota":{"gpus":1}})");
+  EXPECT_EQ(badq.status, 400);
+  EXPECT_NE(badq.body.find("quota.gpus"), std::string::npos) << badq.body;
+  ApiResponse badnode = Call("POST", "/api/v1/nodes", admin_token_, R"({"name":"n","devices":[{"model":"A","memory":"x"}]})");
+  EXPECT_EQ(badnode.status, 400);
+  EXPECT_NE(badnode.body.find("devices[0].memory"), std::string::npos) << badnode.body;
+  EXPECT_EQ(Call("GET", "/api/v1/jobs/abc", admin_token_).status, 404);
+  EXPECT_EQ(Call("GET", "/api/v1/jobs/99999999999999999999999", admin_token_).status, 404);
+  EXPECT_EQ(Call("GET", "/api/v1/nodes/nope", admin_token_).status, 404);
+  EXPECT_EQ(Call("GET", "/api/v1/nope", admin_token_).status, 404);
+  EXPECT_EQ(Call("GET", "/api/v1/jobs?state=bogus", admin_token_).status, 400);
+  EXPECT_EQ(Call("POST", "/api/v1/tenants", admin_token_, R"({"name":"dup"})").status, 201);
+  EXPECT_EQ(Call("POST", "/api/v1/tenants", admin_token_, R"({"name":"dup"})").status, 409);
+}
+
+TEST_F(ApiTest, RegisteredNodeTakesTheJob) {
+  ApiResponse node = Call("POST", "/api/v1/nodes", admin_token_,
+                          R"({"name":"n1","cpu":32,"memory":"128Gi","gpus":{"count":2,"model":"A100","memory":"80Gi"}})");
+  ASSERT_EQ(node.status, 201) << node.body;
+  EXPECT_EQ(Body(node)["devices"].size(), 2u);
+  ApiResponse sub = Call("POST", "/api/v1/jobs", admin_token_, kJob);
+  ASSERT_EQ(sub.status, 201);
+  control_->RunPass(true);
+  ApiResponse got = Call("GET", "/api/v1/jobs/" + std::to_string(Body(sub)["id"].get<int64_t>()), admin_token_);
+  EXPECT_EQ(Body(got)["state"], "running");
+  ASSERT_EQ(Body(got)["placement"].size(), 1u);
+  EXPECT_EQ(Body(got)["placement"][0]["node"], "n1");
+  json nodes = Body(Call("GET", "/api/v1/nodes", admin_token_));
+  int64_t used = 0;
+  for (const json& d : nodes["nodes"][0]["devices"]) used += d["memory_allocated_mib"].get<int64_t>();
+  EXPECT_EQ(used, 4096);
+  EXPECT_EQ(Call("POST", "/api/v1/nodes/n1/cordon", admin_token_).status, 200);
+  EXPECT_TRUE(Body(Call("GET", "/api/v1/nodes/n1", admin_token_))["cordoned"].get<bool>());
+  EXPECT_EQ(Call("POST", "/api/v1/nodes/n1/heartbeat", admin_token_).status, 200);
+}
+
+TEST_F(ApiTest, MetricsCountRequestsPerRoute) {
+  Call("GET", "/api/v1/jobs", admin_token_);
+  Call("GET", "/api/v1/jobs", "");
+  std::string text = Call("GET", "/metrics", "").body;
+  EXPECT_NE(text.find("# TYPE xpool_api_requests_total counter"), std::string::npos) << text;
+  EXPECT_NE(text.find("xpool_api_requests_total{route=\"/api/v1/jobs\",method=\"GET\",code=\"401\"} 1"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("xpool_api_request_duration_seconds_bucket{route=\"/api/v1/jobs\",method=\"GET\",le=\"+Inf\"} 2"),
+            std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace xpool::server

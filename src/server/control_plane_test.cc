@@ -1,0 +1,190 @@
+#include "server/control_plane.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "model/node_builder.h"
+
+namespace xpool::server {
+namespace {
+
+class ControlPlaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("xpool_cp_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    Open();
+    auto t = store_->CreateTenant("team", false, TenantQuota{}, clock_.NowMicros());
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    tenant_ = t->id;
+  }
+  void TearDown() override {
+    control_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Open() {
+    control_.reset();
+    store_.reset();
+    auto s = OpenStateStore((dir_ / "xpool.db").string());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(*s);
+    control_ = std::make_unique<ControlPlane>(*store_, clock_, nullptr, ControlPlaneOptions{});
+    ASSERT_TRUE(control_->Rebuild().ok());
+  }
+  static JobSpec Spec(std::string name, int gpus, int replicas = 1, int priority = 50, int gpucores = 0) {
+    JobSpec s;
+    s.name = std::move(name);
+    s.command = {"true"};
+    s.replicas = replicas;
+    s.priority = priority;
+    s.resources.cpu_milli = 1000;
+    s.resources.memory_mib = 1024;
+    s.resources.gpu = gpus;
+    if (gpus > 0) s.resources.gpumem_mib = 1024;
+    s.resources.gpucores = gpucores;
+    return s;
+  }
+  JobRecord Submit(const JobSpec& spec) {
+    auto j = control_->Submit(tenant_, spec);
+    EXPECT_TRUE(j.ok()) << j.status().ToString();
+    return j.ok() ? *j : JobRecord{};
+  }
+  JobState StateOf(JobId id) {
+    auto j = store_->GetJob(id);
+    EXPECT_TRUE(j.ok());
+    return j.ok() ? j->state : JobState::kFailed;
+  }
+  int64_t DeviceMemoryUsed() {
+    int64_t used = 0;
+    for (const NodeView& n : control_->Nodes()) {
+      for (const DeviceUsage& d : n.usage.devices) used += d.memory_mib;
+    }
+    return used;
+  }
+
+  std::filesystem::path dir_;
+  FakeClock clock_{1'700'000'000'000'000};
+  std::unique_ptr<StateStore> store_;
+  std::unique_ptr<ControlPlane> control_;
+  TenantId tenant_;
+};
+
+TEST_F(ControlPlaneTest, QueuedWithAReasonWhenThereAreNoNodes) {
+  JobRecord j = Submit(Spec("a", 1));
+  EXPECT_EQ(control_->RunPass(true), 0);
+  EXPECT_EQ(StateOf(j.id), JobState::kQueued);
+  EXPECT_EQ(control_->PendingReason(j.id), "no nodes in the cluster yet");
+}
+
+TEST_F(ControlPlaneTest, PlacesOnARegisteredNodeAndCommitsToTheStore) {
+  JobRecord j = Submit(Spec("a", 1));
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build()).ok());
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(j.id), JobState::kRunning);  // simulated node: started without an agent
+  auto allocations = store_->JobAllocations(j.id);
+  ASSERT_TRUE(allocations.ok());
+  ASSERT_EQ(allocations->size(), 1u);
+  EXPECT_EQ((*allocations)[0].node, "n1");
+  EXPECT_EQ(DeviceMemoryUsed(), 1024);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+}
+
+TEST_F(ControlPlaneTest, GangIsAllOrNothing) {
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(1, "A100", 81920).Simulated().Build()).ok());
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n2").WithGpus(1, "A100", 81920).Simulated().Build()).ok());
+  JobRecord big = Submit(Spec("big", 1, /*replicas=*/3, 50, /*gpucores=*/100));
+  EXPECT_EQ(control_->RunPass(true), 0);
+  EXPECT_EQ(StateOf(big.id), JobState::kQueued);
+  EXPECT_NE(control_->PendingReason(big.id).find("replica 2 of 3"), std::string::npos)
+      << control_->PendingReason(big.id);
+  EXPECT_EQ(DeviceMemoryUsed(), 0);  // the two replicas that fitted were rolled back
+  JobRecord pair = Submit(Spec("pair", 1, /*replicas=*/2, 50, /*gpucores=*/100));
+  EXPECT_EQ(control_->RunPass(false), 1);
+  EXPECT_EQ(StateOf(pair.id), JobState::kRunning);
+  EXPECT_EQ(DeviceMemoryUsed(), 2 * 81920);  // gpucores 100 = the whole device, memory included
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+}
+
+TEST_F(ControlPlaneTest, HigherPriorityGoesFirstThenSubmitOrder) {
+  JobRecord low = Submit(Spec("low", 1, 1, 10, 100));
+  clock_.Advance(1000);
+  JobRecord high = Submit(Spec("high", 1, 1, 90, 100));
+  clock_.Advance(1000);
+  JobRecord normal = Submit(Spec("normal", 1, 1, 50, 100));
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(1, "A100", 81920).Simulated().Build()).ok());
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(high.id), JobState::kRunning);
+  EXPECT_EQ(StateOf(low.id), JobState::kQueued);
+  EXPECT_FALSE(control_->PendingReason(low.id).empty());
+  // Cancelling the running job frees the device for the next in order: normal, not low.
+  ASSERT_TRUE(control_->Cancel(high.id, "test").ok());
+  EXPECT_EQ(StateOf(high.id), JobState::kCancelled);
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(normal.id), JobState::kRunning);
+  EXPECT_EQ(StateOf(low.id), JobState::kQueued);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+}
+
+TEST_F(ControlPlaneTest, CancelTwiceIsRefused) {
+  JobRecord j = Submit(Spec("a", 0));
+  ASSERT_TRUE(control_->Cancel(j.id, "x").ok());
+  auto again = control_->Cancel(j.id, "x");
+  EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(control_->queue_length(), 0u);
+}
+
+TEST_F(ControlPlaneTest, SuspendAndResume) {
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(1, "A100", 81920).Simulated().Build()).ok());
+  JobRecord j = Submit(Spec("a", 1));
+  EXPECT_EQ(control_->RunPass(true), 1);
+  auto s = control_->Suspend(j.id);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->state, JobState::kSuspended);
+  EXPECT_EQ(DeviceMemoryUsed(), 0);
+  EXPECT_EQ(control_->Suspend(j.id).status().code(), StatusCode::kFailedPrecondition);
+  auto r = control_->Resume(j.id);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->state, JobState::kQueued);
+  EXPECT_EQ(r->restart_count, 1);
+  EXPECT_EQ(control_->RunPass(false), 1);
+  EXPECT_EQ(StateOf(j.id), JobState::kRunning);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+}
+
+TEST_F(ControlPlaneTest, RebuildRestoresAllocationsAndQueue) {
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build()).ok());
+  JobRecord placed = Submit(Spec("a", 1));
+  EXPECT_EQ(control_->RunPass(true), 1);
+  JobRecord waiting = Submit(Spec("b", 4));
+  EXPECT_EQ(control_->RunPass(true), 0);
+  Open();  // a fresh control plane over the same database, as after a restart
+  EXPECT_EQ(DeviceMemoryUsed(), 1024);
+  EXPECT_EQ(control_->queue_length(), 1u);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+  EXPECT_EQ(control_->RunPass(true), 0);
+  EXPECT_FALSE(control_->PendingReason(waiting.id).empty());
+  EXPECT_EQ(StateOf(placed.id), JobState::kRunning);
+}
+
+TEST_F(ControlPlaneTest, NodeChecks) {
+  EXPECT_EQ(control_->Heartbeat("nope").code(), StatusCode::kNotFound);
+  EXPECT_EQ(control_->SetCordoned("nope", true).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(1, "A100", 81920).Build()).ok());
+  EXPECT_EQ(control_->RegisterNode(MakeNode("n1").WithGpus(2, "A100", 81920).Build()).code(),
+            StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(control_->SetCordoned("n1", true).ok());
+  JobRecord j = Submit(Spec("a", 1));
+  EXPECT_EQ(control_->RunPass(true), 0);
+  EXPECT_FALSE(control_->PendingReason(j.id).empty());
+  ASSERT_TRUE(control_->SetCordoned("n1", false).ok());
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(j.id), JobState::kScheduled);  // a real (non-simulated) node waits for its agent
+}
+
+}  // namespace
+}  // namespace xpool::server

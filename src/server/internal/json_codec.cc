@@ -1,0 +1,298 @@
+#include "server/internal/json_codec.h"
+
+#include <cstdio>
+#include <ctime>
+
+#include "common/units.h"
+#include "model/job_state.h"
+
+namespace xpool::server::internal {
+namespace {
+
+Status TypeError(const std::string& path, const char* want) {
+  return InvalidArgumentError(path + " must be " + want);
+}
+
+Result<std::string> GetString(const Json& j, const std::string& path) {
+  if (!j.is_string()) return TypeError(path, "a string");
+  return j.get<std::string>();
+}
+
+Result<int64_t> GetInt(const Json& j, const std::string& path, int64_t lo, int64_t hi) {
+  if (!j.is_number_integer()) return TypeError(path, "an integer");
+  int64_t v = j.get<int64_t>();
+  if (v < lo || v > hi) return InvalidArgumentError(path + " must be " + std::to_string(lo) + ".." + std::to_string(hi));
+  return v;
+}
+
+Result<bool> GetBool(const Json& j, const std::string& path) {
+  if (!j.is_boolean()) return TypeError(path, "true or false");
+  return j.get<bool>();
+}
+
+// "8Gi", "512Mi" or an integer of MiB.
+Result<int64_t> GetMemory(const Json& j, const std::string& path) {
+  if (j.is_number_integer()) return GetInt(j, path, 0, int64_t{1} << 40);
+  if (!j.is_string()) return TypeError(path, "a memory size such as \"80Gi\" or an integer of MiB");
+  auto mib = ParseMemoryMiB(j.get<std::string>());
+  if (!mib.ok()) return InvalidArgumentError(path + ": " + mib.status().message());
+  return *mib;
+}
+
+// "500m", "2", 2 or 1.5 cores → millicores.
+Result<int64_t> GetCpu(const Json& j, const std::string& path) {
+  std::string text;
+  if (j.is_number_integer()) text = std::to_string(j.get<int64_t>());
+  else if (j.is_number_float()) text = j.dump();
+  else if (j.is_string()) text = j.get<std::string>();
+  else return TypeError(path, "a CPU amount such as \"500m\" or 2");
+  auto q = ParseCpu(text);
+  if (!q.ok()) return InvalidArgumentError(path + ": " + q.status().message());
+  return q->milli();
+}
+
+Result<Device> DeviceFromJson(const Json& j, const std::string& path) {
+  if (!j.is_object()) return TypeError(path, "an object");
+  RETURN_IF_ERROR(CheckKeys(j, path, {"model", "memory", "uuid", "vendor", "cores", "numa", "max_sharers", "mode"}));
+  Device d;
+  if (!j.contains("model")) return InvalidArgumentError(path + ".model is required");
+  ASSIGN_OR_RETURN(d.model, GetString(j["model"], path + ".model"));
+  if (!j.contains("memory")) return InvalidArgumentError(path + ".memory is required");
+  ASSIGN_OR_RETURN(d.memory_mib, GetMemory(j["memory"], path + ".memory"));
+  if (j.contains("uuid")) {
+    ASSIGN_OR_RETURN(d.uuid, GetString(j["uuid"], path + ".uuid"));
+  }
+  if (j.contains("vendor")) {
+    ASSIGN_OR_RETURN(std::string v, GetString(j["vendor"], path + ".vendor"));
+    auto vendor = ParseVendor(v);
+    if (!vendor.ok()) return InvalidArgumentError(path + ".vendor: " + vendor.status().message());
+    d.vendor = *vendor;
+  }
+  d.max_sharers = ProfileFor(d.vendor).default_max_sharers;
+  if (j.contains("cores")) {
+    ASSIGN_OR_RETURN(d.compute_milli, GetInt(j["cores"], path + ".cores", 1, 1000));
+  }
+  if (j.contains("numa")) {
+    ASSIGN_OR_RETURN(int64_t numa, GetInt(j["numa"], path + ".numa", 0, 63));
+    d.numa_node = static_cast<int>(numa);
+  }
+  if (j.contains("max_sharers")) {
+    ASSIGN_OR_RETURN(int64_t s, GetInt(j["max_sharers"], path + ".max_sharers", 1, 1024));
+    d.max_sharers = static_cast<int>(s);
+  }
+  if (j.contains("mode")) {
+    ASSIGN_OR_RETURN(std::string m, GetString(j["mode"], path + ".mode"));
+    auto mode = ParseDeviceMode(m);
+    if (!mode.ok()) return InvalidArgumentError(path + ".mode: " + mode.status().message());
+    d.mode = *mode;
+  }
+  return d;
+}
+
+}  // namespace
+
+Result<Json> ParseJsonObject(std::string_view body) {
+  Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgumentError("body: malformed JSON");
+  if (!j.is_object()) return InvalidArgumentError("body must be a JSON object");
+  return j;
+}
+
+Status CheckKeys(const Json& object, const std::string& path, std::initializer_list<std::string_view> allowed) {
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    bool known = false;
+    for (std::string_view a : allowed) known = known || it.key() == a;
+    if (!known) {
+      std::string where = path.empty() ? it.key() : path + "." + it.key();
+      return InvalidArgumentError("unknown field '" + where + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<Node> NodeFromJson(const Json& j) {
+  RETURN_IF_ERROR(CheckKeys(j, "", {"name", "cpu", "memory", "labels", "simulated", "devices", "gpus"}));
+  Node n;
+  n.simulated = true;
+  if (!j.contains("name")) return InvalidArgumentError("name is required");
+  ASSIGN_OR_RETURN(n.name, GetString(j["name"], "name"));
+  n.cpu_milli = 64000;
+  n.memory_mib = 262144;
+  if (j.contains("cpu")) {
+    ASSIGN_OR_RETURN(n.cpu_milli, GetCpu(j["cpu"], "cpu"));
+  }
+  if (j.contains("memory")) {
+    ASSIGN_OR_RETURN(n.memory_mib, GetMemory(j["memory"], "memory"));
+  }
+  if (j.contains("simulated")) {
+    ASSIGN_OR_RETURN(n.simulated, GetBool(j["simulated"], "simulated"));
+  }
+  if (j.contains("labels")) {
+    if (!j["labels"].is_object()) return TypeError("labels", "an object of strings");
+    for (auto it = j["labels"].begin(); it != j["labels"].end(); ++it) {
+      ASSIGN_OR_RETURN(n.labels[it.key()], GetString(it.value(), "labels." + it.key()));
+    }
+  }
+  if (j.contains("devices")) {
+    if (!j["devices"].is_array()) return TypeError("devices", "a list");
+    if (j["devices"].size() > 256) return InvalidArgumentError("devices: at most 256 per node");
+    for (size_t i = 0; i < j["devices"].size(); ++i) {
+      ASSIGN_OR_RETURN(Device d, DeviceFromJson(j["devices"][i], "devices[" + std::to_string(i) + "]"));
+      n.devices.push_back(std::move(d));
+    }
+  }
+  if (j.contains("gpus")) {
+    const Json& g = j["gpus"];
+    if (!g.is_object()) return TypeError("gpus", "an object");
+    RETURN_IF_ERROR(CheckKeys(g, "gpus", {"count", "model", "memory", "vendor", "cores", "max_sharers"}));
+    if (!g.contains("count")) return InvalidArgumentError("gpus.count is required");
+    ASSIGN_OR_RETURN(int64_t count, GetInt(g["count"], "gpus.count", 1, 256));
+    Json one = g;
+    one.erase("count");
+    for (int64_t i = 0; i < count; ++i) {
+      ASSIGN_OR_RETURN(Device d, DeviceFromJson(one, "gpus"));
+      n.devices.push_back(std::move(d));
+    }
+  }
+  for (size_t i = 0; i < n.devices.size(); ++i) {
+    n.devices[i].index = static_cast<int>(i);
+    if (n.devices[i].uuid.empty()) n.devices[i].uuid = n.name + "-gpu" + std::to_string(i);
+  }
+  Status valid = ValidateNode(n);
+  if (!valid.ok()) return InvalidArgumentError(valid.message());
+  return n;
+}
+
+Json NodeViewToJson(const NodeView& v) {
+  Json j;
+  j["name"] = v.node.name;
+  j["labels"] = v.node.labels;
+  j["ready"] = v.node.ready;
+  j["cordoned"] = v.node.cordoned;
+  j["simulated"] = v.node.simulated;
+  j["cpu_milli"] = v.node.cpu_milli;
+  j["memory_mib"] = v.node.memory_mib;
+  j["cpu_allocated_milli"] = v.usage.cpu_milli;
+  j["memory_allocated_mib"] = v.usage.memory_mib;
+  j["last_seen_us"] = v.last_seen_us;
+  j["devices"] = Json::array();
+  for (size_t i = 0; i < v.node.devices.size(); ++i) {
+    const Device& d = v.node.devices[i];
+    const DeviceUsage& u = v.usage.devices[i];
+    j["devices"].push_back({{"index", d.index},
+                            {"uuid", d.uuid},
+                            {"model", d.model},
+                            {"vendor", std::string(VendorName(d.vendor))},
+                            {"memory_mib", d.memory_mib},
+                            {"compute_milli", d.compute_milli},
+                            {"memory_allocated_mib", u.memory_mib},
+                            {"compute_allocated_milli", u.compute_milli},
+                            {"sharers", u.sharers},
+                            {"max_sharers", d.max_sharers},
+                            {"numa_node", d.numa_node},
+                            {"mode", std::string(DeviceModeName(d.mode))},
+                            {"healthy", d.healthy}});
+  }
+  return j;
+}
+
+Result<TenantQuota> QuotaFromJson(const Json& j, const std::string& path, TenantQuota q) {
+  if (!j.is_object()) return TypeError(path, "an object");
+  RETURN_IF_ERROR(CheckKeys(j, path, {"devices", "device_memory", "device_compute_milli", "cpu", "memory"}));
+  auto field = [&](const char* key, int64_t* target, int kind) -> Status {
+    if (!j.contains(key)) return Status::Ok();
+    const Json& v = j[key];
+    std::string p = path + "." + key;
+    if (v.is_null() || (v.is_number_integer() && v.get<int64_t>() == -1)) {
+      *target = kUnlimited;
+      return Status::Ok();
+    }
+    Result<int64_t> r = kind == 0 ? GetInt(v, p, 0, int64_t{1} << 40) : kind == 1 ? GetMemory(v, p) : GetCpu(v, p);
+    if (!r.ok()) return r.status();
+    *target = *r;
+    return Status::Ok();
+  };
+  RETURN_IF_ERROR(field("devices", &q.devices, 0));
+  RETURN_IF_ERROR(field("device_memory", &q.device_memory_mib, 1));
+  RETURN_IF_ERROR(field("device_compute_milli", &q.device_compute_milli, 0));
+  RETURN_IF_ERROR(field("cpu", &q.cpu_milli, 2));
+  RETURN_IF_ERROR(field("memory", &q.memory_mib, 1));
+  return q;
+}
+
+Json QuotaToJson(const TenantQuota& q) {
+  Json j = Json::object();
+  auto put = [&](const char* key, int64_t v) {
+    if (v != kUnlimited) j[key] = v;
+  };
+  put("devices", q.devices);
+  put("device_memory_mib", q.device_memory_mib);
+  put("device_compute_milli", q.device_compute_milli);
+  put("cpu_milli", q.cpu_milli);
+  put("memory_mib", q.memory_mib);
+  return j;
+}
+
+Json TenantToJson(const TenantRecord& t) {
+  return Json{{"id", t.id.value()},
+              {"name", t.name},
+              {"admin", t.admin},
+              {"quota", QuotaToJson(t.quota)},
+              {"created_at", FormatTime(t.created_us)}};
+}
+
+Json JobToJson(const JobRecord& job, const std::string& tenant_name, const std::string& reason,
+               const std::vector<AllocationRecord>* placement) {
+  Json j;
+  j["id"] = job.id.value();
+  j["name"] = job.spec.name;
+  j["tenant"] = tenant_name;
+  j["state"] = std::string(JobStateName(job.state));
+  j["priority"] = job.priority;
+  j["replicas"] = job.spec.replicas;
+  j["submitted_at_us"] = job.submitted_us;
+  j["submitted_at"] = FormatTime(job.submitted_us);
+  j["updated_at"] = FormatTime(job.updated_us);
+  j["restart_count"] = job.restart_count;
+  j["reason"] = reason;
+  j["state_reason"] = job.state_reason;
+  const ResourceSpec& r = job.spec.resources;
+  j["resources"] = {{"cpu_milli", r.cpu_milli}, {"memory_mib", r.memory_mib}, {"gpu", r.gpu},
+                    {"gpumem_mib", r.gpumem_mib}, {"gpumem_percent", r.gpumem_percentage},
+                    {"gpucores", r.gpucores}};
+  Json spec = Json::parse(JobSpecToJson(job.spec), nullptr, false);
+  j["spec"] = spec.is_discarded() ? Json() : spec;
+  j["placement"] = Json::array();
+  if (placement != nullptr) {
+    for (const AllocationRecord& a : *placement) {
+      Json p = {{"replica", a.replica}, {"node", a.node}, {"cpu_milli", a.cpu_milli}, {"memory_mib", a.memory_mib}};
+      p["devices"] = Json::array();
+      for (const DeviceGrantRecord& d : a.devices) {
+        p["devices"].push_back({{"uuid", d.device_uuid}, {"memory_mib", d.memory_mib}, {"compute_milli", d.compute_milli}});
+      }
+      j["placement"].push_back(std::move(p));
+    }
+  }
+  return j;
+}
+
+Json EventToJson(const EventRecord& e) {
+  Json j = {{"id", e.id}, {"time", FormatTime(e.time_us)}, {"time_us", e.time_us}, {"kind", e.kind},
+            {"reason", e.reason}};
+  j["from"] = e.from ? Json(std::string(JobStateName(*e.from))) : Json();
+  j["to"] = e.to ? Json(std::string(JobStateName(*e.to))) : Json(e.kind);
+  return j;
+}
+
+std::string FormatTime(TimeMicros us) {
+  if (us <= 0) return "";
+  time_t secs = static_cast<time_t>(us / 1'000'000);
+  struct tm tm {};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  size_t n = std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(buf + n, sizeof(buf) - n, ".%03dZ", static_cast<int>((us / 1000) % 1000));
+  return buf;
+}
+
+}  // namespace xpool::server::internal

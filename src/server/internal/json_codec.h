@@ -1,0 +1,43 @@
+#pragma once
+// JSON forms of the API's resources (nodes, tenants, quotas, jobs, events) and strict readers for request
+// bodies: unknown fields and wrong types are InvalidArgument naming the field's path.
+// Internal to src/server (pulls in nlohmann/json; include only from server .cc files). Stateless; thread-safe.
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "server/control_plane.h"
+#include "store/state_store.h"
+
+namespace xpool::server::internal {
+
+using Json = nlohmann::json;
+
+// InvalidArgument "body: malformed JSON: ..." on a parse error; the body must be an object.
+Result<Json> ParseJsonObject(std::string_view body);
+// Refuses keys of `object` outside `allowed` ("unknown field 'devices[0].modle'").
+Status CheckKeys(const Json& object, const std::string& path, std::initializer_list<std::string_view> allowed);
+
+// A node description: {"name", "cpu", "memory", "labels", "simulated", "devices": [{"model", "memory", "uuid",
+// "vendor", "cores", "numa", "max_sharers", "mode"}], "gpus": {"count", "model", "memory", "vendor"}}.
+// cpu accepts "500m"/2/"1.5"; memory "8Gi"/integer MiB. `simulated` defaults to true (no agent yet).
+Result<Node> NodeFromJson(const Json& j);
+Json NodeViewToJson(const NodeView& view);
+
+// {"devices", "device_memory", "device_compute_milli", "cpu", "memory"}; -1 or null = unlimited. Fields not
+// given keep their value from `base`.
+Result<TenantQuota> QuotaFromJson(const Json& j, const std::string& path, TenantQuota base);
+Json QuotaToJson(const TenantQuota& quota);
+Json TenantToJson(const TenantRecord& tenant);
+
+Json JobToJson(const JobRecord& job, const std::string& tenant_name, const std::string& reason,
+               const std::vector<AllocationRecord>* placement);
+Json EventToJson(const EventRecord& event);
+
+// RFC 3339 UTC with milliseconds: "2026-11-30T13:05:51.123Z".
+std::string FormatTime(TimeMicros us);
+
+}  // namespace xpool::server::internal

@@ -1,0 +1,195 @@
+// The only file of the server that includes cpp-httplib: it adapts httplib requests to Api::Handle.
+#include "server/server.h"
+
+#include <fcntl.h>
+#include <httplib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "common/clock.h"
+#include "server/api.h"
+#include "server/control_plane.h"
+#include "server/metrics.h"
+#include "store/state_store.h"
+#include "store/token.h"
+
+namespace xpool::server {
+namespace {
+
+// Writes `content` to `path` with mode 0600, atomically (temp file + rename).
+Status WriteSecretFile(const std::string& path, const std::string& content) {
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return UnavailableError("cannot create " + tmp + ": " + std::strerror(errno));
+  bool ok = ::fchmod(fd, 0600) == 0 && ::write(fd, content.data(), content.size()) == ssize_t(content.size()) &&
+            ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return UnavailableError("cannot write " + path + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+// Creates the admin tenant and token on first start; replaces a lost admin.token file.
+Status EnsureAdmin(StateStore& store, Clock& clock, const std::string& state_dir) {
+  const std::string path = state_dir + "/admin.token";
+  ASSIGN_OR_RETURN(std::vector<TenantRecord> tenants, store.ListTenants());
+  const TenantRecord* admin = nullptr;
+  for (const TenantRecord& t : tenants) {
+    if (t.admin) admin = &t;
+  }
+  TenantRecord created;
+  if (admin == nullptr) {
+    ASSIGN_OR_RETURN(created, store.CreateTenant("admin", /*admin=*/true, TenantQuota{}, clock.NowMicros()));
+    admin = &created;
+  } else if (std::filesystem::exists(path)) {
+    return Status::Ok();
+  }
+  ASSIGN_OR_RETURN(std::string token, GenerateToken());
+  RETURN_IF_ERROR(store.AddToken(admin->id, token, "admin (written to admin.token)", clock.NowMicros()).status());
+  RETURN_IF_ERROR(WriteSecretFile(path, token + "\n"));
+  std::fprintf(stderr,
+               "xpool server: admin token written to %s (mode 0600)\n"
+               "  use it with: export XPOOL_TOKEN=$(cat %s)\n",
+               path.c_str(), path.c_str());
+  return Status::Ok();
+}
+
+Result<std::pair<std::string, int>> ParseListen(const std::string& listen) {
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon + 1 == listen.size()) {
+    return InvalidArgumentError("--listen must be HOST:PORT, got \"" + listen + "\"");
+  }
+  std::string host = listen.substr(0, colon);
+  int port = 0;
+  for (char c : listen.substr(colon + 1)) {
+    if (c < '0' || c > '9' || port > 65535) return InvalidArgumentError("--listen: bad port in \"" + listen + "\"");
+    port = port * 10 + (c - '0');
+  }
+  if (port > 65535) return InvalidArgumentError("--listen: port must be 0..65535");
+  if (host.empty()) host = "0.0.0.0";
+  return std::make_pair(host, port);
+}
+
+}  // namespace
+
+struct Server::Impl {
+  ServerOptions options;
+  std::unique_ptr<StateStore> store;
+  MetricsRegistry metrics;
+  std::unique_ptr<ControlPlane> control;
+  std::unique_ptr<Api> api;
+  httplib::Server http;
+};
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() {
+  if (impl_ && impl_->control) impl_->control->Stop();
+}
+
+Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
+  if (options.state_dir.empty()) return InvalidArgumentError("--state-dir is required");
+  RETURN_IF_ERROR(ParseListen(options.listen).status());
+  std::error_code ec;
+  std::filesystem::create_directories(options.state_dir, ec);
+  if (ec) return InvalidArgumentError("cannot create --state-dir " + options.state_dir + ": " + ec.message());
+  ::chmod(options.state_dir.c_str(), 0700);
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  std::string location = options.store.empty() ? options.state_dir + "/xpool.db" : options.store;
+  ASSIGN_OR_RETURN(impl->store, OpenStateStore(location));
+  Clock& clock = RealClock::Instance();
+  RETURN_IF_ERROR(EnsureAdmin(*impl->store, clock, options.state_dir));
+
+  MetricsRegistry& m = impl->metrics;
+  m.DeclareCounter("xpool_jobs_submitted_total", "Jobs accepted (committed) through the API.");
+  m.DeclareCounter("xpool_placements_total", "Jobs placed by the scheduling loop (all replicas at once).");
+  m.DeclareHistogram("xpool_scheduling_latency_seconds", "Time to place (or fail to place) one job.",
+                     MetricsRegistry::LatencyBuckets());
+  m.DeclareGauge("xpool_queue_length", "Queued jobs per tenant.");
+  m.DeclareGauge("xpool_nodes", "Nodes by condition.");
+  m.DeclareGauge("xpool_device_memory_capacity_mib", "Device memory capacity (MiB).");
+  m.DeclareGauge("xpool_device_memory_allocated_mib", "Device memory allocated to tasks (MiB).");
+  m.DeclareGauge("xpool_device_cores_capacity_milli", "Device compute capacity (milli-devices; 1000 = whole).");
+  m.DeclareGauge("xpool_device_cores_allocated_milli", "Device compute allocated to tasks (milli-devices).");
+  Api::DeclareMetrics(m);
+
+  ControlPlaneOptions cp;
+  cp.policy = options.policy;
+  cp.tick = options.tick_ms * 1000;
+  impl->control = std::make_unique<ControlPlane>(*impl->store, clock, &m, cp);
+  RETURN_IF_ERROR(impl->control->Start());
+  ApiOptions api_options;
+  api_options.max_body_bytes = options.max_body_bytes;
+  impl->api = std::make_unique<Api>(*impl->store, *impl->control, m, clock, api_options);
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+Status Server::Run() {
+  Impl& s = *impl_;
+  ASSIGN_OR_RETURN(auto host_port, ParseListen(s.options.listen));
+  const int threads = s.options.threads;
+  s.http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  s.http.set_payload_max_length(s.options.max_body_bytes);
+  s.http.set_keep_alive_max_count(100000);
+  s.http.set_read_timeout(10, 0);
+  auto handler = [&s](const httplib::Request& req, httplib::Response& res) {
+    ApiRequest a;
+    a.method = req.method;
+    a.path = req.path;
+    for (const auto& [k, v] : req.params) a.query.emplace(k, v);
+    a.authorization = req.get_header_value("Authorization");
+    a.content_type = req.get_header_value("Content-Type");
+    a.body = req.body;
+    ApiResponse r = s.api->Handle(a);
+    res.status = r.status;
+    res.set_content(r.body, r.content_type.c_str());
+  };
+  const char* any = R"(/.*)";
+  s.http.Get(any, handler);
+  s.http.Post(any, handler);
+  s.http.Put(any, handler);
+  s.http.Patch(any, handler);
+  s.http.Delete(any, handler);
+  // Errors httplib answers itself (an oversized body is 413 before any handler runs) get a JSON body too.
+  s.http.set_error_handler(httplib::Server::HandlerWithResponse([&s](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 413) {
+      ApiResponse r = s.api->TooLarge();
+      res.set_content(r.body, r.content_type.c_str());
+    } else {
+      res.set_content("{\"error\":{\"code\":\"INVALID_ARGUMENT\",\"message\":\"bad HTTP request\"}}", "application/json");
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  s.http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    res.status = 500;
+    res.set_content("{\"error\":{\"code\":\"INTERNAL\",\"message\":\"unexpected error\"}}", "application/json");
+  });
+  int port = host_port.second;
+  if (port == 0) {
+    port = s.http.bind_to_any_port(host_port.first);
+  } else if (!s.http.bind_to_port(host_port.first, port)) {
+    port = -1;
+  }
+  if (port < 0) return UnavailableError("cannot listen on " + s.options.listen + " (address in use?)");
+  std::fprintf(stderr, "xpool server: listening on http://%s:%d (store: %s, state: %s)\n", host_port.first.c_str(),
+               port, std::string(s.store->Kind()).c_str(), s.options.state_dir.c_str());
+  std::fflush(stderr);
+  if (!s.http.listen_after_bind()) return UnavailableError("the HTTP listener stopped unexpectedly");
+  return Status::Ok();
+}
+
+void Server::Shutdown() {
+  impl_->http.stop();
+  impl_->control->Stop();
+}
+
+}  // namespace xpool::server

@@ -1,0 +1,41 @@
+#pragma once
+// Server: `xpool server` — opens the state store, makes sure an admin token exists, rebuilds the control plane
+// and serves the REST API over HTTP until Shutdown().
+//
+// First start: creates the admin tenant and token, writes the token to STATE_DIR/admin.token (mode 0600) and
+// says where it is (never the token itself). If that file is lost later, the next start writes a new one.
+// Owned by the CLI's `server` command. Thread-safe: Shutdown() may be called from any thread.
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+
+namespace xpool::server {
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:8470";  // host:port; port 0 = any free port
+  std::string state_dir;                  // required: admin.token lives here (and xpool.db for SQLite)
+  std::string store;                      // "" = SQLite at STATE_DIR/xpool.db; or postgres://...
+  std::string policy = "best-fit";
+  size_t max_body_bytes = 1 << 20;
+  int threads = 32;
+  int64_t tick_ms = 1000;
+};
+
+class Server {
+ public:
+  static Result<std::unique_ptr<Server>> Create(const ServerOptions& options);
+  ~Server();
+
+  // Binds and serves; returns after Shutdown() (or when binding fails).
+  Status Run();
+  void Shutdown();
+
+ private:
+  struct Impl;
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xpool::server
