@@ -131,6 +131,16 @@ std::vector<FitCase> Cases() {
     add({"exclusive-mode device takes whole", n, {OnDevices({{0, 15360, 1000}})}, nullptr, Gpu(1, 100),
          FitReason::kFits, {1}});
   }
+  {
+    Node n = MakeNode("n").WithGpus(2, "A100", 40960).Build();
+    n.devices[0].compute_milli = 500;  // a slice (MIG-like) worth half a device
+    n.devices[0].mode = DeviceMode::kMig;
+    n.devices[1].compute_milli = 500;
+    add({"compute above the device's total", n, {}, nullptr, Gpu(1, 800), FitReason::kDeviceComputeTooSmall, {},
+         false});
+    add({"mig slice shared like any device", n, {OnDevices({{1, 0, 400}})}, nullptr, Gpu(1, 300), FitReason::kFits,
+         {0}});
+  }
   add({"too few fitting devices", FourA100(), {OnDevices({{0, 0, 1000}}), OnDevices({{1, 0, 1000}}), OnDevices({{2, 0, 1000}})},
        nullptr, Gpu(2, 1000), FitReason::kTooFewFittingDevices, {}});
   {
