@@ -196,6 +196,146 @@ bool ChangedNodes(const ClusterState& state, uint64_t seq, std::vector<int>* out
 
 }  // namespace
 
+void Scheduler::SyncOrdered() {
+  Impl& m = *impl_;
+  const int count = state_.node_count();
+  auto update = [&](int n) {
+    if (m.part[n] >= 0) m.parts[m.part[n]].erase({m.key[n], n});
+    int64_t key = 0;
+    policy_.NodeOrderKey(state_, n, &key);
+    m.key[n] = key;
+    m.capacity[n] = CapacityOf(state_, n);
+    m.part[n] = PartitionOf(state_.node(n), m.capacity[n]);
+    if (m.part[n] >= 0) m.parts[m.part[n]].insert({key, n});
+  };
+  if (!m.synced || !ChangedNodes(state_, m.synced_seq, &m.changed, &m.stamp, &m.stamp_clock)) {
+    for (auto& p : m.parts) p.clear();
+    m.key.assign(count, 0);
+    m.part.assign(count, -1);
+    m.capacity.assign(count, Capacity{});
+    for (int n = 0; n < count; ++n) update(n);
+    m.synced = true;
+  } else {
+    if (static_cast<int>(m.key.size()) < count) {
+      m.key.resize(count, 0);
+      m.part.resize(count, -1);
+      m.capacity.resize(count);
+    }
+    for (int n : m.changed) update(n);
+  }
+  m.synced_seq = state_.change_seq();
+}
+
+int Scheduler::WalkOrdered(const TaskRequest& request, Rng& rng) {
+  Impl& m = *impl_;
+  SyncOrdered();
+  int best_node = -1;
+  // Walk the eligible partitions merged in (key, node) order.
+  struct Head {
+    std::set<Impl::Entry>::const_iterator it, end;
+    int part;
+  };
+  Head heads[kParts];
+  int head_count = 0;
+  EligibleParts(request, &m.eligible);
+  for (int p : m.eligible) {
+    if (!m.parts[p].empty()) heads[head_count++] = {m.parts[p].begin(), m.parts[p].end(), p};
+  }
+  int64_t best_score = 0;
+  int64_t best_key = 0;
+  while (true) {
+    int h = -1;
+    for (int i = 0; i < head_count; ++i) {
+      if (heads[i].it != heads[i].end && (h < 0 || *heads[i].it < *heads[h].it)) h = i;
+    }
+    if (h < 0) break;
+    const auto [key, n] = *heads[h].it;
+    if (best_node >= 0 && key == best_key) {
+      // Same key = same score, and every later node of this key run has a larger index: skip the run.
+      for (int i = 0; i < head_count; ++i) {
+        if (heads[i].it != heads[i].end && heads[i].it->first == key) {
+          heads[i].it = m.parts[heads[i].part].lower_bound({key, std::numeric_limits<int>::max()});
+        }
+      }
+      continue;
+    }
+    ++heads[h].it;
+    ++stats_.nodes_visited;
+    if (state_.FreeCpu(n) < request.cpu_milli || state_.FreeMemory(n) < request.memory_mib) continue;
+    if (!MayFit(m.capacity[n], request)) continue;
+    ++stats_.fit_calls;
+    if (!FitNode(state_, n, request, false, &m.candidate, &m.verdict)) continue;
+    int64_t score = 0;
+    if (!policy_.Score(state_, request, m.candidate, rng, &score, &m.chosen) ||
+        !ValidDeviceChoice(state_, request, m.candidate, m.chosen)) {
+      continue;
+    }
+    if (best_node >= 0 && score < best_score) break;  // monotone: nothing later can reach the best score
+    if (best_node < 0 || score > best_score || n < best_node) {
+      best_node = n;
+      best_score = score;
+      best_key = key;
+      std::swap(m.best_devices, m.chosen);
+    }
+  }
+  return best_node;
+}
+
+int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
+  Impl& m = *impl_;
+  int best_node = -1;
+  // Score cache: refresh the nodes changed since this shape was last used, then one pass.
+  if (static_cast<int>(m.shapes.size()) >= options_.max_cached_shapes && m.shapes.count(request) == 0) {
+    m.shapes.clear();
+  }
+  ShapeCache& cache = m.shapes[request];
+  const int count = state_.node_count();
+  auto refresh = [&](int n) {
+    ++stats_.nodes_visited;
+    ++stats_.fit_calls;
+    CacheEntry& e = cache.entries[n];
+    e.fits = FitNode(state_, n, request, false, &m.candidate, &m.verdict) &&
+             policy_.Score(state_, request, m.candidate, rng, &e.score, &m.chosen) &&
+             ValidDeviceChoice(state_, request, m.candidate, m.chosen);
+  };
+  if (!cache.valid || !ChangedNodes(state_, cache.seq, &m.changed, &m.stamp, &m.stamp_clock)) {
+    cache.entries.assign(count, CacheEntry{});
+    for (int n = 0; n < count; ++n) refresh(n);
+    cache.valid = true;
+  } else {
+    if (static_cast<int>(cache.entries.size()) < count) cache.entries.resize(count);
+    for (int n : m.changed) refresh(n);
+  }
+  cache.seq = state_.change_seq();
+  const TieBreak tie = policy_.tie_break();
+  int64_t best_score = 0;
+  int ties = 0;
+  for (int n = 0; n < count; ++n) {
+    const CacheEntry& e = cache.entries[n];
+    if (!e.fits) continue;
+    if (best_node < 0 || e.score > best_score) {
+      best_node = n;
+      best_score = e.score;
+      ties = 1;
+    } else if (e.score == best_score) {
+      ++ties;
+      if (tie == TieBreak::kLast ||
+          (tie == TieBreak::kRandom && std::uniform_int_distribution<int>(0, ties - 1)(rng) == 0)) {
+        best_node = n;
+      }
+    }
+  }
+  if (best_node >= 0) {
+    // Deterministic policy: scoring the winner again yields its device choice.
+    int64_t score = 0;
+    if (!FitNode(state_, best_node, request, false, &m.candidate, &m.verdict) ||
+        !policy_.Score(state_, request, m.candidate, rng, &score, &m.best_devices)) {
+      return kFallBack;  // not reached for a cacheable policy
+    }
+  }
+  return best_node;
+}
+
 ScheduleOutcome Scheduler::Schedule(const TaskRequest& request, Rng& rng) {
   Impl& m = *impl_;
   ++stats_.calls;
@@ -216,136 +356,8 @@ ScheduleOutcome Scheduler::Schedule(const TaskRequest& request, Rng& rng) {
     m.shapes.clear();
   }
 
-  int best_node = -1;
-  if (mode_ == SchedulerMode::kOrderedWalk) {
-    // 1. Bring the partitions up to date with the journal.
-    const int count = state_.node_count();
-    auto update = [&](int n) {
-      if (m.part[n] >= 0) m.parts[m.part[n]].erase({m.key[n], n});
-      int64_t key = 0;
-      policy_.NodeOrderKey(state_, n, &key);
-      m.key[n] = key;
-      m.capacity[n] = CapacityOf(state_, n);
-      m.part[n] = PartitionOf(state_.node(n), m.capacity[n]);
-      if (m.part[n] >= 0) m.parts[m.part[n]].insert({key, n});
-    };
-    if (!m.synced || !ChangedNodes(state_, m.synced_seq, &m.changed, &m.stamp, &m.stamp_clock)) {
-      for (auto& p : m.parts) p.clear();
-      m.key.assign(count, 0);
-      m.part.assign(count, -1);
-      m.capacity.assign(count, Capacity{});
-      for (int n = 0; n < count; ++n) update(n);
-      m.synced = true;
-    } else {
-      if (static_cast<int>(m.key.size()) < count) {
-        m.key.resize(count, 0);
-        m.part.resize(count, -1);
-        m.capacity.resize(count);
-      }
-      for (int n : m.changed) update(n);
-    }
-    m.synced_seq = state_.change_seq();
-
-    // 2. Walk the eligible partitions in (key, node) order.
-    struct Head {
-      std::set<Impl::Entry>::const_iterator it, end;
-      int part;
-    };
-    Head heads[kParts];
-    int head_count = 0;
-    EligibleParts(request, &m.eligible);
-    for (int p : m.eligible) {
-      if (!m.parts[p].empty()) heads[head_count++] = {m.parts[p].begin(), m.parts[p].end(), p};
-    }
-    int64_t best_score = 0;
-    int64_t best_key = 0;
-    while (true) {
-      int h = -1;
-      for (int i = 0; i < head_count; ++i) {
-        if (heads[i].it != heads[i].end && (h < 0 || *heads[i].it < *heads[h].it)) h = i;
-      }
-      if (h < 0) break;
-      const auto [key, n] = *heads[h].it;
-      if (best_node >= 0 && key == best_key) {
-        // Same key = same score, and every later node of this key run has a larger index: skip the run.
-        for (int i = 0; i < head_count; ++i) {
-          if (heads[i].it != heads[i].end && heads[i].it->first == key) {
-            heads[i].it = m.parts[heads[i].part].lower_bound({key, std::numeric_limits<int>::max()});
-          }
-        }
-        continue;
-      }
-      ++heads[h].it;
-      ++stats_.nodes_visited;
-      if (state_.FreeCpu(n) < request.cpu_milli || state_.FreeMemory(n) < request.memory_mib) continue;
-      if (!MayFit(m.capacity[n], request)) continue;
-      ++stats_.fit_calls;
-      if (!FitNode(state_, n, request, false, &m.candidate, &m.verdict)) continue;
-      int64_t score = 0;
-      if (!policy_.Score(state_, request, m.candidate, rng, &score, &m.chosen) ||
-          !ValidDeviceChoice(state_, request, m.candidate, m.chosen)) {
-        continue;
-      }
-      if (best_node >= 0 && score < best_score) break;  // monotone: nothing later can reach the best score
-      if (best_node < 0 || score > best_score || n < best_node) {
-        best_node = n;
-        best_score = score;
-        best_key = key;
-        std::swap(m.best_devices, m.chosen);
-      }
-    }
-  } else {
-    // Score cache: refresh the nodes changed since this shape was last used, then one pass.
-    if (static_cast<int>(m.shapes.size()) >= options_.max_cached_shapes && m.shapes.count(request) == 0) {
-      m.shapes.clear();
-    }
-    ShapeCache& cache = m.shapes[request];
-    const int count = state_.node_count();
-    auto refresh = [&](int n) {
-      ++stats_.nodes_visited;
-      ++stats_.fit_calls;
-      CacheEntry& e = cache.entries[n];
-      e.fits = FitNode(state_, n, request, false, &m.candidate, &m.verdict) &&
-               policy_.Score(state_, request, m.candidate, rng, &e.score, &m.chosen) &&
-               ValidDeviceChoice(state_, request, m.candidate, m.chosen);
-    };
-    if (!cache.valid || !ChangedNodes(state_, cache.seq, &m.changed, &m.stamp, &m.stamp_clock)) {
-      cache.entries.assign(count, CacheEntry{});
-      for (int n = 0; n < count; ++n) refresh(n);
-      cache.valid = true;
-    } else {
-      if (static_cast<int>(cache.entries.size()) < count) cache.entries.resize(count);
-      for (int n : m.changed) refresh(n);
-    }
-    cache.seq = state_.change_seq();
-    const TieBreak tie = policy_.tie_break();
-    int64_t best_score = 0;
-    int ties = 0;
-    for (int n = 0; n < count; ++n) {
-      const CacheEntry& e = cache.entries[n];
-      if (!e.fits) continue;
-      if (best_node < 0 || e.score > best_score) {
-        best_node = n;
-        best_score = e.score;
-        ties = 1;
-      } else if (e.score == best_score) {
-        ++ties;
-        if (tie == TieBreak::kLast ||
-            (tie == TieBreak::kRandom && std::uniform_int_distribution<int>(0, ties - 1)(rng) == 0)) {
-          best_node = n;
-        }
-      }
-    }
-    if (best_node >= 0) {
-      // Deterministic policy: scoring the winner again yields its device choice.
-      int64_t score = 0;
-      if (!FitNode(state_, best_node, request, false, &m.candidate, &m.verdict) ||
-          !policy_.Score(state_, request, m.candidate, rng, &score, &m.best_devices)) {
-        return xpool::Schedule(state_, request, policy_, rng);  // not reached for a cacheable policy
-      }
-    }
-  }
-
+  const int best_node = mode_ == SchedulerMode::kOrderedWalk ? WalkOrdered(request, rng) : ScanCache(request, rng);
+  if (best_node == kFallBack) return xpool::Schedule(state_, request, policy_, rng);
   if (best_node >= 0) {
     ScheduleOutcome out;
     out.kind = OutcomeKind::kPlaced;

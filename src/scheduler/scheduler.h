@@ -59,7 +59,11 @@ class Scheduler {
 
  private:
   struct Impl;
+  static constexpr int kFallBack = -2;  // a cacheable policy contradicted itself: use the full scan
   void DecideMode();
+  void SyncOrdered();                                     // partitions up to date with the journal
+  int WalkOrdered(const TaskRequest& request, Rng& rng);  // the best node, or -1
+  int ScanCache(const TaskRequest& request, Rng& rng);    // the best node, -1, or kFallBack
 
   const ClusterState& state_;
   PlacementPolicy& policy_;
