@@ -3,6 +3,9 @@
 //   BM_LaunchKernel      one cuLaunchKernel (the fake's launch is a counter increment)
 //   BM_MemAllocFree      one cuMemAlloc_v2 + cuMemFree_v2 pair of 1 MiB
 //   BM_MemGetInfo        one cuMemGetInfo_v2
+//   BM_*Driver           the same calls made on the fake driver's own entry points (never hooked), in the same
+//                        process: run with --benchmark_enable_random_interleaving=true and the difference to the
+//                        row above is the interposer's cost with the machine's noise largely cancelled
 // The label says whether the calls went through the preloaded hooks and which limits were set. With a compute
 // limit, run with XPOOL_FAKE_SM_UTIL below the limit so the controller opens up (the warm-up waits for that) and
 // the number is the limiter's bookkeeping, not throttling.
@@ -27,6 +30,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
 CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize);
 CUresult cuMemFree_v2(CUdeviceptr dptr);
 CUresult cuMemGetInfo_v2(size_t* free, size_t* total);
+void* xpoolFakeEntryPoint(const char* name);  // the fake driver's own functions, bypassing any interposer
 }
 
 namespace {
@@ -75,6 +79,44 @@ void BM_LaunchKernel(benchmark::State& state) {
   state.SetLabel(Label());
 }
 BENCHMARK(BM_LaunchKernel);
+
+using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              CUstream, void**, void**);
+using AllocFn = CUresult (*)(CUdeviceptr*, size_t);
+using FreeFn = CUresult (*)(CUdeviceptr);
+
+void BM_LaunchKernelDriver(benchmark::State& state) {
+  auto launch = reinterpret_cast<LaunchFn>(xpoolFakeEntryPoint("cuLaunchKernel"));
+  if (!Setup() || launch == nullptr) {
+    state.SkipWithError("no fake device");
+    return;
+  }
+  CUfunction f = reinterpret_cast<CUfunction>(0x1);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(launch(f, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr));
+  }
+  state.SetLabel("fake driver entry point");
+}
+BENCHMARK(BM_LaunchKernelDriver);
+
+void BM_MemAllocFreeDriver(benchmark::State& state) {
+  auto alloc = reinterpret_cast<AllocFn>(xpoolFakeEntryPoint("cuMemAlloc_v2"));
+  auto free_fn = reinterpret_cast<FreeFn>(xpoolFakeEntryPoint("cuMemFree_v2"));
+  if (!Setup() || alloc == nullptr || free_fn == nullptr) {
+    state.SkipWithError("no fake device");
+    return;
+  }
+  for (auto _ : state) {
+    CUdeviceptr p = 0;
+    if (alloc(&p, 1 << 20) != CUDA_SUCCESS) {
+      state.SkipWithError("cuMemAlloc_v2 failed");
+      break;
+    }
+    free_fn(p);
+  }
+  state.SetLabel("fake driver entry point");
+}
+BENCHMARK(BM_MemAllocFreeDriver);
 
 void BM_MemAllocFree(benchmark::State& state) {
   if (!Setup()) {

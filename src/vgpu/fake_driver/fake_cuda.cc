@@ -534,6 +534,10 @@ void* FindProc(const char* name) {
 }
 }  // namespace
 
+// Test-only: the fake's own entry point for `name` (never a hook), so a benchmark can call the driver directly
+// in the same process as through the interposer.
+FAKE_EXPORT void* xpoolFakeEntryPoint(const char* name) { return name != nullptr ? FindProc(name) : nullptr; }
+
 // Like the real driver, the caller names the base symbol ("cuMemAlloc") and gets the newest variant; with
 // CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM the _ptsz one where it exists.
 FAKE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int, cuuint64_t flags,
