@@ -594,6 +594,40 @@ TYPED_TEST(StateStoreTest, ConcurrentSubmissionsAllLand) {
   EXPECT_EQ(this->store_->ListJobs({})->size(), unique.size());
 }
 
+// Group commit: a refused submission in the same batch as good ones does not take them down.
+TYPED_TEST(StateStoreTest, GroupedSubmissionsFailIndividually) {
+  constexpr int kThreads = 8;
+  std::atomic<int> ok{0}, not_found{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        const TenantId tenant = (t % 2 == 0) ? this->tenant_ : TenantId(4040);
+        Result<JobRecord> job = this->store_->SubmitJob(tenant, MakeSpec("g" + std::to_string(t)), i);
+        if (job.ok()) {
+          ++ok;
+        } else if (job.status().code() == StatusCode::kNotFound) {
+          ++not_found;
+        } else {
+          ++other;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(ok.load(), 40);
+  EXPECT_EQ(not_found.load(), 40);
+  EXPECT_EQ(other.load(), 0);
+  Result<std::vector<JobRecord>> jobs = this->store_->ListJobs({});
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(jobs->size(), 40u);
+  for (const JobRecord& j : *jobs) {
+    EXPECT_EQ(j.tenant, this->tenant_);
+    EXPECT_EQ(this->store_->ListTasks(j.id)->size(), 1u);
+    EXPECT_EQ(this->store_->JobEvents(j.id)->size(), 1u);
+  }
+}
+
 // Random walks through the lifecycle (fixed seed): the store agrees with a model that applies CheckTransition,
 // and allocations exist exactly while the job holds them.
 TYPED_TEST(StateStoreTest, RandomLifecycleMatchesTheRules) {

@@ -254,41 +254,97 @@ Result<JobRecord> SqlStore::LoadJob(JobId id) {
   return JobFromRow(r.rows[0]);
 }
 
+Status SqlStore::InsertJob(const PendingSubmit& p, JobId* id) {
+  const JobSpec& spec = *p.spec;
+  ASSIGN_OR_RETURN(SqlResult t, db_->Query("SELECT id FROM tenants WHERE id = $1", {Int(p.tenant.value())}));
+  if (t.rows.empty()) return NotFoundError("no tenant with id " + p.tenant.ToString());
+  ASSIGN_OR_RETURN(SqlResult r,
+                   db_->Query("INSERT INTO jobs (tenant_id, name, spec, state, priority, submitted_us, "
+                              "updated_us) VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING id",
+                              {Int(p.tenant.value()), Text(spec.name), Text(p.spec_json),
+                               Text(JobStateName(JobState::kQueued)), Int(spec.priority), Int(p.now)}));
+  *id = JobId(ColInt(r.rows.at(0), 0));
+  for (int replica = 0; replica < spec.replicas; ++replica) {
+    RETURN_IF_ERROR(db_->Query("INSERT INTO tasks (job_id, replica, state, updated_us) VALUES ($1, $2, $3, $4)",
+                               {Int(id->value()), Int(replica), Text(JobStateName(JobState::kQueued)),
+                                Int(p.now)}));
+  }
+  EventRecord e;
+  e.time_us = p.now;
+  e.job = *id;
+  e.kind = "submitted";
+  e.to = JobState::kQueued;
+  e.reason = "submitted with priority " + std::to_string(spec.priority) + ", " + std::to_string(spec.replicas) +
+             (spec.replicas == 1 ? " replica" : " replicas");
+  return InsertEvent(e, nullptr);
+}
+
+// One transaction for the whole batch; each job inside its own savepoint, so one refused job does not take the
+// others down. Results are published only after COMMIT returned.
+void SqlStore::CommitBatch(const std::vector<PendingSubmit*>& batch) {
+  std::lock_guard lock(mu_);
+  std::vector<Status> results(batch.size());
+  std::vector<JobId> ids(batch.size());
+  Status commit = InTransaction([&]() -> Status {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      RETURN_IF_ERROR(db_->Query("SAVEPOINT submit", {}));
+      results[i] = InsertJob(*batch[i], &ids[i]);
+      if (results[i].ok()) {
+        RETURN_IF_ERROR(db_->Query("RELEASE SAVEPOINT submit", {}));
+      } else {
+        if (IsStoreUnavailable(results[i])) return results[i];  // the database refuses writes: all fail
+        RETURN_IF_ERROR(db_->Query("ROLLBACK TO SAVEPOINT submit", {}));
+        RETURN_IF_ERROR(db_->Query("RELEASE SAVEPOINT submit", {}));
+      }
+    }
+    return Status::Ok();
+  });
+  for (size_t i = 0; i < batch.size(); ++i) {
+    PendingSubmit& p = *batch[i];
+    if (!commit.ok()) {
+      p.result = commit;
+    } else if (!results[i].ok()) {
+      p.result = results[i];
+    } else {
+      JobRecord job;
+      job.id = ids[i];
+      job.tenant = p.tenant;
+      job.spec = *p.spec;
+      job.state = JobState::kQueued;
+      job.priority = p.spec->priority;
+      job.submitted_us = p.now;
+      job.updated_us = p.now;
+      p.result = std::move(job);
+    }
+  }
+}
+
 Result<JobRecord> SqlStore::SubmitJob(TenantId tenant, const JobSpec& spec, TimeMicros now) {
   RETURN_IF_ERROR(ValidateJobSpec(spec));
-  const std::string spec_json = JobSpecToJson(spec);
-  std::lock_guard lock(mu_);
-  JobRecord job;
-  RETURN_IF_ERROR(InTransaction([&]() -> Status {
-    ASSIGN_OR_RETURN(SqlResult t, db_->Query("SELECT id FROM tenants WHERE id = $1", {Int(tenant.value())}));
-    if (t.rows.empty()) return NotFoundError("no tenant with id " + tenant.ToString());
-    ASSIGN_OR_RETURN(SqlResult r,
-                     db_->Query("INSERT INTO jobs (tenant_id, name, spec, state, priority, submitted_us, "
-                                "updated_us) VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING id",
-                                {Int(tenant.value()), Text(spec.name), Text(spec_json),
-                                 Text(JobStateName(JobState::kQueued)), Int(spec.priority), Int(now)}));
-    job.id = JobId(ColInt(r.rows.at(0), 0));
-    for (int replica = 0; replica < spec.replicas; ++replica) {
-      RETURN_IF_ERROR(db_->Query("INSERT INTO tasks (job_id, replica, state, updated_us) VALUES ($1, $2, $3, $4)",
-                                 {Int(job.id.value()), Int(replica), Text(JobStateName(JobState::kQueued)),
-                                  Int(now)}));
+  PendingSubmit pending{tenant, &spec, JobSpecToJson(spec), now, InternalError("not committed"), false};
+  // Group commit: the first submitter to find no leader becomes one, takes every queued submission and commits
+  // them in one transaction (one fsync); the others wait until their own submission is committed.
+  std::unique_lock lock(submit_mu_);
+  submit_queue_.push_back(&pending);
+  while (!pending.done) {
+    if (submit_leader_) {
+      submit_cv_.wait(lock);
+      continue;
     }
-    EventRecord e;
-    e.time_us = now;
-    e.job = job.id;
-    e.kind = "submitted";
-    e.to = JobState::kQueued;
-    e.reason = "submitted with priority " + std::to_string(spec.priority) + ", " +
-               std::to_string(spec.replicas) + (spec.replicas == 1 ? " replica" : " replicas");
-    return InsertEvent(e, nullptr);
-  }));
-  job.tenant = tenant;
-  job.spec = spec;
-  job.state = JobState::kQueued;
-  job.priority = spec.priority;
-  job.submitted_us = now;
-  job.updated_us = now;
-  return job;
+    submit_leader_ = true;
+    std::vector<PendingSubmit*> batch;
+    while (!submit_queue_.empty() && batch.size() < kMaxSubmitBatch) {
+      batch.push_back(submit_queue_.front());
+      submit_queue_.pop_front();
+    }
+    lock.unlock();
+    CommitBatch(batch);
+    lock.lock();
+    for (PendingSubmit* p : batch) p->done = true;
+    submit_leader_ = false;
+    submit_cv_.notify_all();
+  }
+  return std::move(pending.result);
 }
 
 Result<JobRecord> SqlStore::GetJob(JobId id) {

@@ -4,7 +4,10 @@
 // one implementation against two databases.
 //
 // Owns its backend. Thread-safe: every call takes mu_; each state change is one transaction, committed before
-// the call returns.
+// the call returns. SubmitJob uses group commit: concurrent submissions share one transaction (and one fsync),
+// and each caller returns only after that transaction committed.
+#include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 
@@ -67,6 +70,20 @@ class SqlStore final : public StateStore {
   Result<SqlResult> QueryForTesting(std::string_view sql);
 
  private:
+  struct PendingSubmit {
+    TenantId tenant;
+    const JobSpec* spec;
+    std::string spec_json;
+    TimeMicros now;
+    Result<JobRecord> result;
+    bool done;  // guarded by submit_mu_
+  };
+  static constexpr size_t kMaxSubmitBatch = 256;
+
+  // Inserts one job, its tasks and its event. Caller holds mu_ inside a transaction.
+  Status InsertJob(const PendingSubmit& p, JobId* id);
+  void CommitBatch(const std::vector<PendingSubmit*>& batch);
+
   // Runs `body` between Begin and Commit; rolls back when it fails. Caller holds mu_.
   template <typename Body>
   Status InTransaction(Body&& body);
@@ -82,6 +99,12 @@ class SqlStore final : public StateStore {
 
   std::mutex mu_;
   std::unique_ptr<SqlBackend> db_;  // guarded by mu_
+
+  // Group commit of submissions (taken before mu_, never while holding it).
+  std::mutex submit_mu_;
+  std::condition_variable submit_cv_;
+  std::deque<PendingSubmit*> submit_queue_;  // guarded by submit_mu_
+  bool submit_leader_ = false;               // guarded by submit_mu_
 };
 
 template <typename Body>
