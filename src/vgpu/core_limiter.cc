@@ -95,10 +95,21 @@ double MeasureTaskUtilisation(int ordinal, DeviceLimiter& limiter) {
   return total;
 }
 
+double MonotonicSeconds() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
 void* SamplerMain(void*) {
+  double last = MonotonicSeconds();
   for (uint64_t tick = 0;; ++tick) {
     SleepMs(kRefillMs);
     g_heartbeat.fetch_add(1, std::memory_order_relaxed);
+    // Refill for the time that really passed: a late wake-up on a busy machine must not lower the rate.
+    const double now = MonotonicSeconds();
+    const double elapsed = now - last > 0.5 ? 0.5 : now - last;
+    last = now;
     for (int dev = 0; dev < kMaxDevices; ++dev) {
       DeviceLimiter& limiter = g_devices[dev];
       if (!limiter.active) continue;
@@ -118,7 +129,7 @@ void* SamplerMain(void*) {
         }
       }
       double rate = limiter.controller->rate();
-      limiter.budget.Refill(rate * kRefillMs / 1000.0, static_cast<int64_t>(rate * kRefillMs * 5 / 1000.0) + 1);
+      limiter.budget.Refill(rate * elapsed, static_cast<int64_t>(rate * kRefillMs * 5 / 1000.0) + 1);
     }
   }
   return nullptr;
