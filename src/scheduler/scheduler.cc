@@ -319,9 +319,18 @@ int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
       ties = 1;
     } else if (e.score == best_score) {
       ++ties;
-      if (tie == TieBreak::kLast ||
-          (tie == TieBreak::kRandom && std::uniform_int_distribution<int>(0, ties - 1)(rng) == 0)) {
+      if (tie == TieBreak::kLast) best_node = n;
+    }
+  }
+  if (tie == TieBreak::kRandom && ties > 1) {
+    // One draw for the whole choice (uniform over the tied nodes, like Schedule()'s reservoir, which draws once
+    // per tie; so the same seed picks differently here).
+    int pick = std::uniform_int_distribution<int>(0, ties - 1)(rng);
+    for (int n = 0; n < count; ++n) {
+      const CacheEntry& e = cache.entries[n];
+      if (e.fits && e.score == best_score && pick-- == 0) {
         best_node = n;
+        break;
       }
     }
   }

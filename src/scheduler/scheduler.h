@@ -10,6 +10,8 @@
 //     monotone in the score), taking the lowest node index among equal best scores.
 //   * Score cache, for other cacheable policies: per request shape, each node's verdict and score, refreshed
 //     only for nodes changed since the shape was last used; a placement is one linear pass over the cache.
+//     TieBreak::kRandom draws once per placement (uniform over the tied nodes, as Schedule(), though the same
+//     seed picks a different node than Schedule()'s per-tie reservoir draws).
 //   * Otherwise (policies that use the rng or keep state): the full scan of Schedule().
 // In every mode the wait / never-fits decision is cached per request shape until a node's description changes.
 //

@@ -224,5 +224,40 @@ TEST(SchedulerTest, NeverFitsIsRecheckedWhenANodeChangesItsDescription) {
   EXPECT_EQ(o.allocation.devices[0].memory_mib, 20000);
 }
 
+// A cacheable policy with flat scores and a random tie-break: the score cache spreads placements over every
+// fitting node.
+class FlatRandomPolicy final : public PlacementPolicy {
+ public:
+  std::string_view name() const override { return "flat-random"; }
+  TieBreak tie_break() const override { return TieBreak::kRandom; }
+  bool cacheable() const override { return true; }
+  bool Score(const ClusterState&, const TaskRequest& r, const NodeCandidate& c, Rng&, int64_t* score,
+             std::vector<int>* chosen) override {
+    *score = 0;
+    chosen->assign(c.fitting_devices.begin(), c.fitting_devices.begin() + r.device_count);
+    return true;
+  }
+};
+
+TEST(SchedulerTest, RandomTieBreakInTheScoreCacheIsUniform) {
+  ClusterState s;
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(s.AddNode(MakeNode("n" + std::to_string(i)).WithCpu(1000).Build()).ok());
+  ASSERT_TRUE(s.SetNodeCordoned(2, true).ok());
+  FlatRandomPolicy policy;
+  Scheduler scheduler(s, policy);
+  ASSERT_EQ(scheduler.mode(), SchedulerMode::kScoreCache);
+  Rng rng(5);
+  TaskRequest r;
+  r.cpu_milli = 100;
+  std::vector<int> seen(4, 0);
+  for (int i = 0; i < 600; ++i) {
+    ScheduleOutcome o = scheduler.Schedule(r, rng);
+    ASSERT_EQ(o.kind, OutcomeKind::kPlaced);
+    ++seen[o.allocation.node];
+  }
+  EXPECT_EQ(seen[2], 0);  // cordoned
+  for (int n : {0, 1, 3}) EXPECT_GT(seen[n], 150) << n;
+}
+
 }  // namespace
 }  // namespace xpool
