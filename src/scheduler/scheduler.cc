@@ -56,7 +56,10 @@ constexpr int kIdleParts = 8;        // nodes with 1..8+ idle devices
 constexpr int kParts = kComputeBuckets + kIdleParts;
 
 // What a node can still take, for the walk's cheap pre-checks and its partition.
+// Kept in one compact array so the walk's skips touch no Node.
 struct Capacity {
+  int64_t free_cpu = 0;
+  int64_t free_memory = 0;
   int idle = 0;             // devices nobody holds
   int64_t best_share = 0;   // the most free compute on a device that takes one more sharer
 };
@@ -65,6 +68,8 @@ Capacity CapacityOf(const ClusterState& state, int node) {
   Capacity c;
   const Node& n = state.node(node);
   const NodeUsage& u = state.usage(node);
+  c.free_cpu = state.FreeCpu(node);
+  c.free_memory = state.FreeMemory(node);
   for (size_t d = 0; d < n.devices.size(); ++d) {
     const Device& dev = n.devices[d];
     const DeviceUsage& du = u.devices[d];
@@ -87,6 +92,7 @@ int PartitionOf(const Node& n, const Capacity& c) {
 
 // False when the node certainly cannot take `r` (a necessary condition only; FitNode decides).
 bool MayFit(const Capacity& c, const TaskRequest& r) {
+  if (c.free_cpu < r.cpu_milli || c.free_memory < r.memory_mib) return false;
   if (!r.wants_devices()) return true;
   if (r.exclusive()) return c.idle >= r.device_count;
   return c.idle > 0 || c.best_share >= r.device_compute_milli;
@@ -231,37 +237,45 @@ int Scheduler::WalkOrdered(const TaskRequest& request, Rng& rng) {
   SyncOrdered();
   int best_node = -1;
   // Walk the eligible partitions merged in (key, node) order.
+  // Each head caches its current entry so choosing the next node reads no tree node; {max, max} = exhausted.
+  constexpr Impl::Entry kDone{std::numeric_limits<int64_t>::max(), std::numeric_limits<int>::max()};
   struct Head {
     std::set<Impl::Entry>::const_iterator it, end;
+    Impl::Entry cur;
     int part;
+    void Load(const Impl::Entry& done) { cur = it != end ? *it : done; }
   };
   Head heads[kParts];
   int head_count = 0;
   EligibleParts(request, &m.eligible);
   for (int p : m.eligible) {
-    if (!m.parts[p].empty()) heads[head_count++] = {m.parts[p].begin(), m.parts[p].end(), p};
+    if (m.parts[p].empty()) continue;
+    Head& h = heads[head_count++];
+    h = {m.parts[p].begin(), m.parts[p].end(), kDone, p};
+    h.Load(kDone);
   }
   int64_t best_score = 0;
   int64_t best_key = 0;
-  while (true) {
-    int h = -1;
-    for (int i = 0; i < head_count; ++i) {
-      if (heads[i].it != heads[i].end && (h < 0 || *heads[i].it < *heads[h].it)) h = i;
+  while (head_count > 0) {
+    int h = 0;
+    for (int i = 1; i < head_count; ++i) {
+      if (heads[i].cur < heads[h].cur) h = i;
     }
-    if (h < 0) break;
-    const auto [key, n] = *heads[h].it;
+    if (heads[h].cur == kDone) break;
+    const auto [key, n] = heads[h].cur;
     if (best_node >= 0 && key == best_key) {
       // Same key = same score, and every later node of this key run has a larger index: skip the run.
       for (int i = 0; i < head_count; ++i) {
-        if (heads[i].it != heads[i].end && heads[i].it->first == key) {
+        if (heads[i].cur != kDone && heads[i].cur.first == key) {
           heads[i].it = m.parts[heads[i].part].lower_bound({key, std::numeric_limits<int>::max()});
+          heads[i].Load(kDone);
         }
       }
       continue;
     }
     ++heads[h].it;
+    heads[h].Load(kDone);
     ++stats_.nodes_visited;
-    if (state_.FreeCpu(n) < request.cpu_milli || state_.FreeMemory(n) < request.memory_mib) continue;
     if (!MayFit(m.capacity[n], request)) continue;
     ++stats_.fit_calls;
     if (!FitNode(state_, n, request, false, &m.candidate, &m.verdict)) continue;
