@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -161,7 +162,14 @@ class StateStore {
   // ---- Jobs ----
   // Validates the spec, inserts the job (queued, priority from the spec), its `replicas` tasks and a
   // "submitted" event in one transaction. Returns the record after commit.
+  // Concurrent callers are group-committed: their submissions share one transaction (one fsync) and each call
+  // returns only after that commit.
   virtual Result<JobRecord> SubmitJob(TenantId tenant, const JobSpec& spec, TimeMicros now) = 0;
+  // Many submissions in ONE transaction. One result per item, in order: a refused item (bad spec, unknown
+  // tenant) does not affect the others; all fail together only when the database refuses the write. Returns
+  // after the commit.
+  virtual std::vector<Result<JobRecord>> SubmitJobs(const std::vector<std::pair<TenantId, JobSpec>>& jobs,
+                                                    TimeMicros now) = 0;
   virtual Result<JobRecord> GetJob(JobId id) = 0;
   // Ordered by id.
   virtual Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter) = 0;

@@ -628,6 +628,26 @@ TYPED_TEST(StateStoreTest, GroupedSubmissionsFailIndividually) {
   }
 }
 
+TYPED_TEST(StateStoreTest, SubmitJobsInOneCall) {
+  JobSpec bad = MakeSpec("bad");
+  bad.replicas = 0;
+  std::vector<std::pair<TenantId, JobSpec>> jobs = {{this->tenant_, MakeSpec("a", 2)},
+                                                     {TenantId(999), MakeSpec("b")},
+                                                     {this->tenant_, bad},
+                                                     {this->tenant_, MakeSpec("c")}};
+  std::vector<Result<JobRecord>> results = this->store_->SubmitJobs(jobs, 77);
+  ASSERT_EQ(results.size(), 4u);
+  ASSERT_TRUE(results[0].ok()) << results[0].status().ToString();
+  EXPECT_EQ(results[1].status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(results[2].status().code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(results[3].ok());
+  EXPECT_LT(results[0]->id, results[3]->id);
+  EXPECT_EQ(this->store_->GetJob(results[3]->id)->spec.name, "c");
+  EXPECT_EQ(this->store_->ListTasks(results[0]->id)->size(), 2u);
+  EXPECT_EQ(this->store_->ListJobs({})->size(), 2u);
+  EXPECT_TRUE(this->store_->SubmitJobs({}, 1).empty());
+}
+
 // Random walks through the lifecycle (fixed seed): the store agrees with a model that applies CheckTransition,
 // and allocations exist exactly while the job holds them.
 TYPED_TEST(StateStoreTest, RandomLifecycleMatchesTheRules) {

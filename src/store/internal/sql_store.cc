@@ -347,6 +347,31 @@ Result<JobRecord> SqlStore::SubmitJob(TenantId tenant, const JobSpec& spec, Time
   return std::move(pending.result);
 }
 
+std::vector<Result<JobRecord>> SqlStore::SubmitJobs(const std::vector<std::pair<TenantId, JobSpec>>& jobs,
+                                                    TimeMicros now) {
+  std::vector<Result<JobRecord>> results(jobs.size(), Result<JobRecord>(InternalError("not committed")));
+  std::vector<PendingSubmit> pending;
+  std::vector<size_t> index;  // pending[k] is jobs[index[k]]
+  pending.reserve(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    Status valid = ValidateJobSpec(jobs[i].second);
+    if (!valid.ok()) {
+      results[i] = valid;
+      continue;
+    }
+    pending.push_back(PendingSubmit{jobs[i].first, &jobs[i].second, JobSpecToJson(jobs[i].second), now,
+                                    InternalError("not committed"), false});
+    index.push_back(i);
+  }
+  for (size_t start = 0; start < pending.size(); start += kMaxSubmitBatch) {
+    std::vector<PendingSubmit*> batch;
+    for (size_t k = start; k < pending.size() && k < start + kMaxSubmitBatch; ++k) batch.push_back(&pending[k]);
+    CommitBatch(batch);
+  }
+  for (size_t k = 0; k < pending.size(); ++k) results[index[k]] = std::move(pending[k].result);
+  return results;
+}
+
 Result<JobRecord> SqlStore::GetJob(JobId id) {
   std::lock_guard lock(mu_);
   return LoadJob(id);

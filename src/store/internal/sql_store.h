@@ -40,6 +40,8 @@ class SqlStore final : public StateStore {
   Status RevokeToken(int64_t token_id) override;
 
   Result<JobRecord> SubmitJob(TenantId tenant, const JobSpec& spec, TimeMicros now) override;
+  std::vector<Result<JobRecord>> SubmitJobs(const std::vector<std::pair<TenantId, JobSpec>>& jobs,
+                                            TimeMicros now) override;
   Result<JobRecord> GetJob(JobId id) override;
   Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter) override;
   Status TransitionJob(JobId id, JobState to, std::string_view reason, TimeMicros now,
