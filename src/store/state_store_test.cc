@@ -672,5 +672,30 @@ TYPED_TEST(StateStoreTest, RandomLifecycleMatchesTheRules) {
   }
 }
 
+// PostgreSQL only: a connection killed by the server is reported as Unavailable (never a crash) and the store
+// reconnects on the next call.
+TEST(PostgresStoreTest, ReconnectsAfterTheServerDropsTheConnection) {
+  Result<std::string> location = PostgresEnv::NewLocation();
+  if (!location.ok() && location.status().code() == StatusCode::kFailedPrecondition) {
+    GTEST_SKIP() << "skipping: " << location.status().message();
+  }
+  ASSERT_TRUE(location.ok()) << location.status().ToString();
+  Result<std::unique_ptr<StateStore>> store = OpenStateStore(*location);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  Result<TenantRecord> t = (*store)->CreateTenant("t", false, {}, 1);
+  ASSERT_TRUE(t.ok());
+  Result<std::unique_ptr<StateStore>> killer = OpenStateStore(*location);
+  ASSERT_TRUE(killer.ok());
+  auto* sql = dynamic_cast<store_internal::SqlStore*>(killer->get());
+  ASSERT_TRUE(sql->QueryForTesting("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> "
+                                   "pg_backend_pid() AND datname = current_database()")
+                  .ok());
+  Status first = (*store)->GetTenant(t->id).status();
+  EXPECT_TRUE(first.ok() || first.code() == StatusCode::kUnavailable) << first.ToString();
+  Result<TenantRecord> again = (*store)->GetTenant(t->id);
+  EXPECT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE((*store)->SubmitJob(t->id, MakeSpec("after-reconnect"), 2).ok());
+}
+
 }  // namespace
 }  // namespace xpool
