@@ -22,6 +22,9 @@ namespace xpool::k8s {
 
 inline constexpr std::string_view kNodeDevicesAnnotation = "xpool.io/node-devices";
 inline constexpr std::string_view kAllocationAnnotation = "xpool.io/allocation";
+// Written with the allocation: when the extender bound the pod (microseconds since the epoch, decimal), so the
+// device plugin can serve pending pods in bind order.
+inline constexpr std::string_view kBindTimeAnnotation = "xpool.io/bind-time";
 
 std::string EncodeNodeDevices(const std::vector<Device>& devices);
 Result<std::vector<Device>> DecodeNodeDevices(std::string_view text);

@@ -152,15 +152,18 @@ HttpReply Extender::Bind(std::string_view body) {
   }
   // The API calls happen with no lock held: other binds proceed meanwhile.
   const std::string annotation(kAllocationAnnotation);
-  Status patched = api_.PatchPodAnnotations(args->pod_namespace, args->pod_name,
-                                            {{annotation, EncodeAssignment(*assignment)}});
+  const std::string bind_time(kBindTimeAnnotation);
+  Status patched = api_.PatchPodAnnotations(
+      args->pod_namespace, args->pod_name,
+      {{annotation, EncodeAssignment(*assignment)}, {bind_time, std::to_string(clock_.NowMicros())}});
   if (!patched.ok()) {
     (void)cluster_.Unreserve(uid);
     return fail("xpool: recording the devices on the pod failed: " + patched.message());
   }
   Status bound = api_.CreateBinding(args->pod_namespace, args->pod_name, uid, args->node);
   if (!bound.ok()) {
-    (void)api_.PatchPodAnnotations(args->pod_namespace, args->pod_name, {{annotation, std::nullopt}});
+    (void)api_.PatchPodAnnotations(args->pod_namespace, args->pod_name,
+                                   {{annotation, std::nullopt}, {bind_time, std::nullopt}});
     (void)cluster_.Unreserve(uid);
     return fail("xpool: binding failed: " + bound.message());
   }

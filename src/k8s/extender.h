@@ -58,7 +58,8 @@ struct ExtenderCounters {
 
 class Extender {
  public:
-  Extender(KubeCluster& cluster, KubeApi& api, const SyncState& sync) : cluster_(cluster), api_(api), sync_(sync) {}
+  Extender(KubeCluster& cluster, KubeApi& api, const SyncState& sync, const Clock& clock = RealClock::Instance())
+      : cluster_(cluster), api_(api), sync_(sync), clock_(clock) {}
 
   HttpReply Filter(std::string_view body);
   HttpReply Prioritize(std::string_view body);
@@ -76,6 +77,7 @@ class Extender {
   KubeCluster& cluster_;
   KubeApi& api_;
   const SyncState& sync_;
+  const Clock& clock_;
   ExtenderCounters counters_;
   std::mutex pods_mu_;
   std::unordered_map<std::string, PodInfo> pods_;  // uid → pod seen by filter, for bind; guarded by pods_mu_

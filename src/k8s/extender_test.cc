@@ -56,7 +56,7 @@ class ExtenderTest : public ::testing::Test {
     ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
     cluster_ = std::move(cluster).value();
     sync_.SetSynced();
-    extender_ = std::make_unique<Extender>(*cluster_, api_, sync_);
+    extender_ = std::make_unique<Extender>(*cluster_, api_, sync_, clock_);
   }
 
   // Filter → bind, as kube-scheduler does for one pod. Returns the bind error ("" = bound).
@@ -98,6 +98,7 @@ TEST_F(ExtenderTest, EightHalfGpuPodsBindOnFourGpusAndTheNinthWaitsWithAReason) 
     ASSERT_EQ(a->containers.size(), 1u);
     ASSERT_EQ(a->containers[0].devices.size(), 1u);
     EXPECT_EQ(a->containers[0].devices[0].memory_mib, 8192);
+    EXPECT_EQ(pod->annotations.at(std::string(kBindTimeAnnotation)), "1000000");  // the injected clock
     ++per_device[a->containers[0].devices[0].uuid];
   }
   EXPECT_EQ(per_device.size(), 4u);
