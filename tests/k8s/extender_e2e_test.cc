@@ -4,7 +4,10 @@
 
 #include <httplib.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <thread>
 
@@ -216,6 +219,46 @@ TEST(WebhookE2eTest, AdmissionReviewRoundTripOverHttp) {
   const json patched = pod.patch(json::parse(Base64Decode(response["patch"].get<std::string>())));
   EXPECT_EQ(patched["spec"]["schedulerName"], "xpool-scheduler");
   server.Stop();
+}
+
+}  // namespace
+}  // namespace xpool::k8s
+
+namespace xpool::k8s {
+namespace {
+
+// The webhook must be served over HTTPS (the API server calls webhooks only over TLS).
+TEST(WebhookE2eTest, ServesHttpsWithTheGivenCertificate) {
+  const std::string dir = ::testing::TempDir() + "xpool-k8s-tls-" + std::to_string(::getpid());
+  const std::string cert = dir + "/tls.crt", key = dir + "/tls.key";
+  const std::string cmd = "mkdir -p " + dir + " && openssl req -x509 -newkey rsa:2048 -nodes -keyout " + key +
+                          " -out " + cert + " -days 1 -subj /CN=127.0.0.1 >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "openssl is not available to make a test certificate";
+  HttpServer server;
+  server.Post("/mutate", [](std::string_view body) { return HandleAdmissionReview(body, WebhookOptions{}); });
+  Result<int> port = server.Start("127.0.0.1", 0, cert, key);
+  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  httplib::Client c("https://127.0.0.1:" + std::to_string(*port));
+  c.enable_server_certificate_verification(false);  // self-signed; the point is that TLS is spoken
+  const json review = {{"apiVersion", "admission.k8s.io/v1"},
+                       {"kind", "AdmissionReview"},
+                       {"request", {{"uid", "r2"}, {"kind", {{"kind", "Pod"}}}, {"operation", "CREATE"},
+                                    {"object", PodObject("t", {{"nvidia.com/gpu", "1"}})}}}};
+  auto r = c.Post("/mutate", review.dump(), "application/json");
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(json::parse(r->body)["response"]["allowed"], true);
+  // Plain HTTP to a TLS port gets nothing useful.
+  httplib::Client plain("127.0.0.1", *port);
+  plain.set_read_timeout(2, 0);
+  auto p = plain.Post("/mutate", review.dump(), "application/json");
+  EXPECT_TRUE(!p || p->status != 200);
+  server.Stop();
+  // A missing certificate is a clear startup error.
+  HttpServer broken;
+  Result<int> none = broken.Start("127.0.0.1", 0, dir + "/missing.crt", key);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("cannot load the TLS certificate"), std::string::npos);
+  std::system(("rm -rf " + dir).c_str());
 }
 
 }  // namespace
