@@ -186,18 +186,28 @@ Result<VictimChoice> ChooseVictims(ClusterState& state, const std::vector<QueueJ
     return choice;
   }
   Evictor evictor(state, jobs, ranked);
-  auto place = [&] { return placer.Place(state, preemptor.request, preemptor.replicas); };
-  // 1. Does suspending every candidate make room at all?
-  RETURN_IF_ERROR(evictor.SetPrefix(n));
-  JobPlacement best = place();
-  if (best.kind != OutcomeKind::kPlaced) {
-    choice.reason = "suspending every job that may be suspended for it (" + std::to_string(n) +
-                    ") would not make room";
-    return choice;
+  auto place = [&] { return placer.Probe(state, preemptor.request, preemptor.replicas); };
+  // 1. Doubling prefixes until one makes room (most jobs need few victims, so this stays cheap);
+  //    suspending every candidate is the last try.
+  JobPlacement best;
+  int lo = 0;  // 0 is known not to make room: the job was tried first
+  int hi = 0;
+  for (int k = 1;; k = std::min(n, 2 * k)) {
+    RETURN_IF_ERROR(evictor.SetPrefix(k));
+    JobPlacement p = place();
+    if (p.kind == OutcomeKind::kPlaced) {
+      hi = k;
+      best = std::move(p);
+      break;
+    }
+    lo = k;
+    if (k == n) {
+      choice.reason = "suspending every job that may be suspended for it (" + std::to_string(n) +
+                      ") would not make room";
+      return choice;
+    }
   }
-  // 2. The shortest prefix that makes room (0 is known not to: the job was tried first).
-  int lo = 0;
-  int hi = n;
+  // 2. The shortest prefix that makes room, by halving between the last two tries.
   while (hi - lo > 1) {
     const int mid = lo + (hi - lo) / 2;
     RETURN_IF_ERROR(evictor.SetPrefix(mid));

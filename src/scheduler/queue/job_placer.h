@@ -30,6 +30,11 @@ class JobPlacer {
   // May change `state` while it works (a gang is tried replica by replica) but leaves its usage
   // exactly as found: nothing is booked.
   virtual JobPlacement Place(ClusterState& state, const TaskRequest& request, int replicas) = 0;
+  // As Place, but a not-placed answer may come without its reason (victim searches only need yes or
+  // no, and a reason can cost a scan of every node).
+  virtual JobPlacement Probe(ClusterState& state, const TaskRequest& request, int replicas) {
+    return Place(state, request, replicas);
+  }
   // Told after the caller booked a placement in `state` (learning policies use it).
   virtual void OnBooked(const ClusterState& /*state*/, const TaskRequest& /*request*/,
                         const std::vector<Allocation>& /*allocations*/) {}

@@ -26,12 +26,30 @@ DrfQueue::DrfQueue(const std::vector<QueueJob>& jobs, std::vector<int> waiting,
       ledger_(ledger),
       totals_(totals),
       order_(std::move(waiting)) {
-  std::sort(order_.begin(), order_.end(), [&](int a, int b) {
-    const QueueJob& x = jobs_[a];
-    const QueueJob& y = jobs_[b];
-    return std::make_tuple(-x.priority, tenant_of_[a], x.first_submit, x.id.value()) <
-           std::make_tuple(-y.priority, tenant_of_[b], y.first_submit, y.id.value());
+  // Sort compact keys rather than comparing through the (large) jobs.
+  struct Key {
+    int neg_priority;
+    int tenant;
+    TimeMicros submit;
+    int64_t id;
+    int index;
+  };
+  std::vector<Key> keys;
+  keys.reserve(order_.size());
+  for (int i : order_) {
+    keys.push_back(
+        {-jobs_[i].priority, tenant_of_[i], jobs_[i].first_submit, jobs_[i].id.value(), i});
+  }
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    return std::tie(a.neg_priority, a.tenant, a.submit, a.id) <
+           std::tie(b.neg_priority, b.tenant, b.submit, b.id);
   });
+  order_keys_.resize(keys.size());
+  for (size_t k = 0; k < keys.size(); ++k) {
+    order_[k] = keys[k].index;
+    order_keys_[k] = {keys[k].submit, keys[k].id};
+  }
+  shares_.resize(ledger_.size());
   const int n = static_cast<int>(order_.size());
   for (int i = 0; i < n; ++i) {
     const int job = order_[i];
@@ -46,10 +64,18 @@ DrfQueue::DrfQueue(const std::vector<QueueJob>& jobs, std::vector<int> waiting,
 
 void DrfQueue::Push(int run) {
   const Run& r = runs_[run];
-  const QueueJob& head = jobs_[order_[r.begin]];
-  heap_.push_back(
-      {ledger_.DominantSharePpb(r.tenant, totals_), head.first_submit, head.id.value(), run});
+  const auto& [submit, id] = order_keys_[r.begin];
+  heap_.push_back({ShareOf(r.tenant), submit, id, run});
   std::push_heap(heap_.begin(), heap_.end(), Later());
+}
+
+int64_t DrfQueue::ShareOf(int tenant) {
+  CachedShare& c = shares_[tenant];
+  if (c.version != ledger_.version(tenant)) {
+    c.version = ledger_.version(tenant);
+    c.share = ledger_.DominantSharePpb(tenant, totals_);
+  }
+  return c.share;
 }
 
 bool DrfQueue::StartNextLevel() {

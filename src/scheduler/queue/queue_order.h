@@ -12,6 +12,7 @@
 // DrfQueue is the cursor a scheduling pass walks; OrderQueue is the same order with no placements,
 // for showing positions in a queue listing. Both are pure and single-threaded.
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "model/cluster_state.h"
@@ -50,6 +51,7 @@ class DrfQueue {
     int run;
   };
   void Push(int run);
+  int64_t ShareOf(int tenant);
   bool StartNextLevel();
 
   const std::vector<QueueJob>& jobs_;
@@ -57,11 +59,17 @@ class DrfQueue {
   const TenantLedger& ledger_;
   const ClusterTotals& totals_;
   std::vector<int> order_;
+  std::vector<std::pair<TimeMicros, int64_t>> order_keys_;  // (first submit, id) of order_[i]
   std::vector<Run> runs_;
   std::vector<int> level_starts_;  // first run of each priority level, plus runs_.size()
   int level_ = -1;
   int last_run_ = -1;  // the run the previous Next() took from; re-pushed on the next call
   std::vector<HeapEntry> heap_;
+  struct CachedShare {
+    uint64_t version = ~uint64_t{0};
+    int64_t share = 0;
+  };
+  std::vector<CachedShare> shares_;  // per tenant, valid while the ledger's version matches
 };
 
 // Waiting (pending or suspended) jobs in the order a pass would consider them if it placed nothing.

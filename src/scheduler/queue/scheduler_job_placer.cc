@@ -6,12 +6,37 @@
 #include "scheduler/gang.h"
 
 namespace xpool {
+namespace {
+
+SchedulerOptions Terse(SchedulerOptions options) {
+  options.explain = false;
+  return options;
+}
+
+}  // namespace
 
 SchedulerJobPlacer::SchedulerJobPlacer(ClusterState& state, PlacementPolicy& policy, Rng& rng,
                                        SchedulerOptions options)
-    : state_(state), policy_(policy), rng_(rng), scheduler_(state, policy, options) {}
+    : state_(state),
+      policy_(policy),
+      rng_(rng),
+      explain_(options.explain),
+      scheduler_(state, policy, Terse(options)) {}
 
 JobPlacement SchedulerJobPlacer::Place(ClusterState& state, const TaskRequest& request,
+                                       int replicas) {
+  JobPlacement out = Probe(state, request, replicas);
+  if (out.kind == OutcomeKind::kWait && replicas == 1 && explain_ && &state == &state_) {
+    ScheduleOutcome o = Schedule(state, request, policy_, rng_);  // the per-node reason tally
+    if (o.kind != OutcomeKind::kPlaced) {
+      out.kind = o.kind;
+      out.reason = std::move(o.reason);
+    }
+  }
+  return out;
+}
+
+JobPlacement SchedulerJobPlacer::Probe(ClusterState& state, const TaskRequest& request,
                                        int replicas) {
   JobPlacement out;
   if (replicas == 1) {

@@ -6,6 +6,8 @@
 // exactly the placements the rest of xpool makes.
 //
 // Holds references to the state, policy and rng, which must outlive it. Not thread-safe.
+#include <vector>
+
 #include "model/cluster_state.h"
 #include "scheduler/policy.h"
 #include "scheduler/queue/job_placer.h"
@@ -15,12 +17,15 @@ namespace xpool {
 
 class SchedulerJobPlacer final : public JobPlacer {
  public:
+  // The Scheduler is built with explain = false; Place explains a not-placed answer itself (with
+  // Schedule(), as the Scheduler would) when `options.explain` is true, Probe never does.
   SchedulerJobPlacer(ClusterState& state, PlacementPolicy& policy, Rng& rng,
                      SchedulerOptions options = {});
 
   // `state` should be the one given to the constructor (then the Scheduler's caches serve); any
   // other state is scheduled with a full scan.
   JobPlacement Place(ClusterState& state, const TaskRequest& request, int replicas) override;
+  JobPlacement Probe(ClusterState& state, const TaskRequest& request, int replicas) override;
   void OnBooked(const ClusterState& state, const TaskRequest& request,
                 const std::vector<Allocation>& allocations) override;
 
@@ -28,6 +33,7 @@ class SchedulerJobPlacer final : public JobPlacer {
   ClusterState& state_;
   PlacementPolicy& policy_;
   Rng& rng_;
+  bool explain_;
   Scheduler scheduler_;
 };
 

@@ -1,11 +1,14 @@
 #include "scheduler/queue/scheduling_pass.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <unordered_map>
 #include <utility>
 
+#include "scheduler/fit.h"
 #include "scheduler/queue/internal/shape_table.h"
+#include "scheduler/queue/internal/unfit_frontier.h"
 #include "scheduler/queue/queue_order.h"
 #include "scheduler/queue/tenant_ledger.h"
 
@@ -15,7 +18,7 @@ namespace {
 // What the pass remembers about a request shape (see the header: answers stay true until the next
 // suspension, which bumps the epoch).
 struct ShapeMemo {
-  int64_t wait_epoch = -1;  // placement answered kWait at this epoch
+  int64_t wait_epoch = -1;  // placement answered kWait at this room epoch
   std::string wait_reason;
   bool never_fits = false;
   std::string never_reason;
@@ -44,7 +47,8 @@ class Pass {
  private:
   std::vector<int> Setup();
   void Consider(int j);
-  bool TryPreempt(int j, int t, const ResourceAmounts& demand, std::string* reason);
+  bool KnownUnfit(ShapeMemo& memo, const TaskRequest& request);
+  bool TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, std::string* reason);
   void Commit(int j, int t, VictimChoice choice, bool within);
   void Decide(int j, DecisionKind kind, std::string reason,
               std::vector<Allocation> allocations = {});
@@ -63,9 +67,20 @@ class Pass {
   int64_t largest_device_memory_ = 0;
   internal::ShapeTable shapes_;
   std::vector<ShapeMemo> shape_memo_;
+  internal::UnfitFrontier frontier_;  // cleared when room appears
   std::unordered_map<int64_t, PreemptMemo> preempt_memo_;
-  int64_t epoch_ = 0;  // bumped when a suspension frees room or a tenant's guarantee status changes
+  // Room epoch: bumped by each suspension (the only way room appears within a pass); the nodes it
+  // touched are kept, so a shape that did not fit is re-asked only when it fits one of them
+  // (FitNode, cheap).
+  int64_t room_epoch_ = 0;
+  std::vector<std::pair<int64_t, int>> touched_;  // (room epoch, node), epochs ascending
+  // Victim epoch: bumped by each suspension and whenever a tenant crosses its guarantee (victims
+  // change).
+  int64_t epoch_ = 0;
   bool rerank_ = false;
+  const std::string deferred_ = "; preemption deferred to the next pass (this pass's " +
+                                std::to_string(options_.max_victim_searches) +
+                                " victim searches are spent)";
   PassResult result_;
 };
 
@@ -139,8 +154,12 @@ void Pass::Consider(int j) {
     return;
   }
   std::string reason;
-  if (memo.wait_epoch == epoch_) {
+  const bool plain = internal::UnfitFrontier::Eligible(job.request);
+  const std::string* covered = nullptr;
+  if (KnownUnfit(memo, job.request)) {
     reason = memo.wait_reason;
+  } else if (plain && (covered = frontier_.Covering(job.request, job.replicas)) != nullptr) {
+    reason = *covered;
   } else {
     ++result_.stats.placer_calls;
     JobPlacement p = placer_.Place(state_, job.request, job.replicas);
@@ -168,20 +187,41 @@ void Pass::Consider(int j) {
       Decide(j, DecisionKind::kNeverFits, std::move(p.reason));
       return;
     }
-    memo.wait_epoch = epoch_;
+    memo.wait_epoch = room_epoch_;
     memo.wait_reason = p.reason;
+    if (plain) frontier_.Add(job.request, job.replicas, p.reason);
     reason = std::move(p.reason);
   }
-  if (!TryPreempt(j, t, demand, &reason)) Decide(j, DecisionKind::kWait, std::move(reason));
+  if (!TryPreempt(j, t, shape, demand, &reason)) Decide(j, DecisionKind::kWait, std::move(reason));
 }
 
-bool Pass::TryPreempt(int j, int t, const ResourceAmounts& demand, std::string* reason) {
+bool Pass::KnownUnfit(ShapeMemo& memo, const TaskRequest& request) {
+  if (memo.wait_epoch < 0) return false;
+  if (memo.wait_epoch == room_epoch_) return true;
+  // Room appeared only on nodes touched since: if no replica fits any of them, nothing changed for
+  // this shape.
+  auto it = std::upper_bound(touched_.begin(), touched_.end(),
+                             std::make_pair(memo.wait_epoch, std::numeric_limits<int>::max()));
+  NodeCandidate candidate;
+  NodeVerdict verdict;
+  for (; it != touched_.end(); ++it) {
+    if (FitNode(state_, it->second, request, false, &candidate, &verdict)) return false;
+  }
+  memo.wait_epoch = room_epoch_;
+  return true;
+}
+
+bool Pass::TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, std::string* reason) {
   const QueueJob& job = jobs_[j];
   if (!options_.preemption) return false;
   const bool within = ledger_.WithinGuarantee(t, demand);
   if (job.priority <= min_victim_priority_ && !within) return false;
-  const int64_t key =
-      (static_cast<int64_t>(shapes_.IdOf(job.request, job.replicas)) << 32) | (within ? t + 1 : 0);
+  if (result_.stats.victim_searches >= options_.max_victim_searches) {
+    *reason += deferred_;
+    return false;
+  }
+  if (shape < 0) shape = shapes_.IdOf(job.request, job.replicas);
+  const int64_t key = (static_cast<int64_t>(shape) << 32) | (within ? t + 1 : 0);
   PreemptMemo& memo = preempt_memo_[key];
   if (memo.epoch == epoch_ && memo.failed_priority >= job.priority) {
     if (!memo.reason.empty()) *reason += "; " + memo.reason;
@@ -233,6 +273,11 @@ void Pass::Commit(int j, int t, VictimChoice choice, bool within) {
   placer_.OnBooked(state_, job.request, choice.allocations);
   ledger_.Add(t, job.priority, AmountsOf(choice.allocations));
   ++epoch_;
+  ++room_epoch_;
+  frontier_.Clear();
+  for (int v : choice.victims) {
+    for (const Allocation& a : jobs_[v].allocations) touched_.push_back({room_epoch_, a.node});
+  }
   rerank_ = true;
   result_.stats.suspended += static_cast<int>(choice.victims.size());
   Decide(j, DecisionKind::kPreempt, std::move(reason), std::move(choice.allocations));

@@ -17,9 +17,11 @@
 //      fewest victims by the rules in preemption/victim_selection.h; the victims' allocations are
 //      released and the job's booked in `state`; both sides get a reason.
 // Within a pass the state only fills up except where victims leave, so a request shape that did not
-// fit stays unfit until the next suspension: such answers are remembered per shape, which keeps a
-// pass over 100,000 jobs cheap. Suspended victims return to the queue in a later pass (the caller
-// changes their state).
+// fit stays unfit until a suspension frees room, and then only if it fits one of the nodes that
+// suspension touched (checked with FitNode): such answers are remembered per shape, which keeps a
+// pass over 100,000 jobs cheap. Victim searches are bounded per pass
+// (PassOptions::max_victim_searches), spent from the head of the queue. Suspended victims return to
+// the queue in a later pass (the caller changes their state).
 //
 // Not thread-safe; pure (no I/O, no clock, no globals); deterministic for a deterministic
 // JobPlacer.
@@ -38,6 +40,10 @@ namespace xpool {
 struct PassOptions {
   bool preemption = true;
   PreemptionRules rules;
+  // Victim searches per pass, spent on the head of the queue (highest priority first); entitled
+  // jobs after that wait for the next pass ("preemption deferred"). Bounds a pass's cost when a
+  // large backlog outranks much running work; each search costs a few placements.
+  int max_victim_searches = 32;
 };
 
 enum class DecisionKind : uint8_t {

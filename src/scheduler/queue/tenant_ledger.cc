@@ -53,6 +53,7 @@ TenantLedger::TenantLedger(const std::vector<Tenant>& tenants) {
     const int i = size();
     tenants_.push_back(&t);
     usage_.emplace_back();
+    version_.push_back(0);
     band_usage_.emplace_back(t.priority_limits.size());
     Status s = ValidateTenant(t);
     if (s.ok() && !index_.emplace(t.id, i).second) {
@@ -72,6 +73,7 @@ int TenantLedger::IndexOf(TenantId id) const {
 
 void TenantLedger::Add(int index, int priority, const ResourceAmounts& amounts) {
   usage_[index].Add(amounts);
+  ++version_[index];
   const std::vector<PriorityLimit>& bands = tenants_[index]->priority_limits;
   for (size_t b = 0; b < bands.size(); ++b) {
     if (InBand(bands[b], priority)) band_usage_[index][b].Add(amounts);
@@ -80,6 +82,7 @@ void TenantLedger::Add(int index, int priority, const ResourceAmounts& amounts) 
 
 void TenantLedger::Remove(int index, int priority, const ResourceAmounts& amounts) {
   usage_[index].Subtract(amounts);
+  ++version_[index];
   const std::vector<PriorityLimit>& bands = tenants_[index]->priority_limits;
   for (size_t b = 0; b < bands.size(); ++b) {
     if (InBand(bands[b], priority)) band_usage_[index][b].Subtract(amounts);

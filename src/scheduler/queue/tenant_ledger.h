@@ -28,6 +28,8 @@ class TenantLedger {
   const Tenant& tenant(int index) const { return *tenants_[index]; }
   const Status& error(int index) const { return errors_[index]; }
   const ResourceAmounts& usage(int index) const { return usage_[index]; }
+  // Bumped whenever the tenant's usage changes (lets callers cache what they derive from it).
+  uint64_t version(int index) const { return version_[index]; }
 
   // Books or returns what a job of `priority` holds.
   void Add(int index, int priority, const ResourceAmounts& amounts);
@@ -51,6 +53,7 @@ class TenantLedger {
   std::vector<const Tenant*> tenants_;
   std::vector<Status> errors_;
   std::vector<ResourceAmounts> usage_;
+  std::vector<uint64_t> version_;
   std::vector<std::vector<ResourceAmounts>> band_usage_;  // parallel to Tenant::priority_limits
   std::unordered_map<TenantId, int> index_;
 };
