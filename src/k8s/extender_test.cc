@@ -411,3 +411,25 @@ TEST_F(ExtenderTest, ConcurrentBindsNeverOverAllocate) {
 
 }  // namespace
 }  // namespace xpool::k8s
+
+namespace xpool::k8s {
+namespace {
+
+TEST_F(ExtenderTest, PodsChooseAPolicyAndAnUnknownOneIsRefusedClearly) {
+  cluster_->UpsertNode(GpuNode("n1", 2, 16384));
+  json unknown = PodJson("u", {{"nvidia.com/gpu", "1"}}, {{"xpool.io/policy", "nope"}});
+  Result<ExtenderFilterResult> f = ParseFilterResult(extender_->Filter(Args(unknown, {"n1"})).body);
+  ASSERT_TRUE(f.ok());
+  EXPECT_NE(f->failed_and_unresolvable_nodes["n1"].find("unknown policy \"nope\""), std::string::npos)
+      << f->failed_and_unresolvable_nodes["n1"];
+  for (const char* policy : {"binpack", "random", "fgd"}) {
+    SCOPED_TRACE(policy);
+    json pod = PodJson(std::string("p-") + policy, {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1024"}},
+                       {{"hami.io/gpu-scheduler-policy", policy}});
+    EXPECT_EQ(Schedule(pod, "n1"), "");
+  }
+  EXPECT_TRUE(cluster_->CheckInvariants().ok());
+}
+
+}  // namespace
+}  // namespace xpool::k8s
