@@ -7,6 +7,7 @@
 #include "cli/agent_command.h"
 #include "cli/commands.h"
 #include "cli/k8s_command.h"
+#include "cli/sim_command.h"
 
 namespace xpool::cli {
 namespace {
@@ -24,6 +25,7 @@ const Command kCommands[] = {
     {"help", "list the subcommands", RunHelp},
     {"k8s", "Kubernetes: scheduler extender, admission webhook (docs/kubernetes.md)", RunK8s},
     {"agent", "node agent: discover devices (--print-devices), run a task locally (--run)", RunAgent},
+    {"sim", "simulate scheduling on a trace (fill, validate)", RunSim},
 };
 
 int RunHelp(const Args&) {

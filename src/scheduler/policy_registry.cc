@@ -6,6 +6,12 @@
 #include "scheduler/policy/best_fit.h"
 #include "scheduler/policy/binpack_spread.h"
 #include "scheduler/policy/topology.h"
+#include "scheduler/policy/dot_product.h"
+#include "scheduler/policy/fgd.h"
+#include "scheduler/policy/gpu_clustering.h"
+#include "scheduler/policy/gpu_packing.h"
+#include "scheduler/policy/random.h"
+#include "scheduler/policy/xpool_default.h"
 
 namespace xpool {
 namespace {
@@ -36,6 +42,12 @@ constexpr PolicyRow kPolicies[] = {
      "HAMi's default: fullest node, emptiest devices"},
     {"spread-binpack", &MakePack<PackMode::kSpread, PackMode::kBinpack>, "emptiest node, fullest devices"},
     {"topology", &Make<TopologyPolicy>, "best-linked devices (NVLink) for multi-device replicas"},
+    {"fgd", &Make<FgdPolicy>, "FGD (ATC'23): least fragmentation growth against the learned workload"},
+    {"dot-product", &Make<DotProductPolicy>, "FGD paper's DotProd: smallest free·request dot product"},
+    {"gpu-packing", &Make<GpuPackingPolicy>, "FGD paper's GpuPacking: shared GPUs, then used nodes, then idle"},
+    {"gpu-clustering", &Make<GpuClusteringPolicy>, "FGD paper's GpuClustering: keep equal GPU shares together"},
+    {"random", &Make<RandomPolicy>, "a uniformly random feasible node (seeded)"},
+    {"default", &Make<DefaultPolicy>, "xpool's own: exact fragmentation descent, online target, best-fit ties"},
 };
 
 }  // namespace

@@ -1,0 +1,160 @@
+#include "scheduler/fragmentation.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace xpool {
+
+PodShape ShapeOf(const TaskRequest& request) {
+  PodShape s;
+  s.cpu_milli = request.cpu_milli;
+  if (request.device_count > 0) {
+    s.gpu_count = request.device_count;
+    s.gpu_milli = request.device_compute_milli;
+  }
+  s.type_include = request.type_include;
+  s.type_exclude = request.type_exclude;
+  std::sort(s.type_include.begin(), s.type_include.end());
+  std::sort(s.type_exclude.begin(), s.type_exclude.end());
+  return s;
+}
+
+namespace {
+// Case-insensitive substring test, as the scheduler's type filter.
+bool ContainsNoCase(std::string_view haystack, std::string_view needle) {
+  auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; };
+  return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(),
+                     [&](char a, char b) { return lower(a) == lower(b); }) != haystack.end();
+}
+}  // namespace
+
+bool ShapeAllowsModel(const PodShape& shape, std::string_view model) {
+  if (shape.type_include.empty() && shape.type_exclude.empty()) return true;
+  if (!shape.type_include.empty()) {
+    bool any = false;
+    for (const std::string& inc : shape.type_include) {
+      if (ContainsNoCase(model, inc)) {
+        any = true;
+        break;
+      }
+    }
+    if (!any) return false;
+  }
+  for (const std::string& exc : shape.type_exclude) {
+    if (ContainsNoCase(model, exc)) return false;
+  }
+  return true;
+}
+
+int ShapeIndex::Id(const TaskRequest& r) {
+  if (last_id_ >= 0 && r.cpu_milli == last_.cpu_milli && r.device_count == last_.device_count &&
+      r.device_compute_milli == last_.device_compute_milli && r.type_include == last_.type_include &&
+      r.type_exclude == last_.type_exclude) {
+    return last_id_;
+  }
+  PodShape s = ShapeOf(r);
+  int id = -1;
+  for (size_t i = 0; i < shapes_.size(); ++i) {
+    if (shapes_[i] == s) {
+      id = static_cast<int>(i);
+      break;
+    }
+  }
+  if (id < 0) {
+    id = static_cast<int>(shapes_.size());
+    shapes_.push_back(std::move(s));
+  }
+  last_ = r;
+  last_id_ = id;
+  return id;
+}
+
+TargetWorkload TargetWorkload::FromRequests(std::span<const TaskRequest> requests, int coverage_percent) {
+  std::vector<WeightedShape> counted;
+  for (const TaskRequest& r : requests) {
+    PodShape s = ShapeOf(r);
+    auto it = std::find_if(counted.begin(), counted.end(), [&](const WeightedShape& w) { return w.shape == s; });
+    if (it == counted.end()) {
+      counted.push_back({std::move(s), 1});
+    } else {
+      ++it->count;
+    }
+  }
+  return FromCounts(std::move(counted), coverage_percent);
+}
+
+TargetWorkload TargetWorkload::FromCounts(std::vector<WeightedShape> counted, int coverage_percent) {
+  std::stable_sort(counted.begin(), counted.end(),
+                   [](const WeightedShape& a, const WeightedShape& b) { return a.count > b.count; });
+  int64_t all = 0;
+  for (const WeightedShape& w : counted) all += w.count;
+  TargetWorkload t;
+  int64_t covered = 0;
+  for (WeightedShape& w : counted) {
+    if (w.count <= 0) continue;
+    // Keep adding shapes until covered / all ≥ coverage_percent / 100.
+    if (covered * 100 >= all * coverage_percent) break;
+    covered += w.count;
+    t.shapes_.push_back(std::move(w));
+  }
+  t.total_count_ = covered;
+  return t;
+}
+
+void ReadNodeFree(const ClusterState& state, int node, NodeFree* out) {
+  const Node& n = state.node(node);
+  out->cpu_milli = state.FreeCpu(node);
+  const size_t count = n.devices.size();
+  out->gpu_milli.resize(count);
+  out->gpu_model.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    const Device& d = n.devices[i];
+    const bool usable = d.healthy && !d.cordoned && !state.usage(node).devices[i].exclusive;
+    out->gpu_milli[i] = usable ? state.FreeDeviceCompute(node, static_cast<int>(i)) : 0;
+    out->gpu_model[i] = d.model;
+  }
+}
+
+int64_t ShapeFragment(const NodeFree& node, const PodShape& shape) {
+  int64_t idle = 0;
+  for (int64_t g : node.gpu_milli) idle += g;
+  if (shape.gpu_count == 0 || shape.gpu_milli == 0 || node.cpu_milli < shape.cpu_milli) return idle;
+  int usable = 0;
+  int64_t unusable_milli = 0;
+  std::string_view last_model;
+  bool last_allowed = false;
+  for (size_t i = 0; i < node.gpu_milli.size(); ++i) {
+    const int64_t g = node.gpu_milli[i];
+    if (i == 0 || node.gpu_model[i] != last_model) {  // nodes usually hold one model: check it once
+      last_model = node.gpu_model[i];
+      last_allowed = ShapeAllowsModel(shape, last_model);
+    }
+    if (g >= shape.gpu_milli && last_allowed) {
+      ++usable;
+    } else {
+      unusable_milli += g;
+    }
+  }
+  if (usable < shape.gpu_count) return idle;
+  return unusable_milli;
+}
+
+int64_t WeightedNodeFragment(const NodeFree& node, const TargetWorkload& target) {
+  int64_t sum = 0;
+  for (const WeightedShape& w : target.shapes()) sum += w.count * ShapeFragment(node, w.shape);
+  return sum;
+}
+
+ClusterFragment MeasureCluster(const ClusterState& state, const TargetWorkload& target) {
+  ClusterFragment c;
+  c.total_count = target.total_count();
+  NodeFree free;
+  for (int n = 0; n < state.node_count(); ++n) {
+    ReadNodeFree(state, n, &free);
+    for (int64_t g : free.gpu_milli) c.idle_milli += g;
+    c.weighted += WeightedNodeFragment(free, target);
+  }
+  return c;
+}
+
+}  // namespace xpool

@@ -1,0 +1,94 @@
+#pragma once
+// The GPU fragmentation measure of the FGD paper (Weng et al., "Beware of Fragmentation", USENIX ATC '23, §4).
+//
+// A target workload M is the set of the most common pod shapes (CPU, GPU count, per-GPU share, allowed models)
+// that together cover at least 95 % of the pods, each with its pod count. For node n and shape m, the fragment
+// F_n(m) is the idle GPU (milli) that m cannot use:
+//   1. m asks for no GPU, or m may not use the node's model, or m does not fit (fewer than k_m usable GPUs with
+//      free ≥ d_m, or not enough free CPU): F_n(m) = Σ_i g_i, all the node's idle GPU;
+//   2. otherwise F_n(m) = Σ g_i over the GPUs with g_i < d_m (or whose model m may not use).
+// Node fragmentation F_n = Σ_m p_m F_n(m) with p_m = count_m / Σ count; cluster fragmentation = Σ_n F_n.
+// To keep ties exact everything is integral: the functions return Σ_m count_m F_n(m) ("weighted"), which is
+// F_n × total_count. Value types and pure functions; thread-compatible.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/cluster_state.h"
+#include "model/task_request.h"
+
+namespace xpool {
+
+struct PodShape {
+  int64_t cpu_milli = 0;
+  int gpu_count = 0;
+  int64_t gpu_milli = 0;                  // per GPU; 0 when the shape asks for no GPU
+  std::vector<std::string> type_include;  // allowed models (substring match, as the scheduler's filter)
+  std::vector<std::string> type_exclude;
+  bool operator==(const PodShape&) const = default;
+};
+PodShape ShapeOf(const TaskRequest& request);
+// True when a device of `model` may serve `shape` (include list empty or matching, no exclude matching).
+bool ShapeAllowsModel(const PodShape& shape, std::string_view model);
+
+struct WeightedShape {
+  PodShape shape;
+  int64_t count = 0;
+};
+
+// Gives each distinct request shape a small dense id (0, 1, …) in first-seen order, remembering the last
+// request so the per-node calls of one Schedule() cost a few compares. Not thread-safe.
+class ShapeIndex {
+ public:
+  int Id(const TaskRequest& request);
+  int size() const { return static_cast<int>(shapes_.size()); }
+  const PodShape& shape(int id) const { return shapes_[id]; }
+
+ private:
+  std::vector<PodShape> shapes_;
+  TaskRequest last_;
+  int last_id_ = -1;
+};
+
+// The target workload M. A value type.
+class TargetWorkload {
+ public:
+  TargetWorkload() = default;
+  // Counts the shapes of `requests` and keeps the most common ones covering ≥ coverage_percent of them (ties in
+  // count: the shape seen first comes first).
+  static TargetWorkload FromRequests(std::span<const TaskRequest> requests, int coverage_percent = 95);
+  // Same from shapes already counted, in first-seen order.
+  static TargetWorkload FromCounts(std::vector<WeightedShape> counted, int coverage_percent = 95);
+
+  const std::vector<WeightedShape>& shapes() const { return shapes_; }
+  int64_t total_count() const { return total_count_; }
+  bool empty() const { return shapes_.empty(); }
+
+ private:
+  std::vector<WeightedShape> shapes_;
+  int64_t total_count_ = 0;
+};
+
+// What the measure looks at on one node: free CPU and the free compute of each device.
+struct NodeFree {
+  int64_t cpu_milli = 0;
+  std::vector<int64_t> gpu_milli;             // free compute per device
+  std::vector<std::string_view> gpu_model;    // model per device (views into the Node)
+};
+void ReadNodeFree(const ClusterState& state, int node, NodeFree* out);
+
+// F_n(m), in milli-GPU.
+int64_t ShapeFragment(const NodeFree& node, const PodShape& shape);
+// Σ_m count_m F_n(m) = F_n × target.total_count().
+int64_t WeightedNodeFragment(const NodeFree& node, const TargetWorkload& target);
+
+struct ClusterFragment {
+  int64_t weighted = 0;      // Σ_n Σ_m count_m F_n(m)
+  int64_t total_count = 0;   // the target's Σ count (divide `weighted` by it for milli-GPU)
+  int64_t idle_milli = 0;    // Σ free GPU compute
+};
+ClusterFragment MeasureCluster(const ClusterState& state, const TargetWorkload& target);
+
+}  // namespace xpool

@@ -1,0 +1,100 @@
+#include "scheduler/policy/fgd.h"
+
+#include <cmath>
+
+#include "scheduler/policy/share_choice.h"
+
+namespace xpool {
+namespace {
+
+// 100 · sigmoid(Δ/1000) truncated, Δ = weighted_delta / total (milli-GPU). The published score is a float
+// formula; computing it in double here is the one place this policy leaves integers.
+int64_t SigmoidScore(int64_t weighted_delta, int64_t total) {
+  if (total <= 0) return 50;
+  const double delta = static_cast<double>(weighted_delta) / static_cast<double>(total);
+  return static_cast<int64_t>(100.0 / (1.0 + std::exp(-delta / 1000.0)));
+}
+
+}  // namespace
+
+int64_t FragmentationDelta(NodeFree* node, const TaskRequest& request, const std::vector<int>& devices,
+                           const TargetWorkload& target, int64_t before_weighted) {
+  node->cpu_milli -= request.cpu_milli;
+  for (int d : devices) node->gpu_milli[d] -= request.device_compute_milli;
+  const int64_t after = WeightedNodeFragment(*node, target);
+  node->cpu_milli += request.cpu_milli;
+  for (int d : devices) node->gpu_milli[d] += request.device_compute_milli;
+  return before_weighted - after;
+}
+
+void FgdPolicy::SetTarget(TargetWorkload target) {
+  target_ = std::move(target);
+  for (auto& per_shape : cache_) per_shape.clear();
+}
+
+void FgdPolicy::OnArrival(const TaskRequest& request) {
+  if (!learn_) return;
+  PodShape s = ShapeOf(request);
+  bool found = false;
+  for (WeightedShape& w : seen_) {
+    if (w.shape == s) {
+      ++w.count;
+      found = true;
+      break;
+    }
+  }
+  if (!found) seen_.push_back({std::move(s), 1});
+  ++arrivals_;
+  if (arrivals_ >= next_rebuild_) {
+    next_rebuild_ = arrivals_ < 512 ? arrivals_ * 2 : arrivals_ + 512;
+    SetTarget(TargetWorkload::FromCounts(seen_));
+  }
+}
+
+bool FgdPolicy::Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate,
+                      Rng& /*rng*/, int64_t* score, std::vector<int>* chosen_devices) {
+  const int node = candidate.node;
+  const bool sharing = IsSharingRequest(request);
+  const int shape = shapes_.Id(request);
+  if (shape >= static_cast<int>(cache_.size())) cache_.resize(shape + 1);
+  std::vector<Entry>& entries = cache_[shape];
+  if (static_cast<int>(entries.size()) < state.node_count()) entries.resize(state.node_count());
+  Entry& e = entries[node];
+  if (e.generation == state.generation(node)) {
+    *score = e.score;
+    if (sharing) {
+      chosen_devices->assign(1, e.device);
+    } else {
+      ChooseBestFitDevices(state, request, candidate, chosen_devices);
+    }
+    return true;
+  }
+  ReadNodeFree(state, node, &scratch_);
+  const int64_t before = WeightedNodeFragment(scratch_, target_);
+  if (sharing) {
+    int best = -1;
+    int64_t best_score = 0;
+    std::vector<int> one(1);
+    for (int d : candidate.fitting_devices) {
+      one[0] = d;
+      const int64_t s = SigmoidScore(FragmentationDelta(&scratch_, request, one, target_, before),
+                                     target_.total_count());
+      if (best < 0 || s > best_score) {
+        best = d;
+        best_score = s;
+      }
+    }
+    chosen_devices->assign(1, best);
+    e.device = best;
+    e.score = best_score;
+  } else {
+    ChooseBestFitDevices(state, request, candidate, chosen_devices);
+    e.score = SigmoidScore(FragmentationDelta(&scratch_, request, *chosen_devices, target_, before),
+                           target_.total_count());
+  }
+  e.generation = state.generation(node);
+  *score = e.score;
+  return true;
+}
+
+}  // namespace xpool

@@ -1,0 +1,199 @@
+#include "sim/fill.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "scheduler/policy/fgd.h"
+#include "scheduler/schedule.h"
+
+namespace xpool::sim {
+
+std::vector<const TracePod*> SamplePods(const std::vector<TracePod>& pods, int64_t gpu_capacity_milli,
+                                        int tune_percent, uint64_t seed) {
+  std::vector<const TracePod*> out;
+  if (pods.empty()) return out;
+  bool any_gpu = false;
+  for (const TracePod& p : pods) any_gpu |= PodGpuMilli(p) > 0;
+  if (!any_gpu) return out;
+  Rng rng(seed);
+  std::uniform_int_distribution<size_t> pick(0, pods.size() - 1);
+  const int64_t goal = gpu_capacity_milli * tune_percent / 100;
+  int64_t requested = 0;
+  while (requested < goal) {
+    const TracePod* p = &pods[pick(rng)];
+    out.push_back(p);
+    requested += PodGpuMilli(*p);
+  }
+  std::shuffle(out.begin(), out.end(), rng);
+  return out;
+}
+
+namespace {
+
+// Forwards to a policy, changing only how equal scores are broken ("name@first|last|random", for ablations).
+class TieBreakOverride final : public PlacementPolicy {
+ public:
+  TieBreakOverride(std::unique_ptr<PlacementPolicy> inner, TieBreak tie) : inner_(std::move(inner)), tie_(tie) {}
+  std::string_view name() const override { return inner_->name(); }
+  bool Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate, Rng& rng,
+             int64_t* score, std::vector<int>* chosen_devices) override {
+    return inner_->Score(state, request, candidate, rng, score, chosen_devices);
+  }
+  TieBreak tie_break() const override { return tie_; }
+  void OnArrival(const TaskRequest& request) override { inner_->OnArrival(request); }
+  void OnPlaced(const ClusterState& state, const TaskRequest& request, const Allocation& allocation) override {
+    inner_->OnPlaced(state, request, allocation);
+  }
+
+ private:
+  std::unique_ptr<PlacementPolicy> inner_;
+  TieBreak tie_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<PlacementPolicy>> MakeFillPolicy(const std::string& name, const TargetWorkload& target) {
+  const size_t at = name.find('@');
+  if (at != std::string::npos) {
+    const std::string tie = name.substr(at + 1);
+    TieBreak t;
+    if (tie == "first") {
+      t = TieBreak::kFirst;
+    } else if (tie == "last") {
+      t = TieBreak::kLast;
+    } else if (tie == "random") {
+      t = TieBreak::kRandom;
+    } else {
+      return InvalidArgumentError("policy \"" + name + "\": the tie-break after @ must be first, last or random");
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<PlacementPolicy> inner, MakeFillPolicy(name.substr(0, at), target));
+    return std::unique_ptr<PlacementPolicy>(std::make_unique<TieBreakOverride>(std::move(inner), t));
+  }
+  if (name == "fgd") return std::unique_ptr<PlacementPolicy>(std::make_unique<FgdPolicy>(target));
+  return MakePolicy(name);
+}
+
+namespace {
+
+// Keeps Σ_n F_n up to date by re-measuring only the node that changed.
+class FragmentTracker {
+ public:
+  FragmentTracker(const ClusterState& state, const TargetWorkload& target) : target_(target) {
+    node_weighted_.resize(state.node_count());
+    for (int n = 0; n < state.node_count(); ++n) {
+      ReadNodeFree(state, n, &scratch_);
+      node_weighted_[n] = WeightedNodeFragment(scratch_, target_);
+      weighted_ += node_weighted_[n];
+    }
+  }
+  void Update(const ClusterState& state, int node) {
+    ReadNodeFree(state, node, &scratch_);
+    const int64_t w = WeightedNodeFragment(scratch_, target_);
+    weighted_ += w - node_weighted_[node];
+    node_weighted_[node] = w;
+  }
+  // Fragmented GPU in milli.
+  double milli() const {
+    return target_.total_count() > 0 ? static_cast<double>(weighted_) / static_cast<double>(target_.total_count())
+                                     : 0.0;
+  }
+
+ private:
+  const TargetWorkload& target_;
+  std::vector<int64_t> node_weighted_;
+  int64_t weighted_ = 0;
+  NodeFree scratch_;
+};
+
+}  // namespace
+
+Result<FillCurve> RunFill(const ClusterState& cluster, const std::vector<TracePod>& pods,
+                          const FillOptions& options) {
+  if (options.tune_percent <= 0 || options.tune_percent > 1000) {
+    return InvalidArgumentError("tune must be between 1 and 1000 percent");
+  }
+  ClusterState state = cluster;
+  FillCurve curve;
+  curve.gpu_capacity_milli = state.totals().device_compute_capacity_milli;
+  if (curve.gpu_capacity_milli <= 0) return InvalidArgumentError("the cluster has no GPU");
+  std::vector<const TracePod*> sample =
+      SamplePods(pods, curve.gpu_capacity_milli, options.tune_percent, options.seed);
+  if (sample.empty()) return InvalidArgumentError("the workload has no pod asking for a GPU");
+
+  std::vector<TaskRequest> requests;
+  requests.reserve(sample.size());
+  for (const TracePod* p : sample) requests.push_back(PodRequest(*p));
+  const TargetWorkload target = TargetWorkload::FromRequests(requests);
+  ASSIGN_OR_RETURN(std::unique_ptr<PlacementPolicy> policy, MakeFillPolicy(options.policy, target));
+
+  const int points = options.tune_percent + 1;
+  curve.allocation_pct.reserve(points);
+  curve.frag_pct.reserve(points);
+  curve.frag_ratio_pct.reserve(points);
+  FragmentTracker frag(state, target);
+  const double capacity = static_cast<double>(curve.gpu_capacity_milli);
+  auto record = [&] {
+    const ClusterTotals& t = state.totals();
+    const double idle = capacity - static_cast<double>(t.device_compute_allocated_milli);
+    curve.allocation_pct.push_back(100.0 * static_cast<double>(t.device_compute_allocated_milli) / capacity);
+    curve.frag_pct.push_back(100.0 * frag.milli() / capacity);
+    curve.frag_ratio_pct.push_back(idle > 0 ? 100.0 * frag.milli() / idle : 0.0);
+  };
+  record();  // arrived 0 %
+
+  Rng rng(options.seed ^ 0x9e3779b97f4a7c15ULL);
+  int64_t arrived_milli = 0;
+  for (size_t i = 0; i < sample.size(); ++i) {
+    const TaskRequest& request = requests[i];
+    // Every whole percent p this pod's arrival passes (arrived before ≤ p < arrived after) is recorded with the
+    // state before it, so allocation at p never exceeds p.
+    const int64_t arrived_after = arrived_milli + PodGpuMilli(*sample[i]);
+    while (static_cast<int>(curve.allocation_pct.size()) < points &&
+           static_cast<int64_t>(curve.allocation_pct.size()) * curve.gpu_capacity_milli < arrived_after * 100) {
+      record();
+    }
+    arrived_milli = arrived_after;
+    policy->OnArrival(request);
+    ScheduleOutcome out = Schedule(state, request, *policy, rng);
+    ++curve.pods_arrived;
+    if (out.kind == OutcomeKind::kPlaced) {
+      Status applied = state.Apply(out.allocation);
+      if (!applied.ok()) return applied.WithContext("applying the placement of " + sample[i]->name);
+      policy->OnPlaced(state, request, out.allocation);
+      frag.Update(state, out.allocation.node);
+      ++curve.pods_placed;
+    } else {
+      ++curve.pods_skipped;
+    }
+  }
+  while (static_cast<int>(curve.allocation_pct.size()) < points) record();
+  return curve;
+}
+
+Status RunParallel(int count, int jobs, const std::function<Status(int)>& fn) {
+  jobs = std::max(1, std::min(jobs, count));
+  std::atomic<int> next{0};
+  std::mutex mu;
+  Status first_error;
+  auto worker = [&] {
+    while (true) {
+      const int i = next.fetch_add(1);
+      if (i >= count) return;
+      Status s = fn(i);
+      if (!s.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (first_error.ok()) first_error = s;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < jobs; ++t) threads.emplace_back(worker);
+  worker();
+  for (std::thread& t : threads) t.join();
+  return first_error;
+}
+
+}  // namespace xpool::sim

@@ -1,0 +1,55 @@
+#pragma once
+// The FGD paper's "fill" experiment (Weng et al., ATC '23, §6): sample pods with replacement (seeded) until
+// the GPU they request reaches tune × the cluster's GPU capacity, shuffle, place them one at a time through
+// Schedule() with one policy, never release. A pod that fits nowhere is skipped. At each whole percent of the
+// arrived workload (GPU requested by every arrived pod, skipped ones included, / capacity) the run records the
+// GPU allocation %, the fragmented GPU % of capacity and the fragmentation rate (fragmented / idle GPU).
+// Functions over value types; a run owns its ClusterState and policy, so runs may go in parallel threads.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "model/cluster_state.h"
+#include "scheduler/fragmentation.h"
+#include "scheduler/policy.h"
+#include "sim/trace.h"
+
+namespace xpool::sim {
+
+struct FillOptions {
+  std::string policy = "fgd";
+  uint64_t seed = 42;
+  int tune_percent = 130;  // stop sampling when requested GPU ≥ tune_percent % of capacity
+};
+
+struct FillCurve {
+  std::vector<double> allocation_pct;  // index = arrived %, 0..tune_percent
+  std::vector<double> frag_pct;        // fragmented GPU, % of capacity
+  std::vector<double> frag_ratio_pct;  // fragmented / idle GPU, %
+  int64_t pods_arrived = 0;
+  int64_t pods_placed = 0;
+  int64_t pods_skipped = 0;
+  int64_t gpu_capacity_milli = 0;
+};
+
+// The pods of one run: sampled with replacement from `pods` until their GPU reaches tune × capacity, then
+// shuffled, both with an mt19937_64 seeded by `seed`.
+std::vector<const TracePod*> SamplePods(const std::vector<TracePod>& pods, int64_t gpu_capacity_milli,
+                                        int tune_percent, uint64_t seed);
+
+// The policy object for a fill run. "fgd" gets the paper's target workload (derived from the run's sampled
+// pods); every other name goes to the policy registry (MakePolicy). "name@first|last|random" overrides how the
+// policy breaks equal scores (for ablations).
+Result<std::unique_ptr<PlacementPolicy>> MakeFillPolicy(const std::string& name, const TargetWorkload& target);
+
+// One run. `cluster` is copied (it should be empty of allocations).
+Result<FillCurve> RunFill(const ClusterState& cluster, const std::vector<TracePod>& pods,
+                          const FillOptions& options);
+
+// Runs `count` independent jobs on up to `jobs` threads; job i calls fn(i). Returns the first error.
+Status RunParallel(int count, int jobs, const std::function<Status(int)>& fn);
+
+}  // namespace xpool::sim

@@ -1,0 +1,97 @@
+#include "sim/fill.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/report.h"
+
+namespace xpool::sim {
+namespace {
+
+std::vector<TraceNode> Nodes() {
+  std::vector<TraceNode> nodes;
+  for (int i = 0; i < 4; ++i) nodes.push_back({"n" + std::to_string(i), 32000, 131072, 4, i < 2 ? "G2" : "T4"});
+  return nodes;
+}
+
+std::vector<TracePod> Pods() {
+  std::vector<TracePod> pods;
+  auto add = [&](int64_t cpu, int gpus, int64_t milli) {
+    TracePod p;
+    p.name = "p" + std::to_string(pods.size());
+    p.cpu_milli = cpu;
+    p.memory_mib = 1024;
+    p.num_gpu = gpus;
+    p.gpu_milli = milli;
+    pods.push_back(p);
+  };
+  add(4000, 1, 500);
+  add(2000, 1, 250);
+  add(8000, 1, 1000);
+  add(16000, 2, 1000);
+  add(1000, 0, 0);
+  return pods;
+}
+
+TEST(FillTest, SampleReachesTheTuneAndIsSeeded) {
+  const std::vector<TracePod> pods = Pods();
+  std::vector<const TracePod*> a = SamplePods(pods, 16000, 130, 42);
+  std::vector<const TracePod*> b = SamplePods(pods, 16000, 130, 42);
+  std::vector<const TracePod*> c = SamplePods(pods, 16000, 130, 43);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  int64_t total = 0;
+  for (const TracePod* p : a) total += PodGpuMilli(*p);
+  EXPECT_GE(total, 16000 * 130 / 100);
+  EXPECT_LT(total - PodGpuMilli(*a.back()), 16000 * 130 / 100 + 2000);  // stops soon after reaching it
+}
+
+TEST(FillTest, CurvesAreConsistentForEveryPaperPolicy) {
+  Result<ClusterState> cluster = BuildCluster(Nodes());
+  ASSERT_TRUE(cluster.ok());
+  for (const char* policy : {"random", "dot-product", "gpu-clustering", "gpu-packing", "best-fit", "fgd"}) {
+    SCOPED_TRACE(policy);
+    FillOptions options;
+    options.policy = policy;
+    options.seed = 42;
+    Result<FillCurve> curve = RunFill(*cluster, Pods(), options);
+    ASSERT_TRUE(curve.ok()) << curve.status().ToString();
+    ASSERT_EQ(curve->allocation_pct.size(), 131u);
+    ASSERT_EQ(curve->frag_pct.size(), 131u);
+    EXPECT_EQ(curve->allocation_pct[0], 0.0);
+    EXPECT_EQ(curve->pods_arrived, curve->pods_placed + curve->pods_skipped);
+    for (size_t i = 1; i < curve->allocation_pct.size(); ++i) {
+      EXPECT_GE(curve->allocation_pct[i], curve->allocation_pct[i - 1]);  // pods never leave
+      EXPECT_LE(curve->allocation_pct[i], std::min<double>(100.0, i + 1e-9));  // cannot exceed what arrived
+      EXPECT_LE(curve->frag_pct[i], 100.0 - curve->allocation_pct[i] + 1e-9);   // fragment ⊆ idle
+    }
+    EXPECT_GT(curve->allocation_pct[130], 50.0);
+    EXPECT_GT(curve->pods_skipped, 0);  // 130 % cannot all fit
+  }
+}
+
+TEST(FillTest, UnknownPolicyAndEmptyWorkloadAreErrors) {
+  Result<ClusterState> cluster = BuildCluster(Nodes());
+  ASSERT_TRUE(cluster.ok());
+  FillOptions options;
+  options.policy = "no-such-policy";
+  EXPECT_EQ(RunFill(*cluster, Pods(), options).status().code(), StatusCode::kInvalidArgument);
+  options.policy = "fgd";
+  std::vector<TracePod> cpu_only(1);
+  cpu_only[0].name = "c";
+  cpu_only[0].cpu_milli = 1000;
+  EXPECT_EQ(RunFill(*cluster, cpu_only, options).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(FillTest, RunParallelRunsEveryJobOnceAndReportsErrors) {
+  std::vector<int> hits(50, 0);
+  EXPECT_TRUE(RunParallel(50, 3, [&](int i) {
+                hits[i]++;
+                return Status::Ok();
+              }).ok());
+  for (int h : hits) EXPECT_EQ(h, 1);
+  Status s = RunParallel(5, 2, [](int i) { return i == 3 ? InternalError("boom") : Status::Ok(); });
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+}
+
+}  // namespace
+}  // namespace xpool::sim
