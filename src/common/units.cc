@@ -6,7 +6,15 @@
 namespace xpool {
 namespace {
 
-std::string Quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
+std::string Quoted(std::string_view text) {
+  // Built by appends: GCC 12 at -O3 reports a false -Wrestrict for `"\"" + std::string(text)`.
+  std::string out;
+  out.reserve(text.size() + 2);
+  out.push_back('"');
+  out.append(text);
+  out.push_back('"');
+  return out;
+}
 
 // Splits "1.5Gi" into a decimal number with up to `max_decimals` fraction digits, scaled by 10^max_decimals,
 // and the suffix that follows.
