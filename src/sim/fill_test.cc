@@ -48,7 +48,8 @@ TEST(FillTest, SampleReachesTheTuneAndIsSeeded) {
 TEST(FillTest, CurvesAreConsistentForEveryPaperPolicy) {
   Result<ClusterState> cluster = BuildCluster(Nodes());
   ASSERT_TRUE(cluster.ok());
-  for (const char* policy : {"random", "dot-product", "gpu-clustering", "gpu-packing", "best-fit", "fgd"}) {
+  for (const char* policy : {"random", "dot-product", "gpu-clustering", "gpu-packing", "best-fit", "fgd", "default",
+                             "gpu-packing@last"}) {
     SCOPED_TRACE(policy);
     FillOptions options;
     options.policy = policy;

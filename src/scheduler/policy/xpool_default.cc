@@ -1,6 +1,7 @@
 #include "scheduler/policy/xpool_default.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "scheduler/policy/fgd.h"
 #include "scheduler/policy/share_choice.h"
@@ -31,7 +32,11 @@ void DefaultPolicy::OnArrival(const TaskRequest& request) {
 
 int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& request, int node,
                                 const std::vector<int>& devices, int64_t before) {
-  const int64_t delta = FragmentationDelta(&scratch_, request, devices, target_, before);
+  // FGD's bounded score of Δ: ⌊100·sigmoid(Δ/1000)⌋ (Δ in milli-GPU of expected fragment).
+  const int64_t weighted = FragmentationDelta(&scratch_, request, devices, target_, before);
+  const int64_t total = std::max<int64_t>(1, target_.total_count());
+  const double x = static_cast<double>(weighted) / static_cast<double>(total) / 1000.0;
+  const int64_t delta = static_cast<int64_t>(100.0 / (1.0 + std::exp(-x)));
   // Best fit below Δ: the least free GPU left on the node, then the least free CPU (each scaled to 0..1023).
   const int64_t max_gpu = std::max<int64_t>(1, state.totals().max_node_device_compute_milli);
   const int64_t max_cpu = std::max<int64_t>(1, state.totals().max_node_cpu_milli);
