@@ -518,6 +518,15 @@ TYPED_TEST(StateStoreTest, EventFeed) {
   EXPECT_EQ((*all)[1].job, id);
   EXPECT_EQ(s.EventsSince(stored->id)->size(), 1u);
   EXPECT_EQ(s.EventsSince(0, 1)->size(), 1u);
+  std::string long_reason;
+  for (int i = 0; i < 3000; ++i) long_reason += "\xe2\x82\xac";  // "€": a long reason is cut between characters
+  e.reason = long_reason;
+  Result<EventRecord> clipped = s.AppendEvent(e);
+  ASSERT_TRUE(clipped.ok());
+  Result<std::vector<EventRecord>> tail = s.EventsSince(clipped->id - 1);
+  ASSERT_EQ(tail->size(), 1u);
+  EXPECT_EQ(tail->front().reason.size(), 4095u);  // 1365 whole characters, not 4096 bytes
+  EXPECT_EQ(tail->front().reason, long_reason.substr(0, 4095));
   e.kind = "";
   EXPECT_EQ(s.AppendEvent(e).status().code(), StatusCode::kInvalidArgument);
 }

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "store/internal/sql_backend.h"
 
@@ -25,6 +26,24 @@ inline bool ColNull(const SqlRow& row, size_t i) { return i >= row.size() || !ro
 
 // Booleans are stored as INTEGER 0/1 in both dialects.
 inline bool ColBool(const SqlRow& row, size_t i) { return ColInt(row, i) != 0; }
+
+// A caller-supplied name cut to 64 bytes with anything but printable ASCII replaced by '?', safe to echo in an
+// error message (API answers are JSON, which must be valid UTF-8).
+inline std::string Printable(std::string_view text) {
+  std::string out(text.substr(0, 64));
+  for (char& c : out) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return out;
+}
+
+// Cuts `text` to at most `max` bytes without splitting a UTF-8 sequence.
+inline std::string ClipUtf8(std::string_view text, size_t max) {
+  if (text.size() <= max) return std::string(text);
+  size_t end = max;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return std::string(text.substr(0, end));
+}
 
 inline SqlValue Bool(bool b) { return SqlValue::Int(b ? 1 : 0); }
 inline SqlValue Text(std::string_view s) { return SqlValue::Text(std::string(s)); }

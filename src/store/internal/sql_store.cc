@@ -30,7 +30,7 @@ Status CheckQuota(const TenantQuota& q) {
 }
 
 // Long reasons are cut (a reason is for people; the store is not a log sink).
-std::string Clip(std::string_view reason) { return std::string(reason.substr(0, kMaxReasonBytes)); }
+std::string Clip(std::string_view reason) { return ClipUtf8(reason, kMaxReasonBytes); }
 
 constexpr const char* kTenantColumns =
     "id, name, admin, quota_devices, quota_device_memory_mib, quota_device_compute_milli, quota_cpu_milli, "
@@ -152,7 +152,7 @@ Result<TenantRecord> SqlStore::FindTenant(std::string_view name) {
   ASSIGN_OR_RETURN(SqlResult r, db_->Query(std::string("SELECT ") + kTenantColumns +
                                                " FROM tenants WHERE name = $1",
                                            {Text(name)}));
-  if (r.rows.empty()) return NotFoundError("no tenant named '" + std::string(name.substr(0, 64)) + "'");
+  if (r.rows.empty()) return NotFoundError("no tenant named '" + Printable(name) + "'");
   return TenantFromRow(r.rows[0]);
 }
 

@@ -129,7 +129,7 @@ Status SqlStore::CommitPlacement(JobId id, const std::vector<AllocationRecord>& 
     RETURN_IF_ERROR(db_->Query("UPDATE jobs SET state = $2, updated_us = $3, pending_reason = '', "
                                "state_reason = $4 WHERE id = $1",
                                {Int(id.value()), Text(JobStateName(JobState::kScheduled)), Int(now),
-                                Text(std::string(reason.substr(0, 4096)))}));
+                                Text(ClipUtf8(reason, 4096))}));
     EventRecord e;
     e.time_us = now;
     e.job = id;
@@ -218,7 +218,8 @@ Status SqlStore::UpsertNode(const Node& node, TimeMicros now) {
            Int(d.memory_mib), Int(d.compute_milli), Int(d.max_sharers), Int(d.numa_node),
            Text(DeviceModeName(d.mode)), Bool(d.healthy), Bool(d.cordoned)});
       if (r.status().code() == StatusCode::kAlreadyExists) {
-        return AlreadyExistsError("device " + d.uuid + " of node " + node.name + " is already registered");
+        return AlreadyExistsError("device " + Printable(d.uuid) + " of node " + Printable(node.name) +
+                                  " is already registered");
       }
       RETURN_IF_ERROR(r);
     }
@@ -266,7 +267,7 @@ Result<NodeRecord> SqlStore::GetNode(std::string_view name) {
     ASSIGN_OR_RETURN(nodes, LoadNodes("WHERE name = $1", {Text(name)}));
     return Status::Ok();
   }));
-  if (nodes.empty()) return NotFoundError("no node named '" + std::string(name.substr(0, 128)) + "'");
+  if (nodes.empty()) return NotFoundError("no node named '" + Printable(name) + "'");
   return std::move(nodes[0]);
 }
 
@@ -286,7 +287,7 @@ Status SqlStore::SetNodeFlag(std::string_view column, std::string_view name, boo
     ASSIGN_OR_RETURN(SqlResult r, db_->Query("UPDATE nodes SET " + std::string(column) +
                                                  " = $2, updated_us = $3 WHERE name = $1",
                                              {Text(name), Bool(value), Int(now)}));
-    if (r.affected == 0) return NotFoundError("no node named '" + std::string(name.substr(0, 128)) + "'");
+    if (r.affected == 0) return NotFoundError("no node named '" + Printable(name) + "'");
     return Status::Ok();
   });
 }
@@ -304,7 +305,7 @@ Status SqlStore::DeleteNode(std::string_view name) {
   return InTransaction([&]() -> Status {
     RETURN_IF_ERROR(db_->Query("DELETE FROM devices WHERE node = $1", {Text(name)}));
     ASSIGN_OR_RETURN(SqlResult r, db_->Query("DELETE FROM nodes WHERE name = $1", {Text(name)}));
-    if (r.affected == 0) return NotFoundError("no node named '" + std::string(name.substr(0, 128)) + "'");
+    if (r.affected == 0) return NotFoundError("no node named '" + Printable(name) + "'");
     return Status::Ok();
   });
 }
