@@ -6,6 +6,7 @@
 
 #include "cli/agent_command.h"
 #include "cli/commands.h"
+#include "cli/control_commands.h"
 #include "cli/k8s_command.h"
 #include "cli/sim_command.h"
 
@@ -23,6 +24,17 @@ int RunHelp(const Args&);
 const Command kCommands[] = {
     {"version", "print the version", RunVersion},
     {"help", "list the subcommands", RunHelp},
+    {"server", "run the control plane: REST API, scheduling loop, state", RunServer},
+    {"submit", "submit a job: xpool submit -f job.yaml", RunSubmit},
+    {"get", "list jobs, nodes or tenants [-o wide|json]", RunGet},
+    {"describe", "show a job: spec, state, placement, events", RunDescribe},
+    {"cancel", "cancel a job", RunCancel},
+    {"suspend", "suspend a job", RunSuspend},
+    {"resume", "resume a suspended job", RunResume},
+    {"top", "devices: memory and cores allocated / capacity", RunTop},
+    {"tenants", "create, update or list tenants (admin)", RunTenants},
+    {"tokens", "create a token for a tenant (admin)", RunTokens},
+    {"nodes", "register, cordon or uncordon nodes (admin)", RunNodes},
     {"k8s", "Kubernetes: scheduler extender, admission webhook (docs/kubernetes.md)", RunK8s},
     {"agent", "node agent: discover devices (--print-devices), run a task locally (--run)", RunAgent},
     {"sim", "simulate scheduling on a trace (fill, validate)", RunSim},

@@ -1,0 +1,63 @@
+// `xpool server`: the control plane (REST API, scheduling loop, durable state). See docs/api.md.
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "cli/control_commands.h"
+#include "common/flags.h"
+#include "server/server.h"
+
+namespace xpool::cli {
+
+int RunServer(const Args& args) {
+  server::ServerOptions options;
+  FlagSet flags("xpool server", "Runs the control plane: REST API, scheduling loop, durable state.");
+  int64_t max_body = static_cast<int64_t>(options.max_body_bytes);
+  int64_t threads = options.threads;
+  flags.String("listen", &options.listen, "HOST:PORT to serve the API on (default 127.0.0.1:8470)");
+  flags.String("state-dir", &options.state_dir, "directory for admin.token and the SQLite database (required)");
+  flags.String("store", &options.store, "postgres://... to keep state in PostgreSQL (default: SQLite in --state-dir)");
+  flags.String("policy", &options.policy, "placement policy, any name MakePolicy knows (default best-fit)");
+  flags.Int("max-body", &max_body, "largest request body in bytes (default 1 MiB); larger is 413");
+  flags.Int("threads", &threads, "HTTP worker threads (default 32)");
+  flags.Int("tick-ms", &options.tick_ms, "periodic scheduling pass interval in ms (default 1000)");
+  int code = 0;
+  if (!ParseFlagsOrExit(flags, args, &code)) return code;
+  if (max_body < 1024 || threads < 1 || threads > 1024 || options.tick_ms < 10) {
+    std::fprintf(stderr, "error: --max-body must be >= 1024, --threads 1..1024, --tick-ms >= 10\n");
+    return 2;
+  }
+  options.max_body_bytes = static_cast<size_t>(max_body);
+  options.threads = static_cast<int>(threads);
+
+  // SIGINT/SIGTERM are taken by a thread (sigwait) so the shutdown runs outside a signal handler.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto server = server::Server::Create(options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "error: %s\n", server.status().message().c_str());
+    return 1;
+  }
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    std::fprintf(stderr, "xpool server: signal %d, shutting down\n", sig);
+    (*server)->Shutdown();
+  });
+  Status s = (*server)->Run();
+  if (!s.ok()) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    pthread_kill(waiter.native_handle(), SIGTERM);
+    waiter.join();
+    return 1;
+  }
+  waiter.join();
+  return 0;
+}
+
+}  // namespace xpool::cli

@@ -1,0 +1,184 @@
+// xpool_server_load: load benchmarks of `xpool server` through its HTTP API (docs/PERFORMANCE.md).
+//
+//   xpool_server_load --xpool build/bin/xpool [--seconds 10] [--clients 16] [--nodes 1500]
+//
+// 1. submit: `clients` keep-alive connections POST job specs as fast as the server acknowledges them (each 201
+//    follows the job's commit to SQLite with synchronous=FULL); reports durable submissions per second.
+// 2. heartbeat: registers `nodes` simulated nodes (8 GPUs each); each node reports in once per second (paced
+//    over 8 connections) while a probe client times typical API calls (get job, list 20 jobs, submit, get node);
+//    reports p50/p99/max per call.
+// The server runs with a fresh state directory under /tmp and is stopped at the end.
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/flags.h"
+#include "server_process.h"
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(p * (v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+std::unique_ptr<httplib::Client> Client(const std::string& url, const std::string& token) {
+  auto c = std::make_unique<httplib::Client>(url);
+  c->set_bearer_token_auth(token.c_str());
+  c->set_keep_alive(true);
+  c->set_read_timeout(30, 0);
+  return c;
+}
+
+const char* kJob = R"({"name":"bench","command":["true"],"resources":{"gpu":1,"gpumem":"4Gi","gpucores":10}})";
+
+void Submit(const std::string& url, const std::string& token, int clients, int seconds) {
+  std::atomic<int64_t> ok{0}, failed{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::vector<double>> latencies(clients);
+  std::vector<std::thread> threads;
+  auto start = Clock::now();
+  for (int t = 0; t < clients; ++t) {
+    threads.emplace_back([&, t] {
+      auto c = Client(url, token);
+      while (!stop) {
+        auto s = Clock::now();
+        auto r = c->Post("/api/v1/jobs", kJob, "application/json");
+        latencies[t].push_back(Ms(Clock::now() - s));
+        (r && r->status == 201 ? ok : failed)++;
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  stop = true;
+  for (auto& t : threads) t.join();
+  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<double> all;
+  for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
+  std::printf("submit: %d clients, %.1f s: %lld acknowledged (201), %lld failed: %.0f durable submissions/s; "
+              "latency p50 %.2f ms p99 %.2f ms\n",
+              clients, elapsed, static_cast<long long>(ok.load()), static_cast<long long>(failed.load()),
+              ok / elapsed, Percentile(all, 0.5), Percentile(all, 0.99));
+}
+
+void Heartbeat(const std::string& url, const std::string& token, int nodes, int seconds) {
+  auto admin = Client(url, token);
+  auto reg_start = Clock::now();
+  for (int i = 0; i < nodes; ++i) {
+    json n = {{"name", "sim" + std::to_string(i)},
+              {"cpu", 96},
+              {"memory", "768Gi"},
+              {"gpus", {{"count", 8}, {"model", i % 2 ? "A100" : "V100"}, {"memory", i % 2 ? "80Gi" : "32Gi"}}}};
+    auto r = admin->Post("/api/v1/nodes", n.dump(), "application/json");
+    if (!r || r->status != 201) {
+      std::fprintf(stderr, "registering node %d failed\n", i);
+      return;
+    }
+  }
+  std::printf("heartbeat: registered %d simulated nodes in %.1f s\n", nodes,
+              std::chrono::duration<double>(Clock::now() - reg_start).count());
+  auto sub = admin->Post("/api/v1/jobs", kJob, "application/json");
+  std::string job_id = sub && sub->status == 201 ? std::to_string(json::parse(sub->body)["id"].get<int64_t>()) : "1";
+
+  constexpr int kReporters = 8;
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> beats{0}, beat_errors{0};
+  std::vector<std::vector<double>> beat_ms(kReporters);
+  std::vector<std::thread> reporters;
+  for (int t = 0; t < kReporters; ++t) {
+    reporters.emplace_back([&, t] {
+      auto c = Client(url, token);
+      std::vector<int> mine;
+      for (int i = t; i < nodes; i += kReporters) mine.push_back(i);
+      const auto period = std::chrono::microseconds(1'000'000 / std::max<size_t>(1, mine.size()));
+      auto next = Clock::now();
+      for (size_t k = 0; !stop; ++k) {
+        std::string path = "/api/v1/nodes/sim" + std::to_string(mine[k % mine.size()]) + "/heartbeat";
+        auto s = Clock::now();
+        auto r = c->Post(path.c_str(), "{}", "application/json");
+        beat_ms[t].push_back(Ms(Clock::now() - s));
+        (r && r->status == 200 ? beats : beat_errors)++;
+        next += period;
+        std::this_thread::sleep_until(next);
+      }
+    });
+  }
+  std::map<std::string, std::vector<double>> probe;
+  auto c = Client(url, token);
+  auto end = Clock::now() + std::chrono::seconds(seconds);
+  auto start = Clock::now();
+  while (Clock::now() < end) {
+    auto time = [&](const std::string& name, auto call) {
+      auto s = Clock::now();
+      auto r = call();
+      double ms = Ms(Clock::now() - s);
+      if (!r || r->status >= 300) std::fprintf(stderr, "probe %s failed\n", name.c_str());
+      probe[name].push_back(ms);
+      probe["all"].push_back(ms);
+    };
+    time("GET /api/v1/jobs/{id}", [&] { return c->Get(("/api/v1/jobs/" + job_id).c_str()); });
+    time("GET /api/v1/jobs?limit=20", [&] { return c->Get("/api/v1/jobs?limit=20"); });
+    time("POST /api/v1/jobs", [&] { return c->Post("/api/v1/jobs", kJob, "application/json"); });
+    time("GET /api/v1/nodes/{name}", [&] { return c->Get("/api/v1/nodes/sim17"); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  stop = true;
+  for (auto& t : reporters) t.join();
+  std::vector<double> all_beats;
+  for (auto& b : beat_ms) all_beats.insert(all_beats.end(), b.begin(), b.end());
+  std::printf("heartbeat: %.0f reports/s (%lld errors), report latency p50 %.2f ms p99 %.2f ms\n",
+              beats / elapsed, static_cast<long long>(beat_errors.load()), Percentile(all_beats, 0.5),
+              Percentile(all_beats, 0.99));
+  for (const auto& [name, v] : probe) {
+    std::printf("  %-28s n=%-6zu p50 %6.2f ms  p99 %6.2f ms  max %6.2f ms\n", name.c_str(), v.size(),
+                Percentile(v, 0.5), Percentile(v, 0.99), *std::max_element(v.begin(), v.end()));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string xpool = "build/bin/xpool", mode = "all";
+  int64_t seconds = 10, clients = 16, nodes = 1500;
+  xpool::FlagSet flags("xpool_server_load", "Load benchmarks of xpool server through HTTP.");
+  flags.String("xpool", &xpool, "the xpool binary");
+  flags.String("mode", &mode, "submit, heartbeat or all");
+  flags.Int("seconds", &seconds, "seconds per scenario");
+  flags.Int("clients", &clients, "submit: concurrent connections");
+  flags.Int("nodes", &nodes, "heartbeat: simulated nodes reporting once per second");
+  int code = 0;
+  if (!xpool::ParseFlagsOrExit(flags, std::vector<std::string>(argv + 1, argv + argc), &code)) return code;
+  for (const char* scenario : {"submit", "heartbeat"}) {
+    if (mode != "all" && mode != scenario) continue;
+    auto dir = std::filesystem::temp_directory_path() / ("xpool_load_" + std::string(scenario) + "_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    xpool::testing::ServerProcess server(xpool, dir.string());
+    if (!server.Start()) {
+      std::fprintf(stderr, "cannot start %s:\n%s\n", xpool.c_str(), server.Log().c_str());
+      return 1;
+    }
+    if (std::string(scenario) == "submit") Submit(server.url(), server.AdminToken(), int(clients), int(seconds));
+    else Heartbeat(server.url(), server.AdminToken(), int(nodes), int(seconds));
+    server.Stop();
+    std::filesystem::remove_all(dir);
+  }
+  return 0;
+}
