@@ -10,7 +10,7 @@ constexpr int kWidth = 640, kHeight = 400, kLeft = 60, kRight = 160, kTop = 30, 
 const char* const kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2"};
 
 std::string Fmt(const char* format, double a, double b) {
-  char buf[64];
+  char buf[128];
   std::snprintf(buf, sizeof buf, format, a, b);
   return buf;
 }
@@ -58,8 +58,8 @@ std::string AllocationSvg(const std::vector<FillRun>& runs, const std::vector<Pu
     svg += Fmt("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", x_of(x), kHeight - kBottom + 16) +
            std::to_string(x) + "</text>\n";
   }
-  svg += Fmt("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">arrived workload (% of GPU capacity)</text>\n",
-             kLeft + plot_w / 2, kHeight - 12);
+  svg += Fmt("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", kLeft + plot_w / 2, kHeight - 12) +
+         "arrived workload (% of GPU capacity)</text>\n";
   auto polyline = [&](const std::vector<double>& ys, const char* color, bool dashed) {
     std::string s = "<polyline fill=\"none\" stroke=\"" + std::string(color) + "\" stroke-width=\"1.5\"";
     if (dashed) s += " stroke-dasharray=\"5,4\"";
