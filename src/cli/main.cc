@@ -9,6 +9,7 @@
 #include "cli/control_commands.h"
 #include "cli/k8s_command.h"
 #include "cli/sim_command.h"
+#include "cli/up_command.h"
 
 namespace xpool::cli {
 namespace {
@@ -38,6 +39,7 @@ const Command kCommands[] = {
     {"k8s", "Kubernetes: scheduler extender, admission webhook (docs/kubernetes.md)", RunK8s},
     {"agent", "node agent: discover devices (--print-devices), run a task locally (--run)", RunAgent},
     {"sim", "simulate scheduling on a trace (fill, validate)", RunSim},
+    {"up", "run xpool on this machine: server + agent (simulated 4xA100-80GB without NVML)", RunUp},
 };
 
 int RunHelp(const Args&) {

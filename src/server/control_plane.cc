@@ -144,6 +144,19 @@ Result<JobRecord> ControlPlane::Cancel(JobId id, std::string_view reason) {
   return store_.GetJob(id);
 }
 
+Result<JobRecord> ControlPlane::Finish(JobId id, JobState to, std::string_view reason) {
+  {
+    std::lock_guard lock(mu_);
+    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
+    if (IsTerminal(job.state)) return job;
+    RETURN_IF_ERROR(store_.TransitionJob(id, to, reason, clock_.NowMicros(), job.state));
+    DequeueLocked(id);
+    ReleaseLocked(id);
+  }
+  Wake(true);
+  return store_.GetJob(id);
+}
+
 Result<JobRecord> ControlPlane::Suspend(JobId id) {
   bool released = false;
   {

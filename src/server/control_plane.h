@@ -71,6 +71,8 @@ class ControlPlane {
   Result<JobRecord> Cancel(JobId id, std::string_view reason);
   Result<JobRecord> Suspend(JobId id);
   Result<JobRecord> Resume(JobId id);
+  // A job's tasks ended (reported by an agent): moves it to `to` (succeeded or failed) and releases its devices.
+  Result<JobRecord> Finish(JobId id, JobState to, std::string_view reason);
   // The scheduler's last reason for a queued job; "" when none.
   std::string PendingReason(JobId id) const;
 

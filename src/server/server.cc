@@ -187,6 +187,9 @@ Status Server::Run() {
   return Status::Ok();
 }
 
+ControlPlane& Server::control_plane() { return *impl_->control; }
+StateStore& Server::store() { return *impl_->store; }
+
 void Server::Shutdown() {
   impl_->http.stop();
   impl_->control->Stop();

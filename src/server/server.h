@@ -11,7 +11,13 @@
 
 #include "common/status.h"
 
+namespace xpool {
+class StateStore;
+}  // namespace xpool
+
 namespace xpool::server {
+
+class ControlPlane;
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:8470";  // host:port; port 0 = any free port
@@ -31,6 +37,9 @@ class Server {
   // Binds and serves; returns after Shutdown() (or when binding fails).
   Status Run();
   void Shutdown();
+  // For in-process users (`xpool up` wires its agent to these); valid while the Server lives.
+  ControlPlane& control_plane();
+  StateStore& store();
 
  private:
   struct Impl;

@@ -1,0 +1,128 @@
+// `xpool up`: runs the server (state in ./var, API on 127.0.0.1:8470) and, in a thread of the same process, the
+// node agent for this machine, wired to the control plane in-process (server::AgentService) rather than over
+// HTTP. NVML devices when present; otherwise a simulated 4xA100-80GB node, said clearly. The tasks run as real
+// processes (the agent's launcher, logs in STATE_DIR/tasks/<task>/output.log).
+#include "cli/up_command.h"
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "agent/discovery.h"
+#include "agent/launcher.h"
+#include "agent/node_agent.h"
+#include "common/flags.h"
+#include "server/agent_service.h"
+#include "server/server.h"
+
+namespace xpool::cli {
+namespace {
+
+std::atomic<bool> g_stop_agent{false};
+
+// Registers, then ticks until stopped. Errors are printed once each and retried.
+void AgentLoop(agent::NodeAgent* node_agent) {
+  bool registered = false;
+  std::string last_error;
+  while (!g_stop_agent.load()) {
+    Status s = registered ? node_agent->Tick() : node_agent->Register();
+    if (s.ok()) registered = true;
+    if (s.code() == StatusCode::kNotFound) registered = false;
+    if (!s.ok() && s.message() != last_error) std::fprintf(stderr, "agent: %s (retrying)\n", s.message().c_str());
+    last_error = s.ok() ? "" : s.message();
+    const TimeMicros wait = node_agent->interval_micros();
+    for (TimeMicros waited = 0; waited < wait && !g_stop_agent.load(); waited += 50'000) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+}
+
+}  // namespace
+
+int RunUp(const Args& args) {
+  FlagSet flags("xpool up",
+                "Runs xpool on this machine: the control plane and an agent for this machine's accelerators\n"
+                "(a simulated 4xA100-80GB node when NVML is not available).");
+  server::ServerOptions options;
+  options.state_dir = "var";
+  std::string simulate, nvml_library = "libnvidia-ml.so.1", name;
+  flags.String("listen", &options.listen, "HOST:PORT to serve the API on (default 127.0.0.1:8470)");
+  flags.String("state-dir", &options.state_dir, "directory for the database, admin.token and task logs (default ./var)");
+  flags.String("policy", &options.policy, "placement policy (default best-fit)");
+  flags.String("simulate", &simulate, "simulate these devices instead of discovering, e.g. 4xA100-80GB");
+  flags.String("nvml-library", &nvml_library, "the NVML library to load (default libnvidia-ml.so.1)");
+  flags.String("node-name", &name, "this node's name (default: the host name)");
+  int code = 0;
+  if (!ParseFlagsOrExit(flags, args, &code)) return code;
+
+  agent::DiscoveryOptions discovery;
+  discovery.simulate = simulate;
+  discovery.nvml_library = nvml_library;
+  discovery.fallback_simulate = "4xA100-80GB";
+  discovery.node_name = name;
+  auto report = agent::DiscoverNode(discovery);
+  if (!report.ok()) {
+    std::fprintf(stderr, "error: %s\n", report.status().message().c_str());
+    return report.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto server = server::Server::Create(options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "error: %s\n", server.status().message().c_str());
+    return 1;
+  }
+  if (report->node.simulated) {
+    std::fprintf(stderr,
+                 "xpool up: NOTICE: no GPU found through NVML; this node is SIMULATED (%zu devices). Jobs run as\n"
+                 "          real processes, but their devices are not real.\n",
+                 report->node.devices.size());
+    if (!report->note.empty()) std::fprintf(stderr, "          %s\n", report->note.c_str());
+  }
+  agent::LauncherOptions launcher_options;
+  launcher_options.state_dir = options.state_dir + "/tasks";
+  agent::Launcher launcher(launcher_options);
+  for (const std::string& n : launcher.TakeNotices()) std::fprintf(stderr, "agent: %s\n", n.c_str());
+  std::error_code ec;
+  server::AgentService service((*server)->control_plane(), (*server)->store(),
+                               std::filesystem::current_path(ec).string());
+  agent::NodeAgent node_agent(report->node, &service, &launcher);
+  std::thread agent_thread(AgentLoop, &node_agent);
+
+  const std::string url = "http://" + options.listen;
+  std::fprintf(stderr,
+               "xpool up: node %s with %zu device(s); admin token in %s/admin.token\n"
+               "Try (another shell, same directory):\n"
+               "  export XPOOL_SERVER=%s XPOOL_TOKEN=$(cat %s/admin.token)\n"
+               "  build/bin/xpool submit -f examples/up/half-gpu.yaml && build/bin/xpool get jobs\n",
+               report->node.name.c_str(), report->node.devices.size(), options.state_dir.c_str(), url.c_str(),
+               options.state_dir.c_str());
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    std::fprintf(stderr, "xpool up: signal %d, shutting down (tasks are stopped)\n", sig);
+    (*server)->Shutdown();
+  });
+  Status s = (*server)->Run();
+  g_stop_agent = true;
+  agent_thread.join();
+  if (!s.ok()) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    pthread_kill(waiter.native_handle(), SIGTERM);
+    waiter.join();
+    return 1;
+  }
+  waiter.join();
+  return 0;
+}
+
+}  // namespace xpool::cli

@@ -1,0 +1,118 @@
+#include "server/agent_service.h"
+
+#include <cstdio>
+
+namespace xpool::server {
+
+AgentService::AgentService(ControlPlane& control, StateStore& store, std::string workdir)
+    : control_(control), store_(store), workdir_(std::move(workdir)) {}
+
+Status AgentService::Register(const Node& node) {
+  Node agent_node = node;
+  // An agent runs this node's tasks, simulated devices or not: jobs wait for its report.
+  agent_node.simulated = false;
+  return control_.RegisterNode(std::move(agent_node));
+}
+
+void AgentService::ApplyReport(const agent::TaskReport& report) {
+  const JobId id(report.job_id);
+  auto job = store_.GetJob(id);
+  if (!job.ok() || IsTerminal(job->state)) return;
+  if (report.restart_count != job->restart_count) return;  // a report from an earlier run
+  const TimeMicros now = report.status.ended_at > 0 ? report.status.ended_at : report.status.started_at;
+  const agent::TaskState st = report.status.state;
+  if (job->state == JobState::kScheduled) {
+    (void)store_.TransitionJob(id, JobState::kRunning, "started by the agent", now, JobState::kScheduled);
+  }
+  if (st == agent::TaskState::kRunning) {
+    (void)store_.UpdateTask(id, report.replica, JobState::kRunning, std::nullopt, now);
+    return;
+  }
+  if (st == agent::TaskState::kSucceeded) {
+    (void)store_.UpdateTask(id, report.replica, JobState::kSucceeded, report.status.exit_code, now);
+    auto tasks = store_.ListTasks(id);
+    if (!tasks.ok()) return;
+    for (const TaskRecord& t : *tasks) {
+      if (t.state != JobState::kSucceeded) return;  // other replicas still run
+    }
+    (void)control_.Finish(id, JobState::kSucceeded, "every replica exited 0");
+    return;
+  }
+  if (st == agent::TaskState::kFailed) {
+    std::optional<int> code;
+    if (report.status.exit_code >= 0) code = report.status.exit_code;
+    (void)store_.UpdateTask(id, report.replica, JobState::kFailed, code, now);
+    std::string reason = "replica " + std::to_string(report.replica);
+    if (!report.status.error.empty()) {
+      reason += " could not start: " + report.status.error;
+    } else if (report.status.signal != 0) {
+      reason += " was killed by signal " + std::to_string(report.status.signal);
+    } else {
+      reason += " exited with code " + std::to_string(report.status.exit_code);
+    }
+    (void)control_.Finish(id, JobState::kFailed, reason);
+  }
+  // kStopped / kSuspended: the server asked for it (cancel, suspend); nothing to record here yet.
+}
+
+Result<std::vector<agent::TaskAssignment>> AgentService::Wanted(const Node& node) {
+  ASSIGN_OR_RETURN(std::vector<AllocationRecord> allocations, store_.ListAllocations());
+  std::vector<agent::TaskAssignment> out;
+  for (const AllocationRecord& a : allocations) {
+    if (a.node != node.name) continue;
+    auto job = store_.GetJob(a.job);
+    if (!job.ok()) continue;
+    agent::TaskAssignment t;
+    if (job->state == JobState::kScheduled || job->state == JobState::kRunning) {
+      t.action = agent::TaskAssignment::Action::kRun;
+    } else if (job->state == JobState::kSuspending) {
+      t.action = agent::TaskAssignment::Action::kSuspend;
+    } else {
+      continue;
+    }
+    const JobSpec& spec = job->spec;
+    agent::LaunchSpec& s = t.spec;
+    s.job_id = a.job.value();
+    s.replica = a.replica;
+    s.restart_count = job->restart_count;
+    s.task_id = "job" + std::to_string(s.job_id) + "-r" + std::to_string(a.replica);
+    if (spec.command_is_shell && !spec.command.empty()) {
+      s.argv = {"/bin/sh", "-c", spec.command[0]};
+    } else {
+      s.argv = spec.command;
+    }
+    s.workdir = spec.workdir.empty() ? workdir_ : spec.workdir;
+    s.env = spec.env;
+    s.cpu_milli = a.cpu_milli;
+    s.memory_mib = a.memory_mib;
+    for (const DeviceGrantRecord& g : a.devices) {
+      for (size_t i = 0; i < node.devices.size(); ++i) {
+        const Device& d = node.devices[i];
+        if (d.uuid != g.device_uuid) continue;
+        s.vendor = d.vendor;
+        agent::TaskDevice td;
+        td.index = static_cast<int>(i);
+        td.memory_mib = g.memory_mib;
+        td.core_percent = static_cast<int>(g.compute_milli / 10);
+        if (td.core_percent >= 100) td.core_percent = 0;
+        if (g.memory_mib < d.memory_mib || td.core_percent != 0) s.shares_device = true;
+        s.devices.push_back(td);
+      }
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Result<agent::HeartbeatReply> AgentService::Heartbeat(const Node& node,
+                                                      const std::vector<agent::TaskReport>& tasks) {
+  RETURN_IF_ERROR(control_.Heartbeat(node.name));
+  for (const agent::TaskReport& r : tasks) ApplyReport(r);
+  agent::HeartbeatReply reply;
+  reply.has_tasks = true;
+  reply.interval_micros = kMicrosPerSecond / 2;
+  ASSIGN_OR_RETURN(reply.tasks, Wanted(node));
+  return reply;
+}
+
+}  // namespace xpool::server

@@ -1,0 +1,39 @@
+#pragma once
+// AgentService: the server side of the agent loop, in-process (agent::ControlPlaneClient over a ControlPlane).
+//
+// `xpool up` runs the server and one NodeAgent in the same process and connects them through this class instead
+// of HTTP. Register() registers the agent's node as agent-run (never "simulated" to the control plane, so its jobs
+// wait for the agent's report instead of starting at once). Heartbeat() applies the agent's task reports (running
+// → job running; succeeded/failed → job finished with the exit code, devices released) and answers with the full
+// list of tasks the server wants on the node: every job holding an allocation there (scheduled/running → run,
+// suspending → suspend). A job that is no longer listed (cancelled, finished) is stopped by the agent by
+// omission, which is also the acknowledgement of its ended tasks. Contract: docs/agent.md, "Agent ↔ server".
+//
+// Owned by `xpool up`. The control plane and store outlive it. Not thread-safe (one agent calls it).
+#include <string>
+#include <vector>
+
+#include "agent/node_agent.h"
+#include "server/control_plane.h"
+#include "store/state_store.h"
+
+namespace xpool::server {
+
+class AgentService : public agent::ControlPlaneClient {
+ public:
+  // `workdir` is used for jobs that do not name one.
+  AgentService(ControlPlane& control, StateStore& store, std::string workdir);
+
+  Status Register(const Node& node) override;
+  Result<agent::HeartbeatReply> Heartbeat(const Node& node, const std::vector<agent::TaskReport>& tasks) override;
+
+ private:
+  void ApplyReport(const agent::TaskReport& report);
+  Result<std::vector<agent::TaskAssignment>> Wanted(const Node& node);
+
+  ControlPlane& control_;
+  StateStore& store_;
+  std::string workdir_;
+};
+
+}  // namespace xpool::server
