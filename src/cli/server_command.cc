@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "cli/control_commands.h"
+#include "cli/stop_signals.h"
 #include "common/flags.h"
 #include "server/server.h"
 
@@ -31,12 +32,7 @@ int RunServer(const Args& args) {
   options.threads = static_cast<int>(threads);
 
   // SIGINT/SIGTERM are taken by a thread (sigwait) so the shutdown runs outside a signal handler.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  const sigset_t stop_signals = BlockStopSignals();
 
   auto server = server::Server::Create(options);
   if (!server.ok()) {

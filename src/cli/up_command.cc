@@ -3,6 +3,7 @@
 // HTTP. NVML devices when present; otherwise a simulated 4xA100-80GB node, said clearly. The tasks run as real
 // processes (the agent's launcher, logs in STATE_DIR/tasks/<task>/output.log).
 #include "cli/up_command.h"
+#include "cli/stop_signals.h"
 
 #include <atomic>
 #include <csignal>
@@ -69,12 +70,7 @@ int RunUp(const Args& args) {
     return report.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
 
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  const sigset_t stop_signals = BlockStopSignals();
 
   auto server = server::Server::Create(options);
   if (!server.ok()) {
