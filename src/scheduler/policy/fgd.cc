@@ -5,17 +5,6 @@
 #include "scheduler/policy/share_choice.h"
 
 namespace xpool {
-namespace {
-
-// 100 · sigmoid(Δ/1000) truncated, Δ = weighted_delta / total (milli-GPU). The published score is a float
-// formula; computing it in double here is the one place this policy leaves integers.
-int64_t SigmoidScore(int64_t weighted_delta, int64_t total) {
-  if (total <= 0) return 50;
-  const double delta = static_cast<double>(weighted_delta) / static_cast<double>(total);
-  return static_cast<int64_t>(100.0 / (1.0 + std::exp(-delta / 1000.0)));
-}
-
-}  // namespace
 
 int64_t FragmentationDelta(NodeFree* node, const TaskRequest& request, const std::vector<int>& devices,
                            const TargetWorkload& target, int64_t before_weighted) {
@@ -27,12 +16,15 @@ int64_t FragmentationDelta(NodeFree* node, const TaskRequest& request, const std
   return before_weighted - after;
 }
 
-void FgdPolicy::SetTarget(TargetWorkload target) {
-  target_ = std::move(target);
-  for (auto& per_shape : cache_) per_shape.clear();
+// 100 · sigmoid(Δ/1000) truncated, Δ = weighted_delta / total (milli-GPU). The published score is a float
+// formula; computing it in double here is the one place these policies leave integers.
+int64_t FgdSigmoidScore(int64_t weighted_delta, int64_t total) {
+  if (total <= 0) return 50;
+  const double delta = static_cast<double>(weighted_delta) / static_cast<double>(total);
+  return static_cast<int64_t>(100.0 / (1.0 + std::exp(-delta / 1000.0)));
 }
 
-void FgdPolicy::OnArrival(const TaskRequest& request) {
+void FragmentationPolicyBase::OnArrival(const TaskRequest& request) {
   if (!learn_) return;
   PodShape s = ShapeOf(request);
   bool found = false;
@@ -46,13 +38,15 @@ void FgdPolicy::OnArrival(const TaskRequest& request) {
   if (!found) seen_.push_back({std::move(s), 1});
   ++arrivals_;
   if (arrivals_ >= next_rebuild_) {
-    next_rebuild_ = arrivals_ < 512 ? arrivals_ * 2 : arrivals_ + 512;
-    SetTarget(TargetWorkload::FromCounts(seen_));
+    next_rebuild_ = arrivals_ < rebuild_step_ ? arrivals_ * 2 : arrivals_ + rebuild_step_;
+    target_ = TargetWorkload::FromCounts(seen_);
+    for (auto& per_shape : cache_) per_shape.clear();
   }
 }
 
-bool FgdPolicy::Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate,
-                      Rng& /*rng*/, int64_t* score, std::vector<int>* chosen_devices) {
+bool FragmentationPolicyBase::Score(const ClusterState& state, const TaskRequest& request,
+                                    const NodeCandidate& candidate, Rng& /*rng*/, int64_t* score,
+                                    std::vector<int>* chosen_devices) {
   const int node = candidate.node;
   const bool sharing = IsSharingRequest(request);
   const int shape = shapes_.Id(request);
@@ -77,9 +71,8 @@ bool FgdPolicy::Score(const ClusterState& state, const TaskRequest& request, con
     std::vector<int> one(1);
     for (int d : candidate.fitting_devices) {
       one[0] = d;
-      const int64_t s = SigmoidScore(FragmentationDelta(&scratch_, request, one, target_, before),
-                                     target_.total_count());
-      if (best < 0 || s > best_score) {
+      const int64_t s = Evaluate(state, request, node, one, before);
+      if (best < 0 || s > best_score || (s == best_score && PreferOnTie(state, node, d, best))) {
         best = d;
         best_score = s;
       }
@@ -89,12 +82,17 @@ bool FgdPolicy::Score(const ClusterState& state, const TaskRequest& request, con
     e.score = best_score;
   } else {
     ChooseBestFitDevices(state, request, candidate, chosen_devices);
-    e.score = SigmoidScore(FragmentationDelta(&scratch_, request, *chosen_devices, target_, before),
-                           target_.total_count());
+    e.score = Evaluate(state, request, node, *chosen_devices, before);
   }
   e.generation = state.generation(node);
   *score = e.score;
   return true;
+}
+
+int64_t FgdPolicy::Evaluate(const ClusterState& /*state*/, const TaskRequest& request, int /*node*/,
+                            const std::vector<int>& devices, int64_t before) {
+  return FgdSigmoidScore(FragmentationDelta(&scratch(), request, devices, target(), before),
+                         target().total_count());
 }
 
 }  // namespace xpool

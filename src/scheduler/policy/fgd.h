@@ -18,20 +18,32 @@
 
 namespace xpool {
 
-class FgdPolicy final : public PlacementPolicy {
+// FragmentationPolicyBase: what FGD and xpool's `default` share — the target workload (given, or learned from
+// arrivals and rebuilt at growing intervals), the per-(request shape, node generation) score cache, and the
+// device choice for a GPU-sharing request (the best-scoring fitting device). Subclasses say how a device choice
+// is scored (Evaluate) and how equal-scored devices are ordered (PreferOnTie). Not thread-safe.
+class FragmentationPolicyBase : public PlacementPolicy {
  public:
-  FgdPolicy() = default;  // learns the target workload from OnArrival
-  explicit FgdPolicy(TargetWorkload target) : target_(std::move(target)), learn_(false) {}
-
-  std::string_view name() const override { return "fgd"; }
   bool Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate, Rng& rng,
-             int64_t* score, std::vector<int>* chosen_devices) override;
-  TieBreak tie_break() const override { return TieBreak::kLast; }
-  // With a given target the score is a function of the node and the request only.
-  bool cacheable() const override { return !learn_; }
-  void OnArrival(const TaskRequest& request) override;
-
+             int64_t* score, std::vector<int>* chosen_devices) final;
+  void OnArrival(const TaskRequest& request) final;
   const TargetWorkload& target() const { return target_; }
+
+ protected:
+  // learn: rebuild the target from arrivals, every time the count doubles and then every `rebuild_step`.
+  FragmentationPolicyBase(TargetWorkload target, bool learn, int64_t rebuild_step)
+      : target_(std::move(target)), learn_(learn), rebuild_step_(rebuild_step) {}
+  bool learning() const { return learn_; }
+
+  // Score of placing `request` on `devices` of `node`, whose free state is in scratch() and whose weighted
+  // fragmentation before placement is `before`.
+  virtual int64_t Evaluate(const ClusterState& state, const TaskRequest& request, int node,
+                           const std::vector<int>& devices, int64_t before) = 0;
+  // For a sharing request: whether device `d` should replace `best` when both score the same.
+  virtual bool PreferOnTie(const ClusterState& /*state*/, int /*node*/, int /*d*/, int /*best*/) const {
+    return false;
+  }
+  NodeFree& scratch() { return scratch_; }
 
  private:
   struct Entry {
@@ -39,21 +51,38 @@ class FgdPolicy final : public PlacementPolicy {
     int64_t score = 0;
     int device = -1;  // the chosen device of a sharing request
   };
-  void SetTarget(TargetWorkload target);
 
   TargetWorkload target_;
-  bool learn_ = true;
+  bool learn_;
+  int64_t rebuild_step_;
   std::vector<WeightedShape> seen_;  // learned counts, first-seen order
   int64_t arrivals_ = 0;
   int64_t next_rebuild_ = 1;
 
-  ShapeIndex shapes_;                        // request shapes scored so far
-  std::vector<std::vector<Entry>> cache_;    // [shape id][node]
+  ShapeIndex shapes_;                      // request shapes scored so far
+  std::vector<std::vector<Entry>> cache_;  // [shape id][node]
   NodeFree scratch_;
 };
 
-// Δ-based FGD score of placing `request` on `candidate` with `devices` given the node's current free view:
-// the weighted fragmentation before and after. Exposed for the `default` policy and tests.
+class FgdPolicy final : public FragmentationPolicyBase {
+ public:
+  FgdPolicy() : FragmentationPolicyBase(TargetWorkload(), /*learn=*/true, 512) {}
+  explicit FgdPolicy(TargetWorkload target)
+      : FragmentationPolicyBase(std::move(target), /*learn=*/false, 512) {}
+
+  std::string_view name() const override { return "fgd"; }
+  TieBreak tie_break() const override { return TieBreak::kLast; }
+  // With a given target the score is a function of the node and the request only.
+  bool cacheable() const override { return !learning(); }
+
+ private:
+  int64_t Evaluate(const ClusterState& state, const TaskRequest& request, int node,
+                   const std::vector<int>& devices, int64_t before) override;
+};
+
+// ⌊100 · sigmoid(weighted_delta / total / 1000)⌋, FGD's bounded score (total <= 0 → 50).
+int64_t FgdSigmoidScore(int64_t weighted_delta, int64_t total);
+
 int64_t FragmentationDelta(NodeFree* node, const TaskRequest& request, const std::vector<int>& devices,
                            const TargetWorkload& target, int64_t before_weighted);
 

@@ -18,36 +18,22 @@
 
 #include "scheduler/fragmentation.h"
 #include "scheduler/policy.h"
+#include "scheduler/policy/fgd.h"
 
 namespace xpool {
 
-class DefaultPolicy final : public PlacementPolicy {
+class DefaultPolicy final : public FragmentationPolicyBase {
  public:
-  DefaultPolicy() = default;
+  DefaultPolicy() : FragmentationPolicyBase(TargetWorkload(), /*learn=*/true, 256) {}
   std::string_view name() const override { return "default"; }
-  bool Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate, Rng& rng,
-             int64_t* score, std::vector<int>* chosen_devices) override;
-  void OnArrival(const TaskRequest& request) override;
-
-  const TargetWorkload& target() const { return target_; }
 
  private:
-  struct Entry {
-    uint64_t generation = ~uint64_t{0};
-    int64_t score = 0;
-    int device = -1;
-  };
   int64_t Evaluate(const ClusterState& state, const TaskRequest& request, int node,
-                   const std::vector<int>& devices, int64_t before);
-
-  TargetWorkload target_;
-  std::vector<WeightedShape> seen_;
-  int64_t arrivals_ = 0;
-  int64_t next_rebuild_ = 1;
-
-  ShapeIndex shapes_;
-  std::vector<std::vector<Entry>> cache_;  // [shape id][node]
-  NodeFree scratch_;
+                   const std::vector<int>& devices, int64_t before) override;
+  // Equal Δ: the tighter device (less free) keeps the larger holes whole.
+  bool PreferOnTie(const ClusterState& state, int node, int d, int best) const override {
+    return state.FreeDeviceCompute(node, d) < state.FreeDeviceCompute(node, best);
+  }
 };
 
 }  // namespace xpool
