@@ -5,6 +5,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 mapfile -t wanted < <(grep -v -e '^#' -e '^[[:space:]]*$' "$here/debian-packages.txt")
 missing=()
 for pkg in "${wanted[@]}"; do
+  # npm also comes inside other Node.js builds (NodeSource's nodejs provides and conflicts with Debian's npm).
+  if [ "$pkg" = npm ] && command -v npm >/dev/null 2>&1; then continue; fi
   if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$pkg")
   fi

@@ -22,6 +22,7 @@ int RunServer(const Args& args) {
   flags.Int("max-body", &max_body, "largest request body in bytes (default 1 MiB); larger is 413");
   flags.Int("threads", &threads, "HTTP worker threads (default 32)");
   flags.Int("tick-ms", &options.tick_ms, "periodic scheduling pass interval in ms (default 1000)");
+  flags.String("web-dir", &options.web_dir, "Studio's built web UI (default: BIN/../web, else the build's web/)");
   int code = 0;
   if (!ParseFlagsOrExit(flags, args, &code)) return code;
   if (max_body < 1024 || threads < 1 || threads > 1024 || options.tick_ms < 10) {

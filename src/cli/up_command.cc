@@ -56,6 +56,7 @@ int RunUp(const Args& args) {
   flags.String("simulate", &simulate, "simulate these devices instead of discovering, e.g. 4xA100-80GB");
   flags.String("nvml-library", &nvml_library, "the NVML library to load (default libnvidia-ml.so.1)");
   flags.String("node-name", &name, "this node's name (default: the host name)");
+  flags.String("web-dir", &options.web_dir, "Studio's built web UI (default: BIN/../web, else the build's web/)");
   int code = 0;
   if (!ParseFlagsOrExit(flags, args, &code)) return code;
 
@@ -99,9 +100,10 @@ int RunUp(const Args& args) {
                "xpool up: node %s with %zu device(s); admin token in %s/admin.token\n"
                "Try (another shell, same directory):\n"
                "  export XPOOL_SERVER=%s XPOOL_TOKEN=$(cat %s/admin.token)\n"
-               "  build/bin/xpool submit -f examples/up/half-gpu.yaml && build/bin/xpool get jobs\n",
+               "  build/bin/xpool submit -f examples/up/half-gpu.yaml && build/bin/xpool get jobs\n"
+               "Studio (web UI): %s/ (sign in with the admin token)\n",
                report->node.name.c_str(), report->node.devices.size(), options.state_dir.c_str(), url.c_str(),
-               options.state_dir.c_str());
+               options.state_dir.c_str(), url.c_str());
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);

@@ -10,6 +10,7 @@
 #include "server/auth.h"
 #include "server/http_status.h"
 #include "server/internal/json_codec.h"
+#include "server/usage_history.h"
 #include "store/token.h"
 
 namespace xpool::server {
@@ -352,6 +353,17 @@ struct Api::Impl {
     return JsonResponse(200, internal::TenantToJson(caller.tenant));
   }
 
+  Result<ApiResponse> UsageHistoryRoute(const ApiRequest& req, const Caller&, const Params&) {
+    if (options.usage_history == nullptr) return NotFoundError("this server keeps no usage history");
+    TimeMicros since = 0;
+    if (auto it = req.query.find("since_us"); it != req.query.end()) {
+      auto v = ParseNonNegativeIntText(it->second);
+      if (!v.ok()) return InvalidArgumentError("since_us must be a time in microseconds since the epoch");
+      since = *v;
+    }
+    return ApiResponse{200, "application/json", options.usage_history->RenderJson(since)};
+  }
+
   // ---- operations ----
   Result<ApiResponse> Healthz(const ApiRequest&, const Caller&, const Params&) {
     return ApiResponse{200, "text/plain; charset=utf-8", "ok\n"};
@@ -399,6 +411,8 @@ const std::vector<Api::Impl::Route>& Api::Impl::Routes() {
       {"GET", "/api/v1/tenants/{name}", Access::kTenant, &I::GetTenant, "A tenant (admin, or the tenant itself)."},
       {"PATCH", "/api/v1/tenants/{name}", Access::kAdmin, &I::PatchTenant, "Change a tenant's quota (admin)."},
       {"POST", "/api/v1/tenants/{name}/tokens", Access::kAdmin, &I::CreateToken, "Create a token; shown once (admin)."},
+      {"GET", "/api/v1/usage/history", Access::kTenant, &I::UsageHistoryRoute,
+       "Cluster allocation over time, a point every 10 s (query: since_us)."},
   };
   return routes;
 }

@@ -24,6 +24,8 @@
 
 namespace xpool::server {
 
+class UsageHistory;
+
 struct ApiRequest {
   std::string method;  // "GET", "POST", ...
   std::string path;    // without the query string
@@ -43,6 +45,7 @@ struct ApiOptions {
   size_t max_body_bytes = 1 << 20;
   TimeMicros auth_cache_ttl = 5'000'000;
   int default_list_limit = 1000;
+  const UsageHistory* usage_history = nullptr;  // GET /api/v1/usage/history; null = 404
 };
 
 class Api {

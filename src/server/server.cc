@@ -15,6 +15,8 @@
 #include "server/api.h"
 #include "server/control_plane.h"
 #include "server/metrics.h"
+#include "server/studio.h"
+#include "server/usage_history.h"
 #include "store/state_store.h"
 #include "store/token.h"
 
@@ -85,12 +87,15 @@ struct Server::Impl {
   MetricsRegistry metrics;
   std::unique_ptr<ControlPlane> control;
   std::unique_ptr<Api> api;
+  std::unique_ptr<Studio> studio;
+  UsageHistory usage_history;  // sampled every 10 s for Studio's Overview chart
   httplib::Server http;
 };
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Server::~Server() {
+  if (impl_) impl_->usage_history.Stop();
   if (impl_ && impl_->control) impl_->control->Stop();
 }
 
@@ -128,6 +133,11 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   RETURN_IF_ERROR(impl->control->Start());
   ApiOptions api_options;
   api_options.max_body_bytes = options.max_body_bytes;
+  api_options.usage_history = &impl->usage_history;
+  impl->studio = std::make_unique<Studio>(options.web_dir.empty() ? Studio::DefaultWebDir() : options.web_dir);
+  impl->usage_history.Start([control = impl->control.get(), &clock] {
+    return UsageHistory::Measure(control->Nodes(), static_cast<int64_t>(control->queue_length()), clock.NowMicros());
+  });
   impl->api = std::make_unique<Api>(*impl->store, *impl->control, m, clock, api_options);
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
@@ -141,6 +151,13 @@ Status Server::Run() {
   s.http.set_keep_alive_max_count(100000);
   s.http.set_read_timeout(10, 0);
   auto handler = [&s](const httplib::Request& req, httplib::Response& res) {
+    if (Studio::Handles(req.method, req.path)) {
+      StudioResponse r = s.studio->Serve(req.path);
+      res.status = r.status;
+      for (const auto& [k, v] : r.headers) res.set_header(k, v);
+      res.set_content(std::move(r.body), r.content_type.c_str());
+      return;
+    }
     ApiRequest a;
     a.method = req.method;
     a.path = req.path;
@@ -182,6 +199,12 @@ Status Server::Run() {
   if (port < 0) return UnavailableError("cannot listen on " + s.options.listen + " (address in use?)");
   std::fprintf(stderr, "xpool server: listening on http://%s:%d (store: %s, state: %s)\n", host_port.first.c_str(),
                port, std::string(s.store->Kind()).c_str(), s.options.state_dir.c_str());
+  if (s.studio->built()) {
+    std::fprintf(stderr, "xpool server: Studio (web UI) at http://%s:%d/\n", host_port.first.c_str(), port);
+  } else {
+    std::fprintf(stderr, "xpool server: Studio is not built (no %s/index.html); the API works without it\n",
+                 s.studio->web_dir().c_str());
+  }
   std::fflush(stderr);
   if (!s.http.listen_after_bind()) return UnavailableError("the HTTP listener stopped unexpectedly");
   return Status::Ok();

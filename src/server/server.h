@@ -27,6 +27,7 @@ struct ServerOptions {
   size_t max_body_bytes = 1 << 20;
   int threads = 32;
   int64_t tick_ms = 1000;
+  std::string web_dir;  // Studio's built UI; "" = Studio::DefaultWebDir()
 };
 
 class Server {

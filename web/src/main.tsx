@@ -1,0 +1,210 @@
+// Studio's shell: sign-in, navigation, polling, messages, theme. Pages are in pages/.
+import { render } from 'preact';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, call, saveToken, savedToken } from './api';
+import type { Job, NodeView, Tenant, UsageHistory } from './api';
+import { AppContext } from './state';
+import { Link, setNavigator } from './nav';
+import type { Ctx, Data } from './state';
+import { Overview } from './pages/overview';
+import { Nodes } from './pages/nodes';
+import { Jobs } from './pages/jobs';
+import { JobPage } from './pages/job';
+import { QueuePage } from './pages/queue';
+import './style.css';
+
+const POLL_MS = 3000;
+
+interface Message { kind: 'error' | 'info'; text: string; }
+
+
+function useTheme(): [string, () => void] {
+  const initial = (() => {
+    try {
+      return localStorage.getItem('xpool.theme') ?? '';
+    } catch {
+      return '';
+    }
+  })() || (matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light');
+  const [theme, setTheme] = useState(initial);
+  useEffect(() => {
+    document.documentElement.dataset.theme = theme;
+    try { localStorage.setItem('xpool.theme', theme); } catch { /* not kept */ }
+  }, [theme]);
+  return [theme, () => setTheme(theme === 'dark' ? 'light' : 'dark')];
+}
+
+function SignIn({ onSignedIn, message }: { onSignedIn: (token: string, me: Tenant) => void; message: string }) {
+  const [token, setToken] = useState('');
+  const [error, setError] = useState(message);
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const t = token.trim();
+    if (!t) { setError('Paste a token first.'); return; }
+    setBusy(true);
+    try {
+      const me = await call<Tenant>(t, 'GET', '/api/v1/whoami');
+      onSignedIn(t, me);
+    } catch (err) {
+      setError(err instanceof ApiError && err.status === 401 ? 'That token was not accepted.' : `Sign-in failed: ${(err as Error).message}`);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div class="signin">
+      <form class="card" onSubmit={submit}>
+        <h1><span class="logo">◧</span> xpool Studio</h1>
+        <p class="muted">Sign in with an xpool API token. It is kept in this browser tab only (session storage).
+          <code>xpool up</code> writes the admin token to <code>var/admin.token</code>.</p>
+        <label for="token">Token</label>
+        <input id="token" name="token" type="password" autocomplete="off" value={token}
+          onInput={(e) => setToken((e.target as HTMLInputElement).value)} />
+        {error && <div class="msg error" role="alert">{error}</div>}
+        <button class="primary" type="submit" disabled={busy}>{busy ? 'Signing in…' : 'Sign in'}</button>
+      </form>
+    </div>
+  );
+}
+
+function NotFound() {
+  return <section><h2>Page not found</h2><p><Link href="/">Back to the overview</Link></p></section>;
+}
+
+function App() {
+  const [path, setPath] = useState(location.pathname);
+  const [token, setToken] = useState(savedToken());
+  const [me, setMe] = useState<Tenant | null>(null);
+  const [signInMessage, setSignInMessage] = useState('');
+  const [data, setData] = useState<Data>({ nodes: null, jobs: null, history: null, tenants: null, updated: 0 });
+  const [messages, setMessages] = useState<Message[]>([]);
+  const [pollError, setPollError] = useState('');
+  const [theme, toggleTheme] = useTheme();
+  const timer = useRef<number | undefined>(undefined);
+
+  const navigate = useCallback((p: string) => {
+    if (p !== location.pathname) history.pushState(null, '', p);
+    setPath(p);
+    window.scrollTo(0, 0);
+  }, []);
+  setNavigator(navigate);
+  useEffect(() => {
+    const onPop = () => setPath(location.pathname);
+    addEventListener('popstate', onPop);
+    return () => removeEventListener('popstate', onPop);
+  }, []);
+
+  const signOut = useCallback((why = '') => {
+    saveToken('');
+    setToken('');
+    setMe(null);
+    setSignInMessage(why);
+    setData({ nodes: null, jobs: null, history: null, tenants: null, updated: 0 });
+  }, []);
+
+  // Restore a session from sessionStorage.
+  useEffect(() => {
+    if (!token || me) return;
+    call<Tenant>(token, 'GET', '/api/v1/whoami').then(setMe).catch((e: ApiError) => {
+      if (e.status === 401) signOut('Your token is no longer accepted; sign in again.');
+      else setPollError(e.message);
+    });
+  }, [token, me, signOut]);
+
+  const poll = useCallback(async () => {
+    if (!token || !me) return;
+    const errors: string[] = [];
+    const get = async <T,>(p: string): Promise<T | null> => {
+      try {
+        return await call<T>(token, 'GET', p);
+      } catch (e) {
+        if (e instanceof ApiError && e.status === 401) signOut('Your token is no longer accepted; sign in again.');
+        errors.push(`${p}: ${(e as Error).message}`);
+        return null;
+      }
+    };
+    const [nodes, jobs, hist, tenants] = await Promise.all([
+      get<{ nodes: NodeView[] }>('/api/v1/nodes'),
+      get<{ jobs: Job[] }>('/api/v1/jobs?limit=1000'),
+      get<UsageHistory>('/api/v1/usage/history'),
+      me.admin ? get<{ tenants: Tenant[] }>('/api/v1/tenants') : get<Tenant>(`/api/v1/tenants/${encodeURIComponent(me.name)}`),
+    ]);
+    setData((old) => ({
+      nodes: nodes?.nodes ?? old.nodes,
+      jobs: jobs?.jobs ?? old.jobs,
+      history: hist ?? old.history,
+      tenants: tenants ? ('tenants' in tenants ? tenants.tenants : [tenants as Tenant]) : old.tenants,
+      updated: errors.length ? old.updated : Date.now(),
+    }));
+    setPollError(errors.join(' · '));
+  }, [token, me, signOut]);
+
+  useEffect(() => {
+    if (!me) return;
+    poll();
+    const tick = () => { if (!document.hidden) poll(); };
+    timer.current = window.setInterval(tick, POLL_MS);
+    return () => window.clearInterval(timer.current);
+  }, [me, poll]);
+
+  const act = useCallback(async (what: string, fn: () => Promise<unknown>, done?: string) => {
+    try {
+      await fn();
+      if (done) setMessages((m) => [...m.slice(-3), { kind: 'info', text: done }]);
+      poll();
+      return true;
+    } catch (e) {
+      setMessages((m) => [...m.slice(-3), { kind: 'error', text: `${what} failed: ${(e as Error).message}` }]);
+      return false;
+    }
+  }, [poll]);
+
+  if (!token || !me) {
+    if (token && !me && !signInMessage) return <div class="signin"><p class="muted">Signing in…{pollError && <span class="msg error" role="alert">{pollError}</span>}</p></div>;
+    return <SignIn message={signInMessage} onSignedIn={(t, who) => { saveToken(t); setToken(t); setMe(who); setSignInMessage(''); }} />;
+  }
+
+  const ctx: Ctx = { token, me, data, navigate, refresh: poll, act };
+  const tabs: [string, string][] = [['/', 'Overview'], ['/nodes', 'Nodes'], ['/jobs', 'Jobs'], ['/queue', 'Queue & tenants']];
+  const section = path === '/' ? '/' : `/${path.split('/')[1]}`;
+  let page;
+  const jobMatch = path.match(/^\/jobs\/(\d+)\/?$/);
+  if (path === '/' || path === '/overview') page = <Overview />;
+  else if (path === '/nodes') page = <Nodes />;
+  else if (path === '/jobs') page = <Jobs />;
+  else if (jobMatch) page = <JobPage id={Number(jobMatch[1])} />;
+  else if (path === '/queue') page = <QueuePage />;
+  else page = <NotFound />;
+
+  return (
+    <AppContext.Provider value={ctx}>
+      <header class="top">
+        <Link href="/" class="brand"><span class="logo">◧</span> xpool Studio</Link>
+        <nav>
+          {tabs.map(([href, label]) => <Link key={href} href={href} class={section === href ? 'active' : ''}>{label}</Link>)}
+        </nav>
+        <div class="spacer" />
+        <span class="who" title={me.admin ? 'admin: sees every tenant' : 'sees only its own jobs'}>
+          {me.name}{me.admin && <span class="badge">admin</span>}
+        </span>
+        <button class="ghost" onClick={toggleTheme} title="Light / dark" aria-label="Toggle light or dark theme">{theme === 'dark' ? '☀' : '☾'}</button>
+        <button class="ghost" onClick={() => signOut('')}>Sign out</button>
+      </header>
+      <div class="messages">
+        {pollError && <div class="msg error" role="alert">Could not refresh: {pollError}</div>}
+        {messages.map((m, i) => (
+          <div key={i} class={`msg ${m.kind}`} role={m.kind === 'error' ? 'alert' : 'status'}>
+            {m.text}<button class="x" aria-label="Dismiss" onClick={() => setMessages(messages.filter((_, j) => j !== i))}>×</button>
+          </div>
+        ))}
+      </div>
+      <main>{page}</main>
+      <footer class="muted">
+        {data.updated ? `Updated ${new Date(data.updated).toLocaleTimeString()} · refreshes every ${POLL_MS / 1000} s` : 'Loading…'}
+      </footer>
+    </AppContext.Provider>
+  );
+}
+
+render(<App />, document.getElementById('app')!);

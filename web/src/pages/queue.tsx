@@ -1,0 +1,98 @@
+// Queue and tenants: the queue in the order the scheduler tries it, with why each job is where it is and what
+// it waits for; each tenant's quota use against its limits.
+import { useContext } from 'preact/hooks';
+import type { Job, Quota } from '../api';
+import { AppContext } from '../state';
+import { Link } from '../nav';
+import { age, devicesText, gib, localTime, queueOrder, tenantColor, tenantUse } from '../util';
+import { Meter } from './overview';
+import { resourceText } from './jobs';
+
+function positionText(job: Job, index: number, queue: Job[]): string {
+  if (index === 0) return 'first in line';
+  const ahead = queue.slice(0, index);
+  const higher = ahead.filter((j) => j.priority > job.priority).length;
+  const same = ahead.length - higher;
+  const parts: string[] = [];
+  if (higher) parts.push(`${higher} with higher priority`);
+  if (same) parts.push(`${same} of priority ${job.priority} submitted earlier`);
+  return `behind ${parts.join(' and ')}`;
+}
+
+const DIMENSIONS: [keyof Quota & string, string, (v: number) => string][] = [
+  ['devices', 'Devices', (v) => String(v)],
+  ['device_memory_mib', 'GPU memory', gib],
+  ['device_compute_milli', 'GPU compute', (v) => `${devicesText(v)} dev`],
+  ['cpu_milli', 'CPU', (v) => `${devicesText(v)} cores`],
+  ['memory_mib', 'Memory', gib],
+];
+
+export function QueuePage() {
+  const { data, me } = useContext(AppContext);
+  if (!data.jobs) return <p class="muted">Loading…</p>;
+  const queue = queueOrder(data.jobs);
+  const held = data.jobs.filter((j) => j.state === 'suspended');
+  return (
+    <section>
+      <h2>Queue</h2>
+      <p class="muted">The scheduler tries queued jobs in this order: higher priority first, then earlier submission.
+        All replicas of a job are placed together or not at all.</p>
+      <div class="table-wrap">
+        <table class="list" data-testid="queue-table">
+          <thead><tr><th>#</th><th>Job</th><th>Tenant</th><th>Priority</th><th>Waiting</th><th>Asks for</th><th>Where and why</th></tr></thead>
+          <tbody>
+            {queue.map((j, i) => (
+              <tr key={j.id} data-job={j.id}>
+                <td class="num">{i + 1}</td>
+                <td><Link href={`/jobs/${j.id}`}>#{j.id} {j.name}</Link></td>
+                <td><i class="swatch" style={{ background: tenantColor(j.tenant) }} />{j.tenant}</td>
+                <td class="num">{j.priority}</td>
+                <td class="num" title={localTime(j.submitted_at)}>{age(j.submitted_at_us)}</td>
+                <td class="small">{resourceText(j)}</td>
+                <td class="small"><div>{positionText(j, i, queue)}</div>
+                  <div class="reason">{j.reason ? `not placed: ${j.reason}` : 'waiting for the next scheduling pass'}</div></td>
+              </tr>
+            ))}
+            {queue.length === 0 && <tr><td colSpan={7} class="muted">The queue is empty.</td></tr>}
+          </tbody>
+        </table>
+      </div>
+      {held.length > 0 && (
+        <p class="muted">Held (suspended, not in the queue until resumed): {held.map((j) => <Link key={j.id} href={`/jobs/${j.id}`}>#{j.id} {j.name} </Link>)}</p>
+      )}
+      <h2>Tenants</h2>
+      {!me.admin && <p class="muted">You see your own tenant only.</p>}
+      <div class="cards wide">
+        {(data.tenants ?? []).map((t) => {
+          const use = tenantUse(data.jobs!, t.name);
+          const queued = queue.filter((j) => j.tenant === t.name).length;
+          const guarantees = Object.entries(t.quota).filter(([k]) => k.startsWith('guarantee'));
+          return (
+            <div class="card tenant" key={t.name} data-testid="tenant" data-tenant={t.name}>
+              <h3><i class="swatch" style={{ background: tenantColor(t.name) }} />{t.name} {t.admin && <span class="badge">admin</span>}</h3>
+              <p class="muted small">{queued} queued · created {localTime(t.created_at)}</p>
+              <table class="compact quota">
+                <thead><tr><th>Quota</th><th>In use</th><th>Limit</th><th /></tr></thead>
+                <tbody>
+                  {DIMENSIONS.map(([key, label, fmt]) => {
+                    const limit = t.quota[key];
+                    return (
+                      <tr key={key}>
+                        <td>{label}</td><td>{fmt(use[key] ?? 0)}</td>
+                        <td>{limit === undefined ? 'unlimited' : fmt(limit)}</td>
+                        <td class="meter-cell">{limit !== undefined && <Meter used={use[key] ?? 0} cap={limit} label={label} />}</td>
+                      </tr>
+                    );
+                  })}
+                </tbody>
+              </table>
+              <p class="muted small">{guarantees.length
+                ? `Guaranteed: ${guarantees.map(([k, v]) => `${k.replace(/^guarantee[d_]*/, '')} ${v}`).join(', ')}`
+                : 'No guarantee is set (this server\'s quotas are limits).'}</p>
+            </div>
+          );
+        })}
+      </div>
+    </section>
+  );
+}
