@@ -9,10 +9,21 @@ const SERIES: Series[] = [
   { label: 'Devices in use', cls: 's-dev', value: (p) => (p.devices ? (100 * p.devices_in_use) / p.devices : 0) },
 ];
 
-function clock(us: number): string {
-  return new Date(us / 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+function clock(us: number, seconds = false): string {
+  return new Date(us / 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', ...(seconds ? { second: '2-digit' } : {}) });
 }
 
+// A step line: each sample's value holds until the next sample (allocation changes at events, not gradually).
+function steps(points: UsagePoint[], value: (p: UsagePoint) => number, x: (t: number) => number, y: (v: number) => number): string {
+  const out: string[] = [];
+  points.forEach((p, i) => {
+    if (i > 0) out.push(`${x(p.time_us).toFixed(1)},${y(value(points[i - 1])).toFixed(1)}`);
+    out.push(`${x(p.time_us).toFixed(1)},${y(value(p)).toFixed(1)}`);
+  });
+  return out.join(' ');
+}
+
+// `points`: the server's samples, oldest first; the caller may append a live point so the chart ends at "now".
 export function UsageChart({ points, intervalS }: { points: UsagePoint[]; intervalS: number }) {
   const W = 800, H = 220, L = 40, R = 10, T = 10, B = 24;
   if (points.length === 0) return <p class="muted">No samples yet: the server records a point every {intervalS} s.</p>;
@@ -21,6 +32,7 @@ export function UsageChart({ points, intervalS }: { points: UsagePoint[]; interv
   const x = (t: number) => L + ((t - t0) / (t1 - t0)) * (W - L - R);
   const y = (v: number) => T + (1 - Math.min(100, Math.max(0, v)) / 100) * (H - T - B);
   const ticks = 4;
+  const short = t1 - t0 < 15 * 60e6;  // under 15 minutes: label seconds too
   const last = points[points.length - 1];
   return (
     <figure class="chart">
@@ -32,16 +44,16 @@ export function UsageChart({ points, intervalS }: { points: UsagePoint[]; interv
           </g>
         ))}
         {Array.from({ length: ticks + 1 }, (_, i) => t0 + ((t1 - t0) * i) / ticks).map((t, i) => (
-          <text key={i} class="axis" x={x(t)} y={H - 6} text-anchor={i === 0 ? 'start' : i === ticks ? 'end' : 'middle'}>{clock(t)}</text>
+          <text key={i} class="axis" x={x(t)} y={H - 6} text-anchor={i === 0 ? 'start' : i === ticks ? 'end' : 'middle'}>{clock(t, short)}</text>
         ))}
         {SERIES.map((s) => (
           <polyline key={s.cls} class={`line ${s.cls}`} fill="none"
-            points={points.map((p) => `${x(p.time_us).toFixed(1)},${y(s.value(p)).toFixed(1)}`).join(' ')} />
+            points={steps(points, s.value, x, y)} />
         ))}
       </svg>
       <figcaption>
         {SERIES.map((s) => <span key={s.cls} class="legend"><i class={`swatch ${s.cls}`} />{s.label} ({Math.round(s.value(last))}% now)</span>)}
-        <span class="muted"> · {points.length} points, one every {intervalS} s, since {clock(t0)}</span>
+        <span class="muted"> · a sample every {intervalS} s since {clock(t0, short)}, then now</span>
       </figcaption>
     </figure>
   );

@@ -62,8 +62,8 @@ export function Nodes() {
   return (
     <section>
       <h2>Nodes</h2>
-      {tenants.length > 0 && (
-        <p class="legend-row">Tenants: {tenants.map((t) => <span key={t} class="legend"><i class="swatch" style={{ background: tenantColor(t) }} />{t}</span>)}
+      {(tenants.length > 0 || !me.admin) && (
+        <p class="legend-row">{tenants.length > 0 && 'Tenants: '}{tenants.map((t) => <span key={t} class="legend"><i class="swatch" style={{ background: tenantColor(t) }} />{t}</span>)}
           {!me.admin && <span class="legend"><i class="swatch others" />other tenants</span>}</p>
       )}
       {data.nodes.length === 0 && <p class="muted">No nodes yet. Start an agent (<code>xpool up</code> runs one for this machine).</p>}

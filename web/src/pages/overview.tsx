@@ -81,7 +81,12 @@ export function Overview() {
       </div>
       <div class="card">
         <h3>Allocation over time</h3>
-        {data.history ? <UsageChart points={data.history.points} intervalS={data.history.interval_s} /> : <p class="muted">No history from the server.</p>}
+        {data.history ? <UsageChart points={[...data.history.points, {
+          t: '', time_us: Date.now() * 1000, nodes: t.nodes, devices: t.devices,
+          devices_in_use: data.nodes.reduce((a, n) => a + n.devices.filter((d) => d.sharers > 0).length, 0),
+          device_memory_capacity_mib: t.memCap, device_memory_allocated_mib: t.memAlloc,
+          device_compute_capacity_milli: t.coreCap, device_compute_allocated_milli: t.coreAlloc,
+          queued_jobs: data.jobs.filter((j) => j.state === 'queued').length }]} intervalS={data.history.interval_s} /> : <p class="muted">No history from the server.</p>}
       </div>
     </section>
   );
