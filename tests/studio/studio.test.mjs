@@ -14,13 +14,13 @@ const bin = env.XPOOL_BIN;
 const webDir = env.XPOOL_WEB_DIR;
 const nodeModules = env.XPOOL_NODE_MODULES;
 const artifacts = env.XPOOL_STUDIO_ARTIFACTS || path.join(tmpdir(), 'studio-artifacts');
-const chromium = env.XPOOL_CHROMIUM || '/usr/bin/chromium';
+const chromium = env.XPOOL_CHROMIUM && !env.XPOOL_CHROMIUM.endsWith('NOTFOUND') ? env.XPOOL_CHROMIUM : '/usr/bin/chromium';
 
 function skip(why) {
   console.log(`SKIP: ${why}`);
   process.exit(77);
 }
-if (!chromium || chromium.endsWith('NOTFOUND') || !existsSync(chromium)) skip('no Chromium (Debian package chromium; make deps installs it)');
+if (!existsSync(chromium)) skip('no Chromium (Debian package chromium; make deps installs it)');
 if (!bin || !existsSync(bin)) throw new Error(`XPOOL_BIN=${bin} does not exist`);
 if (!existsSync(path.join(webDir ?? '', 'index.html'))) throw new Error(`Studio is not built in ${webDir}`);
 const require = createRequire(path.join(nodeModules, 'noop.js'));
