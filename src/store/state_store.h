@@ -189,6 +189,11 @@ class StateStore {
                                  std::string_view reason, TimeMicros now) = 0;
   // Sets the "why pending" reason of a queued job. No event; a no-op write is skipped when unchanged.
   virtual Status SetPendingReason(JobId id, std::string_view reason) = 0;
+  // The same for many jobs in ONE transaction (one commit, one fsync): what a scheduling pass calls with the
+  // reasons of every job it could not place. Only jobs still queued are updated; ids that are unknown or no
+  // longer queued are skipped (they left the queue meanwhile), and unchanged reasons are not rewritten.
+  // Unavailable when the database refuses the write (then nothing changed).
+  virtual Status SetPendingReasons(const std::vector<std::pair<JobId, std::string>>& reasons) = 0;
 
   // ---- Tasks (replicas) ----
   virtual Result<std::vector<TaskRecord>> ListTasks(JobId job) = 0;

@@ -396,6 +396,37 @@ TYPED_TEST(StateStoreTest, TransitionChecksAndCompareAndSet) {
   EXPECT_EQ(s.UpdateTask(id, 5, JobState::kRunning, std::nullopt, 1).code(), StatusCode::kNotFound);
 }
 
+TYPED_TEST(StateStoreTest, PendingReasonsInOneCall) {
+  StateStore& s = *this->store_;
+  ASSERT_TRUE(s.UpsertNode(MakeNode("n1", 8), 1).ok());
+  const JobId a = this->Submit(MakeSpec("a", 1, 1));
+  const JobId b = this->Submit(MakeSpec("b", 1, 1));
+  const JobId placed = this->Submit(MakeSpec("placed", 1, 1));
+  ASSERT_TRUE(s.CommitPlacement(placed, this->PlaceOn(placed, "n1", 1, 1), "placed", 3).ok());
+  const std::string long_reason(10000, 'r');
+  ASSERT_TRUE(s.SetPendingReasons({{a, "no node has 1 free GPU"},
+                                   {b, long_reason},
+                                   {placed, "stale: the job was placed meanwhile"},
+                                   {JobId(777), "unknown ids are skipped"}})
+                  .ok());
+  EXPECT_EQ(s.GetJob(a)->pending_reason, "no node has 1 free GPU");
+  EXPECT_EQ(s.GetJob(b)->pending_reason.size(), 4096u);  // clipped like every reason
+  EXPECT_EQ(s.GetJob(placed)->pending_reason, "");
+  EXPECT_EQ(s.GetJob(placed)->state, JobState::kScheduled);
+  EXPECT_TRUE(s.SetPendingReasons({}).ok());
+  // Unchanged and changed reasons in one call; no event is recorded for reasons.
+  const size_t events = s.EventsSince(0)->size();
+  ASSERT_TRUE(s.SetPendingReasons({{a, "no node has 1 free GPU"}, {b, "quota: 1 device"}}).ok());
+  EXPECT_EQ(s.GetJob(b)->pending_reason, "quota: 1 device");
+  EXPECT_EQ(s.EventsSince(0)->size(), events);
+  // A transition clears the reason.
+  ASSERT_TRUE(s.TransitionJob(a, JobState::kCancelled, "user", 4).ok());
+  EXPECT_EQ(s.GetJob(a)->pending_reason, "");
+  // Survives a reopen (it is what `describe job` shows after a restart).
+  this->Reopen();
+  EXPECT_EQ(this->store_->GetJob(b)->pending_reason, "quota: 1 device");
+}
+
 TYPED_TEST(StateStoreTest, PlacementIsAllOrNothing) {
   StateStore& s = *this->store_;
   const JobId id = this->Submit(MakeSpec("gang", 3, 1));
@@ -566,6 +597,8 @@ TYPED_TEST(StateStoreTest, UnwritableStoreIsUnavailableAndStillServesReads) {
   JobSpec another = MakeSpec("after");
   another.env["PAD"] = std::string(4000, 'y');
   EXPECT_EQ(s.SubmitJob(this->tenant_, another, 2).status().code(), StatusCode::kUnavailable);
+  // A reason that needs a new page (SQLite) / any write (PostgreSQL) is refused the same way.
+  EXPECT_EQ(s.SetPendingReasons({{id, std::string(4096, 'z')}}).code(), StatusCode::kUnavailable);
   // Reads keep working.
   Result<JobRecord> job = s.GetJob(id);
   ASSERT_TRUE(job.ok()) << job.status().ToString();

@@ -53,13 +53,11 @@ TenantRecord TenantFromRow(const SqlRow& r, size_t base = 0) {
 constexpr const char* kJobColumns =
     "id, tenant_id, spec, state, priority, submitted_us, updated_us, restart_count, pending_reason, state_reason";
 
-Result<JobRecord> JobFromRow(const SqlRow& r) {
+// Everything but the spec (SqlStore::JobFromRow adds it).
+Result<JobRecord> JobFromRowWithoutSpec(const SqlRow& r) {
   JobRecord j;
   j.id = JobId(ColInt(r, 0));
-  Result<JobSpec> spec = ParseJobSpec(ColText(r, 2));
-  if (!spec.ok()) return InternalError("job " + j.id.ToString() + " has an unreadable spec: " + spec.status().message());
   j.tenant = TenantId(ColInt(r, 1));
-  j.spec = std::move(spec).value();
   Result<JobState> state = ParseJobState(ColText(r, 3));
   if (!state.ok()) return InternalError("job " + j.id.ToString() + " has an unknown state " + ColText(r, 3));
   j.state = *state;
@@ -93,6 +91,26 @@ Result<EventRecord> EventFromRow(const SqlRow& r) {
 std::string StateText(std::optional<JobState> s) { return s ? std::string(JobStateName(*s)) : std::string(); }
 
 }  // namespace
+
+Result<JobRecord> SqlStore::JobFromRow(const SqlRow& row) {
+  ASSIGN_OR_RETURN(JobRecord j, JobFromRowWithoutSpec(row));
+  const std::string text = ColText(row, 2);
+  auto it = spec_cache_.find(j.id.value());
+  if (it != spec_cache_.end() && it->second.text == text) {
+    j.spec = it->second.spec;
+    return j;
+  }
+  Result<JobSpec> spec = ParseJobSpec(text);
+  if (!spec.ok()) return InternalError("job " + j.id.ToString() + " has an unreadable spec: " + spec.status().message());
+  j.spec = std::move(spec).value();
+  CacheSpec(j.id, text, j.spec);
+  return j;
+}
+
+void SqlStore::CacheSpec(JobId id, const std::string& text, const JobSpec& spec) {
+  if (spec_cache_.size() >= kMaxCachedSpecs) spec_cache_.clear();  // simple bound; refills on demand
+  spec_cache_[id.value()] = CachedSpec{text, spec};
+}
 
 Status SqlStore::Init() {
   std::lock_guard lock(mu_);
@@ -306,6 +324,7 @@ void SqlStore::CommitBatch(const std::vector<PendingSubmit*>& batch) {
     } else if (!results[i].ok()) {
       p.result = results[i];
     } else {
+      CacheSpec(ids[i], p.spec_json, *p.spec);
       JobRecord job;
       job.id = ids[i];
       job.tenant = p.tenant;
@@ -470,6 +489,20 @@ Status SqlStore::SetPendingReason(JobId id, std::string_view reason) {
   ASSIGN_OR_RETURN(SqlResult exists, db_->Query("SELECT id FROM jobs WHERE id = $1", {Int(id.value())}));
   if (exists.rows.empty()) return NotFoundError("no job with id " + id.ToString());
   return Status::Ok();
+}
+
+Status SqlStore::SetPendingReasons(const std::vector<std::pair<JobId, std::string>>& reasons) {
+  if (reasons.empty()) return Status::Ok();
+  std::lock_guard lock(mu_);
+  // A transaction that changes nothing writes nothing (no fsync) on either backend.
+  return InTransaction([&]() -> Status {
+    for (const auto& [id, reason] : reasons) {
+      RETURN_IF_ERROR(db_->Query("UPDATE jobs SET pending_reason = $2 WHERE id = $1 AND state = 'queued' AND "
+                                 "pending_reason <> $2",
+                                 {Int(id.value()), Text(Clip(reason))}));
+    }
+    return Status::Ok();
+  });
 }
 
 // ---- Tasks ----

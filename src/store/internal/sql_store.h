@@ -10,6 +10,8 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 
 #include "store/internal/sql_backend.h"
 #include "store/state_store.h"
@@ -49,6 +51,7 @@ class SqlStore final : public StateStore {
   Status CommitPlacement(JobId id, const std::vector<AllocationRecord>& allocations, std::string_view reason,
                          TimeMicros now) override;
   Status SetPendingReason(JobId id, std::string_view reason) override;
+  Status SetPendingReasons(const std::vector<std::pair<JobId, std::string>>& reasons) override;
 
   Result<std::vector<TaskRecord>> ListTasks(JobId job) override;
   Status UpdateTask(JobId job, int replica, JobState state, std::optional<int> exit_code,
@@ -94,13 +97,25 @@ class SqlStore final : public StateStore {
   Status InReadTransaction(Body&& body);
 
   Result<JobRecord> LoadJob(JobId id);
+  // A job row → record. The spec is parsed once per job (yaml-cpp is slow: listing 1,000 jobs would parse 1,000
+  // specs on every call) and then served from spec_cache_; a job's spec never changes after submit, and the
+  // cached entry is used only while its text equals the row's. Caller holds mu_.
+  Result<JobRecord> JobFromRow(const SqlRow& row);
+  void CacheSpec(JobId id, const std::string& text, const JobSpec& spec);
   Result<std::vector<AllocationRecord>> LoadAllocations(std::string_view where, const std::vector<SqlValue>& params);
   Result<std::vector<NodeRecord>> LoadNodes(std::string_view where, const std::vector<SqlValue>& params);
   Status InsertEvent(const EventRecord& event, int64_t* id);
   Status SetNodeFlag(std::string_view column, std::string_view name, bool value, TimeMicros now);
 
+  struct CachedSpec {
+    std::string text;  // the canonical JSON it was parsed from
+    JobSpec spec;
+  };
+  static constexpr size_t kMaxCachedSpecs = 1 << 16;
+
   std::mutex mu_;
   std::unique_ptr<SqlBackend> db_;  // guarded by mu_
+  std::unordered_map<int64_t, CachedSpec> spec_cache_;  // job id → parsed spec; guarded by mu_
 
   // Group commit of submissions (taken before mu_, never while holding it).
   std::mutex submit_mu_;

@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <string>
 #include <unordered_map>
 
 namespace xpool::store_internal {
@@ -14,7 +16,11 @@ Status FromSqlite(int rc, sqlite3* db, std::string_view what) {
   const int primary = rc & 0xff;
   switch (primary) {
     case SQLITE_FULL:
+      return UnavailableError("store unavailable: the database is full (" + message +
+                              "); writes are refused until space is freed, reads still work");
     case SQLITE_READONLY:
+      return UnavailableError("store unavailable: the database is read-only (" + message +
+                              "); writes are refused, reads still work");
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
     case SQLITE_IOERR:
@@ -131,7 +137,7 @@ class SqliteBackend final : public SqlBackend {
 
 }  // namespace
 
-Result<std::unique_ptr<SqlBackend>> OpenSqliteBackend(const std::string& path) {
+Result<std::unique_ptr<SqlBackend>> OpenSqliteBackend(const std::string& path, int64_t max_size_mib) {
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                            nullptr);
@@ -151,6 +157,14 @@ Result<std::unique_ptr<SqlBackend>> OpenSqliteBackend(const std::string& path) {
     return UnavailableError("store unavailable: cannot switch " + path + " to WAL journal mode");
   }
   RETURN_IF_ERROR(backend->ExecScript("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"));
+  if (max_size_mib > 0) {
+    // A cap on the file: a write that needs a page beyond it fails with SQLITE_FULL (→ Unavailable, HTTP 503).
+    ASSIGN_OR_RETURN(SqlResult page, backend->Query("PRAGMA page_size", {}));
+    int64_t page_size = 4096;
+    if (!page.rows.empty() && !page.rows[0].empty() && page.rows[0][0]) page_size = std::stoll(*page.rows[0][0]);
+    const int64_t pages = std::max<int64_t>(1, max_size_mib * 1024 * 1024 / std::max<int64_t>(512, page_size));
+    RETURN_IF_ERROR(backend->Query("PRAGMA max_page_count = " + std::to_string(pages), {}).status());
+  }
   return std::unique_ptr<SqlBackend>(std::move(backend));
 }
 

@@ -108,5 +108,43 @@ TEST_F(SqliteStoreTest, ASecondProcessHoldingTheLockIsUnavailableNotAHang) {
   EXPECT_TRUE((*store)->SubmitJob(t->id, spec, 1).ok());
 }
 
+// sqlite:PATH?max_size_mib=N caps the file: writes past it are Unavailable with a clear reason, reads still work,
+// and the cap is per open (a reopen without it writes again).
+TEST_F(SqliteStoreTest, SizeCapMakesWritesUnavailableAndKeepsReads) {
+  Result<std::unique_ptr<StateStore>> store = OpenStateStore("sqlite:" + path_ + "?max_size_mib=1");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  Result<TenantRecord> t = (*store)->CreateTenant("t", false, TenantQuota{}, 1);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  JobSpec spec;
+  spec.name = "big";
+  spec.resources.cpu_milli = 1000;
+  spec.command = {"true"};
+  for (int i = 0; i < 8; ++i) spec.env["PAD" + std::to_string(i)] = std::string(30000, static_cast<char>('a' + i));
+  Status failure;
+  int accepted = 0;
+  for (; accepted < 100 && failure.ok(); ++accepted) failure = (*store)->SubmitJob(t->id, spec, 1).status();
+  ASSERT_FALSE(failure.ok()) << "1 MiB cap never reached";
+  EXPECT_GT(accepted, 1);
+  EXPECT_EQ(failure.code(), StatusCode::kUnavailable) << failure.ToString();
+  EXPECT_NE(failure.message().find("database is full"), std::string::npos) << failure.message();
+  Result<std::vector<JobRecord>> jobs = (*store)->ListJobs({});
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  EXPECT_EQ(jobs->size(), static_cast<size_t>(accepted - 1));
+  EXPECT_LE(std::filesystem::file_size(path_), 1u << 20);
+  store->reset();
+  Result<std::unique_ptr<StateStore>> again = OpenStateStore(path_);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE((*again)->SubmitJob(t->id, spec, 2).ok());
+}
+
+TEST_F(SqliteStoreTest, BadStoreOptionsAreRefused) {
+  for (const std::string bad : {"?max_size_mib=0", "?max_size_mib=x", "?max_size_mib=", "?size=5", "?max_size_mib=5&x",
+                                "?max_size_mib=99999999999999999999"}) {
+    Result<std::unique_ptr<StateStore>> store = OpenStateStore("sqlite:" + path_ + bad);
+    EXPECT_EQ(store.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_FALSE(std::filesystem::exists(path_));
+}
+
 }  // namespace
 }  // namespace xpool
