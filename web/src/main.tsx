@@ -14,6 +14,7 @@ import { QueuePage } from './pages/queue';
 import './style.css';
 
 const POLL_MS = 3000;
+const JOB_PAGE = 200;
 
 interface Message { kind: 'error' | 'info'; text: string; }
 
@@ -112,7 +113,17 @@ function App() {
     });
   }, [token, me, signOut]);
 
+  const polling = useRef(false);
   const poll = useCallback(async () => {
+    if (!token || !me || polling.current) return;  // never two polls at once: a slow server is not piled on
+    polling.current = true;
+    try {
+      await pollOnce();
+    } finally {
+      polling.current = false;
+    }
+  }, [token, me]);
+  const pollOnce = async () => {
     if (!token || !me) return;
     const errors: string[] = [];
     const get = async <T,>(p: string): Promise<T | null> => {
@@ -124,9 +135,30 @@ function App() {
         return null;
       }
     };
+    // Jobs come in pages, oldest first: up to 2000 of all jobs, plus every active job. Small pages: the server
+    // compresses each answer, and that cost grows faster than the page (a 1000-job page can take seconds).
+    const listJobs = async (query: string, maxPages: number): Promise<Job[] | null> => {
+      const out: Job[] = [];
+      let after = 0;
+      for (let i = 0; i < maxPages; i++) {
+        const page = await get<{ jobs: Job[]; next_after?: number }>(`/api/v1/jobs?limit=${JOB_PAGE}${query}${after ? `&after=${after}` : ''}`);
+        if (!page) return null;
+        out.push(...page.jobs);
+        if (!page.next_after) break;
+        after = page.next_after;
+      }
+      return out;
+    };
+    const allJobs = async (): Promise<{ jobs: Job[] } | null> => {
+      const [all, active] = await Promise.all([listJobs('', 10), listJobs('&state=queued,scheduled,running,suspending,suspended', 50)]);
+      if (!all || !active) return null;
+      const byId = new Map<number, Job>();
+      for (const j of [...all, ...active]) byId.set(j.id, j);
+      return { jobs: [...byId.values()].sort((a, b) => a.id - b.id) };
+    };
     const [nodes, jobs, hist, tenants] = await Promise.all([
       get<{ nodes: NodeView[] }>('/api/v1/nodes'),
-      get<{ jobs: Job[] }>('/api/v1/jobs?limit=1000'),
+      allJobs(),
       get<UsageHistory>('/api/v1/usage/history'),
       me.admin ? get<{ tenants: Tenant[] }>('/api/v1/tenants') : get<Tenant>(`/api/v1/tenants/${encodeURIComponent(me.name)}`),
     ]);
@@ -138,7 +170,7 @@ function App() {
       updated: errors.length ? old.updated : Date.now(),
     }));
     setPollError(errors.join(' · '));
-  }, [token, me, signOut]);
+  };
 
   useEffect(() => {
     if (!me) return;
