@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "agent/node_agent.h"
+#include "agent/protocol.h"
 
 namespace xpool::agent {
 
@@ -31,11 +32,6 @@ class HttpControlPlaneClient final : public ControlPlaneClient {
   HttpClientOptions options_;
 };
 
-// The JSON codec, separate so it is tested without a network.
-std::string RegisterBody(const Node& node);
-std::string HeartbeatBody(const Node& node, const std::vector<TaskReport>& tasks);
-// Parses a heartbeat reply. A reply without "tasks" has has_tasks = false. Bad replies are
-// InvalidArgument.
-Result<HeartbeatReply> ParseHeartbeatReply(std::string_view body);
+// The JSON codec (RegisterBody, HeartbeatBody, ParseHeartbeatReply) is in agent/protocol.h.
 
 }  // namespace xpool::agent

@@ -1,6 +1,12 @@
 #include "agent/node_agent.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <set>
+#include <string_view>
+
+#include "agent/log_relay.h"
+#include "agent/protocol.h"
 #include <utility>
 
 namespace xpool::agent {
@@ -8,14 +14,66 @@ namespace {
 
 // How long a task the server no longer lists gets between SIGTERM and SIGKILL.
 constexpr TimeMicros kUnwantedGrace = 10 * kMicrosPerSecond;
+// Output kept for a task while the server cannot take it; older output is dropped beyond this.
+constexpr size_t kMaxPendingLog = 4 << 20;
+// All log chunks of one heartbeat together (the server takes bodies up to 1 MiB; JSON escaping can grow text).
+constexpr int64_t kMaxLogBytesPerHeartbeat = 256 << 10;
 
 }  // namespace
 
 NodeAgent::NodeAgent(Node node, ControlPlaneClient* client, Launcher* launcher)
     : node_(std::move(node)), client_(client), launcher_(launcher) {}
 
-std::vector<TaskReport> NodeAgent::Reports() const {
+void NodeAgent::AttachLog(TaskReport* report) {
+  LogShip& ship = logs_[report->status.task_id];
+  if (!report->status.log_note.empty() && !ship.noted) {
+    ship.noted = true;
+    notices_.push_back("task " + report->status.task_id + ": " + report->status.log_note +
+                       " (the task keeps running)");
+  }
+  if (!ship.follower) {
+    const std::string path = launcher_->LogPath(report->status.task_id);
+    std::error_code ec;
+    // Only a regular file is shipped (a log redirected to a device, e.g. /dev/full in tests, would never end).
+    if (!std::filesystem::is_regular_file(path, ec)) return;
+    auto follower = std::make_unique<LogFollower>(path);
+    if (!follower->Open(/*from_start=*/true).ok()) return;  // no log yet
+    ship.follower = std::move(follower);
+  }
+  auto fresh = ship.follower->ReadNew();
+  if (fresh.ok()) ship.pending += *fresh;
+  if (ship.pending.size() > kMaxPendingLog) {
+    const size_t drop = ship.pending.size() - kMaxPendingLog;
+    ship.pending.erase(0, drop);
+    ship.offset += static_cast<int64_t>(drop);
+  }
+  if (ship.pending.empty()) return;
+  const std::string_view chunk(ship.pending.data(),
+                               std::min<size_t>(ship.pending.size(), LogRelay::kMaxChunkBytes));
+  size_t consumed = 0;
+  report->log_data = SanitizeUtf8(chunk, /*hold_incomplete_tail=*/report->status.running(), &consumed);
+  report->log_offset = ship.offset;
+}
+
+void NodeAgent::LogsAcknowledged(const std::vector<TaskReport>& sent) {
+  for (const TaskReport& r : sent) {
+    if (r.log_data.empty()) continue;
+    auto it = logs_.find(r.status.task_id);
+    if (it == logs_.end() || it->second.offset != r.log_offset) continue;
+    it->second.pending.erase(0, r.log_data.size());
+    it->second.offset += static_cast<int64_t>(r.log_data.size());
+  }
+}
+
+std::vector<std::string> NodeAgent::TakeNotices() {
+  std::vector<std::string> out;
+  out.swap(notices_);
+  return out;
+}
+
+std::vector<TaskReport> NodeAgent::Reports() {
   std::vector<TaskReport> reports;
+  int64_t log_budget = kMaxLogBytesPerHeartbeat;
   for (const TaskStatus& st : launcher_->List()) {
     TaskReport r;
     if (auto it = meta_.find(st.task_id); it != meta_.end()) {
@@ -24,6 +82,11 @@ std::vector<TaskReport> NodeAgent::Reports() const {
       r.restart_count = it->second.restart_count;
     }
     r.status = st;
+    if (log_budget > 0) {
+      AttachLog(&r);
+      if (static_cast<int64_t>(r.log_data.size()) > log_budget) r.log_data.clear();  // next heartbeat
+      log_budget -= static_cast<int64_t>(r.log_data.size());
+    }
     reports.push_back(std::move(r));
   }
   for (const auto& [id, report] : start_errors_) reports.push_back(report);
@@ -32,7 +95,9 @@ std::vector<TaskReport> NodeAgent::Reports() const {
 
 Status NodeAgent::Tick() {
   (void)launcher_->Poll();  // reap exits and send due signals; the reports below carry the results
-  ASSIGN_OR_RETURN(HeartbeatReply reply, client_->Heartbeat(node_, Reports()));
+  std::vector<TaskReport> reports = Reports();
+  ASSIGN_OR_RETURN(HeartbeatReply reply, client_->Heartbeat(node_, reports));
+  LogsAcknowledged(reports);
   if (reply.interval_micros > 0) interval_micros_ = reply.interval_micros;
   if (reply.has_tasks) Reconcile(reply);
   return Status::Ok();
@@ -92,6 +157,7 @@ void NodeAgent::Reconcile(const HeartbeatReply& reply) {
     } else {
       (void)launcher_->Forget(st.task_id);
       meta_.erase(st.task_id);
+      logs_.erase(st.task_id);
     }
   }
   for (auto it = start_errors_.begin(); it != start_errors_.end();) {

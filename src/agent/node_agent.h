@@ -13,10 +13,12 @@
 // (agent/http_client.h) and tests use a fake. NodeAgent is owned by the agent's main loop; not
 // thread-safe.
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "agent/launcher.h"
+#include "agent/task_log.h"
 #include "model/device.h"
 
 namespace xpool::agent {
@@ -33,6 +35,10 @@ struct TaskReport {
   int replica = 0;
   int restart_count = 0;
   TaskStatus status;
+  // Output the task wrote since the server last acknowledged (bytes [log_offset, log_offset + size) of its log
+  // stream; at most LogRelay::kMaxChunkBytes; invalid UTF-8 replaced by '?'). Empty when nothing is new.
+  int64_t log_offset = 0;
+  std::string log_data;
 };
 
 struct HeartbeatReply {
@@ -62,12 +68,16 @@ class NodeAgent {
   // One round: reap, heartbeat, reconcile. Errors from the server are returned; tasks are left as
   // they are.
   Status Tick();
+  // Log notes (e.g. "logging stopped ... the log disk is full") not yet shown; each is returned once.
+  std::vector<std::string> TakeNotices();
   // The interval the server asked for in its last reply.
   TimeMicros interval_micros() const { return interval_micros_; }
   const Node& node() const { return node_; }
 
  private:
-  std::vector<TaskReport> Reports() const;
+  std::vector<TaskReport> Reports();
+  void AttachLog(TaskReport* report);
+  void LogsAcknowledged(const std::vector<TaskReport>& sent);
   void Reconcile(const HeartbeatReply& reply);
   void StartTask(const TaskAssignment& assignment);
 
@@ -83,6 +93,15 @@ class NodeAgent {
   std::map<std::string, TaskReport>
       start_errors_;  // specs the launcher refused, reported until acknowledged
   TimeMicros interval_micros_ = 2 * kMicrosPerSecond;
+  // Per task: its log read from the start and what is not yet acknowledged by a heartbeat.
+  struct LogShip {
+    std::unique_ptr<LogFollower> follower;
+    int64_t offset = 0;    // stream offset of pending[0]
+    std::string pending;   // read, not yet acknowledged
+    bool noted = false;    // its log note was shown
+  };
+  std::map<std::string, LogShip> logs_;
+  std::vector<std::string> notices_;
 };
 
 }  // namespace xpool::agent

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "agent/log_relay.h"
 #include "model/node_builder.h"
 
 namespace xpool::agent {
@@ -23,6 +24,7 @@ class FakeControlPlane : public ControlPlaneClient {
     ++heartbeats;
     if (!reachable) return UnavailableError("server unreachable");
     last_reports = tasks;
+    for (const TaskReport& r : tasks) logs.Append(r.status.task_id, r.log_offset, r.log_data);
     HeartbeatReply reply;
     reply.tasks = wanted;
     return reply;
@@ -39,6 +41,7 @@ class FakeControlPlane : public ControlPlaneClient {
   bool reachable = true;
   std::vector<TaskAssignment> wanted;
   std::vector<TaskReport> last_reports;
+  LogRelay logs;
 };
 
 class NodeAgentTest : public testing::Test {
@@ -171,6 +174,45 @@ TEST_F(NodeAgentTest, UnreachableServerLeavesTasksRunning) {
   server_.reachable = true;
   ASSERT_TRUE(agent_->Tick().ok());
   EXPECT_EQ(server_.Report("long")->status.state, TaskState::kRunning);
+}
+
+TEST_F(NodeAgentTest, ShipsLogsOnceEvenWhenHeartbeatsFail) {
+  server_.wanted = {Run("talk", "echo line1; sleep 0.3; echo line2; sleep 0.3; echo line3")};
+  ASSERT_TRUE(TickUntil("talk", TaskState::kRunning));
+  // Heartbeats fail for a while: the output waits and is sent once they work again.
+  for (int i = 0; i < 40; ++i) {
+    server_.reachable = (i / 10) % 2 == 1;
+    (void)agent_->Tick();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  server_.reachable = true;
+  ASSERT_TRUE(TickUntil("talk", TaskState::kSucceeded));
+  ASSERT_TRUE(agent_->Tick().ok());
+  auto log = server_.logs.Read("talk", 0, 1 << 20);
+  ASSERT_TRUE(log.ok());
+  const size_t a = log->data.find("line1\nline2\nline3\n");
+  EXPECT_NE(a, std::string::npos) << log->data;
+  EXPECT_EQ(log->data.find("line1", a + 1), std::string::npos) << "sent twice: " << log->data;
+  EXPECT_EQ(log->first_offset, 0);
+}
+
+TEST_F(NodeAgentTest, LogDiskFullIsSaidOnceAndTheTaskRuns) {
+  std::filesystem::create_directories(dir_ + "/state/full");
+  ASSERT_EQ(::symlink("/dev/full", (dir_ + "/state/full/output.log").c_str()), 0);
+  server_.wanted = {Run("full", "head -c 200000 /dev/zero; echo done > done; sleep 30")};
+  ASSERT_TRUE(TickUntil("full", TaskState::kRunning));
+  std::vector<std::string> notices;
+  for (int i = 0; i < 300 && notices.empty(); ++i) {
+    ASSERT_TRUE(agent_->Tick().ok());
+    notices = agent_->TakeNotices();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_NE(notices[0].find("the log disk is full"), std::string::npos) << notices[0];
+  EXPECT_NE(notices[0].find("keeps running"), std::string::npos) << notices[0];
+  ASSERT_TRUE(agent_->Tick().ok());
+  EXPECT_TRUE(agent_->TakeNotices().empty());  // said once
+  EXPECT_TRUE(launcher_->Get("full")->running());
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 //       streams its log.
 #include "cli/agent_command.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -121,8 +122,9 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::Ta
   }
 }
 
-// Registers, then heartbeats and reconciles until interrupted. An unreachable server is retried
-// (tasks keep running); a rejected token ends the agent.
+// Registers, then heartbeats and reconciles until interrupted. Every error is retried with a backoff (1 s
+// doubling to 30 s; the tasks keep running meanwhile) and said once, in words: an unreachable or unknown server,
+// a rejected token (the agent keeps trying: an admin may create the token after the agent starts).
 int Serve(const agent::DiscoveryReport& report, const std::string& server, const std::string& token,
           const std::string& state_dir) {
   agent::LauncherOptions options;
@@ -135,28 +137,39 @@ int Serve(const agent::DiscoveryReport& report, const std::string& server, const
   std::signal(SIGTERM, OnInterrupt);
   bool registered = false;
   std::string last_error;
+  TimeMicros backoff = 0;
   while (!g_interrupted) {
     Status s = registered ? node_agent.Tick() : node_agent.Register();
     if (s.ok() && !registered) {
       registered = true;
-      std::fprintf(stderr, "agent: node %s registered with %s (%zu device(s)%s)\n",
-                   report.node.name.c_str(), server.c_str(), report.node.devices.size(),
-                   report.node.simulated ? ", SIMULATED" : "");
+      std::fprintf(stderr, "agent: node %s registered with %s (%zu device(s)%s)\n", report.node.name.c_str(),
+                   server.c_str(), report.node.devices.size(), report.node.simulated ? ", SIMULATED" : "");
     }
-    if (!s.ok() &&
-        (s.code() == StatusCode::kUnauthenticated || s.code() == StatusCode::kPermissionDenied)) {
-      std::fprintf(stderr, "error: %s\n", s.message().c_str());
-      return 1;
+    if (s.code() == StatusCode::kInvalidArgument && !registered) {
+      std::fprintf(stderr, "error: %s\n", s.message().c_str());  // a bad URL: retrying cannot help
+      return 2;
     }
-    if (!s.ok() && s.message() != last_error) {
-      std::fprintf(stderr, "agent: %s (retrying; tasks keep running)\n", s.message().c_str());
+    if (!s.ok()) {
+      backoff = backoff == 0 ? kMicrosPerSecond : std::min<TimeMicros>(2 * backoff, 30 * kMicrosPerSecond);
+      if (s.message() != last_error) {
+        std::string hint;
+        if (s.code() == StatusCode::kUnauthenticated) {
+          hint = "; give a valid token (xpool tokens create --node " + report.node.name + ", or the admin token)";
+        } else if (s.code() == StatusCode::kPermissionDenied) {
+          hint = "; this token may not act for node " + report.node.name;
+        }
+        std::fprintf(stderr, "agent: %s%s (retrying with backoff up to 30 s; tasks keep running)\n",
+                     s.message().c_str(), hint.c_str());
+      }
+    } else {
+      if (!last_error.empty()) std::fprintf(stderr, "agent: connected again to %s\n", server.c_str());
+      backoff = 0;
     }
-    if (s.ok() && !last_error.empty()) std::fprintf(stderr, "agent: connected again\n");
     last_error = s.ok() ? "" : s.message();
-    if (s.code() == StatusCode::kNotFound)
-      registered = false;  // the server forgot the node: register again
+    if (s.code() == StatusCode::kNotFound) registered = false;  // the server forgot the node: register again
     PrintNotices(launcher);
-    const TimeMicros wait = node_agent.interval_micros();
+    for (const std::string& n : node_agent.TakeNotices()) std::fprintf(stderr, "agent: %s\n", n.c_str());
+    const TimeMicros wait = s.ok() ? node_agent.interval_micros() : backoff;
     for (TimeMicros waited = 0; waited < wait && !g_interrupted; waited += 50'000) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }

@@ -1,0 +1,55 @@
+#include "agent/log_relay.h"
+
+#include <gtest/gtest.h>
+
+namespace xpool::agent {
+namespace {
+
+TEST(LogRelayTest, AppendsInOrderAndDropsResends) {
+  LogRelay relay;
+  EXPECT_EQ(relay.Read("t", 0, 100).status().code(), StatusCode::kNotFound);
+  relay.Append("t", 0, "hello ");
+  relay.Append("t", 6, "world\n");
+  relay.Append("t", 0, "hello ");       // a resend after a lost reply
+  relay.Append("t", 3, "lo world\nmore");  // overlaps: only "more" is new
+  auto all = relay.Read("t", 0, 1000);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->data, "hello world\nmore");
+  EXPECT_EQ(all->offset, 0);
+  EXPECT_EQ(all->next_offset, 16);
+  auto tail = relay.Read("t", 12, 1000);
+  ASSERT_TRUE(tail.ok());
+  EXPECT_EQ(tail->data, "more");
+  auto nothing_new = relay.Read("t", 16, 1000);
+  ASSERT_TRUE(nothing_new.ok());
+  EXPECT_EQ(nothing_new->data, "");
+  EXPECT_EQ(nothing_new->next_offset, 16);
+  auto last = relay.Read("t", -1, 5);  // the last 5 bytes
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(last->data, "\nmore");
+  EXPECT_EQ(last->offset, 11);
+}
+
+TEST(LogRelayTest, KeepsTheLastBytesPerTaskAndBoundsTasks) {
+  LogRelay relay({/*max_bytes_per_task=*/8, /*max_tasks=*/2});
+  relay.Append("a", 0, "0123456789");
+  auto a = relay.Read("a", 0, 100);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->first_offset, 2);
+  EXPECT_EQ(a->offset, 2);  // asked for 0: the reader sees the gap
+  EXPECT_EQ(a->data, "23456789");
+  relay.Append("a", 20, "xy");  // a gap (the agent dropped output): start again there
+  a = relay.Read("a", 0, 100);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->first_offset, 20);
+  EXPECT_EQ(a->data, "xy");
+  relay.Append("b", 0, "b");
+  relay.Append("a", 22, "z");  // a is now the most recently written
+  relay.Append("c", 0, "c");   // evicts b, the least recently written
+  EXPECT_TRUE(relay.Read("a", 0, 100).ok());
+  EXPECT_FALSE(relay.Read("b", 0, 100).ok());
+  EXPECT_TRUE(relay.Read("c", 0, 100).ok());
+}
+
+}  // namespace
+}  // namespace xpool::agent

@@ -1,0 +1,159 @@
+#include "agent/protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "model/node_builder.h"
+
+namespace xpool::agent {
+namespace {
+
+using Json = nlohmann::json;
+
+TEST(ProtocolTest, ReplyRoundTrips) {
+  HeartbeatReply reply;
+  reply.interval_micros = 750'000;
+  TaskAssignment a;
+  a.action = TaskAssignment::Action::kSuspend;
+  a.grace_micros = 1'500'000;
+  a.spec.task_id = "job7-r1";
+  a.spec.job_id = 7;
+  a.spec.replica = 1;
+  a.spec.restart_count = 2;
+  a.spec.argv = {"/bin/sh", "-c", "echo hi"};
+  a.spec.workdir = "/w";
+  a.spec.env = {{"A", "1"}};
+  a.spec.cpu_milli = 500;
+  a.spec.memory_mib = 64;
+  a.spec.devices = {{3, 40960, 50}};
+  a.spec.shares_device = true;
+  a.spec.distributed = DistributedEnv{"h", 29400, 2, 1, 0};
+  reply.tasks = {a};
+  auto back = ParseHeartbeatReply(HeartbeatReplyBody(reply));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->has_tasks);
+  EXPECT_EQ(back->interval_micros, 750'000);
+  ASSERT_EQ(back->tasks.size(), 1u);
+  const TaskAssignment& b = back->tasks[0];
+  EXPECT_EQ(b.action, TaskAssignment::Action::kSuspend);
+  EXPECT_EQ(b.grace_micros, 1'500'000);  // grace_ms keeps sub-second graces
+  EXPECT_EQ(b.spec.task_id, "job7-r1");
+  EXPECT_EQ(b.spec.restart_count, 2);
+  EXPECT_EQ(b.spec.argv, a.spec.argv);
+  EXPECT_EQ(b.spec.env, a.spec.env);
+  EXPECT_EQ(b.spec.cpu_milli, 500);
+  ASSERT_EQ(b.spec.devices.size(), 1u);
+  EXPECT_EQ(b.spec.devices[0].index, 3);
+  EXPECT_EQ(b.spec.devices[0].memory_mib, 40960);
+  EXPECT_EQ(b.spec.devices[0].core_percent, 50);
+  EXPECT_TRUE(b.spec.shares_device);
+  ASSERT_TRUE(b.spec.distributed.has_value());
+  EXPECT_EQ(b.spec.distributed->world_size, 2);
+
+  // A whole device, not shared: no core limit, no runtime library.
+  reply.tasks[0].spec.devices = {{0, 0, 0}};
+  reply.tasks[0].spec.shares_device = false;
+  back = ParseHeartbeatReply(HeartbeatReplyBody(reply));
+  ASSERT_TRUE(back.ok());
+  EXPECT_FALSE(back->tasks[0].spec.shares_device);
+  EXPECT_EQ(back->tasks[0].spec.devices[0].core_percent, 0);
+}
+
+TEST(ProtocolTest, ReplyWithoutTaskListSaysSo) {
+  HeartbeatReply reply;
+  reply.has_tasks = false;
+  auto back = ParseHeartbeatReply(HeartbeatReplyBody(reply));
+  ASSERT_TRUE(back.ok());
+  EXPECT_FALSE(back->has_tasks);
+}
+
+TEST(ProtocolTest, HeartbeatBodyRoundTripsWithLogChunk) {
+  Node node = MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build();
+  TaskReport r;
+  r.job_id = 12;
+  r.replica = 1;
+  r.restart_count = 3;
+  r.status.task_id = "job12-r1";
+  r.status.state = TaskState::kFailed;
+  r.status.exit_code = 127;
+  r.status.error = "exec \"nope\": command not found";
+  r.status.log_note = "logging stopped";
+  r.log_offset = 4096;
+  r.log_data = "step 1\nstep 2\n";
+  auto req = ParseHeartbeatBody(HeartbeatBody(node, {r}));
+  ASSERT_TRUE(req.ok()) << req.status().ToString();
+  EXPECT_TRUE(req->has_tasks);
+  ASSERT_EQ(req->device_health.size(), 2u);
+  EXPECT_TRUE(req->device_health[1].second);
+  ASSERT_EQ(req->tasks.size(), 1u);
+  const TaskReport& b = req->tasks[0];
+  EXPECT_EQ(b.job_id, 12);
+  EXPECT_EQ(b.replica, 1);
+  EXPECT_EQ(b.restart_count, 3);
+  EXPECT_EQ(b.status.state, TaskState::kFailed);
+  EXPECT_EQ(b.status.exit_code, 127);
+  EXPECT_EQ(b.status.error, r.status.error);
+  EXPECT_EQ(b.status.log_note, "logging stopped");
+  EXPECT_EQ(b.log_offset, 4096);
+  EXPECT_EQ(b.log_data, r.log_data);
+}
+
+TEST(ProtocolTest, BareHeartbeatHasNoTasks) {
+  for (const char* body : {"", "  ", "{}"}) {
+    SCOPED_TRACE(body);
+    auto req = ParseHeartbeatBody(body);
+    ASSERT_TRUE(req.ok());
+    EXPECT_FALSE(req->has_tasks);
+  }
+  auto empty_list = ParseHeartbeatBody(R"({"tasks": []})");
+  ASSERT_TRUE(empty_list.ok());
+  EXPECT_TRUE(empty_list->has_tasks);  // an agent with no tasks: it still gets the wanted list
+}
+
+TEST(ProtocolTest, BadHeartbeatBodiesNameTheField) {
+  struct Case {
+    const char* body;
+    const char* mentions;
+  } cases[] = {
+      {"nope", "not JSON"},
+      {"[1]", "not a JSON object"},
+      {R"({"tasks": 1})", "tasks is not a list"},
+      {R"({"tasks": [{"state": "running"}]})", "tasks[0].task_id is required"},
+      {R"({"tasks": [{"task_id": "a", "state": "dancing"}]})", "tasks[0].state"},
+      {R"({"tasks": [{"task_id": "a", "job_id": "x"}]})", "tasks[0].job_id"},
+      {R"({"tasks": [{"task_id": "a", "log": {"offset": -1, "data": "x"}}]})", "negative"},
+      {R"({"devices": [{"healthy": 3}]})", "devices[0].healthy"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.body);
+    auto req = ParseHeartbeatBody(c.body);
+    ASSERT_FALSE(req.ok());
+    EXPECT_EQ(req.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(req.status().message().find(c.mentions), std::string::npos) << req.status().message();
+  }
+}
+
+TEST(ProtocolTest, SanitizeUtf8KeepsLengthAndHoldsAnIncompleteTail) {
+  size_t n = 0;
+  EXPECT_EQ(SanitizeUtf8("plain", false, &n), "plain");
+  EXPECT_EQ(n, 5u);
+  const std::string euro = "\xE2\x82\xAC";  // €
+  EXPECT_EQ(SanitizeUtf8("a" + euro + "b", false, &n), "a" + euro + "b");
+  EXPECT_EQ(SanitizeUtf8("a\xFF" "b", false, &n), "a?b");
+  EXPECT_EQ(SanitizeUtf8("a\xC0\xAF", false, &n), "a??");  // overlong encoding
+  // The first two bytes of € at the end: held back for the next read, or replaced when nothing follows.
+  EXPECT_EQ(SanitizeUtf8("ab\xE2\x82", true, &n), "ab");
+  EXPECT_EQ(n, 2u);
+  EXPECT_EQ(SanitizeUtf8("ab\xE2\x82", false, &n), "ab??");
+  EXPECT_EQ(n, 4u);
+  // Whatever comes out is valid JSON text.
+  std::string junk;
+  for (int i = 0; i < 256; ++i) junk += static_cast<char>(i);
+  std::string clean = SanitizeUtf8(junk, false, &n);
+  EXPECT_EQ(clean.size(), junk.size());
+  EXPECT_NO_THROW((void)Json(clean).dump());
+}
+
+}  // namespace
+}  // namespace xpool::agent
