@@ -1,5 +1,6 @@
 // `xpool sim fill | validate`: the FGD paper's experiment on the Alibaba openb trace (src/sim).
 #include "cli/sim_command.h"
+#include "cli/sim_replay_command.h"
 
 #include <unistd.h>
 
@@ -324,9 +325,10 @@ int RunValidateCommand(const Args& args) {
 
 int RunSim(const Args& args) {
   const char* usage =
-      "usage: xpool sim <fill|validate> [flags]\n"
+      "usage: xpool sim <fill|validate|replay> [flags]\n"
       "  fill      the FGD fill experiment on a node list and pod list(s)\n"
-      "  validate  reproduce the FGD paper's published means (needs the trace folder)\n";
+      "  validate  reproduce the FGD paper's published means (needs the trace folder)\n"
+      "  replay    replay a pod list with its real times (queue, priorities, preemption)\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::printf("%s", usage);
     return args.empty() ? 2 : 0;
@@ -334,6 +336,7 @@ int RunSim(const Args& args) {
   const Args rest(args.begin() + 1, args.end());
   if (args[0] == "fill") return RunFillCommand(rest);
   if (args[0] == "validate") return RunValidateCommand(rest);
+  if (args[0] == "replay") return RunReplayCommand(rest);
   std::fprintf(stderr, "xpool sim: unknown subcommand \"%s\"\n%s", args[0].c_str(), usage);
   return 2;
 }

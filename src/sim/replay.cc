@@ -485,6 +485,15 @@ ReplayOptions WholeGpuFifo(ReplayOptions base) {
   return base;
 }
 
+std::vector<TraceNode> SpreadNodes(const std::vector<TraceNode>& nodes, int count) {
+  const size_t n = nodes.size();
+  if (count <= 0 || static_cast<size_t>(count) >= n) return nodes;
+  std::vector<TraceNode> out;
+  out.reserve(count);
+  for (size_t i = 0; i < static_cast<size_t>(count); ++i) out.push_back(nodes[i * n / count]);
+  return out;
+}
+
 double Percentile(const std::vector<double>& sorted, double q) {
   if (sorted.empty()) return 0;
   const double rank = std::ceil(q / 100.0 * static_cast<double>(sorted.size()));

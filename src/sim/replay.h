@@ -103,6 +103,10 @@ Result<ReplayResult> RunReplay(const ClusterState& cluster, const std::vector<Tr
 // The timeline as CSV: time_s,allocated_pct,requested_pct,waiting.
 std::string TimelineCsv(const ReplayResult& result);
 
+// `count` nodes spread evenly over the list (node i·size/count, in order), keeping its mix of models and sizes: a
+// smaller cluster for the same pod list. All of them when count ≥ size or count ≤ 0.
+std::vector<TraceNode> SpreadNodes(const std::vector<TraceNode>& nodes, int count);
+
 // Nearest-rank percentile (0 < q ≤ 100) of `sorted` (ascending); 0 when empty.
 double Percentile(const std::vector<double>& sorted, double q);
 

@@ -187,6 +187,19 @@ TEST(ReplayTest, BadOptionsAreErrors) {
   EXPECT_FALSE(RunReplay(OneGpu(), {}, o).ok());
 }
 
+TEST(ReplayTest, SpreadNodesTakesEvenlySpacedNodes) {
+  std::vector<TraceNode> nodes(10);
+  for (int i = 0; i < 10; ++i) nodes[i].name = "n" + std::to_string(i);
+  std::vector<TraceNode> some = SpreadNodes(nodes, 4);
+  ASSERT_EQ(some.size(), 4u);
+  EXPECT_EQ(some[0].name, "n0");
+  EXPECT_EQ(some[1].name, "n2");  // 1·10/4
+  EXPECT_EQ(some[2].name, "n5");
+  EXPECT_EQ(some[3].name, "n7");
+  EXPECT_EQ(SpreadNodes(nodes, 0).size(), 10u);
+  EXPECT_EQ(SpreadNodes(nodes, 20).size(), 10u);
+}
+
 TEST(ReplayTest, PercentileIsNearestRank) {
   EXPECT_DOUBLE_EQ(Percentile({}, 50), 0.0);
   EXPECT_DOUBLE_EQ(Percentile({1, 2, 3, 4}, 50), 2.0);
