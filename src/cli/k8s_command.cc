@@ -1,28 +1,25 @@
-// `xpool k8s scheduler` and `xpool k8s webhook`: run until SIGINT / SIGTERM.
+// `xpool k8s scheduler`, `xpool k8s webhook` and `xpool k8s device-plugin`: run until SIGINT / SIGTERM.
 #include "cli/k8s_command.h"
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "agent/discovery.h"
+#include "cli/stop_signals.h"
 #include "common/flags.h"
+#include "k8s/device_plugin.h"
 #include "k8s/http_kube_api.h"
 #include "k8s/http_server.h"
 #include "k8s/scheduler_service.h"
 #include "k8s/webhook.h"
+#include "model/vendor.h"
 #include "scheduler/policy.h"
 
 namespace xpool::cli {
 namespace {
-
-// Blocks SIGINT/SIGTERM in every thread started afterwards; WaitForSignal then takes them synchronously.
-void BlockStopSignals(sigset_t* set) {
-  sigemptyset(set);
-  sigaddset(set, SIGINT);
-  sigaddset(set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, set, nullptr);
-}
 
 int WaitForSignal(const sigset_t& set) {
   int sig = 0;
@@ -35,6 +32,42 @@ int Fail(const Status& s) {
   return 1;
 }
 
+// The flags that say how to reach the API server (shared by the extender and the device plugin).
+struct ApiFlags {
+  std::string api_server, token_file, ca_file;
+  bool insecure = false;
+  int64_t timeout = 10;
+
+  void Add(FlagSet* flags) {
+    flags->String("api-server", &api_server, "API server URL (default: the in-cluster service account)");
+    flags->String("token-file", &token_file, "file holding a bearer token for --api-server");
+    flags->String("ca-file", &ca_file, "CA bundle that signs the API server's certificate");
+    flags->Bool("insecure-skip-tls-verify", &insecure, "do not verify the API server's certificate (testing only)");
+    flags->Int("api-timeout", &timeout, "seconds before an API call times out");
+  }
+
+  Result<k8s::KubeApiConfig> Config() const {
+    k8s::KubeApiConfig api;
+    if (api_server.empty()) {
+      ASSIGN_OR_RETURN(api, k8s::InClusterConfig());
+    } else {
+      api.server = api_server;
+      if (!token_file.empty()) {
+        std::ifstream in(token_file);
+        if (!in) return InvalidArgumentError("cannot read --token-file " + token_file);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        api.token = ss.str();
+        while (!api.token.empty() && (api.token.back() == '\n' || api.token.back() == ' ')) api.token.pop_back();
+      }
+      api.ca_file = ca_file;
+    }
+    api.insecure_skip_verify = insecure;
+    api.timeout_seconds = timeout;
+    return api;
+  }
+};
+
 std::string PolicyList() {
   std::string out;
   for (std::string_view n : PolicyNames()) out += (out.empty() ? "" : ", ") + std::string(n);
@@ -44,17 +77,13 @@ std::string PolicyList() {
 int RunScheduler(const Args& args) {
   FlagSet flags("xpool k8s scheduler",
                 "Runs the kube-scheduler extender (filter, prioritize, bind, preempt) for xpool-managed devices.");
-  std::string listen = "0.0.0.0:8888", prefix = "/", api_server, token_file, ca_file, policy = "best-fit";
+  std::string listen = "0.0.0.0:8888", prefix = "/", policy = "best-fit";
   std::string tls_cert, tls_key;
-  int64_t seed = 1, timeout = 10;
-  bool insecure = false;
+  int64_t seed = 1;
+  ApiFlags api_flags;
   flags.String("listen", &listen, "address to serve the extender on (host:port)");
   flags.String("url-prefix", &prefix, "path the verbs are served under (the extender's urlPrefix path)");
-  flags.String("api-server", &api_server, "API server URL (default: the in-cluster service account)");
-  flags.String("token-file", &token_file, "file holding a bearer token for --api-server");
-  flags.String("ca-file", &ca_file, "CA bundle that signs the API server's certificate");
-  flags.Bool("insecure-skip-tls-verify", &insecure, "do not verify the API server's certificate (testing only)");
-  flags.Int("api-timeout", &timeout, "seconds before an API call times out");
+  api_flags.Add(&flags);
   flags.String("policy", &policy, "default placement policy (" + PolicyList() + "; pods may choose with "
                                   "the xpool.io/policy annotation)");
   flags.Int("seed", &seed, "seed of the policies' random source");
@@ -63,25 +92,9 @@ int RunScheduler(const Args& args) {
   int exit_code = 0;
   if (!ParseFlagsOrExit(flags, args, &exit_code)) return exit_code;
 
-  k8s::KubeApiConfig api;
-  if (api_server.empty()) {
-    Result<k8s::KubeApiConfig> in_cluster = k8s::InClusterConfig();
-    if (!in_cluster.ok()) return Fail(in_cluster.status());
-    api = *in_cluster;
-  } else {
-    api.server = api_server;
-    if (!token_file.empty()) {
-      std::ifstream in(token_file);
-      if (!in) return Fail(InvalidArgumentError("cannot read --token-file " + token_file));
-      std::stringstream ss;
-      ss << in.rdbuf();
-      api.token = ss.str();
-      while (!api.token.empty() && (api.token.back() == '\n' || api.token.back() == ' ')) api.token.pop_back();
-    }
-    api.ca_file = ca_file;
-  }
-  api.insecure_skip_verify = insecure;
-  api.timeout_seconds = timeout;
+  Result<k8s::KubeApiConfig> api_config = api_flags.Config();
+  if (!api_config.ok()) return Fail(api_config.status());
+  const k8s::KubeApiConfig& api = *api_config;
 
   k8s::SchedulerServiceOptions options;
   options.listen = listen;
@@ -90,8 +103,7 @@ int RunScheduler(const Args& args) {
   options.tls_key = tls_key;
   options.cluster.default_policy = policy;
   options.cluster.seed = static_cast<uint64_t>(seed);
-  sigset_t set;
-  BlockStopSignals(&set);
+  const sigset_t set = BlockStopSignals();
   Result<std::unique_ptr<k8s::SchedulerService>> service =
       k8s::SchedulerService::Start(options, k8s::MakeHttpKubeApi(api));
   if (!service.ok()) return Fail(service.status());
@@ -127,8 +139,7 @@ int RunWebhook(const Args& args) {
   k8s::HttpServer server;
   server.Post("/mutate", [options](std::string_view body) { return k8s::HandleAdmissionReview(body, options); });
   server.Get("/healthz", [](std::string_view) { return k8s::HttpReply{200, "ok\n", "text/plain"}; });
-  sigset_t set;
-  BlockStopSignals(&set);
+  const sigset_t set = BlockStopSignals();
   Result<int> bound = server.Start(host, port, plain_http ? "" : tls_cert, plain_http ? "" : tls_key);
   if (!bound.ok()) return Fail(bound.status());
   std::fprintf(stderr, "xpool k8s webhook: serving /mutate on port %d\n", *bound);
@@ -137,12 +148,85 @@ int RunWebhook(const Args& args) {
   return 0;
 }
 
+// The devices discovery reports, each advertised with `split` sharers (what the extender and kubelet count).
+Result<std::vector<Device>> DiscoverDevices(const agent::DiscoveryOptions& options, int split) {
+  ASSIGN_OR_RETURN(agent::DiscoveryReport report, agent::DiscoverNode(options));
+  std::vector<Device> devices = report.node.devices;
+  for (Device& d : devices) d.max_sharers = split;
+  return devices;
+}
+
+int RunDevicePlugin(const Args& args) {
+  FlagSet flags("xpool k8s device-plugin",
+                "Runs the kubelet device plugin (API v1beta1) for this node's accelerators: registers with kubelet, "
+                "advertises each device as --split-count slots, publishes the node's devices for the extender and "
+                "gives containers the limits the extender chose.");
+  std::string plugin_dir(k8s::kDefaultDevicePluginDir), resource, node_name, library_dir = "/usr/local/xpool";
+  std::string simulate, node_file, nvml_library = "libnvidia-ml.so.1", endpoint = "xpool.sock";
+  int64_t split = 0, health_interval = 30;
+  ApiFlags api_flags;
+  flags.String("device-plugin-dir", &plugin_dir, "kubelet's device-plugins directory (kubelet.sock is there)");
+  flags.String("endpoint", &endpoint, "file name of this plugin's socket in that directory");
+  flags.String("resource-name", &resource, "extended resource to serve (default: the devices' vendor's, e.g. "
+                                           "nvidia.com/gpu)");
+  flags.String("node-name", &node_name, "this node's name (default: $NODE_NAME, else the host name)");
+  flags.Int("split-count", &split, "schedulable slots per device (default: the vendor's split count, 10 for NVIDIA)");
+  flags.String("library-dir", &library_dir, "host directory holding libxpool-vgpu.so (mounted read-only)");
+  flags.String("simulate", &simulate, "simulated devices instead of NVML, e.g. 4xA100-80GB (testing)");
+  flags.String("node-file", &node_file, "YAML file describing a simulated node (testing)");
+  flags.String("nvml-library", &nvml_library, "NVML library to dlopen");
+  flags.Int("health-interval", &health_interval, "seconds between device health checks (0: never)");
+  api_flags.Add(&flags);
+  int exit_code = 0;
+  if (!ParseFlagsOrExit(flags, args, &exit_code)) return exit_code;
+  if (split < 0 || health_interval < 0) {
+    std::fprintf(stderr, "xpool k8s device-plugin: --split-count and --health-interval must not be negative\n");
+    return 2;
+  }
+  if (node_name.empty() && std::getenv("NODE_NAME") != nullptr) node_name = std::getenv("NODE_NAME");
+  agent::DiscoveryOptions discovery;
+  discovery.simulate = simulate;
+  discovery.node_file = node_file;
+  discovery.nvml_library = nvml_library;
+  discovery.node_name = node_name;
+  Result<agent::DiscoveryReport> report = agent::DiscoverNode(discovery);
+  if (!report.ok()) return Fail(report.status());
+  if (!report->note.empty()) std::fprintf(stderr, "xpool k8s device-plugin: %s\n", report->note.c_str());
+  if (node_name.empty()) node_name = report->node.name;
+  const Vendor vendor = report->node.devices.empty() ? Vendor::kNvidia : report->node.devices[0].vendor;
+  if (resource.empty()) resource = std::string(ProfileFor(vendor).count_resource);
+  if (split == 0) split = ProfileFor(vendor).default_max_sharers;
+  Result<k8s::KubeApiConfig> api = api_flags.Config();
+  if (!api.ok()) return Fail(api.status());
+
+  k8s::DevicePluginConfig config;
+  config.plugin_dir = plugin_dir;
+  config.endpoint = endpoint;
+  config.resource_name = resource;
+  config.node_name = node_name;
+  config.split = static_cast<int>(split);
+  config.paths.library_dir = library_dir;
+  config.refresh_interval_ms = health_interval * 1000;
+  config.refresh = [discovery, split] { return DiscoverDevices(discovery, static_cast<int>(split)); };
+  std::vector<Device> devices = report->node.devices;
+  for (Device& d : devices) d.max_sharers = static_cast<int>(split);
+  const sigset_t set = BlockStopSignals();
+  Result<std::unique_ptr<k8s::DevicePluginServer>> plugin =
+      k8s::DevicePluginServer::Start(config, k8s::MakeHttpKubeApi(*api), std::move(devices));
+  if (!plugin.ok()) return Fail(plugin.status());
+  const int sig = WaitForSignal(set);
+  std::fprintf(stderr, "xpool k8s device-plugin: signal %d, stopping\n", sig);
+  (*plugin)->Stop();
+  return 0;
+}
+
 void Usage(FILE* out) {
   std::fprintf(out,
                "usage: xpool k8s <component> [flags]\n\n"
                "components:\n"
                "  scheduler   the kube-scheduler extender (filter, prioritize, bind, preempt)\n"
-               "  webhook     the mutating admission webhook (sets schedulerName, validates requests)\n\n"
+               "  webhook     the mutating admission webhook (sets schedulerName, validates requests)\n"
+               "  device-plugin  the kubelet device plugin, one per node (registers, advertises, allocates)\n\n"
                "`xpool k8s <component> --help` describes its flags. See docs/kubernetes.md.\n");
 }
 
@@ -156,10 +240,7 @@ int RunK8s(const Args& args) {
   const Args rest(args.begin() + 1, args.end());
   if (args[0] == "scheduler") return RunScheduler(rest);
   if (args[0] == "webhook") return RunWebhook(rest);
-  if (args[0] == "device-plugin") {
-    std::fprintf(stderr, "xpool k8s device-plugin: not built yet (see docs/kubernetes.md)\n");
-    return 1;
-  }
+  if (args[0] == "device-plugin") return RunDevicePlugin(rest);
   std::fprintf(stderr, "xpool k8s: unknown component \"%s\"\n\n", args[0].c_str());
   Usage(stderr);
   return 2;

@@ -21,6 +21,18 @@ bool Earlier(const Candidate& a, const Candidate& b) {
   return a.key < b.key;
 }
 
+// Whether the comma-separated `list` holds `name`.
+bool InList(const std::string& list, const std::string& name) {
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    if (list.compare(start, end - start, name) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
 }  // namespace
 
 Result<AllocateMatch> MatchAllocate(const std::vector<PodInfo>& pods, const std::string& node, int device_count,
@@ -35,14 +47,17 @@ Result<AllocateMatch> MatchAllocate(const std::vector<PodInfo>& pods, const std:
     if (!a.ok() || a->node != node) continue;
     if (!pod.node_name.empty() && pod.node_name != node) continue;
     ++pending_on_node;
+    auto served_it = pod.annotations.find(std::string(kServedAnnotation));
+    const std::string served = served_it == pod.annotations.end() ? "" : served_it->second;
     for (const ContainerAssignment& c : a->containers) {
       const std::string key = pod.uid + "/" + c.name;
-      if (allocated.count(key) != 0 || static_cast<int>(c.devices.size()) != device_count) continue;
+      if (allocated.count(key) != 0 || InList(served, c.name)) continue;
+      if (static_cast<int>(c.devices.size()) != device_count) continue;
       auto bind_time = pod.annotations.find(std::string(kBindTimeAnnotation));
       Candidate cand;
       cand.bind_time = bind_time == pod.annotations.end() ? "" : bind_time->second;
       cand.key = pod.Key();
-      cand.match = {pod.uid, pod.Key(), c, key};
+      cand.match = {pod.uid, pod.Key(), c, key, served.empty() ? c.name : served + "," + c.name};
       candidates.push_back(std::move(cand));
       break;  // kubelet allocates a pod's containers in order: the first unallocated one
     }

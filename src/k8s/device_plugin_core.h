@@ -25,15 +25,22 @@
 
 namespace xpool::k8s {
 
+// Written on a pod by the device plugin after each Allocate: the names of its containers already answered
+// (comma-separated), so that a restarted plugin does not hand them out again.
+inline constexpr std::string_view kServedAnnotation = "xpool.io/device-plugin-served";
+
 struct AllocateMatch {
   std::string pod_uid;
   std::string pod_key;  // namespace/name
   ContainerAssignment container;
   // "uid/container": what to add to the plugin's allocated set once the answer is sent.
   std::string allocated_key;
+  // The pod's kServedAnnotation value including this container (what to write back).
+  std::string served;
 };
 
 // NotFound (with what was looked at) when no pending container on `node` asks for `device_count` devices.
+// A container counts as allocated when `allocated` holds "uid/name" or the pod's kServedAnnotation names it.
 Result<AllocateMatch> MatchAllocate(const std::vector<PodInfo>& pods, const std::string& node, int device_count,
                                     const std::set<std::string>& allocated);
 

@@ -63,6 +63,25 @@ TEST(DevicePluginCoreTest, ContainersOfOnePodInOrder) {
   EXPECT_EQ(second->container.name, "c1");
 }
 
+TEST(DevicePluginCoreTest, ContainersNamedInTheServedAnnotationAreSkipped) {
+  PodInfo pod = Bound("multi", "n1", {1, 1});
+  Result<AllocateMatch> first = MatchAllocate({pod}, "n1", 1, {});
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->served, "c0");
+  // A restarted plugin has an empty allocated set; the annotation written after the first answer remains.
+  pod.annotations[std::string(kServedAnnotation)] = first->served;
+  Result<AllocateMatch> second = MatchAllocate({pod}, "n1", 1, {});
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->container.name, "c1");
+  EXPECT_EQ(second->served, "c0,c1");
+  pod.annotations[std::string(kServedAnnotation)] = second->served;
+  EXPECT_FALSE(MatchAllocate({pod}, "n1", 1, {}).ok());
+  pod.annotations[std::string(kServedAnnotation)] = "c00,c";  // names are compared whole
+  Result<AllocateMatch> whole = MatchAllocate({pod}, "n1", 1, {});
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->container.name, "c0");
+}
+
 TEST(DevicePluginCoreTest, EnvCarriesVisibleDevicesLimitsAndThePreload) {
   Result<AllocateMatch> m = MatchAllocate({Bound("p", "n1", {2})}, "n1", 2, {});
   ASSERT_TRUE(m.ok());

@@ -35,6 +35,7 @@ class FakeKubeApi final : public KubeApi {
   // Runs before CreateBinding does its work (may block or return an error to fail the call).
   std::function<Status(const std::string& node)> before_binding;
   std::function<Status()> before_patch;
+  std::function<Status()> before_list;  // runs before ListPodsOnNode
 
   Result<ListResult> List(ResourceKind) override { return UnavailableError("FakeKubeApi has no list"); }
   Status Watch(ResourceKind, const std::string&, const std::function<void(const WatchEvent&)>&,
@@ -61,6 +62,33 @@ class FakeKubeApi final : public KubeApi {
     }
     return Status::Ok();
   }
+  Result<std::vector<PodInfo>> ListPodsOnNode(const std::string& node) override {
+    if (before_list) RETURN_IF_ERROR(before_list());
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<PodInfo> out;
+    for (const auto& [key, pod] : pods_) {
+      if (pod.node_name == node) out.push_back(pod);
+    }
+    return out;
+  }
+  Status PatchNodeAnnotations(const std::string& node,
+                              const std::map<std::string, std::optional<std::string>>& annotations) override {
+    if (before_patch) RETURN_IF_ERROR(before_patch());
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [k, v] : annotations) {
+      if (v) {
+        node_annotations_[node][k] = *v;
+      } else {
+        node_annotations_[node].erase(k);
+      }
+    }
+    return Status::Ok();
+  }
+  std::map<std::string, std::string> NodeAnnotations(const std::string& node) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = node_annotations_.find(node);
+    return it == node_annotations_.end() ? std::map<std::string, std::string>{} : it->second;
+  }
   Status CreateBinding(const std::string& ns, const std::string& name, const std::string& uid,
                        const std::string& node) override {
     if (before_binding) RETURN_IF_ERROR(before_binding(node));
@@ -77,6 +105,7 @@ class FakeKubeApi final : public KubeApi {
   mutable std::mutex mu_;
   std::map<std::string, PodInfo> pods_;
   std::vector<Binding> bindings_;
+  std::map<std::string, std::map<std::string, std::string>> node_annotations_;
 };
 
 }  // namespace xpool::k8s

@@ -168,6 +168,33 @@ class HttpKubeApi final : public KubeApi {
     return CallStatus(r, "patch pod " + ns + "/" + name);
   }
 
+  Result<std::vector<PodInfo>> ListPodsOnNode(const std::string& node) override {
+    auto client = NewClient(config_.timeout_seconds);
+    httplib::Result r = client->Get("/api/v1/pods?fieldSelector=" + Escape("spec.nodeName=" + node));
+    RETURN_IF_ERROR(CallStatus(r, "list pods on node " + node));
+    ASSIGN_OR_RETURN(Json body, internal::ParseJson(r->body, "pod list response"));
+    std::vector<PodInfo> out;
+    const Json* items = internal::Field(body, "items");
+    if (items != nullptr && items->is_array()) {
+      for (const Json& item : *items) {
+        Result<PodInfo> pod = ParsePod(item.dump());
+        // The server filters; the check keeps a server that ignores fieldSelector (the tests' fake) correct.
+        if (pod.ok() && pod->node_name == node) out.push_back(std::move(*pod));
+      }
+    }
+    return out;
+  }
+
+  Status PatchNodeAnnotations(const std::string& node,
+                              const std::map<std::string, std::optional<std::string>>& annotations) override {
+    Json values = Json::object();
+    for (const auto& [k, v] : annotations) values[k] = v ? Json(*v) : Json(nullptr);
+    const Json patch = {{"metadata", {{"annotations", values}}}};
+    auto client = NewClient(config_.timeout_seconds);
+    httplib::Result r = client->Patch("/api/v1/nodes/" + Escape(node), patch.dump(), "application/merge-patch+json");
+    return CallStatus(r, "patch node " + node);
+  }
+
   Status CreateBinding(const std::string& ns, const std::string& name, const std::string& uid,
                        const std::string& node) override {
     Json metadata = {{"name", name}, {"namespace", ns}};

@@ -7,6 +7,8 @@
 //   GET   /api/v1/namespaces/NS/pods/NAME                     one pod
 //   PATCH /api/v1/namespaces/NS/pods/NAME                     annotations (application/merge-patch+json)
 //   POST  /api/v1/namespaces/NS/pods/NAME/binding             a v1.Binding
+//   GET   /api/v1/pods?fieldSelector=spec.nodeName=N          the pods bound to one node (device plugin)
+//   PATCH /api/v1/nodes/NAME                                  annotations (device plugin)
 // Implementations are thread-safe: concurrent binds call them from several threads.
 #include <atomic>
 #include <functional>
@@ -46,6 +48,23 @@ class KubeApi {
                                      const std::map<std::string, std::optional<std::string>>& annotations) = 0;
   virtual Status CreateBinding(const std::string& ns, const std::string& name, const std::string& uid,
                                const std::string& node) = 0;
+  // The pods bound to `node` (spec.nodeName). The default lists every pod and keeps that node's.
+  virtual Result<std::vector<PodInfo>> ListPodsOnNode(const std::string& node) {
+    ASSIGN_OR_RETURN(ListResult list, List(ResourceKind::kPods));
+    std::vector<PodInfo> out;
+    for (const std::string& item : list.items) {
+      Result<PodInfo> pod = ParsePod(item);
+      if (pod.ok() && pod->node_name == node) out.push_back(std::move(*pod));
+    }
+    return out;
+  }
+  // Sets (value) or removes (nullopt) annotations of a Node.
+  virtual Status PatchNodeAnnotations(const std::string& node,
+                                      const std::map<std::string, std::optional<std::string>>& annotations) {
+    (void)node;
+    (void)annotations;
+    return FailedPreconditionError("this KubeApi cannot patch nodes");
+  }
   // Interrupts every Watch in progress (they return promptly); used at shutdown.
   virtual void CancelWatches() {}
 };

@@ -76,6 +76,12 @@ json FakeApiServer::Pod(const std::string& ns, const std::string& name) const {
   return it == pods_.end() ? json() : it->second;
 }
 
+json FakeApiServer::Node(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(name);
+  return it == nodes_.end() ? json() : it->second;
+}
+
 void FakeApiServer::SetDown(bool down) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -153,7 +159,16 @@ void FakeApiServer::Routes() {
       if (node_kind) {
         for (const auto& [name, n] : nodes_) items.push_back(n);
       } else {
-        for (const auto& [key, p] : pods_) items.push_back(p);
+        // fieldSelector=spec.nodeName=N (the device plugin's query); other selectors are not served.
+        const std::string selector = req.has_param("fieldSelector") ? req.get_param_value("fieldSelector") : "";
+        const std::string prefix = "spec.nodeName=";
+        if (!selector.empty() && selector.rfind(prefix, 0) != 0) {
+          return Reply(res, 400, StatusBody(400, "BadRequest", "unsupported fieldSelector " + selector));
+        }
+        for (const auto& [key, p] : pods_) {
+          const std::string node = p.contains("spec") ? p["spec"].value("nodeName", "") : "";
+          if (selector.empty() || node == selector.substr(prefix.size())) items.push_back(p);
+        }
       }
       Reply(res, 200, {{"kind", node_kind ? "NodeList" : "PodList"}, {"apiVersion", "v1"},
                        {"metadata", {{"resourceVersion", std::to_string(rv_)}}}, {"items", items}});
@@ -180,6 +195,20 @@ void FakeApiServer::Routes() {
     if (it == pods_.end()) return Reply(res, 404, StatusBody(404, "NotFound", "pods not found"));
     it->second.merge_patch(patch);
     Emit(false, "MODIFIED", it->second);
+    Reply(res, 200, it->second);
+  });
+  s.Patch(R"(/api/v1/nodes/([^/]+))", [this, down](const httplib::Request& req, httplib::Response& res) {
+    if (down(res)) return;
+    if (req.get_header_value("Content-Type") != "application/merge-patch+json") {
+      return Reply(res, 415, StatusBody(415, "UnsupportedMediaType", "expected a merge patch"));
+    }
+    json patch = json::parse(req.body, nullptr, false);
+    if (patch.is_discarded()) return Reply(res, 400, StatusBody(400, "BadRequest", "invalid JSON"));
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = nodes_.find(req.matches[1].str());
+    if (it == nodes_.end()) return Reply(res, 404, StatusBody(404, "NotFound", "nodes not found"));
+    it->second.merge_patch(patch);
+    Emit(true, "MODIFIED", it->second);
     Reply(res, 200, it->second);
   });
   s.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding)", [this, down](const httplib::Request& req,

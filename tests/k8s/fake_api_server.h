@@ -1,6 +1,9 @@
 #pragma once
-// FakeApiServer: just enough of a kube-apiserver, over real HTTP, for the extender's end-to-end tests:
-//   GET   /api/v1/nodes, /api/v1/pods                 list (metadata.resourceVersion + items)
+// FakeApiServer: just enough of a kube-apiserver, over real HTTP, for the extender's and the device plugin's
+// end-to-end tests:
+//   GET   /api/v1/nodes, /api/v1/pods                 list (metadata.resourceVersion + items); pods also with
+//                                                     fieldSelector=spec.nodeName=N
+//   PATCH /api/v1/nodes/NAME                          JSON merge patch (the device plugin's annotation)
 //   GET   ...?watch=1&resourceVersion=RV              watch: newline-delimited events after RV, chunked; the
 //                                                     stream ends after timeoutSeconds or when the server goes down
 //   GET   /api/v1/namespaces/NS/pods/NAME             one pod
@@ -39,6 +42,7 @@ class FakeApiServer {
   // Replaces a pod's status.phase (e.g. "Succeeded") and emits MODIFIED.
   void SetPodPhase(const std::string& ns, const std::string& name, const std::string& phase);
   nlohmann::json Pod(const std::string& ns, const std::string& name) const;
+  nlohmann::json Node(const std::string& name) const;
   // While down every request is answered 503 and open watches end.
   void SetDown(bool down);
   int bindings() const;

@@ -319,8 +319,41 @@ TEST(HelmChartTest, WebhookFailsClosedAndReachesTheServedPath) {
   EXPECT_EQ(cmd[2].as<std::string>(), "webhook");
 }
 
+TEST(HelmChartTest, DevicePluginDaemonSetByDefault) {
+  Rendered r = RenderChart(DefaultValues());
+  const YAML::Node* ds = Find(r, "DaemonSet", "-device-plugin");
+  ASSERT_NE(ds, nullptr);
+  const YAML::Node pod = (*ds)["spec"]["template"]["spec"];
+  const YAML::Node c = pod["containers"][0];
+  EXPECT_EQ(c["command"][2].as<std::string>(), "device-plugin");
+  std::set<std::string> args;
+  for (const YAML::Node& a : c["command"]) args.insert(a.as<std::string>());
+  EXPECT_EQ(args.count("--split-count=10"), 1u);
+  EXPECT_EQ(args.count("--resource-name=nvidia.com/gpu"), 1u);
+  EXPECT_EQ(args.count("--device-plugin-dir=/var/lib/kubelet/device-plugins"), 1u);
+  EXPECT_EQ(c["env"][0]["name"].as<std::string>(), "NODE_NAME");
+  EXPECT_EQ(c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>(), "spec.nodeName");
+  bool socket_dir = false;
+  for (const YAML::Node& v : pod["volumes"]) {
+    socket_dir |= v["hostPath"]["path"].as<std::string>() == "/var/lib/kubelet/device-plugins";
+  }
+  EXPECT_TRUE(socket_dir) << "kubelet.sock and the plugin's socket live in the host's device-plugins dir";
+  EXPECT_EQ(pod["tolerations"][0]["key"].as<std::string>(), "nvidia.com/gpu");
+  const YAML::Node* role = Find(r, "ClusterRole", "-device-plugin");
+  ASSERT_NE(role, nullptr);
+  std::set<std::string> grants;
+  for (const YAML::Node& rule : (*role)["rules"]) {
+    for (const YAML::Node& res : rule["resources"]) {
+      for (const YAML::Node& verb : rule["verbs"]) grants.insert(res.as<std::string>() + ":" + verb.as<std::string>());
+    }
+  }
+  EXPECT_EQ(grants.count("nodes:patch"), 1u) << "publishes xpool.io/node-devices";
+  EXPECT_EQ(grants.count("pods:list"), 1u) << "finds the pod an Allocate is for";
+}
+
 TEST(HelmChartTest, SchedulerDeploymentRbacAndOptionalParts) {
   YAML::Node values = DefaultValues();
+  values["devicePlugin"]["enabled"] = false;
   Rendered plain = RenderChart(values);
   EXPECT_EQ(Find(plain, "DaemonSet", "-device-plugin"), nullptr);
   EXPECT_EQ(Find(plain, "ServiceMonitor", "-scheduler"), nullptr);
