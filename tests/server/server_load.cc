@@ -1,14 +1,17 @@
 // xpool_server_load: load benchmarks of `xpool server` through its HTTP API (docs/PERFORMANCE.md).
 //
-//   xpool_server_load --xpool build/bin/xpool [--seconds 10] [--clients 16] [--nodes 1500]
+//   xpool_server_load --xpool build/bin/xpool [--mode submit|heartbeat|all] [--seconds 10] [--clients 64]
+//                     [--nodes 1500] [--runs 3] [--server-flags "--store postgresql://..."]
 //
 // 1. submit: `clients` keep-alive connections POST job specs as fast as the server acknowledges them (each 201
 //    follows the job's commit to SQLite with synchronous=FULL); reports durable submissions per second.
-// 2. heartbeat: registers `nodes` simulated nodes (8 GPUs each); each node reports in once per second (paced
-//    over 8 connections) while a probe client times typical API calls (get job, list 20 jobs, submit, get node);
-//    reports p50/p99/max per call.
-// The server runs with a fresh state directory under /tmp and is stopped at the end.
+// 2. heartbeat: registers `nodes` simulated nodes (8 GPUs each, over 8 connections); each node then reports in
+//    once per second (paced over 8 connections) while a probe client times typical API calls one after another
+//    (get job, list jobs (default page and 20), submit, get node); reports p50/p99/max per call.
+// Each run starts a real server on a fresh state directory under /tmp and stops it at the end; with --runs N
+// the scenario is repeated N times and the median of the runs is printed last (the line to report).
 #include <httplib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -43,13 +46,15 @@ std::unique_ptr<httplib::Client> Client(const std::string& url, const std::strin
   auto c = std::make_unique<httplib::Client>(url);
   c->set_bearer_token_auth(token.c_str());
   c->set_keep_alive(true);
+  c->set_tcp_nodelay(true);
   c->set_read_timeout(30, 0);
   return c;
 }
 
 const char* kJob = R"({"name":"bench","command":["true"],"resources":{"gpu":1,"gpumem":"4Gi","gpucores":10}})";
 
-void Submit(const std::string& url, const std::string& token, int clients, int seconds) {
+// Returns durable submissions per second.
+double Submit(const std::string& url, const std::string& token, int clients, int seconds) {
   std::atomic<int64_t> ok{0}, failed{0};
   std::atomic<bool> stop{false};
   std::vector<std::vector<double>> latencies(clients);
@@ -62,7 +67,12 @@ void Submit(const std::string& url, const std::string& token, int clients, int s
         auto s = Clock::now();
         auto r = c->Post("/api/v1/jobs", kJob, "application/json");
         latencies[t].push_back(Ms(Clock::now() - s));
-        (r && r->status == 201 ? ok : failed)++;
+        if (r && r->status == 201) {
+          ++ok;
+        } else if (failed++ < 3) {
+          std::fprintf(stderr, "submit failed: %s\n",
+                       r ? (std::to_string(r->status) + " " + r->body).c_str() : httplib::to_string(r.error()).c_str());
+        }
       }
     });
   }
@@ -76,22 +86,43 @@ void Submit(const std::string& url, const std::string& token, int clients, int s
               "latency p50 %.2f ms p99 %.2f ms\n",
               clients, elapsed, static_cast<long long>(ok.load()), static_cast<long long>(failed.load()),
               ok / elapsed, Percentile(all, 0.5), Percentile(all, 0.99));
+  std::fflush(stdout);
+  return ok / elapsed;
 }
 
-void Heartbeat(const std::string& url, const std::string& token, int nodes, int seconds) {
+json NodeJson(int i) {
+  return {{"name", "sim" + std::to_string(i)},
+          {"cpu", 96},
+          {"memory", "768Gi"},
+          {"gpus", {{"count", 8}, {"model", i % 2 ? "A100" : "V100"}, {"memory", i % 2 ? "80Gi" : "32Gi"}}}};
+}
+
+// Registers nodes 0..nodes-1 over `connections` connections; false when one is refused.
+bool RegisterNodes(const std::string& url, const std::string& token, int nodes, int connections) {
+  std::atomic<int> next{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < connections; ++t) {
+    threads.emplace_back([&] {
+      auto c = Client(url, token);
+      for (int i = next++; i < nodes && !failed; i = next++) {
+        auto r = c->Post("/api/v1/nodes", NodeJson(i).dump(), "application/json");
+        if (!r || r->status != 201) {
+          std::fprintf(stderr, "registering node %d failed: %s\n", i, r ? r->body.c_str() : "no answer");
+          failed = true;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return !failed;
+}
+
+// Returns the p99 (ms) over every probe call; a negative value when the nodes could not be registered.
+double Heartbeat(const std::string& url, const std::string& token, int nodes, int seconds) {
   auto admin = Client(url, token);
   auto reg_start = Clock::now();
-  for (int i = 0; i < nodes; ++i) {
-    json n = {{"name", "sim" + std::to_string(i)},
-              {"cpu", 96},
-              {"memory", "768Gi"},
-              {"gpus", {{"count", 8}, {"model", i % 2 ? "A100" : "V100"}, {"memory", i % 2 ? "80Gi" : "32Gi"}}}};
-    auto r = admin->Post("/api/v1/nodes", n.dump(), "application/json");
-    if (!r || r->status != 201) {
-      std::fprintf(stderr, "registering node %d failed\n", i);
-      return;
-    }
-  }
+  if (!RegisterNodes(url, token, nodes, 8)) return -1;
   std::printf("heartbeat: registered %d simulated nodes in %.1f s\n", nodes,
               std::chrono::duration<double>(Clock::now() - reg_start).count());
   auto sub = admin->Post("/api/v1/jobs", kJob, "application/json");
@@ -134,6 +165,7 @@ void Heartbeat(const std::string& url, const std::string& token, int nodes, int 
       probe["all"].push_back(ms);
     };
     time("GET /api/v1/jobs/{id}", [&] { return c->Get(("/api/v1/jobs/" + job_id).c_str()); });
+    time("GET /api/v1/jobs", [&] { return c->Get("/api/v1/jobs"); });
     time("GET /api/v1/jobs?limit=20", [&] { return c->Get("/api/v1/jobs?limit=20"); });
     time("POST /api/v1/jobs", [&] { return c->Post("/api/v1/jobs", kJob, "application/json"); });
     time("GET /api/v1/nodes/{name}", [&] { return c->Get("/api/v1/nodes/sim17"); });
@@ -151,34 +183,56 @@ void Heartbeat(const std::string& url, const std::string& token, int nodes, int 
     std::printf("  %-28s n=%-6zu p50 %6.2f ms  p99 %6.2f ms  max %6.2f ms\n", name.c_str(), v.size(),
                 Percentile(v, 0.5), Percentile(v, 0.99), *std::max_element(v.begin(), v.end()));
   }
+  std::fflush(stdout);
+  return Percentile(probe["all"], 0.99);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string xpool = "build/bin/xpool", mode = "all";
-  int64_t seconds = 10, clients = 16, nodes = 1500;
+  std::string xpool = "build/bin/xpool", mode = "all", server_flags;
+  int64_t seconds = 10, clients = 64, nodes = 1500, runs = 1;
   xpool::FlagSet flags("xpool_server_load", "Load benchmarks of xpool server through HTTP.");
   flags.String("xpool", &xpool, "the xpool binary");
   flags.String("mode", &mode, "submit, heartbeat or all");
   flags.Int("seconds", &seconds, "seconds per scenario");
   flags.Int("clients", &clients, "submit: concurrent connections");
   flags.Int("nodes", &nodes, "heartbeat: simulated nodes reporting once per second");
+  flags.Int("runs", &runs, "repeat each scenario this many times (fresh server each) and print the median");
+  flags.String("server-flags", &server_flags, "extra flags for xpool server, e.g. \"--store postgresql://...\"");
   int code = 0;
   if (!xpool::ParseFlagsOrExit(flags, std::vector<std::string>(argv + 1, argv + argc), &code)) return code;
-  for (const char* scenario : {"submit", "heartbeat"}) {
+  if (mode != "all" && mode != "submit" && mode != "heartbeat") {
+    std::fprintf(stderr, "error: --mode must be submit, heartbeat or all\n");
+    return 2;
+  }
+  if (seconds < 1 || clients < 1 || clients > 1024 || nodes < 1 || runs < 1 || runs > 100) {
+    std::fprintf(stderr, "error: --seconds >= 1, --clients 1..1024, --nodes >= 1, --runs 1..100\n");
+    return 2;
+  }
+  for (const std::string scenario : {"submit", "heartbeat"}) {
     if (mode != "all" && mode != scenario) continue;
-    auto dir = std::filesystem::temp_directory_path() / ("xpool_load_" + std::string(scenario) + "_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir);
-    xpool::testing::ServerProcess server(xpool, dir.string());
-    if (!server.Start()) {
-      std::fprintf(stderr, "cannot start %s:\n%s\n", xpool.c_str(), server.Log().c_str());
-      return 1;
+    std::vector<double> results;
+    for (int64_t run = 0; run < runs; ++run) {
+      auto dir = std::filesystem::temp_directory_path() /
+                 ("xpool_load_" + scenario + "_" + std::to_string(::getpid()) + "_" + std::to_string(run));
+      std::filesystem::remove_all(dir);
+      xpool::testing::ServerProcess server(xpool, dir.string());
+      // Enough HTTP workers for every keep-alive connection of the tool (each holds a worker while open).
+      if (!server.Start("--threads " + std::to_string(std::max<int64_t>(64, clients + 32)) + " " + server_flags)) {
+        std::fprintf(stderr, "cannot start %s:\n%s\n", xpool.c_str(), server.Log().c_str());
+        return 1;
+      }
+      results.push_back(scenario == "submit" ? Submit(server.url(), server.AdminToken(), int(clients), int(seconds))
+                                             : Heartbeat(server.url(), server.AdminToken(), int(nodes), int(seconds)));
+      server.Stop();
+      std::filesystem::remove_all(dir);
+      if (results.back() < 0) return 1;
     }
-    if (std::string(scenario) == "submit") Submit(server.url(), server.AdminToken(), int(clients), int(seconds));
-    else Heartbeat(server.url(), server.AdminToken(), int(nodes), int(seconds));
-    server.Stop();
-    std::filesystem::remove_all(dir);
+    if (runs > 1) {
+      std::printf("%s: median of %lld runs: %.2f %s\n", scenario.c_str(), static_cast<long long>(runs),
+                  Percentile(results, 0.5), scenario == "submit" ? "durable submissions/s" : "ms p99 (all probes)");
+    }
   }
   return 0;
 }
