@@ -53,7 +53,7 @@ std::vector<Tenant> MakeTenants(const ClusterTotals& totals) {
     } else if (i < 30) {
       t.limit.gpu_compute_milli = totals.device_compute_capacity_milli * 2 / 100;
     } else if (i < 35) {
-      t.priority_limits.push_back({80, 100, {8000, kUnlimited, kUnlimited, kUnlimited}});
+      t.priority_limits.push_back({80, 100, {8000, kUnlimitedAmount, kUnlimitedAmount, kUnlimitedAmount}});
     }
     tenants.push_back(std::move(t));
   }

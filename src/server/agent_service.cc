@@ -21,8 +21,25 @@ void AgentService::ApplyReport(const agent::TaskReport& report) {
   if (report.restart_count != job->restart_count) return;  // a report from an earlier run
   const TimeMicros now = report.status.ended_at > 0 ? report.status.ended_at : report.status.started_at;
   const agent::TaskState st = report.status.state;
-  if (job->state == JobState::kScheduled) {
-    (void)store_.TransitionJob(id, JobState::kRunning, "started by the agent", now, JobState::kScheduled);
+  if (job->state == JobState::kScheduled) (void)control_.TaskStarted(id, now);
+  if (job->state == JobState::kSuspending &&
+      (st == agent::TaskState::kSuspended || st == agent::TaskState::kStopped)) {
+    (void)store_.UpdateTask(id, report.replica, JobState::kSuspended, std::nullopt, now);
+    auto tasks = store_.ListTasks(id);
+    if (!tasks.ok()) return;
+    for (const TaskRecord& t : *tasks) {
+      if (t.state != JobState::kSuspended) return;  // a replica of the gang still runs
+    }
+    std::string how;
+    if (report.status.signal != 0) {
+      how = "stopped by signal " + std::to_string(report.status.signal) + " after its checkpoint grace";
+    } else if (report.status.exit_code == 0) {
+      how = "checkpointed and exited 0";
+    } else {
+      how = "exited with code " + std::to_string(report.status.exit_code) + " when asked to suspend";
+    }
+    (void)control_.SuspendDone(id, how);
+    return;
   }
   if (st == agent::TaskState::kRunning) {
     (void)store_.UpdateTask(id, report.replica, JobState::kRunning, std::nullopt, now);
@@ -52,17 +69,23 @@ void AgentService::ApplyReport(const agent::TaskReport& report) {
     }
     (void)control_.Finish(id, JobState::kFailed, reason);
   }
-  // kStopped / kSuspended: the server asked for it (cancel, suspend); nothing to record here yet.
+  // kStopped / kSuspended of a job that is not suspending: the server asked for it (cancel, node lost).
 }
 
 Result<std::vector<agent::TaskAssignment>> AgentService::Wanted(const Node& node) {
-  ASSIGN_OR_RETURN(std::vector<AllocationRecord> allocations, store_.ListAllocations());
+  std::vector<AllocationRecord> allocations;
+  for (JobId id : control_.JobsOnNode(node.name)) {
+    ASSIGN_OR_RETURN(std::vector<AllocationRecord> held, store_.JobAllocations(id));
+    for (AllocationRecord& a : held) {
+      if (a.node == node.name) allocations.push_back(std::move(a));
+    }
+  }
   std::vector<agent::TaskAssignment> out;
   for (const AllocationRecord& a : allocations) {
-    if (a.node != node.name) continue;
     auto job = store_.GetJob(a.job);
     if (!job.ok()) continue;
     agent::TaskAssignment t;
+    t.grace_micros = static_cast<TimeMicros>(job->spec.checkpoint_grace_seconds) * kMicrosPerSecond;
     if (job->state == JobState::kScheduled || job->state == JobState::kRunning) {
       t.action = agent::TaskAssignment::Action::kRun;
     } else if (job->state == JobState::kSuspending) {

@@ -4,12 +4,16 @@
 // `xpool up` runs the server and one NodeAgent in the same process and connects them through this class instead
 // of HTTP. Register() registers the agent's node as agent-run (never "simulated" to the control plane, so its jobs
 // wait for the agent's report instead of starting at once). Heartbeat() applies the agent's task reports (running
-// → job running; succeeded/failed → job finished with the exit code, devices released) and answers with the full
-// list of tasks the server wants on the node: every job holding an allocation there (scheduled/running → run,
-// suspending → suspend). A job that is no longer listed (cancelled, finished) is stopped by the agent by
-// omission, which is also the acknowledgement of its ended tasks. Contract: docs/agent.md, "Agent ↔ server".
+// → job running; succeeded/failed → job finished with the exit code, devices released; every replica of a
+// suspending job ended → ControlPlane::SuspendDone) and answers with the full list of tasks the server wants on
+// the node: every job holding an allocation there (scheduled/running → run, suspending → suspend within the
+// job's checkpoint.grace). A job that is no longer listed (cancelled, finished, requeued after its node was
+// lost) is stopped by the agent by omission, which is also the acknowledgement of its ended tasks. Contract:
+// docs/agent.md, "Agent ↔ server"; the suspend contract: docs/time-sharing.md.
 //
-// Owned by `xpool up`. The control plane and store outlive it. Not thread-safe (one agent calls it).
+// Owned by `xpool up` (in-process agent) or the Server (agents over HTTP). The control plane and store outlive
+// it. Thread-safe: it keeps no mutable state, so heartbeats of different nodes may arrive concurrently (the
+// control plane and the store serialise what they change).
 #include <string>
 #include <vector>
 

@@ -6,29 +6,58 @@
 #include <utility>
 
 #include "model/job_state.h"
+#include "scheduler/queue/scheduler_job_placer.h"
+#include "scheduler/queue/scheduling_pass.h"
 #include "scheduler/schedule.h"
 #include "store/allocation_codec.h"
 
 namespace xpool::server {
 namespace {
 
-// Jobs with the same key ask for the same thing: within one pass (capacity only shrinks) a shape that did
-// not fit will not fit later in the pass either, so its reason is reused instead of scheduling again.
-std::string RequestKey(const TaskRequest& r, int replicas) {
-  std::string k = std::to_string(replicas) + "|" + std::to_string(r.cpu_milli) + "|" +
-                  std::to_string(r.memory_mib) + "|" + std::to_string(r.device_count) + "|" +
-                  std::to_string(r.device_memory_mib) + "|" + std::to_string(r.device_memory_percent) + "|" +
-                  std::to_string(r.device_compute_milli) + "|" +
-                  (r.vendor ? std::string(VendorName(*r.vendor)) : "") + "|" + (r.numa_bind ? "1" : "0");
-  for (const auto* list : {&r.type_include, &r.type_exclude, &r.uuid_include, &r.uuid_exclude}) {
-    k += "|";
-    for (const std::string& s : *list) k += s + ",";
-  }
-  return k;
-}
-
 double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
+}
+
+// The reason a time-sharing victim is given starts with this (scheduler/preemption/victim_selection.h), which
+// is how a suspending job is known to go back to the queue (not held) after a restart too.
+// "Why pending" writes to the store per pass (each one is a commit until the store batches them).
+constexpr size_t kMaxReasonWritesPerPass = 64;
+
+constexpr std::string_view kVictimPrefix = "suspended for job ";
+
+bool IsVictimReason(std::string_view reason) { return reason.substr(0, kVictimPrefix.size()) == kVictimPrefix; }
+
+// The preemptor's id from a victim's reason ("suspended for job 12 (...)"), or an unset id.
+JobId PreemptorOf(std::string_view reason) {
+  if (!IsVictimReason(reason)) return JobId();
+  int64_t id = 0;
+  for (size_t i = kVictimPrefix.size(); i < reason.size() && reason[i] >= '0' && reason[i] <= '9'; ++i) {
+    id = id * 10 + (reason[i] - '0');
+  }
+  return JobId(id);
+}
+
+// A store quota (-1 = unlimited) as the pass's amount.
+int64_t Amount(int64_t quota) { return quota < 0 ? kUnlimitedAmount : quota; }
+
+// The store's tenant as the pass sees it. Limits: GPU compute (device_compute_milli, and `devices` counted as
+// 1000 milli each), GPU memory, CPU. The store keeps no guarantee yet: every tenant is guaranteed nothing.
+Tenant ToPassTenant(const TenantRecord& t) {
+  Tenant out;
+  out.id = t.id;
+  out.name = t.name;
+  out.limit = ResourceAmounts::Unlimited();
+  out.limit.gpu_compute_milli = Amount(t.quota.device_compute_milli);
+  if (t.quota.devices >= 0) out.limit.gpu_compute_milli = std::min(out.limit.gpu_compute_milli, t.quota.devices * 1000);
+  out.limit.gpu_memory_mib = Amount(t.quota.device_memory_mib);
+  out.limit.cpu_milli = Amount(t.quota.cpu_milli);
+  return out;
+}
+
+std::string JobList(const std::vector<JobId>& ids) {
+  std::string out;
+  for (JobId id : ids) out += (out.empty() ? "" : ", ") + id.ToString();
+  return out;
 }
 
 }  // namespace
@@ -67,19 +96,41 @@ Status ControlPlane::Rebuild() {
     last_seen_[name] = now;
   }
   ASSIGN_OR_RETURN(std::vector<AllocationRecord> allocations, store_.ListAllocations());
+  std::unordered_map<JobId, std::vector<Allocation>> booked;
   for (const AllocationRecord& record : allocations) {
     auto allocation = FromAllocationRecord(state_, record);
     if (!allocation.ok()) return allocation.status().WithContext("rebuilding job " + record.job.ToString());
     RETURN_IF_ERROR(state_.Apply(*allocation).WithContext("rebuilding job " + record.job.ToString()));
-    placed_[record.job].push_back(*allocation);
+    booked[record.job].push_back(*allocation);
   }
   RETURN_IF_ERROR(state_.CheckInvariants());
+  JobFilter holding;
+  holding.states = {JobState::kScheduled, JobState::kRunning, JobState::kSuspending};
+  ASSIGN_OR_RETURN(std::vector<JobRecord> held, store_.ListJobs(holding));
+  for (const JobRecord& job : held) {
+    HeldJob h;
+    h.tenant = job.tenant;
+    h.priority = job.priority;
+    h.first_submit = job.submitted_us;
+    h.request = job.spec.ToTaskRequest();
+    h.replicas = job.spec.replicas;
+    h.preemptible = job.spec.preemptible;
+    h.state = job.state;
+    h.last_start = job.updated_us;
+    h.allocations = std::move(booked[job.id]);
+    held_[job.id] = std::move(h);
+    if (job.state == JobState::kSuspending) {
+      JobId preemptor = PreemptorOf(job.state_reason);
+      if (preemptor.value() != 0) awaiting_[preemptor].push_back(job.id);
+    }
+  }
   JobFilter filter;
   filter.states = {JobState::kQueued};
   ASSIGN_OR_RETURN(std::vector<JobRecord> queued, store_.ListJobs(filter));
   for (const JobRecord& job : queued) {
     EnqueueLocked(job);
     queued_[job.id].reason = job.pending_reason;
+    queued_[job.id].persisted = job.pending_reason;
   }
   std::fprintf(stderr, "xpool server: rebuilt %zu nodes, %zu allocations, %zu queued jobs from the %s store\n",
                nodes.size(), allocations.size(), queued.size(), std::string(store_.Kind()).c_str());
@@ -88,29 +139,34 @@ Status ControlPlane::Rebuild() {
 
 void ControlPlane::EnqueueLocked(const JobRecord& job) {
   QueuedJob q;
-  q.key = QueueKey{job.priority, job.submitted_us, job.id};
   q.tenant = job.tenant;
+  q.priority = job.priority;
+  q.first_submit = job.submitted_us;
   q.request = job.spec.ToTaskRequest();
   q.replicas = job.spec.replicas;
-  queue_.insert(q.key);
+  q.preemptible = job.spec.preemptible;
+  q.restarted = job.restart_count > 0;
   queued_[job.id] = std::move(q);
 }
 
 void ControlPlane::DequeueLocked(JobId id) {
-  auto it = queued_.find(id);
-  if (it == queued_.end()) return;
-  queue_.erase(it->second.key);
-  queued_.erase(it);
+  queued_.erase(id);
+  awaiting_.erase(id);
 }
 
 void ControlPlane::ReleaseLocked(JobId id) {
-  auto it = placed_.find(id);
-  if (it == placed_.end()) return;
-  for (const Allocation& a : it->second) {
+  // A job leaving the devices is no longer awaited by a preemptor.
+  for (auto w = awaiting_.begin(); w != awaiting_.end();) {
+    std::erase(w->second, id);
+    w = w->second.empty() ? awaiting_.erase(w) : std::next(w);
+  }
+  auto it = held_.find(id);
+  if (it == held_.end()) return;
+  for (const Allocation& a : it->second.allocations) {
     Status s = state_.Release(a);
     if (!s.ok()) std::fprintf(stderr, "xpool server: releasing job %s: %s\n", id.ToString().c_str(), s.ToString().c_str());
   }
-  placed_.erase(it);
+  held_.erase(it);
 }
 
 Result<JobRecord> ControlPlane::Submit(TenantId tenant, const JobSpec& spec) {
@@ -137,7 +193,7 @@ Result<JobRecord> ControlPlane::Cancel(JobId id, std::string_view reason) {
     }
     RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kCancelled, reason, clock_.NowMicros(), job.state));
     DequeueLocked(id);
-    released = placed_.count(id) > 0;
+    released = held_.count(id) > 0;
     ReleaseLocked(id);
   }
   if (released) Wake(true);
@@ -162,39 +218,69 @@ Result<JobRecord> ControlPlane::Suspend(JobId id) {
   {
     std::lock_guard lock(mu_);
     ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
-    const TimeMicros now = clock_.NowMicros();
-    switch (job.state) {
-      case JobState::kQueued:
-        RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kSuspended, "held by the user", now, job.state));
-        DequeueLocked(id);
-        break;
-      case JobState::kScheduled:
-        // Not started yet: give the devices back and hold it.
-        RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kQueued, "suspend before start", now, job.state));
-        RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kSuspended, "held by the user", now, JobState::kQueued));
-        ReleaseLocked(id);
-        released = true;
-        break;
-      case JobState::kRunning: {
-        RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kSuspending, "suspend requested by the user", now, job.state));
-        bool all_simulated = true;
-        for (const Allocation& a : placed_[id]) all_simulated = all_simulated && state_.node(a.node).simulated;
-        if (all_simulated) {
-          // No agent to signal on a simulated node: the job stops at once.
-          RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kSuspended, "simulated node: suspended without an agent",
-                                               now, JobState::kSuspending));
-          ReleaseLocked(id);
-          released = true;
-        }
-        break;
-      }
-      default:
-        return FailedPreconditionError("job " + id.ToString() + " is " + std::string(JobStateName(job.state)) +
-                                       " and cannot be suspended");
+    if (job.state != JobState::kRunning) {
+      std::string why = "job " + id.ToString() + " is " + std::string(JobStateName(job.state)) +
+                        "; only a running job can be suspended";
+      if (job.state == JobState::kQueued || job.state == JobState::kScheduled) why += " (cancel it instead)";
+      return FailedPreconditionError(why);
     }
+    ASSIGN_OR_RETURN(released, SuspendLocked(id, "suspend requested by the user", false, clock_.NowMicros()));
   }
   if (released) Wake(true);
   return store_.GetJob(id);
+}
+
+Result<bool> ControlPlane::SuspendLocked(JobId id, std::string_view reason, bool requeue, TimeMicros now) {
+  RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kSuspending, reason, now, JobState::kRunning));
+  suspended_at_[id].push_back(now);
+  auto it = held_.find(id);
+  bool all_simulated = it != held_.end();
+  if (it != held_.end()) {
+    it->second.state = JobState::kSuspending;
+    for (const Allocation& a : it->second.allocations) all_simulated = all_simulated && state_.node(a.node).simulated;
+  }
+  if (!all_simulated) return false;
+  // No agent to signal on a simulated node: the job stops at once.
+  RETURN_IF_ERROR(FinishSuspendLocked(id, "simulated node: suspended without an agent", requeue, now));
+  return true;
+}
+
+Status ControlPlane::FinishSuspendLocked(JobId id, std::string_view reason, bool requeue, TimeMicros now) {
+  RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kSuspended, reason, now, JobState::kSuspending));
+  ReleaseLocked(id);
+  if (!requeue) return Status::Ok();
+  RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kQueued, "back in the queue after its suspension, keeping its place",
+                                       now, JobState::kSuspended));
+  ASSIGN_OR_RETURN(JobRecord queued, store_.GetJob(id));
+  EnqueueLocked(queued);
+  return Status::Ok();
+}
+
+Status ControlPlane::SuspendDone(JobId id, std::string_view reason) {
+  {
+    std::lock_guard lock(mu_);
+    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
+    if (job.state != JobState::kSuspending) {
+      return FailedPreconditionError("job " + id.ToString() + " is " + std::string(JobStateName(job.state)) +
+                                     ", not suspending");
+    }
+    RETURN_IF_ERROR(FinishSuspendLocked(id, reason, IsVictimReason(job.state_reason), clock_.NowMicros()));
+  }
+  Wake(true);
+  return Status::Ok();
+}
+
+Status ControlPlane::TaskStarted(JobId id, TimeMicros at) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
+  if (job.state != JobState::kScheduled) return Status::Ok();
+  RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kRunning, "started by the agent", at, JobState::kScheduled));
+  auto it = held_.find(id);
+  if (it != held_.end()) {
+    it->second.state = JobState::kRunning;
+    it->second.last_start = at;
+  }
+  return Status::Ok();
 }
 
 Result<JobRecord> ControlPlane::Resume(JobId id) {
@@ -212,6 +298,23 @@ Result<JobRecord> ControlPlane::Resume(JobId id) {
   }
   Wake(false);
   return store_.GetJob(id);
+}
+
+std::vector<JobId> ControlPlane::JobsOnNode(std::string_view node) const {
+  std::lock_guard lock(mu_);
+  std::vector<JobId> out;
+  const int index = state_.FindNode(node);
+  if (index < 0) return out;
+  for (const auto& [id, job] : held_) {
+    for (const Allocation& a : job.allocations) {
+      if (a.node == index) {
+        out.push_back(id);
+        break;
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::string ControlPlane::PendingReason(JobId id) const {
@@ -281,17 +384,54 @@ Status ControlPlane::SetCordoned(std::string_view name, bool cordoned) {
 
 void ControlPlane::CheckNodeTimeouts() {
   const TimeMicros now = clock_.NowMicros();
-  std::lock_guard lock(mu_);
-  for (int i = 0; i < state_.node_count(); ++i) {
-    const Node& n = state_.node(i);
-    if (n.simulated || !n.ready) continue;
-    TimeMicros seen;
-    {
-      std::lock_guard s(seen_mu_);
-      seen = last_seen_[n.name];
+  bool lost = false;
+  {
+    std::lock_guard lock(mu_);
+    for (int i = 0; i < state_.node_count(); ++i) {
+      const Node& n = state_.node(i);
+      if (n.simulated || !n.ready) continue;
+      TimeMicros seen;
+      {
+        std::lock_guard s(seen_mu_);
+        seen = last_seen_[n.name];
+      }
+      if (now - seen <= options_.node_timeout) continue;
+      if (!store_.SetNodeReady(n.name, false, now).ok()) continue;
+      (void)state_.SetNodeReady(i, false);
+      std::fprintf(stderr, "xpool server: node %s lost (no heartbeat for %llds); requeueing its jobs\n", n.name.c_str(),
+                   static_cast<long long>((now - seen) / kMicrosPerSecond));
+      RequeueLostLocked(n.name, now);
+      lost = true;
     }
-    if (now - seen <= options_.node_timeout) continue;
-    if (store_.SetNodeReady(n.name, false, now).ok()) (void)state_.SetNodeReady(i, false);
+  }
+  if (lost) Wake(true);
+}
+
+void ControlPlane::RequeueLostLocked(const std::string& node, TimeMicros now) {
+  const int index = state_.FindNode(node);
+  std::vector<JobId> on_node;
+  for (const auto& [id, job] : held_) {
+    for (const Allocation& a : job.allocations) {
+      if (a.node == index) {
+        on_node.push_back(id);
+        break;
+      }
+    }
+  }
+  std::sort(on_node.begin(), on_node.end());
+  const std::string reason = "node " + node + " lost (no heartbeat for " +
+                             std::to_string(options_.node_timeout / kMicrosPerSecond) + "s): back in the queue";
+  for (JobId id : on_node) {
+    const JobState from = held_[id].state;
+    // The store deletes every allocation of the job (all replicas, any node) in the same transaction.
+    Status s = store_.TransitionJob(id, JobState::kQueued, reason, now, from);
+    if (!s.ok()) {
+      std::fprintf(stderr, "xpool server: requeueing job %s: %s\n", id.ToString().c_str(), s.ToString().c_str());
+      continue;
+    }
+    ReleaseLocked(id);
+    auto job = store_.GetJob(id);
+    if (job.ok()) EnqueueLocked(*job);
   }
 }
 
@@ -345,88 +485,207 @@ void ControlPlane::Loop() {
   }
 }
 
+int ControlPlane::SuspensionsLastHour(JobId id, TimeMicros now) {
+  auto it = suspended_at_.find(id);
+  if (it == suspended_at_.end()) return 0;
+  std::erase_if(it->second, [&](TimeMicros t) { return now - t >= 3600 * kMicrosPerSecond; });
+  return static_cast<int>(it->second.size());
+}
+
 int ControlPlane::RunPass(bool full) {
-  std::lock_guard lock(mu_);
-  std::vector<JobId> order;
-  if (full) {
-    order.reserve(queue_.size());
-    for (const QueueKey& k : queue_) order.push_back(k.id);
-    fresh_.clear();
-  } else {
-    std::vector<QueueKey> keys;
-    for (JobId id : fresh_) {
-      auto it = queued_.find(id);
-      if (it != queued_.end()) keys.push_back(it->second.key);
-    }
-    fresh_.clear();
-    std::sort(keys.begin(), keys.end());
-    for (const QueueKey& k : keys) order.push_back(k.id);
-  }
-  std::unordered_map<std::string, std::string> failed_shapes;
+  // Tenants (quotas) are read before the lock: a small table, read once per pass.
+  auto tenant_records = store_.ListTenants();
+  std::vector<std::pair<JobId, std::string>> reason_writes;
   int placed = 0;
-  for (JobId id : order) {
-    auto it = queued_.find(id);
-    if (it == queued_.end()) continue;
-    QueuedJob& job = it->second;
-    if (state_.node_count() == 0) {
-      job.reason = "no nodes in the cluster yet";
+  {
+    std::lock_guard lock(mu_);
+    if (tenant_records.ok()) {
+      for (const TenantRecord& t : *tenant_records) tenant_names_[t.id.value()] = t.name;
+    }
+    std::vector<JobId> waiting;
+    if (full) {
+      waiting.reserve(queued_.size());
+      for (const auto& [id, job] : queued_) waiting.push_back(id);
+    } else {
+      for (JobId id : fresh_) {
+        if (queued_.count(id)) waiting.push_back(id);
+      }
+    }
+    fresh_.clear();
+    // A preemptor whose victims are still suspending waits for them (no second round of victims).
+    std::erase_if(waiting, [&](JobId id) { return awaiting_.count(id) > 0; });
+    std::sort(waiting.begin(), waiting.end());
+    if (!waiting.empty() && state_.node_count() == 0) {
+      // Not written to the store: true of every job until the first node comes, and recomputed by the first
+      // pass after a restart (keeps submissions at one commit each on a server without nodes).
+      for (JobId id : waiting) queued_[id].reason = queued_[id].persisted = "no nodes in the cluster yet";
+    } else if (!waiting.empty() && !tenant_records.ok()) {
+      std::fprintf(stderr, "xpool server: scheduling pass skipped: %s\n", tenant_records.status().ToString().c_str());
+    } else if (!waiting.empty()) {
+      placed = PassLocked(waiting, *tenant_records);
+    }
+    for (JobId id : waiting) {
+      auto it = queued_.find(id);
+      if (it == queued_.end() || it->second.reason == it->second.persisted) continue;
+      // Each write is a commit: bounded per pass (the rest are written by later passes).
+      if (reason_writes.size() >= kMaxReasonWritesPerPass) break;
+      it->second.persisted = it->second.reason;
+      reason_writes.emplace_back(id, it->second.reason);
+    }
+  }
+  // "Why pending" is kept in the store too (a restart shows it); outside the lock. A job that left the queue
+  // meanwhile is refused by the store or has its reason cleared by its transition.
+  for (const auto& [id, reason] : reason_writes) (void)store_.SetPendingReason(id, reason);
+  return placed;
+}
+
+int ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vector<TenantRecord>& tenant_records) {
+  const TimeMicros now = clock_.NowMicros();
+  std::vector<QueueJob> jobs;
+  std::vector<JobId> ids;
+  jobs.reserve(held_.size() + waiting.size());
+  for (const auto& [id, h] : held_) {
+    QueueJob j;
+    j.id = id;
+    j.tenant = h.tenant;
+    j.priority = h.priority;
+    j.first_submit = h.first_submit;
+    j.request = h.request;
+    j.replicas = h.replicas;
+    j.state = QueueJobState::kRunning;
+    // Only a running job can be a victim; scheduled and suspending ones still count for their tenant.
+    j.preemptible = h.preemptible && h.state == JobState::kRunning && options_.preemption;
+    j.last_start = h.last_start;
+    j.suspensions_last_hour = SuspensionsLastHour(id, now);
+    j.allocations = h.allocations;
+    if (static_cast<int>(j.allocations.size()) != j.replicas) continue;  // not every replica booked: skip
+    jobs.push_back(std::move(j));
+    ids.push_back(id);
+  }
+  for (JobId id : waiting) {
+    const QueuedJob& q = queued_[id];
+    QueueJob j;
+    j.id = id;
+    j.tenant = q.tenant;
+    j.priority = q.priority;
+    j.first_submit = q.first_submit;
+    j.request = q.request;
+    j.replicas = q.replicas;
+    j.state = q.restarted ? QueueJobState::kSuspended : QueueJobState::kPending;
+    j.preemptible = q.preemptible;
+    jobs.push_back(std::move(j));
+    ids.push_back(id);
+  }
+  std::vector<Tenant> tenants;
+  tenants.reserve(tenant_records.size());
+  for (const TenantRecord& t : tenant_records) tenants.push_back(ToPassTenant(t));
+
+  PassOptions pass_options;
+  pass_options.preemption = options_.preemption;
+  pass_options.rules.min_runtime = options_.min_runtime;
+  pass_options.rules.max_suspensions_per_hour = options_.max_suspensions_per_hour;
+  ClusterState scratch = state_;  // the pass books and releases here; state_ follows what is committed
+  SchedulerJobPlacer placer(scratch, *policy_, rng_);
+  const auto start = std::chrono::steady_clock::now();
+  PassResult result = RunSchedulingPass(jobs, tenants, scratch, placer, now, pass_options);
+  if (metrics_ != nullptr) {
+    metrics_->Observe("xpool_scheduling_latency_seconds", {}, Seconds(std::chrono::steady_clock::now() - start));
+  }
+
+  int placed = 0;
+  bool store_down = false;
+  for (JobDecision& d : result.decisions) {
+    const JobId id = ids[d.job];
+    auto q = queued_.find(id);
+    if (q == queued_.end()) continue;
+    if (store_down) {
+      q->second.reason = "the store is unavailable; retrying";
       continue;
     }
-    std::string key = RequestKey(job.request, job.replicas);
-    auto memo = failed_shapes.find(key);
-    if (memo != failed_shapes.end()) {
-      job.reason = memo->second;
-      continue;
+    std::string reason = d.reason;
+    switch (d.kind) {
+      case DecisionKind::kPlace: {
+        CommitResult c = CommitLocked(id, d.allocations, &reason);
+        if (c == CommitResult::kPlaced) {
+          ++placed;
+          continue;
+        }
+        if (c == CommitResult::kGone) continue;
+        store_down = c == CommitResult::kStoreDown;
+        break;
+      }
+      case DecisionKind::kPreempt: {
+        bool all_released = true;
+        std::vector<JobId> victims;
+        for (const SuspendDecision& sd : result.suspensions) {
+          if (sd.for_job != d.job) continue;
+          const JobId v = ids[sd.job];
+          auto released = SuspendLocked(v, sd.reason, /*requeue=*/true, now);
+          if (!released.ok()) {
+            std::fprintf(stderr, "xpool server: suspending job %s for job %s: %s\n", v.ToString().c_str(),
+                         id.ToString().c_str(), released.status().ToString().c_str());
+            continue;
+          }
+          if (!*released) {
+            all_released = false;
+            victims.push_back(v);
+          }
+        }
+        EventRecord e;
+        e.time_us = now;
+        e.job = id;
+        e.kind = "preempt";
+        e.reason = d.reason;
+        (void)store_.AppendEvent(e);
+        if (all_released) {
+          CommitResult c = CommitLocked(id, d.allocations, &reason);
+          if (c == CommitResult::kPlaced) ++placed;
+          if (c == CommitResult::kPlaced || c == CommitResult::kGone) continue;
+          store_down = c == CommitResult::kStoreDown;
+          break;
+        }
+        reason = "waiting for job " + JobList(victims) + " to checkpoint and leave (" + d.reason + ")";
+        awaiting_[id] = std::move(victims);
+        break;
+      }
+      case DecisionKind::kNeverFits:
+        if (reason.rfind("can never fit", 0) != 0) reason = "can never fit: " + reason;
+        break;
+      case DecisionKind::kWait:
+      case DecisionKind::kRejected:
+        break;
     }
-    auto start = std::chrono::steady_clock::now();
-    GangResult result = PlaceLocked(job);  // may erase `job` from queued_
-    if (metrics_ != nullptr) {
-      metrics_->Observe("xpool_scheduling_latency_seconds", {}, Seconds(std::chrono::steady_clock::now() - start));
-    }
-    if (result.stop_pass) break;
-    if (result.placed) {
-      ++placed;
-      continue;
-    }
-    failed_shapes[key] = result.reason;
-    job.reason = std::move(result.reason);
+    if (queued_.count(id)) queued_[id].reason = reason.empty() ? "no node fits" : reason;
   }
   return placed;
 }
 
-ControlPlane::GangResult ControlPlane::PlaceLocked(QueuedJob& job) {
-  const JobId id = job.key.id;
+ControlPlane::CommitResult ControlPlane::CommitLocked(JobId id, const std::vector<Allocation>& allocations,
+                                                      std::string* reason) {
+  const QueuedJob& job = queued_[id];
   std::vector<Allocation> applied;
   auto rollback = [&] {
     for (auto a = applied.rbegin(); a != applied.rend(); ++a) (void)state_.Release(*a);
   };
-  for (int replica = 0; replica < job.replicas; ++replica) {
-    ScheduleOutcome outcome = Schedule(state_, job.request, *policy_, rng_);
-    if (outcome.kind != OutcomeKind::kPlaced) {
-      rollback();
-      std::string reason = outcome.reason.empty() ? "no node fits" : outcome.reason;
-      if (outcome.kind == OutcomeKind::kNeverFits) reason = "can never fit: " + reason;
-      if (job.replicas > 1) {
-        reason = "replica " + std::to_string(replica) + " of " + std::to_string(job.replicas) + " (all-or-nothing): " + reason;
-      }
-      return GangResult{false, false, reason};
-    }
-    Status s = state_.Apply(outcome.allocation);
+  for (const Allocation& a : allocations) {
+    Status s = state_.Apply(a);
     if (!s.ok()) {
+      // Room the pass counted on is still held (a job suspending elsewhere): next pass.
       rollback();
-      return GangResult{false, false, "internal: " + s.message()};
+      *reason = "waiting for devices being released";
+      return CommitResult::kNoRoom;
     }
-    policy_->OnPlaced(state_, job.request, outcome.allocation);
-    applied.push_back(std::move(outcome.allocation));
+    applied.push_back(a);
   }
   std::vector<AllocationRecord> records;
   std::string nodes;
   bool all_simulated = true;
-  for (int replica = 0; replica < job.replicas; ++replica) {
-    auto record = ToAllocationRecord(state_, applied[replica], id, replica);
+  for (size_t replica = 0; replica < applied.size(); ++replica) {
+    auto record = ToAllocationRecord(state_, applied[replica], id, static_cast<int>(replica));
     if (!record.ok()) {
       rollback();
-      return GangResult{false, false, "internal: " + record.status().message()};
+      *reason = "internal: " + record.status().message();
+      return CommitResult::kNoRoom;
     }
     const Node& n = state_.node(applied[replica].node);
     all_simulated = all_simulated && n.simulated;
@@ -439,19 +698,32 @@ ControlPlane::GangResult ControlPlane::PlaceLocked(QueuedJob& job) {
     rollback();
     if (committed.code() == StatusCode::kFailedPrecondition) {
       DequeueLocked(id);  // no longer queued (cancelled meanwhile): drop it
-      return GangResult{false, false, ""};
+      return CommitResult::kGone;
     }
-    return GangResult{false, true, "the store is unavailable: " + committed.message()};
+    *reason = "the store is unavailable: " + committed.message();
+    return CommitResult::kStoreDown;
   }
-  placed_[id] = std::move(applied);
-  DequeueLocked(id);
-  if (metrics_ != nullptr) metrics_->CounterAdd("xpool_placements_total", {});
+  HeldJob h;
+  h.tenant = job.tenant;
+  h.priority = job.priority;
+  h.first_submit = job.first_submit;
+  h.request = job.request;
+  h.replicas = job.replicas;
+  h.preemptible = job.preemptible;
+  h.state = JobState::kScheduled;
+  h.last_start = now;
+  h.allocations = std::move(applied);
   if (all_simulated) {
     // No agent runs the tasks of simulated nodes: they start at once.
-    (void)store_.TransitionJob(id, JobState::kRunning, "started on a simulated node (no agent)", now,
-                               JobState::kScheduled);
+    if (store_.TransitionJob(id, JobState::kRunning, "started on a simulated node (no agent)", now,
+                             JobState::kScheduled).ok()) {
+      h.state = JobState::kRunning;
+    }
   }
-  return GangResult{true, false, ""};
+  held_[id] = std::move(h);
+  DequeueLocked(id);
+  if (metrics_ != nullptr) metrics_->CounterAdd("xpool_placements_total", {});
+  return CommitResult::kPlaced;
 }
 
 std::string ControlPlane::TenantName(TenantId id) const {

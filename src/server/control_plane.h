@@ -1,17 +1,24 @@
 #pragma once
 // ControlPlane: the server's core — the queue, the ClusterState and the scheduling loop, over a StateStore.
 //
-// - On Start() it rebuilds the ClusterState from the store (nodes, then every live allocation) and the queue
-//   (every queued job), then runs a loop thread that schedules on submit, on release, on node change and on a
-//   periodic tick.
-// - Queue order: priority (high first), then first-submit time, then id. (Fair share and preemption come later.)
-// - Gang: a job's replicas are placed all-or-nothing. Each placement is committed to the store
-//   (CommitPlacement: allocations + state + event in one transaction) and then kept in the ClusterState; if the
-//   commit fails the ClusterState is rolled back, so the two never disagree.
-// - A job that cannot be placed keeps the scheduler's reason ("why pending"), in memory (recomputed after a
-//   restart by the first pass).
-// - Nodes: registered through RegisterNode (the admin API today, the agent later) and persisted; heartbeats are
-//   memory-only. A non-simulated node silent for `node_timeout` becomes NotReady.
+// - On Start() it rebuilds the ClusterState from the store (nodes, then every live allocation), the queue (every
+//   queued job) and the jobs holding devices (scheduled, running, suspending), then runs a loop thread that
+//   schedules on submit, on release, on node change and on a periodic tick.
+// - Each pass is RunSchedulingPass (scheduler/queue/scheduling_pass.h, the code the simulator runs too): queue
+//   order priority → DRF between tenants → first submit time; tenant limits from the store's quotas (a job at a
+//   limit waits with the reason); gangs all-or-nothing; preemption by suspend with min-runtime and a cap of
+//   suspensions per job per hour. A preemption is an event on both jobs; the victims go running → suspending
+//   (their agent signals the task to checkpoint and exit, see AgentService) and the preemptor waits for them.
+//   When a victim's tasks have ended (SuspendDone) it goes suspending → suspended → queued, keeping its first
+//   submit time (restart_count + 1); a job suspended by hand stays suspended until Resume.
+// - Each placement is committed to the store (CommitPlacement: allocations + state + event in one transaction)
+//   and then booked in the ClusterState; if the commit fails the ClusterState is rolled back, so the two never
+//   disagree.
+// - A job that cannot be placed keeps the pass's reason ("why pending"), in memory and in the store
+//   (JobRecord::pending_reason), so it survives a restart.
+// - Nodes: registered through RegisterNode (the admin API or an agent) and persisted; heartbeats are memory-only.
+//   A non-simulated node silent for `node_timeout` becomes NotReady and every job holding devices there goes
+//   back to the queue (restart_count + 1, first submit kept, its allocations released in the same transaction).
 //
 // Owned by the Server. Thread-safe: one mutex guards the queue and the ClusterState (scheduling passes hold
 // it); heartbeats take a separate small lock. Store calls that acknowledge a submission happen outside the
@@ -42,6 +49,10 @@ struct ControlPlaneOptions {
   uint64_t seed = 42;
   TimeMicros tick = 1'000'000;
   TimeMicros node_timeout = 30'000'000;
+  // Time-sharing (issue 7): suspend lower work for higher / guaranteed work.
+  bool preemption = true;
+  TimeMicros min_runtime = 600'000'000;  // a job that started less than this ago is not a victim
+  int max_suspensions_per_hour = 3;      // per job
 };
 
 // A node as the API shows it: description, what is allocated on it, when its agent last reported.
@@ -69,10 +80,21 @@ class ControlPlane {
   // Commits the job (acknowledged only after the commit), then queues it and wakes the loop.
   Result<JobRecord> Submit(TenantId tenant, const JobSpec& spec);
   Result<JobRecord> Cancel(JobId id, std::string_view reason);
+  // A running job: → suspending (its agent asks the task to checkpoint and exit); on a simulated node it is
+  // suspended at once. Any other state: FailedPrecondition with the reason (the API answers 409). A gang is
+  // suspended as a whole. The job stays suspended until Resume.
   Result<JobRecord> Suspend(JobId id);
+  // A suspended job goes back to the queue, keeping its first submit time.
   Result<JobRecord> Resume(JobId id);
+  // The agent reports a task of a scheduled job running: → running (the start time counts for min-runtime).
+  Status TaskStarted(JobId id, TimeMicros at);
+  // Every task of a suspending job has ended (checkpointed or killed after the grace): → suspended, releasing
+  // its devices; a job suspended for another job (preemption) goes on to the queue at once.
+  Status SuspendDone(JobId id, std::string_view reason);
   // A job's tasks ended (reported by an agent): moves it to `to` (succeeded or failed) and releases its devices.
   Result<JobRecord> Finish(JobId id, JobState to, std::string_view reason);
+  // Jobs holding devices on the node (scheduled, running, suspending), by id; for the agent's task list.
+  std::vector<JobId> JobsOnNode(std::string_view node) const;
   // The scheduler's last reason for a queued job; "" when none.
   std::string PendingReason(JobId id) const;
 
@@ -89,6 +111,9 @@ class ControlPlane {
   // One scheduling pass now: `full` tries every queued job, else only the ones submitted since the last pass.
   // Returns the number of jobs placed. The loop calls it; tests may call it directly.
   int RunPass(bool full);
+  // Marks non-simulated nodes silent for `node_timeout` NotReady and requeues their jobs. The loop calls it on
+  // every tick; tests may call it directly.
+  void CheckNodeTimeouts();
   // Asks the loop for a pass soon.
   void Wake(bool full);
 
@@ -99,36 +124,50 @@ class ControlPlane {
   size_t queue_length() const;
 
  private:
-  struct QueueKey {
-    int priority;
-    TimeMicros submitted_us;
-    JobId id;
-    bool operator<(const QueueKey& o) const {
-      if (priority != o.priority) return priority > o.priority;
-      if (submitted_us != o.submitted_us) return submitted_us < o.submitted_us;
-      return id < o.id;
-    }
-  };
+  // A job waiting in the queue (queued in the store).
   struct QueuedJob {
-    QueueKey key;
     TenantId tenant;
+    int priority = 0;
+    TimeMicros first_submit = 0;
     TaskRequest request;
     int replicas = 1;
-    std::string reason;
+    bool preemptible = false;
+    bool restarted = false;  // ran before (suspended or requeued)
+    std::string reason;      // why pending, as the last pass said
+    std::string persisted;   // the reason as last written to the store
   };
-  struct GangResult {
-    bool placed = false;
-    bool stop_pass = false;  // the store failed: try again later
-    std::string reason;
+  // A job holding devices (scheduled, running or suspending in the store).
+  struct HeldJob {
+    TenantId tenant;
+    int priority = 0;
+    TimeMicros first_submit = 0;
+    TaskRequest request;
+    int replicas = 1;
+    bool preemptible = false;
+    JobState state = JobState::kScheduled;
+    TimeMicros last_start = 0;
+    std::vector<Allocation> allocations;  // one per replica, as booked in state_
   };
+  enum class CommitResult { kPlaced, kGone, kNoRoom, kStoreDown };
 
   void Loop();
   void EnqueueLocked(const JobRecord& job);
   void DequeueLocked(JobId id);
-  GangResult PlaceLocked(QueuedJob& job);
   void ReleaseLocked(JobId id);
-  void CheckNodeTimeouts();
+  // RunSchedulingPass over `waiting` (queued, not awaiting victims) and every held job; carries out its
+  // decisions. Returns the number of jobs placed.
+  int PassLocked(const std::vector<JobId>& waiting, const std::vector<TenantRecord>& tenants);
+  // Books `allocations` in state_ and commits the placement; rolls state_ back if the store refuses.
+  CommitResult CommitLocked(JobId id, const std::vector<Allocation>& allocations, std::string* reason);
+  // running → suspending with `reason` (an event on the job); on simulated nodes on to suspended (and queued
+  // when `requeue`). Returns true when the devices were released at once.
+  Result<bool> SuspendLocked(JobId id, std::string_view reason, bool requeue, TimeMicros now);
+  // suspending → suspended (→ queued when `requeue`), devices released.
+  Status FinishSuspendLocked(JobId id, std::string_view reason, bool requeue, TimeMicros now);
+  // Every held job on a lost node back to the queue.
+  void RequeueLostLocked(const std::string& node, TimeMicros now);
   std::string TenantName(TenantId id) const;
+  int SuspensionsLastHour(JobId id, TimeMicros now);
 
   StateStore& store_;
   Clock& clock_;
@@ -139,10 +178,12 @@ class ControlPlane {
   ClusterState state_;                                            // guarded by mu_
   std::unique_ptr<PlacementPolicy> policy_;                       // guarded by mu_
   Rng rng_;                                                       // guarded by mu_
-  std::set<QueueKey> queue_;                                      // guarded by mu_
   std::unordered_map<JobId, QueuedJob> queued_;                   // guarded by mu_
   std::vector<JobId> fresh_;                                      // submitted since the last pass; mu_
-  std::unordered_map<JobId, std::vector<Allocation>> placed_;     // guarded by mu_
+  std::unordered_map<JobId, HeldJob> held_;                       // guarded by mu_
+  // Preemptors waiting for their victims to finish suspending (victims still suspending). mu_
+  std::unordered_map<JobId, std::vector<JobId>> awaiting_;
+  std::unordered_map<JobId, std::vector<TimeMicros>> suspended_at_;  // suspensions per job; mu_
   mutable std::map<int64_t, std::string> tenant_names_;           // guarded by mu_
 
   mutable std::mutex seen_mu_;

@@ -33,7 +33,7 @@ class ControlPlaneTest : public ::testing::Test {
     auto s = OpenStateStore((dir_ / "xpool.db").string());
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     store_ = std::move(*s);
-    control_ = std::make_unique<ControlPlane>(*store_, clock_, nullptr, ControlPlaneOptions{});
+    control_ = std::make_unique<ControlPlane>(*store_, clock_, nullptr, options_);
     ASSERT_TRUE(control_->Rebuild().ok());
   }
   static JobSpec Spec(std::string name, int gpus, int replicas = 1, int priority = 50, int gpucores = 0) {
@@ -67,7 +67,22 @@ class ControlPlaneTest : public ::testing::Test {
     return used;
   }
 
+  bool HasEvent(JobId id, std::string_view text) {
+    auto events = store_->JobEvents(id);
+    EXPECT_TRUE(events.ok());
+    if (!events.ok()) return false;
+    for (const EventRecord& e : *events) {
+      if (e.reason.find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
+  static JobSpec Preemptible(JobSpec s) {
+    s.preemptible = true;
+    return s;
+  }
+
   std::filesystem::path dir_;
+  ControlPlaneOptions options_;
   FakeClock clock_{1'700'000'000'000'000};
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<ControlPlane> control_;
@@ -100,7 +115,7 @@ TEST_F(ControlPlaneTest, GangIsAllOrNothing) {
   JobRecord big = Submit(Spec("big", 1, /*replicas=*/3, 50, /*gpucores=*/100));
   EXPECT_EQ(control_->RunPass(true), 0);
   EXPECT_EQ(StateOf(big.id), JobState::kQueued);
-  EXPECT_NE(control_->PendingReason(big.id).find("replica 2 of 3"), std::string::npos)
+  EXPECT_NE(control_->PendingReason(big.id).find("replica 3 of 3"), std::string::npos)
       << control_->PendingReason(big.id);
   EXPECT_EQ(DeviceMemoryUsed(), 0);  // the two replicas that fitted were rolled back
   JobRecord pair = Submit(Spec("pair", 1, /*replicas=*/2, 50, /*gpucores=*/100));
@@ -141,18 +156,141 @@ TEST_F(ControlPlaneTest, CancelTwiceIsRefused) {
 TEST_F(ControlPlaneTest, SuspendAndResume) {
   ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(1, "A100", 81920).Simulated().Build()).ok());
   JobRecord j = Submit(Spec("a", 1));
+  JobRecord waiting = Submit(Spec("b", 4));
   EXPECT_EQ(control_->RunPass(true), 1);
+  // Only a running job can be suspended: 409 with the reason.
+  auto queued = control_->Suspend(waiting.id);
+  EXPECT_EQ(queued.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(queued.status().message().find("is queued; only a running job can be suspended"), std::string::npos)
+      << queued.status().message();
   auto s = control_->Suspend(j.id);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->state, JobState::kSuspended);
+  EXPECT_EQ(s->state, JobState::kSuspended);  // simulated node: at once
   EXPECT_EQ(DeviceMemoryUsed(), 0);
   EXPECT_EQ(control_->Suspend(j.id).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(control_->RunPass(true), 0);
+  EXPECT_EQ(StateOf(j.id), JobState::kSuspended);  // held by hand: not scheduled again until resumed
   auto r = control_->Resume(j.id);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->state, JobState::kQueued);
   EXPECT_EQ(r->restart_count, 1);
+  EXPECT_EQ(r->submitted_us, j.submitted_us);
   EXPECT_EQ(control_->RunPass(false), 1);
   EXPECT_EQ(StateOf(j.id), JobState::kRunning);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+}
+
+TEST_F(ControlPlaneTest, HigherPriorityPreemptsOnASimulatedNode) {
+  options_.min_runtime = 0;
+  Open();
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(1, "A100", 81920).Simulated().Build()).ok());
+  JobRecord low = Submit(Preemptible(Spec("low", 1, 1, 10, 100)));
+  EXPECT_EQ(control_->RunPass(true), 1);
+  clock_.Advance(kMicrosPerSecond);
+  JobRecord high = Submit(Spec("high", 1, 1, 90, 100));
+  EXPECT_EQ(control_->RunPass(false), 1);
+  EXPECT_EQ(StateOf(high.id), JobState::kRunning);
+  auto after = store_->GetJob(low.id);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->state, JobState::kQueued);  // suspended and back in the queue, keeping its place
+  EXPECT_EQ(after->restart_count, 1);
+  EXPECT_EQ(after->submitted_us, low.submitted_us);
+  // The decision and its reason are events on both jobs.
+  EXPECT_TRUE(HasEvent(high.id, "suspends job " + low.id.ToString())) << "preemptor event";
+  EXPECT_TRUE(HasEvent(low.id, "suspended for job " + high.id.ToString())) << "victim event";
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+  // When the high job ends, the low one runs again.
+  ASSERT_TRUE(control_->Finish(high.id, JobState::kSucceeded, "done").ok());
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(low.id), JobState::kRunning);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+}
+
+TEST_F(ControlPlaneTest, PreemptionWaitsForTheAgentAndPicksNoSecondVictim) {
+  options_.min_runtime = 0;
+  Open();
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(1, "A100", 81920).Build()).ok());
+  JobRecord low = Submit(Preemptible(Spec("low", 1, 1, 10, 100)));
+  EXPECT_EQ(control_->RunPass(true), 1);
+  ASSERT_TRUE(control_->TaskStarted(low.id, clock_.NowMicros()).ok());
+  EXPECT_EQ(StateOf(low.id), JobState::kRunning);
+  JobRecord high = Submit(Spec("high", 1, 1, 90, 100));
+  EXPECT_EQ(control_->RunPass(false), 0);
+  EXPECT_EQ(StateOf(low.id), JobState::kSuspending);  // the agent is asked to checkpoint it
+  EXPECT_EQ(StateOf(high.id), JobState::kQueued);
+  EXPECT_NE(control_->PendingReason(high.id).find("waiting for job " + low.id.ToString()), std::string::npos)
+      << control_->PendingReason(high.id);
+  EXPECT_EQ(control_->RunPass(true), 0);  // no second round while the victim is still suspending
+  EXPECT_EQ(StateOf(high.id), JobState::kQueued);
+  // Persisted "why pending": visible in the store (so after a restart too).
+  auto stored = store_->GetJob(high.id);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_NE(stored->pending_reason.find("waiting for job"), std::string::npos);
+  Open();  // a restart while the victim checkpoints: the preemptor still waits for it
+  EXPECT_EQ(control_->RunPass(true), 0);
+  EXPECT_EQ(StateOf(low.id), JobState::kSuspending);
+  ASSERT_TRUE(control_->SuspendDone(low.id, "checkpointed and exited 0").ok());
+  auto after = store_->GetJob(low.id);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->state, JobState::kQueued);
+  EXPECT_EQ(after->restart_count, 1);
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(high.id), JobState::kScheduled);
+  EXPECT_EQ(StateOf(low.id), JobState::kQueued);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+}
+
+TEST_F(ControlPlaneTest, MinRuntimeProtectsAYoungJob) {
+  options_.min_runtime = 600 * kMicrosPerSecond;
+  Open();
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(1, "A100", 81920).Simulated().Build()).ok());
+  JobRecord low = Submit(Preemptible(Spec("low", 1, 1, 10, 100)));
+  EXPECT_EQ(control_->RunPass(true), 1);
+  JobRecord high = Submit(Spec("high", 1, 1, 90, 100));
+  EXPECT_EQ(control_->RunPass(false), 0);
+  EXPECT_EQ(StateOf(low.id), JobState::kRunning);
+  clock_.Advance(601 * kMicrosPerSecond);
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(high.id), JobState::kRunning);
+}
+
+TEST_F(ControlPlaneTest, TenantAtItsLimitWaitsWithTheReason) {
+  TenantQuota quota;
+  quota.devices = 1;
+  ASSERT_TRUE(store_->UpdateTenantQuota(tenant_, quota).ok());
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(4, "A100", 81920).Simulated().Build()).ok());
+  JobRecord a = Submit(Spec("a", 1, 1, 50, 100));
+  JobRecord b = Submit(Spec("b", 1, 1, 50, 100));
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(a.id), JobState::kRunning);
+  EXPECT_EQ(StateOf(b.id), JobState::kQueued);
+  EXPECT_NE(control_->PendingReason(b.id).find("at its gpu limit"), std::string::npos) << control_->PendingReason(b.id);
+}
+
+TEST_F(ControlPlaneTest, LostNodeRequeuesItsJobs) {
+  options_.node_timeout = 30 * kMicrosPerSecond;
+  Open();
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(1, "A100", 81920).Build()).ok());
+  JobRecord j = Submit(Spec("a", 1));
+  EXPECT_EQ(control_->RunPass(true), 1);
+  ASSERT_TRUE(control_->TaskStarted(j.id, clock_.NowMicros()).ok());
+  clock_.Advance(10 * kMicrosPerSecond);
+  control_->CheckNodeTimeouts();
+  EXPECT_EQ(StateOf(j.id), JobState::kRunning);  // not silent long enough
+  clock_.Advance(31 * kMicrosPerSecond);
+  control_->CheckNodeTimeouts();
+  auto after = store_->GetJob(j.id);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->state, JobState::kQueued);
+  EXPECT_EQ(after->restart_count, 1);
+  EXPECT_EQ(after->submitted_us, j.submitted_us);
+  EXPECT_EQ(DeviceMemoryUsed(), 0);
+  EXPECT_TRUE(HasEvent(j.id, "node n1 lost"));
+  EXPECT_FALSE(control_->GetNode("n1")->node.ready);
+  EXPECT_EQ(control_->RunPass(true), 0);  // nowhere to go while the node is lost
+  ASSERT_TRUE(control_->Heartbeat("n1").ok());
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(j.id), JobState::kScheduled);
   EXPECT_TRUE(control_->CheckConsistency().ok());
 }
 

@@ -130,6 +130,14 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   ControlPlaneOptions cp;
   cp.policy = options.policy;
   cp.tick = options.tick_ms * 1000;
+  if (options.node_timeout_s < 1 || options.node_timeout_s > 86400 || options.min_runtime_s < 0 ||
+      options.min_runtime_s > 7 * 86400 || options.max_suspensions_per_hour < 0 || options.max_suspensions_per_hour > 1000) {
+    return InvalidArgumentError("--node-timeout must be 1..86400 s, --min-runtime 0..604800 s, "
+                                "--max-suspensions-per-hour 0..1000");
+  }
+  cp.node_timeout = options.node_timeout_s * kMicrosPerSecond;
+  cp.min_runtime = options.min_runtime_s * kMicrosPerSecond;
+  cp.max_suspensions_per_hour = static_cast<int>(options.max_suspensions_per_hour);
   impl->control = std::make_unique<ControlPlane>(*impl->store, clock, &m, cp);
   RETURN_IF_ERROR(impl->control->Start());
   ApiOptions api_options;

@@ -5,13 +5,13 @@
 namespace xpool {
 namespace {
 
-// Saturating: kUnlimited stays kUnlimited.
+// Saturating: kUnlimitedAmount stays kUnlimitedAmount.
 int64_t SatAdd(int64_t a, int64_t b) {
-  if (a == kUnlimited || b == kUnlimited) return kUnlimited;
-  if (b > 0 && a > kUnlimited - b) return kUnlimited;
+  if (a == kUnlimitedAmount || b == kUnlimitedAmount) return kUnlimitedAmount;
+  if (b > 0 && a > kUnlimitedAmount - b) return kUnlimitedAmount;
   return a + b;
 }
-int64_t SatSub(int64_t a, int64_t b) { return a == kUnlimited ? kUnlimited : a - b; }
+int64_t SatSub(int64_t a, int64_t b) { return a == kUnlimitedAmount ? kUnlimitedAmount : a - b; }
 
 Status CheckNonNegative(const ResourceAmounts& r, std::string_view what) {
   if (r.gpu_compute_milli < 0 || r.gpu_memory_mib < 0 || r.cpu_milli < 0 || r.running_jobs < 0) {

@@ -20,7 +20,7 @@ namespace xpool {
 // model/job_spec.h.
 inline constexpr int kMinPriority = 0;
 
-inline constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
+inline constexpr int64_t kUnlimitedAmount = std::numeric_limits<int64_t>::max();
 
 // Amounts of the resources quotas and fair share count. Used for usage, demand, limits and
 // guarantees alike.
@@ -30,7 +30,9 @@ struct ResourceAmounts {
   int64_t cpu_milli = 0;
   int64_t running_jobs = 0;
 
-  static ResourceAmounts Unlimited() { return {kUnlimited, kUnlimited, kUnlimited, kUnlimited}; }
+  static ResourceAmounts Unlimited() {
+    return {kUnlimitedAmount, kUnlimitedAmount, kUnlimitedAmount, kUnlimitedAmount};
+  }
   void Add(const ResourceAmounts& o);
   void Subtract(const ResourceAmounts& o);
   friend bool operator==(const ResourceAmounts&, const ResourceAmounts&) = default;

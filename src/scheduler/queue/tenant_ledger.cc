@@ -26,7 +26,7 @@ std::string FirstBreach(const std::string& tenant, const std::string& scope,
     const int64_t u = used.*d.field;
     const int64_t want = demand.*d.field;
     const int64_t cap = limit.*d.field;
-    if (want == 0 || cap == kUnlimited || u + want <= cap) continue;
+    if (want == 0 || cap == kUnlimitedAmount || u + want <= cap) continue;
     std::string reason = "tenant " + tenant + " at its " + d.name + " limit" + scope + " (" +
                          std::to_string(u) + "/" + std::to_string(cap) + d.unit;
     if (u < cap) reason += ", job needs " + std::to_string(want);

@@ -55,7 +55,7 @@ TEST(ValidateTenantTest, BadQuotas) {
 TEST(TenantLedgerTest, LimitReasons) {
   Tenant t = MakeTenant(1, "a", 0, 8000);
   t.limit.running_jobs = 3;
-  t.priority_limits.push_back({80, 100, {4000, kUnlimited, kUnlimited, kUnlimited}});
+  t.priority_limits.push_back({80, 100, {4000, kUnlimitedAmount, kUnlimitedAmount, kUnlimitedAmount}});
   std::vector<Tenant> tenants = {t};
   struct Row {
     std::string name;

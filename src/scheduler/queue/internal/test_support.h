@@ -109,15 +109,15 @@ inline QueueJob Waiting(int64_t id, int64_t tenant, int priority, TimeMicros sub
 }
 
 inline Tenant MakeTenant(int64_t id, std::string name, int64_t guaranteed_gpu_milli = 0,
-                         int64_t limit_gpu_milli = kUnlimited) {
+                         int64_t limit_gpu_milli = kUnlimitedAmount) {
   Tenant t;
   t.id = TenantId(id);
   t.name = std::move(name);
   t.guaranteed.gpu_compute_milli = guaranteed_gpu_milli;
   if (guaranteed_gpu_milli >
       0) {  // a GPU guarantee comes with room for the CPU and memory that go with it
-    t.guaranteed.gpu_memory_mib = kUnlimited / 4;
-    t.guaranteed.cpu_milli = kUnlimited / 4;
+    t.guaranteed.gpu_memory_mib = kUnlimitedAmount / 4;
+    t.guaranteed.cpu_milli = kUnlimitedAmount / 4;
   }
   t.limit.gpu_compute_milli = limit_gpu_milli;
   return t;

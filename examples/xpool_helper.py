@@ -1,0 +1,124 @@
+"""xpool's suspend contract for Python jobs: import this, train through `run_training`, and the job checkpoints
+and leaves when xpool needs its devices for higher-priority work, then resumes where it stopped.
+
+The contract (docs/time-sharing.md, "The suspend contract"):
+  * to suspend a task, the agent writes the file named by XPOOL_SUSPEND_FILE and sends SIGUSR1 (the job's
+    suspend signal) to the task's process group;
+  * the task saves a checkpoint and exits 0 within its grace (`checkpoint: {grace: 60}` in the job spec);
+    past the grace it gets SIGTERM, then SIGKILL;
+  * the job goes back to the queue keeping its place and later restarts in the same workdir with
+    XPOOL_RESTART_COUNT one higher, so it loads its checkpoint.
+
+    import xpool_helper
+    def step(n, state):              # one unit of work; returns the new state (JSON-serialisable)
+        state["loss"] *= 0.99
+        return state
+    xpool_helper.run_training(step, total_steps=1000, initial_state={"loss": 1.0})
+
+Importing this module installs the SIGUSR1 handler at once (the earlier, the smaller the window in which the
+signal's default action would kill the task). Only the standard library is used; works with or without a GPU.
+Not thread-safe (import and call from the main thread).
+"""
+import json
+import os
+import signal
+import sys
+import time
+
+_suspend_signalled = False
+
+
+def _on_suspend(signum, frame):
+    global _suspend_signalled
+    _suspend_signalled = True
+
+
+def install_suspend_handler(signum=signal.SIGUSR1):
+    """Catches the suspend signal (default SIGUSR1) so it sets a flag instead of killing the process."""
+    signal.signal(signum, _on_suspend)
+
+
+def suspend_requested():
+    """True once xpool asked this task to suspend: the signal arrived or XPOOL_SUSPEND_FILE exists."""
+    if _suspend_signalled:
+        return True
+    flag = os.environ.get("XPOOL_SUSPEND_FILE")
+    return bool(flag) and os.path.exists(flag)
+
+
+def restart_count():
+    """How often this job restarted (0 on the first run), from XPOOL_RESTART_COUNT."""
+    try:
+        return int(os.environ.get("XPOOL_RESTART_COUNT", "0") or 0)
+    except ValueError:
+        return 0
+
+
+def default_checkpoint_path():
+    """checkpoint-job<ID>-r<REPLICA>.json in the workdir: one file per replica, kept across restarts."""
+    job = os.environ.get("XPOOL_JOB_ID", "local")
+    replica = os.environ.get("XPOOL_REPLICA", "0")
+    return os.path.join(os.getcwd(), f"checkpoint-job{job}-r{replica}.json")
+
+
+def save_checkpoint(path, step, state):
+    """Writes {"step", "state"} atomically (a crash never leaves half a checkpoint)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"step": step, "state": state, "time": time.time()}, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path):
+    """(step, state) from the checkpoint, or (0, None) when there is none or it cannot be read."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        return int(data["step"]), data.get("state")
+    except FileNotFoundError:
+        return 0, None
+    except (ValueError, KeyError, TypeError, OSError) as e:
+        print(f"xpool_helper: ignoring unreadable checkpoint {path}: {e}", flush=True)
+        return 0, None
+
+
+def run_training(step_fn, total_steps, initial_state=None, checkpoint_path=None, checkpoint_every=10,
+                 log_every=1, exit_on_suspend=True):
+    """Runs step_fn(step_number, state) -> state for steps 1..total_steps, resuming from the checkpoint.
+
+    Checkpoints every `checkpoint_every` steps and at the end. When a suspend is requested it checkpoints after
+    the current step and exits 0 (or returns ("suspended", step, state) when exit_on_suspend is False).
+    Returns ("done", total_steps, state) when every step ran.
+    """
+    if total_steps < 0 or checkpoint_every < 1:
+        raise ValueError("total_steps must be >= 0 and checkpoint_every >= 1")
+    install_suspend_handler()
+    path = checkpoint_path or default_checkpoint_path()
+    step, state = load_checkpoint(path)
+    if state is None:
+        state = initial_state if initial_state is not None else {}
+    if step > 0:
+        print(f"resuming from step {step} (restart {restart_count()})", flush=True)
+    else:
+        print(f"starting at step 0 (restart {restart_count()})", flush=True)
+    while step < total_steps:
+        if suspend_requested():
+            save_checkpoint(path, step, state)
+            print(f"suspend requested: checkpoint at step {step} saved, exiting 0", flush=True)
+            if exit_on_suspend:
+                sys.exit(0)
+            return "suspended", step, state
+        step += 1
+        state = step_fn(step, state)
+        if log_every and step % log_every == 0:
+            print(f"step {step}/{total_steps}", flush=True)
+        if step % checkpoint_every == 0:
+            save_checkpoint(path, step, state)
+    save_checkpoint(path, step, state)
+    print(f"done: {total_steps} steps", flush=True)
+    return "done", step, state
+
+
+install_suspend_handler()
