@@ -140,8 +140,45 @@ int64_t ShapeFragment(const NodeFree& node, const PodShape& shape) {
 }
 
 int64_t WeightedNodeFragment(const NodeFree& node, const TargetWorkload& target) {
+  // Fast path for the common node, whose devices are all one model: with the free compute sorted in descending
+  // order, the usable GPUs of a shape are a prefix (g ≥ d_m) and F_n(m) = idle − (that prefix's sum).
+  constexpr size_t kMaxFast = 16;
+  const size_t count = node.gpu_milli.size();
+  bool uniform = count <= kMaxFast;
+  for (size_t i = 1; uniform && i < count; ++i) uniform = node.gpu_model[i] == node.gpu_model[0];
+  if (!uniform) {
+    int64_t sum = 0;
+    for (const WeightedShape& w : target.shapes()) sum += w.count * ShapeFragment(node, w.shape);
+    return sum;
+  }
+  int64_t sorted[kMaxFast];
+  int64_t prefix[kMaxFast + 1];
+  for (size_t i = 0; i < count; ++i) {
+    // Insertion sort, descending: at most 16 values.
+    const int64_t g = node.gpu_milli[i];
+    size_t j = i;
+    while (j > 0 && sorted[j - 1] < g) {
+      sorted[j] = sorted[j - 1];
+      --j;
+    }
+    sorted[j] = g;
+  }
+  prefix[0] = 0;
+  for (size_t i = 0; i < count; ++i) prefix[i + 1] = prefix[i] + sorted[i];
+  const int64_t idle = prefix[count];
+  const std::string_view model = count > 0 ? node.gpu_model[0] : std::string_view();
   int64_t sum = 0;
-  for (const WeightedShape& w : target.shapes()) sum += w.count * ShapeFragment(node, w.shape);
+  for (const WeightedShape& w : target.shapes()) {
+    const PodShape& m = w.shape;
+    int64_t fragment = idle;
+    if (m.gpu_count > 0 && m.gpu_milli > 0 && node.cpu_milli >= m.cpu_milli &&
+        static_cast<size_t>(m.gpu_count) <= count && ShapeAllowsModel(m, model)) {
+      size_t usable = 0;
+      while (usable < count && sorted[usable] >= m.gpu_milli) ++usable;
+      if (usable >= static_cast<size_t>(m.gpu_count)) fragment = idle - prefix[usable];
+    }
+    sum += w.count * fragment;
+  }
   return sum;
 }
 

@@ -45,7 +45,15 @@ class PlacementPolicy {
   // largest-node capacities (ClusterTotals::max_node_*), never on the node's index, the rng or state kept
   // between calls. A Scheduler may then reuse a node's score until the node's generation changes and evaluate
   // identical nodes once. Default false: every call scores every fitting node.
+  // A Scheduler also shares one verdict between nodes whose descriptions (names and device uuids aside) and usage
+  // are equal — on a node whose devices are alike (no link table), equal up to a permutation of the devices — so
+  // a cacheable policy must not score by node name or device uuid (requests naming uuids are scored per node),
+  // nor let a node's score depend on which of its alike devices holds what (the device choice may).
   virtual bool cacheable() const { return false; }
+
+  // For cacheable policies that keep per-node state changed only by OnPlaced (after the placement changed the
+  // node): a value summarising that state. Score may depend on it; nodes with different tags are not shared.
+  virtual uint64_t NodeTag(const ClusterState& /*state*/, int /*node*/) const { return 0; }
 
   // Optional, for cacheable policies whose ranking does not depend on the request: a key computed from the node
   // alone (description, usage, ClusterTotals::max_node_*) such that, for every request, Score over the nodes

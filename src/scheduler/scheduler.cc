@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <set>
 #include <unordered_map>
@@ -120,15 +121,142 @@ struct StaticVerdict {
   std::string never_reason;
 };
 
-struct CacheEntry {
-  int64_t score = 0;
-  bool fits = false;
+// A cached verdict is one int64: the score, or one of two sentinels below every score (a real score that low is
+// raised to kLowestScore, the one place the cache can differ from Schedule()).
+constexpr int64_t kUnknown = std::numeric_limits<int64_t>::min();
+constexpr int64_t kNoFit = kUnknown + 1;
+constexpr int64_t kLowestScore = kUnknown + 2;
+
+// Per-node scores in a max segment tree (each inner entry: the best score below it and how many nodes hold it),
+// so a placement finds the best node, and the first, last or k-th among equals, in O(log nodes).
+class ScoreTree {
+ public:
+  void Assign(int count) {
+    size_ = 1;
+    while (size_ < count) size_ *= 2;
+    best_.assign(2 * static_cast<size_t>(size_), kNoFit);
+    ties_.assign(2 * static_cast<size_t>(size_), 1);
+    count_ = count;
+  }
+  int count() const { return count_; }
+  // Set every leaf first with SetLeaf, then Build.
+  void SetLeaf(int i, int64_t v) { best_[size_ + i] = v; }
+  void Build() {
+    for (int i = size_ - 1; i >= 1; --i) Pull(i);
+  }
+  void Set(int i, int64_t v) {
+    int at = size_ + i;
+    if (best_[at] == v) return;
+    best_[at] = v;
+    for (at /= 2; at >= 1; at /= 2) Pull(at);
+  }
+  int64_t best() const { return best_[1]; }
+  int ties() const { return ties_[1]; }
+  // The k-th (0-based) node, in index order, among those holding the best score.
+  int Kth(int k) const {
+    int at = 1;
+    while (at < size_) {
+      const int left = 2 * at;
+      if (best_[left] == best_[1] && k < ties_[left]) {
+        at = left;
+      } else {
+        if (best_[left] == best_[1]) k -= ties_[left];
+        at = left + 1;
+      }
+    }
+    return at - size_;
+  }
+
+ private:
+  void Pull(int i) {
+    const int64_t a = best_[2 * i], b = best_[2 * i + 1];
+    best_[i] = std::max(a, b);
+    ties_[i] = (a == best_[i] ? ties_[2 * i] : 0) + (b == best_[i] ? ties_[2 * i + 1] : 0);
+  }
+  int size_ = 1;
+  int count_ = 0;
+  std::vector<int64_t> best_;
+  std::vector<int> ties_;
 };
 
 struct ShapeCache {
   uint64_t seq = 0;
   bool valid = false;
-  std::vector<CacheEntry> entries;
+  bool memo_ok = false;       // the verdict may be shared between nodes of one state (no uuid lists)
+  ScoreTree scores;           // per node: score or kNoFit
+  std::vector<int64_t> memo;  // per node state id: score, kNoFit or kUnknown
+};
+
+// Appends raw bytes of a trivially copyable value to a key.
+template <typename T>
+void Put(std::string* key, const T& v) {
+  key->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+
+void PutString(std::string* key, const std::string& s) {
+  Put(key, s.size());
+  key->append(s);
+}
+
+// A node's description as far as scoring goes: everything but its name and its devices' uuids.
+void DescriptionKey(const Node& n, std::string* key) {
+  key->clear();
+  Put(key, n.cpu_milli);
+  Put(key, n.memory_mib);
+  Put(key, static_cast<uint8_t>(n.ready));
+  Put(key, static_cast<uint8_t>(n.cordoned));
+  Put(key, static_cast<uint8_t>(n.simulated));
+  Put(key, n.labels.size());
+  for (const auto& [k, v] : n.labels) {
+    PutString(key, k);
+    PutString(key, v);
+  }
+  Put(key, n.links.size());
+  for (int a = 0; a < n.links.size(); ++a) {
+    for (int b = 0; b < n.links.size(); ++b) Put(key, n.links.Score(a, b));
+  }
+  Put(key, n.devices.size());
+  for (const Device& d : n.devices) {
+    Put(key, static_cast<int>(d.vendor));
+    PutString(key, d.model);
+    Put(key, d.index);
+    Put(key, d.memory_mib);
+    Put(key, d.compute_milli);
+    Put(key, d.max_sharers);
+    Put(key, d.numa_node);
+    Put(key, static_cast<int>(d.mode));
+    Put(key, static_cast<uint8_t>(d.healthy));
+    Put(key, static_cast<uint8_t>(d.cordoned));
+  }
+}
+
+// True when the node's devices differ only in index and uuid and it has no link table: permuting their usage
+// then changes no fit and, by the cacheable() contract, no score.
+bool UniformDevices(const Node& n) {
+  if (!n.links.empty()) return false;
+  for (const Device& d : n.devices) {
+    const Device& f = n.devices.front();
+    if (d.vendor != f.vendor || d.model != f.model || d.memory_mib != f.memory_mib ||
+        d.compute_milli != f.compute_milli || d.max_sharers != f.max_sharers || d.numa_node != f.numa_node ||
+        d.mode != f.mode || d.healthy != f.healthy || d.cordoned != f.cordoned) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Interns keys into dense ids 0, 1, ….
+class Interner {
+ public:
+  uint32_t Id(const std::string& key) {
+    auto [it, added] = ids_.try_emplace(key, static_cast<uint32_t>(ids_.size()));
+    return it->second;
+  }
+  void Clear() { ids_.clear(); }
+  size_t size() const { return ids_.size(); }
+
+ private:
+  std::unordered_map<std::string, uint32_t> ids_;
 };
 
 }  // namespace
@@ -158,6 +286,21 @@ struct Scheduler::Impl {
 
   // Score cache.
   ShapeMap<ShapeCache> shapes;
+  std::vector<int> raw_changed;
+  // Node states (score cache): nodes alike in description (names, uuids aside), usage and the policy's NodeTag
+  // share a state id, and a shape's verdict is computed once per state id.
+  Interner descriptions;
+  Interner states;
+  std::vector<uint32_t> node_description;
+  std::vector<uint8_t> node_uniform;  // the node's devices are alike (and it has no link table): order is moot
+  std::vector<std::array<int64_t, 4>> device_keys;
+  std::vector<uint32_t> node_state;
+  std::vector<Capacity> node_capacity;  // for a cheap "cannot fit" before a full evaluation
+  uint64_t states_seq = 0;
+  uint64_t states_description_version = 0;
+  bool states_synced = false;
+  std::string state_key;
+  Rng scratch_rng{0};  // refreshes never draw from the caller's rng
 };
 
 Scheduler::Scheduler(const ClusterState& state, PlacementPolicy& policy, SchedulerOptions options)
@@ -186,9 +329,10 @@ namespace {
 
 // Collects the nodes changed since `seq` without duplicates; false when the journal does not reach back.
 bool ChangedNodes(const ClusterState& state, uint64_t seq, std::vector<int>* out, std::vector<uint64_t>* stamp,
-                  uint64_t* clock) {
+                  uint64_t* clock, std::vector<int>* raw_buffer) {
   out->clear();
-  std::vector<int> raw;
+  std::vector<int>& raw = *raw_buffer;
+  raw.clear();
   if (!state.NodesChangedSince(seq, &raw)) return false;
   if (stamp->size() < static_cast<size_t>(state.node_count())) stamp->resize(state.node_count(), 0);
   ++*clock;
@@ -214,7 +358,7 @@ void Scheduler::SyncOrdered() {
     m.part[n] = PartitionOf(state_.node(n), m.capacity[n]);
     if (m.part[n] >= 0) m.parts[m.part[n]].insert({key, n});
   };
-  if (!m.synced || !ChangedNodes(state_, m.synced_seq, &m.changed, &m.stamp, &m.stamp_clock)) {
+  if (!m.synced || !ChangedNodes(state_, m.synced_seq, &m.changed, &m.stamp, &m.stamp_clock, &m.raw_changed)) {
     for (auto& p : m.parts) p.clear();
     m.key.assign(count, 0);
     m.part.assign(count, -1);
@@ -295,59 +439,121 @@ int Scheduler::WalkOrdered(const TaskRequest& request, Rng& rng) {
   return best_node;
 }
 
+namespace {
+
+// The node with the best cached score (-1 when none fits), the tie-break choosing among equals. kRandom draws
+// once for the whole choice (uniform over the tied nodes, like Schedule()'s reservoir, which draws once per tie;
+// so the same seed picks differently here).
+int PickBest(const ScoreTree& scores, TieBreak tie_break, Rng& rng) {
+  if (scores.best() == kNoFit) return -1;
+  switch (tie_break) {
+    case TieBreak::kFirst: return scores.Kth(0);
+    case TieBreak::kLast: return scores.Kth(scores.ties() - 1);
+    case TieBreak::kRandom: {
+      const int ties = scores.ties();
+      return scores.Kth(ties > 1 ? std::uniform_int_distribution<int>(0, ties - 1)(rng) : 0);
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+namespace {
+constexpr size_t kMaxStates = 1 << 18;
+}  // namespace
+
+void Scheduler::SyncStates() {
+  Impl& m = *impl_;
+  const int count = state_.node_count();
+  // Start the tables over when descriptions were replaced (old ids would linger) and, in a long-lived loop that
+  // sees ever new usage combinations, past a bound.
+  const bool descriptions_changed =
+      !m.states_synced || m.states_description_version != state_.description_version() ||
+      static_cast<int>(m.node_state.size()) != count || m.states.size() > kMaxStates + 4 * static_cast<size_t>(count);
+  auto update = [&](int n) {
+    // Conditions (ready, cordoned, device health) change without a new description_version: key every time.
+    DescriptionKey(state_.node(n), &m.state_key);
+    m.node_description[n] = m.descriptions.Id(m.state_key);
+    m.node_uniform[n] = UniformDevices(state_.node(n)) ? 1 : 0;
+    const NodeUsage& u = state_.usage(n);
+    m.state_key.clear();
+    Put(&m.state_key, m.node_description[n]);
+    Put(&m.state_key, policy_.NodeTag(state_, n));
+    Put(&m.state_key, u.cpu_milli);
+    Put(&m.state_key, u.memory_mib);
+    m.device_keys.clear();
+    for (const DeviceUsage& d : u.devices) {
+      m.device_keys.push_back({d.memory_mib, d.compute_milli, d.sharers, d.exclusive ? 1 : 0});
+    }
+    // Alike devices: a cacheable policy's score does not depend on which of them holds what (see policy.h).
+    if (m.node_uniform[n]) std::sort(m.device_keys.begin(), m.device_keys.end());
+    for (const auto& k : m.device_keys) Put(&m.state_key, k);
+    m.node_state[n] = m.states.Id(m.state_key);
+    m.node_capacity[n] = CapacityOf(state_, n);
+  };
+  if (descriptions_changed ||
+      !ChangedNodes(state_, m.states_seq, &m.changed, &m.stamp, &m.stamp_clock, &m.raw_changed)) {
+    // Ids stay valid across a rescan only while descriptions are unchanged; otherwise start the tables over.
+    if (descriptions_changed) {
+      m.descriptions.Clear();
+      m.states.Clear();
+      m.shapes.clear();
+    }
+    m.node_description.assign(count, 0);
+    m.node_uniform.assign(count, 0);
+    m.node_state.assign(count, 0);
+    m.node_capacity.assign(count, Capacity{});
+    for (int n = 0; n < count; ++n) update(n);
+  } else {
+    for (int n : m.changed) update(n);
+  }
+  m.states_seq = state_.change_seq();
+  m.states_description_version = state_.description_version();
+  m.states_synced = true;
+}
+
 int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
   Impl& m = *impl_;
   int best_node = -1;
-  // Score cache: refresh the nodes changed since this shape was last used, then one pass.
+  SyncStates();
+  // Score cache: refresh the nodes changed since this shape was last used (from the per-state memo), then ask the
+  // score tree for the best node.
   if (static_cast<int>(m.shapes.size()) >= options_.max_cached_shapes && m.shapes.count(request) == 0) {
     m.shapes.clear();
   }
   ShapeCache& cache = m.shapes[request];
   const int count = state_.node_count();
-  auto refresh = [&](int n) {
-    ++stats_.nodes_visited;
+  auto evaluate = [&](int n) -> int64_t {
+    if (!MayFit(m.node_capacity[n], request)) return kNoFit;
     ++stats_.fit_calls;
-    CacheEntry& e = cache.entries[n];
-    e.fits = FitNode(state_, n, request, false, &m.candidate, &m.verdict) &&
-             policy_.Score(state_, request, m.candidate, rng, &e.score, &m.chosen) &&
-             ValidDeviceChoice(state_, request, m.candidate, m.chosen);
+    int64_t score = 0;
+    const bool fits = FitNode(state_, n, request, false, &m.candidate, &m.verdict) &&
+                      policy_.Score(state_, request, m.candidate, m.scratch_rng, &score, &m.chosen) &&
+                      ValidDeviceChoice(state_, request, m.candidate, m.chosen);
+    return fits ? std::max(score, kLowestScore) : kNoFit;
   };
-  if (!cache.valid || !ChangedNodes(state_, cache.seq, &m.changed, &m.stamp, &m.stamp_clock)) {
-    cache.entries.assign(count, CacheEntry{});
-    for (int n = 0; n < count; ++n) refresh(n);
+  auto verdict = [&](int n) -> int64_t {
+    ++stats_.nodes_visited;
+    if (!cache.memo_ok) return evaluate(n);
+    const uint32_t id = m.node_state[n];
+    if (id >= cache.memo.size()) cache.memo.resize(std::max<size_t>(id + 1, cache.memo.size() * 2), kUnknown);
+    int64_t& memo = cache.memo[id];
+    if (memo == kUnknown) memo = evaluate(n);
+    return memo;
+  };
+  if (!cache.valid || cache.scores.count() != count ||
+      !ChangedNodes(state_, cache.seq, &m.changed, &m.stamp, &m.stamp_clock, &m.raw_changed)) {
+    cache.memo_ok = request.uuid_include.empty() && request.uuid_exclude.empty();
+    cache.scores.Assign(count);
+    for (int n = 0; n < count; ++n) cache.scores.SetLeaf(n, verdict(n));
+    cache.scores.Build();
     cache.valid = true;
   } else {
-    if (static_cast<int>(cache.entries.size()) < count) cache.entries.resize(count);
-    for (int n : m.changed) refresh(n);
+    for (int n : m.changed) cache.scores.Set(n, verdict(n));
   }
   cache.seq = state_.change_seq();
-  const TieBreak tie = policy_.tie_break();
-  int64_t best_score = 0;
-  int ties = 0;
-  for (int n = 0; n < count; ++n) {
-    const CacheEntry& e = cache.entries[n];
-    if (!e.fits) continue;
-    if (best_node < 0 || e.score > best_score) {
-      best_node = n;
-      best_score = e.score;
-      ties = 1;
-    } else if (e.score == best_score) {
-      ++ties;
-      if (tie == TieBreak::kLast) best_node = n;
-    }
-  }
-  if (tie == TieBreak::kRandom && ties > 1) {
-    // One draw for the whole choice (uniform over the tied nodes, like Schedule()'s reservoir, which draws once
-    // per tie; so the same seed picks differently here).
-    int pick = std::uniform_int_distribution<int>(0, ties - 1)(rng);
-    for (int n = 0; n < count; ++n) {
-      const CacheEntry& e = cache.entries[n];
-      if (e.fits && e.score == best_score && pick-- == 0) {
-        best_node = n;
-        break;
-      }
-    }
-  }
+  best_node = PickBest(cache.scores, policy_.tie_break(), rng);
   if (best_node >= 0) {
     // Deterministic policy: scoring the winner again yields its device choice.
     int64_t score = 0;

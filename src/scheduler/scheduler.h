@@ -9,9 +9,12 @@
 //     request, in key order, and stops at the first fitting node whose score drops below the best (the key is
 //     monotone in the score), taking the lowest node index among equal best scores.
 //   * Score cache, for other cacheable policies: per request shape, each node's verdict and score, refreshed
-//     only for nodes changed since the shape was last used; a placement is one linear pass over the cache.
-//     TieBreak::kRandom draws once per placement (uniform over the tied nodes, as Schedule(), though the same
-//     seed picks a different node than Schedule()'s per-tie reservoir draws).
+//     only for nodes changed since the shape was last used, kept in a max segment tree (best node, and the
+//     first / last / k-th among equals, in O(log nodes)). Nodes alike in description (names, uuids aside),
+//     usage (up to a permutation of alike devices) and the policy's NodeTag share a state id, and a shape's
+//     verdict is computed once per state id: fill runs on openb, where most nodes are alike, evaluate a node
+//     state once per shape. TieBreak::kRandom draws once per placement (uniform over the tied nodes, as
+//     Schedule(), though the same seed picks a different node than Schedule()'s per-tie reservoir draws).
 //   * Otherwise (policies that use the rng or keep state): the full scan of Schedule().
 // In every mode the wait / never-fits decision is cached per request shape until a node's description changes.
 //
@@ -65,6 +68,7 @@ class Scheduler {
   void DecideMode();
   void SyncOrdered();                                     // partitions up to date with the journal
   int WalkOrdered(const TaskRequest& request, Rng& rng);  // the best node, or -1
+  void SyncStates();                                      // node state ids up to date with the journal
   int ScanCache(const TaskRequest& request, Rng& rng);    // the best node, -1, or kFallBack
 
   const ClusterState& state_;

@@ -1,5 +1,6 @@
 #include "scheduler/scheduler.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -7,6 +8,8 @@
 
 #include "model/node_builder.h"
 #include "scheduler/fit.h"
+#include "scheduler/fragmentation.h"
+#include "scheduler/policy/fgd.h"
 
 namespace xpool {
 namespace {
@@ -222,6 +225,65 @@ TEST(SchedulerTest, NeverFitsIsRecheckedWhenANodeChangesItsDescription) {
   ScheduleOutcome o = quiet.Schedule(r, rng);
   ASSERT_EQ(o.kind, OutcomeKind::kPlaced);
   EXPECT_EQ(o.allocation.devices[0].memory_mib, 20000);
+}
+
+// Property test for the score cache's shared verdicts: a cluster of many alike nodes (so nodes share state ids,
+// also up to a permutation of their devices), the paper policies that use the score cache (gpu-clustering with
+// its per-node classes as NodeTag, fgd with a fixed target), placements and releases; the Scheduler must agree
+// with the full scan after every step.
+TEST(SchedulerPropertyTest, AlikeNodesShareVerdictsAndMatchTheFullScan) {
+  Rng rng(7);
+  ClusterState state;
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(state.AddNode(MakeNode("g" + std::to_string(i)).WithCpu(96000).WithMemory(393216)
+                                  .WithGpus(8, "G2", 16384).Build()).ok());
+  }
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(state.AddNode(MakeNode("t" + std::to_string(i)).WithCpu(104000).WithMemory(524288)
+                                  .WithGpus(2, "T4", 16384).Build()).ok());
+  }
+  std::vector<TaskRequest> sample;
+  for (int i = 0; i < 200; ++i) sample.push_back(RandomRequest(rng));
+  std::vector<std::unique_ptr<PlacementPolicy>> policies;
+  for (const char* name : {"dot-product", "gpu-packing", "gpu-clustering"}) {
+    auto p = MakePolicy(name);
+    ASSERT_TRUE(p.ok());
+    policies.push_back(std::move(*p));
+  }
+  policies.push_back(std::make_unique<FgdPolicy>(TargetWorkload::FromRequests(sample)));
+  std::vector<std::unique_ptr<Scheduler>> schedulers;
+  for (auto& p : policies) {
+    ASSERT_TRUE(p->cacheable()) << p->name();
+    schedulers.push_back(std::make_unique<Scheduler>(state, *p, SchedulerOptions{.explain = false}));
+    ASSERT_EQ(schedulers.back()->mode(), SchedulerMode::kScoreCache) << p->name();
+  }
+  std::vector<Allocation> running;
+  int placed = 0;
+  for (int step = 0; step < 20'000; ++step) {
+    if (std::uniform_int_distribution<int>(0, 99)(rng) < 60 || running.empty()) {
+      TaskRequest r = RandomRequest(rng);
+      r.uuid_exclude.clear();
+      const size_t which = std::uniform_int_distribution<size_t>(0, policies.size() - 1)(rng);
+      Rng a(step), b(step);
+      ScheduleOutcome fast = schedulers[which]->Schedule(r, a);
+      ScheduleOutcome full = Schedule(state, r, *policies[which], b);
+      ASSERT_TRUE(SameOutcome(fast, full)) << "step " << step << " policy " << policies[which]->name()
+                                           << " fast node " << fast.allocation.node << " full node "
+                                           << full.allocation.node;
+      if (full.kind == OutcomeKind::kPlaced) {
+        ASSERT_TRUE(state.Apply(full.allocation).ok()) << "step " << step;
+        policies[which]->OnPlaced(state, r, full.allocation);
+        running.push_back(full.allocation);
+        ++placed;
+      }
+    } else {
+      const size_t i = std::uniform_int_distribution<size_t>(0, running.size() - 1)(rng);
+      ASSERT_TRUE(state.Release(running[i]).ok());
+      running[i] = running.back();
+      running.pop_back();
+    }
+  }
+  EXPECT_GT(placed, 3000);
 }
 
 // A cacheable policy with flat scores and a random tie-break: the score cache spreads placements over every

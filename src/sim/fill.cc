@@ -34,23 +34,36 @@ std::vector<const TracePod*> SamplePods(const std::vector<TracePod>& pods, int64
 
 namespace {
 
-// Forwards to a policy, changing only how equal scores are broken ("name@first|last|random", for ablations).
+// Forwards to a policy, changing only how equal scores are broken ("name@first|last|random", for ablations;
+// "name@T/U" breaks a GPU request's ties by T and a CPU-only request's by U, switching in OnArrival).
 class TieBreakOverride final : public PlacementPolicy {
  public:
-  TieBreakOverride(std::unique_ptr<PlacementPolicy> inner, TieBreak tie) : inner_(std::move(inner)), tie_(tie) {}
+  TieBreakOverride(std::unique_ptr<PlacementPolicy> inner, TieBreak gpu_tie, TieBreak cpu_tie)
+      : inner_(std::move(inner)), gpu_tie_(gpu_tie), cpu_tie_(cpu_tie), tie_(gpu_tie) {}
   std::string_view name() const override { return inner_->name(); }
   bool Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate, Rng& rng,
              int64_t* score, std::vector<int>* chosen_devices) override {
     return inner_->Score(state, request, candidate, rng, score, chosen_devices);
   }
   TieBreak tie_break() const override { return tie_; }
-  void OnArrival(const TaskRequest& request) override { inner_->OnArrival(request); }
+  bool cacheable() const override { return inner_->cacheable(); }
+  // The ordered walk assumes one tie-break for every request: offer no key when they differ.
+  bool NodeOrderKey(const ClusterState& state, int node, int64_t* key) const override {
+    return gpu_tie_ == cpu_tie_ && inner_->NodeOrderKey(state, node, key);
+  }
+  uint64_t NodeTag(const ClusterState& state, int node) const override { return inner_->NodeTag(state, node); }
+  void OnArrival(const TaskRequest& request) override {
+    tie_ = request.wants_devices() ? gpu_tie_ : cpu_tie_;
+    inner_->OnArrival(request);
+  }
   void OnPlaced(const ClusterState& state, const TaskRequest& request, const Allocation& allocation) override {
     inner_->OnPlaced(state, request, allocation);
   }
 
  private:
   std::unique_ptr<PlacementPolicy> inner_;
+  TieBreak gpu_tie_;
+  TieBreak cpu_tie_;
   TieBreak tie_;
 };
 
@@ -59,19 +72,29 @@ class TieBreakOverride final : public PlacementPolicy {
 Result<std::unique_ptr<PlacementPolicy>> MakeFillPolicy(const std::string& name, const TargetWorkload& target) {
   const size_t at = name.find('@');
   if (at != std::string::npos) {
+    auto parse = [](const std::string& text, TieBreak* t) {
+      if (text == "first") {
+        *t = TieBreak::kFirst;
+      } else if (text == "last") {
+        *t = TieBreak::kLast;
+      } else if (text == "random") {
+        *t = TieBreak::kRandom;
+      } else {
+        return false;
+      }
+      return true;
+    };
     const std::string tie = name.substr(at + 1);
-    TieBreak t;
-    if (tie == "first") {
-      t = TieBreak::kFirst;
-    } else if (tie == "last") {
-      t = TieBreak::kLast;
-    } else if (tie == "random") {
-      t = TieBreak::kRandom;
-    } else {
-      return InvalidArgumentError("policy \"" + name + "\": the tie-break after @ must be first, last or random");
+    const size_t slash = tie.find('/');
+    TieBreak gpu_tie, cpu_tie;
+    if (!parse(tie.substr(0, slash), &gpu_tie) ||
+        !parse(slash == std::string::npos ? tie : tie.substr(slash + 1), &cpu_tie)) {
+      return InvalidArgumentError("policy \"" + name +
+                                  "\": the tie-break after @ must be first, last or random (or GPU/CPU, e.g. "
+                                  "first/last)");
     }
     ASSIGN_OR_RETURN(std::unique_ptr<PlacementPolicy> inner, MakeFillPolicy(name.substr(0, at), target));
-    return std::unique_ptr<PlacementPolicy>(std::make_unique<TieBreakOverride>(std::move(inner), t));
+    return std::unique_ptr<PlacementPolicy>(std::make_unique<TieBreakOverride>(std::move(inner), gpu_tie, cpu_tie));
   }
   if (name == "fgd") return std::unique_ptr<PlacementPolicy>(std::make_unique<FgdPolicy>(target));
   return MakePolicy(name);
@@ -111,12 +134,23 @@ class FragmentTracker {
 
 }  // namespace
 
+ClusterState OrderNodes(const ClusterState& cluster, NodeOrder order, uint64_t seed) {
+  if (order == NodeOrder::kTrace) return cluster;
+  std::vector<int> perm(cluster.node_count());
+  for (int i = 0; i < cluster.node_count(); ++i) perm[i] = i;
+  Rng rng(seed ^ 0x6a09e667f3bcc909ULL);  // a stream of its own: sampling and tie draws stay as they were
+  std::shuffle(perm.begin(), perm.end(), rng);
+  ClusterState out;
+  for (int i : perm) (void)out.AddNode(cluster.node(i));  // valid nodes of a valid cluster
+  return out;
+}
+
 Result<FillCurve> RunFill(const ClusterState& cluster, const std::vector<TracePod>& pods,
                           const FillOptions& options) {
   if (options.tune_percent <= 0 || options.tune_percent > 1000) {
     return InvalidArgumentError("tune must be between 1 and 1000 percent");
   }
-  ClusterState state = cluster;
+  ClusterState state = OrderNodes(cluster, options.node_order, options.seed);
   FillCurve curve;
   curve.gpu_capacity_milli = state.totals().device_compute_capacity_milli;
   if (curve.gpu_capacity_milli <= 0) return InvalidArgumentError("the cluster has no GPU");

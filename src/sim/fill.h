@@ -19,10 +19,16 @@
 
 namespace xpool::sim {
 
+// The order of the nodes in a run, which is the order ties between equal scores are broken in.
+//   kTrace:    the node list's order (the default).
+//   kShuffled: a permutation drawn from the run's seed, on a stream of its own.
+enum class NodeOrder : uint8_t { kTrace, kShuffled };
+
 struct FillOptions {
   std::string policy = "fgd";
   uint64_t seed = 42;
   int tune_percent = 130;  // stop sampling when requested GPU ≥ tune_percent % of capacity
+  NodeOrder node_order = NodeOrder::kTrace;
 };
 
 struct FillCurve {
@@ -45,7 +51,10 @@ std::vector<const TracePod*> SamplePods(const std::vector<TracePod>& pods, int64
 // policy breaks equal scores (for ablations).
 Result<std::unique_ptr<PlacementPolicy>> MakeFillPolicy(const std::string& name, const TargetWorkload& target);
 
-// One run. `cluster` is copied (it should be empty of allocations).
+// The cluster's nodes (descriptions only) in the order a run with `options` uses.
+ClusterState OrderNodes(const ClusterState& cluster, NodeOrder order, uint64_t seed);
+
+// One run. `cluster` is copied (it should be empty of allocations), its nodes ordered by options.node_order.
 Result<FillCurve> RunFill(const ClusterState& cluster, const std::vector<TracePod>& pods,
                           const FillOptions& options);
 

@@ -69,7 +69,17 @@ bool FragmentationPolicyBase::Score(const ClusterState& state, const TaskRequest
     int best = -1;
     int64_t best_score = 0;
     std::vector<int> one(1);
-    for (int d : candidate.fitting_devices) {
+    const auto& fitting = candidate.fitting_devices;
+    for (size_t i = 0; i < fitting.size(); ++i) {
+      const int d = fitting[i];
+      // A device with the same free compute and model as an earlier one scores the same and cannot win (see
+      // PreferOnTie): skip it.
+      bool seen = false;
+      for (size_t j = 0; j < i && !seen; ++j) {
+        seen = scratch_.gpu_milli[fitting[j]] == scratch_.gpu_milli[d] &&
+               scratch_.gpu_model[fitting[j]] == scratch_.gpu_model[d];
+      }
+      if (seen) continue;
       one[0] = d;
       const int64_t s = Evaluate(state, request, node, one, before);
       if (best < 0 || s > best_score || (s == best_score && PreferOnTie(state, node, d, best))) {

@@ -1,5 +1,7 @@
 #include "scheduler/policy/gpu_clustering.h"
 
+#include <algorithm>
+
 #include "scheduler/policy/share_choice.h"
 
 namespace xpool {
@@ -35,6 +37,15 @@ bool GpuClusteringPolicy::Score(const ClusterState& state, const TaskRequest& re
   }
   *score = band + within;
   return true;
+}
+
+uint64_t GpuClusteringPolicy::NodeTag(const ClusterState& /*state*/, int node) const {
+  if (node >= static_cast<int>(shares_.size())) return 0;
+  uint64_t tag = 0;
+  for (const auto& [share, pods] : shares_[node]) {
+    if (pods > 0) tag |= uint64_t{1} << std::min<int64_t>(share, 63);
+  }
+  return tag;
 }
 
 void GpuClusteringPolicy::OnPlaced(const ClusterState& state, const TaskRequest& request,

@@ -8,7 +8,8 @@
 //      node with the least free GPU wins.
 //   5. A request without devices scores 0 everywhere. Devices: least free fitting device first.
 // Remembers the shares it placed per node (OnPlaced); it is not told of releases, so it suits the fill
-// experiment, where pods never leave. Not thread-safe (one object per scheduling loop).
+// experiment, where pods never leave. Cacheable: the classes on a node are its NodeTag (one bit per class).
+// Not thread-safe (one object per scheduling loop).
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -23,6 +24,9 @@ class GpuClusteringPolicy final : public PlacementPolicy {
   bool Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate, Rng& rng,
              int64_t* score, std::vector<int>* chosen_devices) override;
   void OnPlaced(const ClusterState& state, const TaskRequest& request, const Allocation& allocation) override;
+  // Score reads the node's usage and the set of classes placed there (NodeTag), which changes only in OnPlaced.
+  bool cacheable() const override { return true; }
+  uint64_t NodeTag(const ClusterState& state, int node) const override;
 
  private:
   // Per node: (class tag, pods) for the GPU pods placed there; tag 0 = sharing, k = k whole GPUs.

@@ -4,6 +4,7 @@
 //      seeded Rng, so the pick is a uniformly random feasible node.
 //   2. A GPU-sharing request takes a uniformly random fitting device; whole-device requests take the first
 //      fitting devices.
+// Cacheable: a Scheduler draws once for the node among the feasible ones, then once for the device.
 // Stateless; thread-compatible.
 #include "scheduler/policy.h"
 
@@ -15,6 +16,8 @@ class RandomPolicy final : public PlacementPolicy {
   bool Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate, Rng& rng,
              int64_t* score, std::vector<int>* chosen_devices) override;
   TieBreak tie_break() const override { return TieBreak::kRandom; }
+  // The score (0) depends on nothing; only the device choice draws, and a Scheduler asks for it on the winner.
+  bool cacheable() const override { return true; }
 };
 
 }  // namespace xpool
