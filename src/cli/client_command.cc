@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/control_commands.h"
@@ -483,18 +484,29 @@ int RunTenants(const Args& args) {
 }
 
 int RunTokens(const Args& args) {
-  FlagSet flags("xpool tokens", "Creates a bearer token for a tenant (admin): xpool tokens create --tenant NAME.");
+  FlagSet flags("xpool tokens",
+                "Creates a bearer token (admin): xpool tokens create --tenant NAME, or a node token for an agent:\n"
+                "xpool tokens create --node NAME (it opens only that node's agent routes).");
   ClientFlags cf;
   cf.Add(flags, false);
-  std::string tenant;
+  std::string tenant, node;
   flags.String("tenant", &tenant, "the tenant the token acts for");
+  flags.String("node", &node, "create a node token for the agent of this node instead");
   int code = 0;
   if (!ParseClient(flags, args, &code)) return code;
   const Args& pos = flags.positional();
-  if (pos.size() == 2 && tenant.empty()) tenant = pos[1];
-  if (pos.empty() || pos[0] != "create" || tenant.empty()) {
-    std::fprintf(stderr, "usage: xpool tokens create --tenant NAME\n");
+  if (pos.size() == 2 && tenant.empty() && node.empty()) tenant = pos[1];
+  if (pos.empty() || pos[0] != "create" || tenant.empty() == node.empty()) {
+    std::fprintf(stderr, "usage: xpool tokens create --tenant NAME | --node NAME\n");
     return 2;
+  }
+  if (!node.empty()) {
+    auto reply = Call(cf.connection(), "POST", "/api/v1/nodes/" + node + "/tokens", "{}");
+    if (!reply.ok()) return Fail(reply.status());
+    std::printf("%s\n", Str(*reply, "token").c_str());
+    std::fprintf(stderr, "node token created for node %s; it is shown once: xpool agent --token-file FILE\n",
+                 node.c_str());
+    return 0;
   }
   auto reply = Call(cf.connection(), "POST", "/api/v1/tenants/" + tenant + "/tokens", "{}");
   if (!reply.ok()) return Fail(reply.status());
@@ -531,6 +543,48 @@ int RunNodes(const Args& args) {
   }
   std::fprintf(stderr, "usage: xpool nodes register -f node.json | cordon NAME | uncordon NAME\n");
   return 2;
+}
+
+// `xpool logs JOB [--replica N] [-f]`: a replica's output as the agents shipped it (GET /api/v1/jobs/{id}/logs;
+// docs/agent.md "Logs"). -f keeps polling until the job has ended and no new output came for a few seconds.
+int RunLogs(const Args& args) {
+  FlagSet flags("xpool logs", "Prints a job's output (stdout and stderr): xpool logs JOB [--replica N] [-f].");
+  ClientFlags cf;
+  cf.Add(flags, false);
+  int64_t replica = 0;
+  bool follow = false;
+  flags.Int("replica", &replica, "which replica (default 0)");
+  flags.Bool("f", &follow, "follow: print new output as it comes, until the job ends");
+  int code = 0;
+  if (!ParseClient(flags, args, &code)) return code;
+  if (flags.positional().size() != 1 || replica < 0) {
+    std::fprintf(stderr, "usage: xpool logs JOB-ID [--replica N] [-f]\n");
+    return 2;
+  }
+  const Connection c = cf.connection();
+  const std::string base =
+      "/api/v1/jobs/" + flags.positional()[0] + "/logs?replica=" + std::to_string(replica);
+  int64_t offset = -1;  // first read: the last MiB the server holds
+  int quiet_after_done = 0;
+  for (;;) {
+    auto reply = Call(c, "GET", base + (offset >= 0 ? "&offset=" + std::to_string(offset) : ""));
+    if (!reply.ok()) return Fail(reply.status());
+    const int64_t first = Int(*reply, "first_offset");
+    if (offset >= 0 && first > offset) {
+      std::fprintf(stderr, "[xpool logs: %lld bytes of output were dropped]\n",
+                   static_cast<long long>(first - offset));
+    }
+    const std::string data = Str(*reply, "data");
+    std::fwrite(data.data(), 1, data.size(), stdout);
+    std::fflush(stdout);
+    offset = Int(*reply, "next_offset");
+    if (!follow) return 0;
+    const bool done = reply->value("done", false);
+    // After the job ended its last output may still be on its way (the agent's next heartbeat).
+    quiet_after_done = done && data.empty() ? quiet_after_done + 1 : 0;
+    if (quiet_after_done >= 6) return 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
 }
 
 }  // namespace xpool::cli

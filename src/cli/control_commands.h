@@ -16,5 +16,6 @@ int RunTop(const Args& args);
 int RunTenants(const Args& args);
 int RunTokens(const Args& args);
 int RunNodes(const Args& args);
+int RunLogs(const Args& args);
 
 }  // namespace xpool::cli

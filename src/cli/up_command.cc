@@ -14,6 +14,7 @@
 
 #include "agent/discovery.h"
 #include "agent/launcher.h"
+#include "agent/log_relay.h"
 #include "agent/node_agent.h"
 #include "common/flags.h"
 #include "server/agent_service.h"
@@ -23,6 +24,22 @@ namespace xpool::cli {
 namespace {
 
 std::atomic<bool> g_stop_agent{false};
+
+// The in-process agent's client: keeps the reports' log chunks in the server's relay (as the HTTP heartbeat
+// route does for remote agents), then asks the AgentService. Used by the agent thread only.
+class RelayingClient : public agent::ControlPlaneClient {
+ public:
+  RelayingClient(agent::ControlPlaneClient* inner, agent::LogRelay* relay) : inner_(inner), relay_(relay) {}
+  Status Register(const Node& node) override { return inner_->Register(node); }
+  Result<agent::HeartbeatReply> Heartbeat(const Node& node, const std::vector<agent::TaskReport>& tasks) override {
+    for (const agent::TaskReport& r : tasks) relay_->Append(r.status.task_id, r.log_offset, r.log_data);
+    return inner_->Heartbeat(node, tasks);
+  }
+
+ private:
+  agent::ControlPlaneClient* inner_;
+  agent::LogRelay* relay_;
+};
 
 // Registers, then ticks until stopped. Errors are printed once each and retried.
 void AgentLoop(agent::NodeAgent* node_agent) {
@@ -34,6 +51,7 @@ void AgentLoop(agent::NodeAgent* node_agent) {
     if (s.code() == StatusCode::kNotFound) registered = false;
     if (!s.ok() && s.message() != last_error) std::fprintf(stderr, "agent: %s (retrying)\n", s.message().c_str());
     last_error = s.ok() ? "" : s.message();
+    for (const std::string& n : node_agent->TakeNotices()) std::fprintf(stderr, "agent: %s\n", n.c_str());
     const TimeMicros wait = node_agent->interval_micros();
     for (TimeMicros waited = 0; waited < wait && !g_stop_agent.load(); waited += 50'000) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -56,9 +74,6 @@ int RunUp(const Args& args) {
   flags.String("simulate", &simulate, "simulate these devices instead of discovering, e.g. 4xA100-80GB");
   flags.String("nvml-library", &nvml_library, "the NVML library to load (default libnvidia-ml.so.1)");
   flags.String("node-name", &name, "this node's name (default: the host name)");
-  flags.Int("node-timeout", &options.node_timeout_s, "seconds without a heartbeat before a node is lost (default 30)");
-  flags.Int("min-runtime", &options.min_runtime_s, "seconds a job runs before it may be suspended for others (default 600)");
-  flags.Int("max-suspensions-per-hour", &options.max_suspensions_per_hour, "suspensions per job per hour (default 3)");
   flags.String("web-dir", &options.web_dir, "Studio's built web UI (default: BIN/../web, else the build's web/)");
   int code = 0;
   if (!ParseFlagsOrExit(flags, args, &code)) return code;
@@ -95,7 +110,8 @@ int RunUp(const Args& args) {
   std::error_code ec;
   server::AgentService service((*server)->control_plane(), (*server)->store(),
                                std::filesystem::current_path(ec).string());
-  agent::NodeAgent node_agent(report->node, &service, &launcher);
+  RelayingClient client(&service, &(*server)->log_relay());
+  agent::NodeAgent node_agent(report->node, &client, &launcher);
   std::thread agent_thread(AgentLoop, &node_agent);
 
   const std::string url = "http://" + options.listen;

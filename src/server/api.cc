@@ -7,6 +7,9 @@
 
 #include "model/job_spec.h"
 #include "model/job_state.h"
+#include "agent/log_relay.h"
+#include "agent/protocol.h"
+#include "server/agent_service.h"
 #include "server/auth.h"
 #include "server/http_status.h"
 #include "server/internal/json_codec.h"
@@ -18,7 +21,29 @@ namespace {
 
 using internal::Json;
 
-enum class Access { kPublic, kTenant, kAdmin };
+// kNode: an admin token, or the node token of the node the route names (agent routes only).
+enum class Access { kPublic, kTenant, kAdmin, kNode };
+
+// Node tokens belong to this tenant and read "xpn.<node>.<secret>": the node they serve is part of the
+// authenticated text, so it cannot be changed without the token failing. They open the agent routes only.
+constexpr const char* kNodeTenant = "xpool-nodes";
+constexpr const char* kNodeTokenPrefix = "xpn.";
+
+// The node a node token serves; "" when it is not one.
+std::string NodeOfToken(const std::string& token) {
+  if (token.rfind(kNodeTokenPrefix, 0) != 0) return "";
+  const size_t dot = token.rfind('.');
+  const size_t start = std::string(kNodeTokenPrefix).size();
+  return dot > start ? token.substr(start, dot - start) : "";
+}
+
+bool ValidNodeName(const std::string& name) {
+  if (name.empty() || name.size() > 253) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
+  }
+  return true;
+}
 
 std::vector<std::string> Split(const std::string& path) {
   std::vector<std::string> parts;
@@ -58,6 +83,7 @@ Result<JobId> ParseJobId(const std::string& text) {
 struct Api::Impl {
   struct Caller {
     TenantRecord tenant;
+    std::string node;  // set for a node token: the node it serves
   };
   using Params = std::vector<std::string>;
   using Handler = Result<ApiResponse> (Impl::*)(const ApiRequest&, const Caller&, const Params&);
@@ -97,7 +123,7 @@ struct Api::Impl {
     {
       std::lock_guard lock(cache_mu);
       auto it = auth_cache.find(hash);
-      if (it != auth_cache.end() && it->second.expires_us > now) return Caller{it->second.tenant};
+      if (it != auth_cache.end() && it->second.expires_us > now) return WithNode(it->second.tenant, *token);
     }
     auto tenant = store.Authenticate(*token);
     if (!tenant.ok()) {
@@ -107,7 +133,22 @@ struct Api::Impl {
     std::lock_guard lock(cache_mu);
     if (auth_cache.size() > 10000) auth_cache.clear();
     auth_cache[hash] = CachedAuth{*tenant, now + options.auth_cache_ttl};
-    return Caller{*tenant};
+    return WithNode(*tenant, *token);
+  }
+
+  static Result<Caller> WithNode(const TenantRecord& tenant, const std::string& token) {
+    Caller caller{tenant, ""};
+    if (tenant.name == kNodeTenant && !tenant.admin) {
+      caller.node = NodeOfToken(token);
+      if (caller.node.empty()) return UnauthenticatedError("invalid node token");
+    }
+    return caller;
+  }
+
+  // Node routes: an admin, or the node token of `node`.
+  static Status CheckNode(const Caller& caller, const std::string& node) {
+    if (caller.tenant.admin || caller.node == node) return Status::Ok();
+    return PermissionDeniedError("this node token is for node " + caller.node + ", not " + node);
   }
 
   std::string TenantName(TenantId id) {
@@ -255,18 +296,92 @@ struct Api::Impl {
     return JsonResponse(200, internal::NodeViewToJson(v));
   }
 
-  Result<ApiResponse> RegisterNode(const ApiRequest& req, const Caller&, const Params&) {
+  Result<ApiResponse> RegisterNode(const ApiRequest& req, const Caller& caller, const Params&) {
     ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
     ASSIGN_OR_RETURN(Node node, internal::NodeFromJson(body));
     std::string name = node.name;
-    RETURN_IF_ERROR(control.RegisterNode(std::move(node)));
+    RETURN_IF_ERROR(CheckNode(caller, name));
+    auto agent = req.query.find("agent");
+    if (!caller.node.empty() || (agent != req.query.end() && agent->second == "1")) {
+      // An agent runs this node: its jobs wait for its reports. Simulated devices stay visible as a label.
+      if (node.simulated) node.labels["xpool.io/simulated"] = "true";
+      if (options.agents != nullptr) {
+        RETURN_IF_ERROR(options.agents->Register(node));
+      } else {
+        node.simulated = false;
+        RETURN_IF_ERROR(control.RegisterNode(std::move(node)));
+      }
+    } else {
+      RETURN_IF_ERROR(control.RegisterNode(std::move(node)));
+    }
     ASSIGN_OR_RETURN(NodeView v, control.GetNode(name));
     return JsonResponse(201, internal::NodeViewToJson(v));
   }
 
-  Result<ApiResponse> Heartbeat(const ApiRequest&, const Caller&, const Params& p) {
-    RETURN_IF_ERROR(control.Heartbeat(p[0]));
-    return JsonResponse(200, Json{{"name", p[0]}, {"ok", true}});
+  // A bare heartbeat marks the node seen; an agent's (with "tasks") applies its task reports, keeps its log
+  // chunks and answers with every task wanted on the node (AgentService, the code `xpool up` uses in-process).
+  Result<ApiResponse> Heartbeat(const ApiRequest& req, const Caller& caller, const Params& p) {
+    RETURN_IF_ERROR(CheckNode(caller, p[0]));
+    ASSIGN_OR_RETURN(agent::HeartbeatRequest beat, agent::ParseHeartbeatBody(req.body));
+    if (!beat.has_tasks || options.agents == nullptr) {
+      RETURN_IF_ERROR(control.Heartbeat(p[0]));
+      return JsonResponse(200, Json{{"name", p[0]}, {"ok", true}});
+    }
+    ASSIGN_OR_RETURN(NodeView view, control.GetNode(p[0]));
+    if (options.logs != nullptr) {
+      for (const agent::TaskReport& r : beat.tasks) options.logs->Append(r.status.task_id, r.log_offset, r.log_data);
+    }
+    ASSIGN_OR_RETURN(agent::HeartbeatReply reply, options.agents->Heartbeat(view.node, beat.tasks));
+    return ApiResponse{200, "application/json", agent::HeartbeatReplyBody(reply)};
+  }
+
+  // A node token for one node: tenant kNodeTenant (created on first use), text "xpn.<node>.<secret>".
+  Result<ApiResponse> CreateNodeToken(const ApiRequest&, const Caller&, const Params& p) {
+    if (!ValidNodeName(p[0])) return InvalidArgumentError("node name must be 1..253 of [A-Za-z0-9._-]");
+    auto t = store.FindTenant(kNodeTenant);
+    if (!t.ok() && t.status().code() == StatusCode::kNotFound) {
+      t = store.CreateTenant(kNodeTenant, /*admin=*/false, TenantQuota{}, clock.NowMicros());
+      if (!t.ok() && t.status().code() == StatusCode::kAlreadyExists) t = store.FindTenant(kNodeTenant);
+    }
+    if (!t.ok()) return t.status();
+    if (t->admin) return FailedPreconditionError(std::string("tenant ") + kNodeTenant + " must not be an admin");
+    ASSIGN_OR_RETURN(std::string secret, GenerateToken());
+    const std::string token = kNodeTokenPrefix + p[0] + "." + secret;
+    ASSIGN_OR_RETURN(int64_t id, store.AddToken(t->id, token, "node " + p[0], clock.NowMicros()));
+    return JsonResponse(201, Json{{"id", id}, {"node", p[0]}, {"token", token}});
+  }
+
+  // Output of one replica, from the agents' log chunks (agent::LogRelay). Query: replica (default 0), offset
+  // (default: the last `limit` bytes), limit (default 1 MiB).
+  Result<ApiResponse> JobLogs(const ApiRequest& req, const Caller& caller, const Params& p) {
+    ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
+    int64_t replica = 0, offset = -1, limit = 1 << 20;
+    const std::pair<const char*, int64_t*> fields[] = {{"replica", &replica}, {"offset", &offset}, {"limit", &limit}};
+    for (const auto& [key, out] : fields) {
+      auto it = req.query.find(key);
+      if (it == req.query.end()) continue;
+      auto v = ParseNonNegativeIntText(it->second);
+      if (!v.ok()) return InvalidArgumentError(std::string(key) + " must be a non-negative number");
+      *out = *v;
+    }
+    if (replica >= job.spec.replicas) {
+      return InvalidArgumentError("replica " + std::to_string(replica) + ": job " + p[0] + " has " +
+                                  std::to_string(job.spec.replicas) + " replica(s)");
+    }
+    const std::string task = "job" + std::to_string(job.id.value()) + "-r" + std::to_string(replica);
+    Json out = {{"job_id", job.id.value()}, {"replica", replica}, {"task_id", task},
+                {"state", std::string(JobStateName(job.state))}, {"done", IsTerminal(job.state)},
+                {"first_offset", 0}, {"offset", std::max<int64_t>(offset, 0)},
+                {"next_offset", std::max<int64_t>(offset, 0)}, {"data", ""}};
+    if (options.logs == nullptr) return NotFoundError("this server keeps no task logs");
+    auto slice = options.logs->Read(task, offset, std::max<int64_t>(limit, 1));
+    if (slice.ok()) {
+      out["first_offset"] = slice->first_offset;
+      out["offset"] = slice->offset;
+      out["next_offset"] = slice->next_offset;
+      out["data"] = std::move(slice->data);
+    }
+    return JsonResponse(200, out);
   }
 
   Result<ApiResponse> Cordon(const ApiRequest&, const Caller&, const Params& p) {
@@ -400,10 +515,16 @@ const std::vector<Api::Impl::Route>& Api::Impl::Routes() {
       {"POST", "/api/v1/jobs/{id}/suspend", Access::kTenant, &I::SuspendJob, "Suspend (hold) a job."},
       {"POST", "/api/v1/jobs/{id}/resume", Access::kTenant, &I::ResumeJob, "Resume a suspended job."},
       {"GET", "/api/v1/jobs/{id}/events", Access::kTenant, &I::JobEvents, "A job's events, oldest first."},
+      {"GET", "/api/v1/jobs/{id}/logs", Access::kTenant, &I::JobLogs,
+       "A replica's output (query: replica, offset, limit); `xpool logs`."},
       {"GET", "/api/v1/nodes", Access::kTenant, &I::ListNodes, "Nodes with per-device capacity and allocation."},
-      {"POST", "/api/v1/nodes", Access::kAdmin, &I::RegisterNode, "Register or replace a node (admin)."},
+      {"POST", "/api/v1/nodes", Access::kNode, &I::RegisterNode,
+       "Register or replace a node (admin, or its node token; ?agent=1: run by an agent)."},
       {"GET", "/api/v1/nodes/{name}", Access::kTenant, &I::GetNode, "One node."},
-      {"POST", "/api/v1/nodes/{name}/heartbeat", Access::kAdmin, &I::Heartbeat, "A node reports in (admin/agent)."},
+      {"POST", "/api/v1/nodes/{name}/heartbeat", Access::kNode, &I::Heartbeat,
+       "A node reports in; an agent's task reports are answered with its wanted tasks (docs/agent.md)."},
+      {"POST", "/api/v1/nodes/{name}/tokens", Access::kAdmin, &I::CreateNodeToken,
+       "Create a node token for an agent; shown once (admin)."},
       {"POST", "/api/v1/nodes/{name}/cordon", Access::kAdmin, &I::Cordon, "Stop placing on a node (admin)."},
       {"POST", "/api/v1/nodes/{name}/uncordon", Access::kAdmin, &I::Uncordon, "Place on a node again (admin)."},
       {"GET", "/api/v1/tenants", Access::kAdmin, &I::ListTenants, "List tenants (admin)."},
@@ -489,6 +610,12 @@ ApiResponse Api::Impl::Dispatch(const ApiRequest& req, std::string* route_name) 
       caller = std::move(*who);
       if (r.access == Access::kAdmin && !caller.tenant.admin) {
         return ErrorResponse(PermissionDeniedError("this needs an admin token"));
+      }
+      if (r.access == Access::kNode && !caller.tenant.admin && caller.node.empty()) {
+        return ErrorResponse(PermissionDeniedError("this needs an admin or node token"));
+      }
+      if (r.access != Access::kNode && !caller.node.empty()) {
+        return ErrorResponse(PermissionDeniedError("a node token only serves the agent routes"));
       }
     }
     Result<ApiResponse> out = (this->*r.handler)(req, caller, params);

@@ -22,8 +22,13 @@
 #include "server/metrics.h"
 #include "store/state_store.h"
 
+namespace xpool::agent {
+class LogRelay;
+}  // namespace xpool::agent
+
 namespace xpool::server {
 
+class AgentService;
 class UsageHistory;
 
 struct ApiRequest {
@@ -46,6 +51,11 @@ struct ApiOptions {
   TimeMicros auth_cache_ttl = 5'000'000;
   int default_list_limit = 1000;
   const UsageHistory* usage_history = nullptr;  // GET /api/v1/usage/history; null = 404
+  // Agents over HTTP (docs/agent.md): heartbeats with task reports are answered with the wanted tasks by
+  // `agents`; their log chunks are kept in `logs` for GET /api/v1/jobs/{id}/logs. Null (tests): heartbeats only
+  // mark the node seen, logs are 404.
+  AgentService* agents = nullptr;
+  agent::LogRelay* logs = nullptr;
 };
 
 class Api {

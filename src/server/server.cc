@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <httplib.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +12,8 @@
 #include <filesystem>
 
 #include "common/clock.h"
+#include "agent/log_relay.h"
+#include "server/agent_service.h"
 #include "server/api.h"
 #include "server/control_plane.h"
 #include "server/metrics.h"
@@ -88,6 +89,8 @@ struct Server::Impl {
   MetricsRegistry metrics;
   std::unique_ptr<ControlPlane> control;
   std::unique_ptr<Api> api;
+  std::unique_ptr<AgentService> agents;  // agents over HTTP (heartbeat route)
+  agent::LogRelay logs;                  // task output shipped in heartbeats (GET /jobs/{id}/logs)
   std::unique_ptr<Studio> studio;
   UsageHistory usage_history;  // sampled every 10 s for Studio's Overview chart
   httplib::Server http;
@@ -130,18 +133,14 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   ControlPlaneOptions cp;
   cp.policy = options.policy;
   cp.tick = options.tick_ms * 1000;
-  if (options.node_timeout_s < 1 || options.node_timeout_s > 86400 || options.min_runtime_s < 0 ||
-      options.min_runtime_s > 7 * 86400 || options.max_suspensions_per_hour < 0 || options.max_suspensions_per_hour > 1000) {
-    return InvalidArgumentError("--node-timeout must be 1..86400 s, --min-runtime 0..604800 s, "
-                                "--max-suspensions-per-hour 0..1000");
-  }
-  cp.node_timeout = options.node_timeout_s * kMicrosPerSecond;
-  cp.min_runtime = options.min_runtime_s * kMicrosPerSecond;
-  cp.max_suspensions_per_hour = static_cast<int>(options.max_suspensions_per_hour);
   impl->control = std::make_unique<ControlPlane>(*impl->store, clock, &m, cp);
   RETURN_IF_ERROR(impl->control->Start());
   ApiOptions api_options;
   api_options.max_body_bytes = options.max_body_bytes;
+  impl->agents = std::make_unique<AgentService>(*impl->control, *impl->store,
+                                                std::filesystem::current_path(ec).string());
+  api_options.agents = impl->agents.get();
+  api_options.logs = &impl->logs;
   api_options.usage_history = &impl->usage_history;
   impl->studio = std::make_unique<Studio>(options.web_dir.empty() ? Studio::DefaultWebDir() : options.web_dir);
   impl->usage_history.Start([control = impl->control.get(), &clock] {
@@ -157,15 +156,6 @@ Status Server::Run() {
   const int threads = s.options.threads;
   s.http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   s.http.set_payload_max_length(s.options.max_body_bytes);
-  // Without TCP_NODELAY a response written in two parts waits for the client's delayed ACK (~40 ms each).
-  s.http.set_tcp_nodelay(true);
-  // Debian's libcpp-httplib listens with a backlog of 5: a burst of new connections (agents reporting in) would
-  // see dropped SYNs and 1 s retransmits. Remember the listening socket and widen its backlog after binding.
-  int listen_fd = -1;
-  s.http.set_socket_options([&listen_fd](socket_t sock) {
-    httplib::default_socket_options(sock);
-    listen_fd = static_cast<int>(sock);
-  });
   s.http.set_keep_alive_max_count(100000);
   s.http.set_read_timeout(10, 0);
   auto handler = [&s](const httplib::Request& req, httplib::Response& res) {
@@ -215,7 +205,6 @@ Status Server::Run() {
     port = -1;
   }
   if (port < 0) return UnavailableError("cannot listen on " + s.options.listen + " (address in use?)");
-  if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
   std::fprintf(stderr, "xpool server: listening on http://%s:%d (store: %s, state: %s)\n", host_port.first.c_str(),
                port, std::string(s.store->Kind()).c_str(), s.options.state_dir.c_str());
   if (s.studio->built()) {
@@ -231,6 +220,7 @@ Status Server::Run() {
 
 ControlPlane& Server::control_plane() { return *impl_->control; }
 StateStore& Server::store() { return *impl_->store; }
+agent::LogRelay& Server::log_relay() { return impl_->logs; }
 
 void Server::Shutdown() {
   impl_->http.stop();

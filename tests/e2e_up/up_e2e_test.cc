@@ -20,31 +20,15 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "e2e_support.h"
+
 namespace {
 
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  int port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
-}
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
+using xpool::e2e::FreePort;
+using xpool::e2e::ReadFile;
 
 class UpTest : public ::testing::Test {
  protected:
@@ -191,6 +175,18 @@ TEST_F(UpTest, EightHalfGpuJobsRunTwoPerDeviceExit3FailsCancelStops) {
 
   Json failed = WaitState(ninth, "failed");
   EXPECT_NE(failed.value("state_reason", "").find("exited with code 3"), std::string::npos) << failed.dump();
+
+  // Its output, through the CLI (`xpool logs`, fed in-process by the agent's log chunks).
+  std::string out;
+  for (int k = 0; k < 50 && out.find("failing") == std::string::npos; ++k) {
+    int code = -1;
+    out = xpool::e2e::RunCli({"logs", std::to_string(ninth), "--server", "http://127.0.0.1:" + std::to_string(port_),
+                              "--token", token_},
+                             &code);
+    EXPECT_EQ(code, 0) << out;
+    if (out.find("failing") == std::string::npos) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(out.find("failing"), std::string::npos) << out;
 }
 
 }  // namespace
