@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <httplib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -133,6 +134,14 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   ControlPlaneOptions cp;
   cp.policy = options.policy;
   cp.tick = options.tick_ms * 1000;
+  if (options.node_timeout_s < 1 || options.node_timeout_s > 86400 || options.min_runtime_s < 0 ||
+      options.min_runtime_s > 7 * 86400 || options.max_suspensions_per_hour < 0 || options.max_suspensions_per_hour > 1000) {
+    return InvalidArgumentError("--node-timeout must be 1..86400 s, --min-runtime 0..604800 s, "
+                                "--max-suspensions-per-hour 0..1000");
+  }
+  cp.node_timeout = options.node_timeout_s * kMicrosPerSecond;
+  cp.min_runtime = options.min_runtime_s * kMicrosPerSecond;
+  cp.max_suspensions_per_hour = static_cast<int>(options.max_suspensions_per_hour);
   impl->control = std::make_unique<ControlPlane>(*impl->store, clock, &m, cp);
   RETURN_IF_ERROR(impl->control->Start());
   ApiOptions api_options;
@@ -156,6 +165,15 @@ Status Server::Run() {
   const int threads = s.options.threads;
   s.http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   s.http.set_payload_max_length(s.options.max_body_bytes);
+  // Without TCP_NODELAY a response written in two parts waits for the client's delayed ACK (~40 ms each).
+  s.http.set_tcp_nodelay(true);
+  // Debian's libcpp-httplib listens with a backlog of 5: a burst of new connections (agents reporting in) would
+  // see dropped SYNs and 1 s retransmits. Remember the listening socket and widen its backlog after binding.
+  int listen_fd = -1;
+  s.http.set_socket_options([&listen_fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd = static_cast<int>(sock);
+  });
   s.http.set_keep_alive_max_count(100000);
   s.http.set_read_timeout(10, 0);
   auto handler = [&s](const httplib::Request& req, httplib::Response& res) {
@@ -205,6 +223,7 @@ Status Server::Run() {
     port = -1;
   }
   if (port < 0) return UnavailableError("cannot listen on " + s.options.listen + " (address in use?)");
+  if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
   std::fprintf(stderr, "xpool server: listening on http://%s:%d (store: %s, state: %s)\n", host_port.first.c_str(),
                port, std::string(s.store->Kind()).c_str(), s.options.state_dir.c_str());
   if (s.studio->built()) {

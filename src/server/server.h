@@ -30,6 +30,9 @@ struct ServerOptions {
   size_t max_body_bytes = 1 << 20;
   int threads = 32;
   int64_t tick_ms = 1000;
+  int64_t node_timeout_s = 30;            // a non-simulated node silent this long is lost; its jobs requeue
+  int64_t min_runtime_s = 600;            // time-sharing: a job that started less than this ago is not a victim
+  int64_t max_suspensions_per_hour = 3;   // time-sharing: per job
   std::string web_dir;  // Studio's built UI; "" = Studio::DefaultWebDir()
 };
 
