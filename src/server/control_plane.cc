@@ -20,8 +20,8 @@ double Seconds(std::chrono::steady_clock::duration d) {
 
 // The reason a time-sharing victim is given starts with this (scheduler/preemption/victim_selection.h), which
 // is how a suspending job is known to go back to the queue (not held) after a restart too.
-// "Why pending" writes to the store per pass (each one is a commit until the store batches them).
-constexpr size_t kMaxReasonWritesPerPass = 64;
+// "Why pending" rows written to the store per pass (one transaction); the rest are written by later passes.
+constexpr size_t kMaxReasonWritesPerPass = 4096;
 
 constexpr std::string_view kVictimPrefix = "suspended for job ";
 
@@ -527,7 +527,7 @@ int ControlPlane::RunPass(bool full) {
     for (JobId id : waiting) {
       auto it = queued_.find(id);
       if (it == queued_.end() || it->second.reason == it->second.persisted) continue;
-      // Each write is a commit: bounded per pass (the rest are written by later passes).
+      // Bounded per pass, so a first pass over a long queue does not make one huge transaction.
       if (reason_writes.size() >= kMaxReasonWritesPerPass) break;
       it->second.persisted = it->second.reason;
       reason_writes.emplace_back(id, it->second.reason);
@@ -535,7 +535,7 @@ int ControlPlane::RunPass(bool full) {
   }
   // "Why pending" is kept in the store too (a restart shows it); outside the lock. A job that left the queue
   // meanwhile is refused by the store or has its reason cleared by its transition.
-  for (const auto& [id, reason] : reason_writes) (void)store_.SetPendingReason(id, reason);
+  if (!reason_writes.empty()) (void)store_.SetPendingReasons(reason_writes);  // one transaction
   return placed;
 }
 
