@@ -98,7 +98,20 @@ struct Matrix {
   std::vector<std::string> policies;
   std::vector<uint64_t> seeds;
   int tune_percent = 130;
+  sim::NodeOrder node_order = sim::NodeOrder::kShuffled;
 };
+
+// --node-order: "shuffled" (seeded per run, the default) or "trace" (the node list's order).
+Status ParseNodeOrder(const std::string& text, sim::NodeOrder* out) {
+  if (text == "shuffled") {
+    *out = sim::NodeOrder::kShuffled;
+  } else if (text == "trace") {
+    *out = sim::NodeOrder::kTrace;
+  } else {
+    return InvalidArgumentError("--node-order must be shuffled or trace, not \"" + text + "\"");
+  }
+  return Status::Ok();
+}
 
 // Runs every (workload, policy, seed) in that order; rows come back in the same order.
 Result<std::vector<FillRun>> RunMatrix(const Matrix& m, int jobs, double* seconds) {
@@ -119,6 +132,7 @@ Result<std::vector<FillRun>> RunMatrix(const Matrix& m, int jobs, double* second
     options.policy = run.policy;
     options.seed = run.seed;
     options.tune_percent = m.tune_percent;
+    options.node_order = m.node_order;
     Result<sim::FillCurve> curve = sim::RunFill(m.cluster, m.pods[w], options);
     if (!curve.ok()) return curve.status().WithContext(run.workload + " / " + run.policy);
     run.curve = std::move(*curve);
@@ -169,6 +183,8 @@ int RunFillCommand(const Args& args) {
   flags.String("frag-ratio-csv", &frag_ratio_csv, "write fragmentation rate % per arrived %");
   flags.String("svg", &svg, "write a chart of allocation % vs arrived % (one line per policy)");
   flags.String("published", &published, "published analysis_allo_discrete.csv: dashed FGD curve in the SVG");
+  std::string node_order = "shuffled";
+  flags.String("node-order", &node_order, "order ties are broken in: shuffled (seeded per run) or trace");
   int code = 0;
   if (!ParseFlagsOrExit(flags, args, &code)) return code;
   if (cluster_path.empty() || workload_list.empty()) {
@@ -179,6 +195,7 @@ int RunFillCommand(const Args& args) {
   if (tune < 1 || tune > 1000) return Fail(InvalidArgumentError("--tune must be 1..1000"));
   Matrix m;
   m.tune_percent = static_cast<int>(tune);
+  if (Status s = ParseNodeOrder(node_order, &m.node_order); !s.ok()) return Fail(s);
   Result<std::vector<uint64_t>> seeds = ParseSeeds(seeds_text);
   if (!seeds.ok()) return Fail(seeds.status());
   m.seeds = *seeds;
@@ -250,6 +267,8 @@ int RunValidateCommand(const Args& args) {
   flags.Int("tolerance-centi", &tolerance_centi, "allowed |ours - published| in hundredths of a point");
   flags.String("csv", &csv, "write our allocation curves (published layout)");
   flags.String("svg", &svg, "write a chart per run set (allocation vs arrived)");
+  std::string node_order = "shuffled";
+  flags.String("node-order", &node_order, "order ties are broken in: shuffled (seeded per run) or trace");
   int code = 0;
   if (!ParseFlagsOrExit(flags, args, &code)) return code;
   if (jobs < 1 || jobs > 256) return Fail(InvalidArgumentError("--jobs must be 1..256"));
@@ -259,6 +278,7 @@ int RunValidateCommand(const Args& args) {
   Result<std::vector<uint64_t>> seeds = ParseSeeds(seeds_text);
   if (!seeds.ok()) return Fail(seeds.status());
   Matrix m;
+  if (Status s = ParseNodeOrder(node_order, &m.node_order); !s.ok()) return Fail(s);
   m.seeds = *seeds;
   m.policies = SplitList(policy_list);
   for (const std::string& p : SplitList(extra)) m.policies.push_back(p);

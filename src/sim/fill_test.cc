@@ -1,5 +1,9 @@
 #include "sim/fill.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "sim/report.h"
@@ -43,6 +47,33 @@ TEST(FillTest, SampleReachesTheTuneAndIsSeeded) {
   for (const TracePod* p : a) total += PodGpuMilli(*p);
   EXPECT_GE(total, 16000 * 130 / 100);
   EXPECT_LT(total - PodGpuMilli(*a.back()), 16000 * 130 / 100 + 2000);  // stops soon after reaching it
+}
+
+// The node order ties are broken in: the trace's, or a permutation drawn from the seed (same nodes, the same
+// permutation for the same seed, another for another seed).
+TEST(FillTest, NodeOrderIsTheTraceOrASeededPermutation) {
+  std::vector<TraceNode> many;
+  for (int i = 0; i < 40; ++i) many.push_back({"n" + std::to_string(i), 32000, 131072, 4, "G2"});
+  Result<ClusterState> cluster = BuildCluster(many);
+  ASSERT_TRUE(cluster.ok());
+  auto names = [](const ClusterState& s) {
+    std::vector<std::string> out;
+    for (int i = 0; i < s.node_count(); ++i) out.push_back(s.node(i).name);
+    return out;
+  };
+  EXPECT_EQ(names(OrderNodes(*cluster, NodeOrder::kTrace, 42)), names(*cluster));
+  const std::vector<std::string> a = names(OrderNodes(*cluster, NodeOrder::kShuffled, 42));
+  const std::vector<std::string> b = names(OrderNodes(*cluster, NodeOrder::kShuffled, 42));
+  const std::vector<std::string> c = names(OrderNodes(*cluster, NodeOrder::kShuffled, 43));
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_NE(a, names(*cluster));
+  std::vector<std::string> sorted_a = a, sorted_trace = names(*cluster);
+  std::sort(sorted_a.begin(), sorted_a.end());
+  std::sort(sorted_trace.begin(), sorted_trace.end());
+  EXPECT_EQ(sorted_a, sorted_trace);
+  EXPECT_EQ(OrderNodes(*cluster, NodeOrder::kShuffled, 42).totals().device_compute_capacity_milli,
+            cluster->totals().device_compute_capacity_milli);
 }
 
 TEST(FillTest, CurvesAreConsistentForEveryPaperPolicy) {
