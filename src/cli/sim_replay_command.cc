@@ -41,11 +41,11 @@ std::string Describe(const sim::ReplayOptions& o) {
 }
 
 void PrintSummary(const std::vector<Config>& configs) {
-  std::printf("%-34s %7s %9s %7s %9s %9s %7s %6s %6s %8s %10s\n", "configuration", "alloc%", "alloc%|q", "req%",
+  std::printf("%-44s %7s %9s %7s %9s %9s %7s %6s %6s %8s %10s\n", "configuration", "alloc%", "alloc%|q", "req%",
               "queued_h", "makespan", "placed", "never", "susp", "lostGPUh", "events/s");
   for (const Config& c : configs) {
     const sim::ReplayResult& r = c.result;
-    std::printf("%-34s %6.2f%% %8.2f%% %6.2f%% %9.1f %8.1fh %7lld %6lld %6lld %8.1f %10.0f\n",
+    std::printf("%-44s %6.2f%% %8.2f%% %6.2f%% %9.1f %8.1fh %7lld %6lld %6lld %8.1f %10.0f\n",
                 (c.label + " (" + Describe(c.options) + ")").c_str(), r.allocated_pct, r.allocated_pct_queued,
                 r.requested_pct, r.queued_s / 3600.0, static_cast<double>(r.makespan_s) / 3600.0,
                 static_cast<long long>(r.placed), static_cast<long long>(r.never_placed),
@@ -73,14 +73,17 @@ void PrintDelays(const Config& c) {
               r.first_reject_reason.c_str());
 }
 
-std::string Svg(const std::vector<Config>& configs, const std::string& workload) {
+// `from_day`: the chart starts that many days after the first arrival (a trace's quiet start left out).
+std::string Svg(const std::vector<Config>& configs, const std::string& workload, double from_day) {
   sim::LineChart chart;
   chart.title = "GPU allocation over time — " + workload;
+  const double from_s = from_day * 86400;
   double max_s = 1;
-  for (const Config& c : configs) max_s = std::max(max_s, static_cast<double>(c.result.makespan_s));
+  for (const Config& c : configs) max_s = std::max(max_s, static_cast<double>(c.result.makespan_s) - from_s);
   const bool days = max_s > 4 * 86400;
   const double unit = days ? 86400 : 3600;
-  chart.x_label = days ? "time (days since the first arrival)" : "time (hours since the first arrival)";
+  chart.x_label = std::string(days ? "time (days" : "time (hours") + " since the first arrival" +
+                  (from_day > 0 ? " + " + std::to_string(static_cast<int64_t>(from_day)) + " days)" : ")");
   chart.max_x = max_s / unit;
   chart.x_tick = chart.max_x > 100 ? 20 : chart.max_x > 20 ? 5 : 1;
   int i = 0;
@@ -88,8 +91,9 @@ std::string Svg(const std::vector<Config>& configs, const std::string& workload)
     sim::ChartSeries s{c.label + " allocated", sim::ChartColor(i), false, {}};
     sim::ChartSeries q{c.label + " requested", sim::ChartColor(i), true, {}};
     for (const sim::TimelinePoint& p : c.result.timeline) {
-      s.points.push_back({p.time_s / unit, p.allocated_pct});
-      q.points.push_back({p.time_s / unit, p.requested_pct});
+      if (p.time_s < from_s) continue;
+      s.points.push_back({(p.time_s - from_s) / unit, p.allocated_pct});
+      q.points.push_back({(p.time_s - from_s) / unit, p.requested_pct});
     }
     chart.series.push_back(std::move(s));
     if (!c.options.share) chart.series.push_back(std::move(q));  // equal to allocated when GPUs are shared
@@ -106,7 +110,7 @@ int RunReplayCommand(const Args& args) {
                 "when they do not fit; queue, quotas and preemption are the server's scheduling pass.");
   std::string cluster_path, workload, policy = "default", queue = "priority", share = "on", preemption = "on",
                                       qos = "", svg, csv;
-  int64_t nodes_count = 0, min_runtime = 600, checkpoint_cost = 0, max_suspensions = 3, speedup = 1, seed = 42, points = 2000;
+  int64_t svg_from_day = 0, nodes_count = 0, min_runtime = 600, checkpoint_cost = 0, max_suspensions = 3, speedup = 1, seed = 42, points = 2000;
   bool whole_gpu = false, compare = false;
   flags.String("cluster", &cluster_path, "node list CSV (sn,cpu_milli,memory_mib,gpu,model)");
   flags.String("workload", &workload, "pod list CSV with times (11 columns)");
@@ -125,6 +129,7 @@ int RunReplayCommand(const Args& args) {
   flags.Int("seed", &seed, "seed of the placement policy's random choices");
   flags.Int("points", &points, "points of the allocation-over-time series (CSV, SVG)");
   flags.String("svg", &svg, "write a chart of GPU allocation over time");
+  flags.Int("svg-from-day", &svg_from_day, "start the chart this many days after the first arrival");
   flags.String("csv", &csv, "write the allocation-over-time series (time_s,allocated_pct,requested_pct,waiting)");
   int code = 0;
   if (!ParseFlagsOrExit(flags, args, &code)) return code;
@@ -149,6 +154,7 @@ int RunReplayCommand(const Args& args) {
     if (!q.ok()) return Fail(q.status());
     o.qos_priority = *q;
   }
+  if (svg_from_day < 0) return Fail(InvalidArgumentError("--svg-from-day must not be negative"));
   if (points < 1 || points > 1000000) return Fail(InvalidArgumentError("--points must be 1..1000000"));
   if (seed < 0) return Fail(InvalidArgumentError("--seed must not be negative"));
   if (max_suspensions < 0 || max_suspensions > 1000000) {
@@ -198,7 +204,7 @@ int RunReplayCommand(const Args& args) {
     if (Status w = sim::WriteTextFile(csv, sim::TimelineCsv(configs.back().result)); !w.ok()) return Fail(w);
   }
   if (!svg.empty()) {
-    if (Status w = sim::WriteTextFile(svg, Svg(configs, sim::WorkloadName(workload))); !w.ok()) return Fail(w);
+    if (Status w = sim::WriteTextFile(svg, Svg(configs, sim::WorkloadName(workload), static_cast<double>(svg_from_day))); !w.ok()) return Fail(w);
   }
   return 0;
 }
