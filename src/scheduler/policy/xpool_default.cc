@@ -2,30 +2,123 @@
 
 #include <algorithm>
 
-#include "scheduler/policy/fgd.h"
 #include "scheduler/policy/share_choice.h"
 
 namespace xpool {
 namespace {
-constexpr int64_t kTieBits = 20;  // the best-fit term lives below Δ in the low 20 bits
+constexpr int64_t kTieBits = 20;         // the best-fit term lives below the score in the low 20 bits
+constexpr int64_t kMemoryRefresh = 256;  // placements between refreshes of the per-shape mean memory
 }  // namespace
 
+int64_t DefaultPolicy::ResourceFragment(const NodeFree& node, int64_t memory_mib, const TargetWorkload& target,
+                                        const std::vector<int64_t>& shape_memory_mib) {
+  int64_t idle = 0;
+  for (int64_t g : node.gpu_milli) idle += g;
+  int64_t sum = 0;
+  const std::vector<WeightedShape>& shapes = target.shapes();
+  for (size_t m = 0; m < shapes.size(); ++m) {
+    const PodShape& shape = shapes[m].shape;
+    int64_t fragment = idle;
+    if (shape.gpu_count > 0 && shape.gpu_milli > 0 && node.cpu_milli >= shape.cpu_milli) {
+      int usable = 0;
+      int64_t pods_gpu = 0;  // m-pods the usable devices could host
+      int64_t usable_milli = 0;
+      int64_t unusable_milli = 0;
+      std::string_view model;
+      bool allowed = false;
+      for (size_t i = 0; i < node.gpu_milli.size(); ++i) {
+        const int64_t g = node.gpu_milli[i];
+        if (i == 0 || node.gpu_model[i] != model) {
+          model = node.gpu_model[i];
+          allowed = ShapeAllowsModel(shape, model);
+        }
+        if (allowed && g >= shape.gpu_milli) {
+          ++usable;
+          usable_milli += g;
+          if (shape.gpu_count == 1) pods_gpu += g / shape.gpu_milli;
+        } else {
+          unusable_milli += g;
+        }
+      }
+      if (shape.gpu_count > 1) pods_gpu = usable / shape.gpu_count;
+      if (usable >= shape.gpu_count) {
+        int64_t pods_res = pods_gpu;  // m-pods the free CPU and memory can feed, at most pods_gpu
+        if (shape.cpu_milli > 0) pods_res = std::min(pods_res, node.cpu_milli / shape.cpu_milli);
+        const int64_t mem = m < shape_memory_mib.size() ? shape_memory_mib[m] : 0;
+        if (mem > 0) pods_res = std::min(pods_res, memory_mib / mem);
+        if (pods_res <= 0) {
+          fragment = idle;
+        } else {
+          fragment = unusable_milli + usable_milli * (pods_gpu - pods_res) / pods_gpu;
+        }
+      }
+    }
+    sum += shapes[m].count * fragment;
+  }
+  return sum;
+}
+
+void DefaultPolicy::OnPlaced(const ClusterState& /*state*/, const TaskRequest& request,
+                             const Allocation& /*allocation*/) {
+  ++placed_;
+  PodShape s = ShapeOf(request);
+  for (ShapeMemory& m : memory_seen_) {
+    if (m.shape == s) {
+      m.sum_mib += request.memory_mib;
+      ++m.count;
+      return;
+    }
+  }
+  memory_seen_.push_back({std::move(s), request.memory_mib, 1});
+}
+
+void DefaultPolicy::RefreshShapeMemory() {
+  const std::vector<WeightedShape>& shapes = target().shapes();
+  const WeightedShape* key = shapes.empty() ? nullptr : shapes.data();
+  const bool target_changed = key != target_key_ || target().total_count() != target_total_;
+  if (!target_changed && placed_at_refresh_ >= 0 && placed_ - placed_at_refresh_ < kMemoryRefresh) return;
+  target_key_ = key;
+  target_total_ = target().total_count();
+  placed_at_refresh_ = placed_;
+  shape_memory_.assign(shapes.size(), 0);
+  for (size_t m = 0; m < shapes.size(); ++m) {
+    for (const ShapeMemory& seen : memory_seen_) {
+      if (seen.shape == shapes[m].shape) {
+        shape_memory_[m] = seen.sum_mib / seen.count;
+        break;
+      }
+    }
+  }
+  last_node_ = -1;  // the measure changed
+}
+
 int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& request, int node,
-                                const std::vector<int>& devices, int64_t before) {
-  // FGD's bounded score of Δ: ⌊100·sigmoid(Δ/1000)⌋ (Δ in milli-GPU of expected fragment).
-  const int64_t weighted = FragmentationDelta(&scratch(), request, devices, target(), before);
-  const int64_t delta = FgdSigmoidScore(weighted, std::max<int64_t>(1, target().total_count()));
-  // Best fit below Δ: the least free GPU left on the node, then the least free CPU (each scaled to 0..1023).
+                                const std::vector<int>& devices, int64_t /*before*/) {
+  RefreshShapeMemory();
+  NodeFree& free = scratch();
+  const int64_t memory = state.FreeMemory(node);
+  if (node != last_node_ || state.generation(node) != last_generation_) {
+    last_node_ = node;
+    last_generation_ = state.generation(node);
+    last_before_ = ResourceFragment(free, memory, target(), shape_memory_);
+  }
+  free.cpu_milli -= request.cpu_milli;
+  for (int d : devices) free.gpu_milli[d] -= request.device_compute_milli;
+  const int64_t after = ResourceFragment(free, memory - request.memory_mib, target(), shape_memory_);
+  free.cpu_milli += request.cpu_milli;
+  for (int d : devices) free.gpu_milli[d] += request.device_compute_milli;
+  const int64_t score = FgdSigmoidScore(last_before_ - after, std::max<int64_t>(1, target().total_count()));
+
+  // Best fit below the score: the least free GPU left on the node, then the least free CPU (each 0..1023).
   const int64_t max_gpu = std::max<int64_t>(1, state.totals().max_node_device_compute_milli);
   const int64_t max_cpu = std::max<int64_t>(1, state.totals().max_node_cpu_milli);
   int64_t gpu_after = 0;
-  for (int64_t g : scratch().gpu_milli) gpu_after += g;
+  for (int64_t g : free.gpu_milli) gpu_after += g;
   gpu_after -= static_cast<int64_t>(devices.size()) * request.device_compute_milli;
-  const int64_t cpu_after = scratch().cpu_milli - request.cpu_milli;
+  const int64_t cpu_after = free.cpu_milli - request.cpu_milli;
   const int64_t gpu_term = std::clamp<int64_t>((max_gpu - gpu_after) * 1023 / max_gpu, 0, 1023);
   const int64_t cpu_term = std::clamp<int64_t>((max_cpu - cpu_after) * 1023 / max_cpu, 0, 1023);
-  (void)node;
-  return delta * (int64_t{1} << kTieBits) + gpu_term * 1024 + cpu_term;
+  return score * (int64_t{1} << kTieBits) + gpu_term * 1024 + cpu_term;
 }
 
 }  // namespace xpool

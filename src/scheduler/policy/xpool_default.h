@@ -1,19 +1,24 @@
 #pragma once
-// DefaultPolicy ("default"): xpool's own placement policy — FGD with an online target workload and best-fit
-// ties. Built on the FGD paper's measure (scheduler/fragmentation.h):
+// DefaultPolicy ("default"): xpool's own placement policy — fragmentation gradient descent (FGD, Weng et al.,
+// USENIX ATC '23) on a measure that also counts the GPU that CPU and memory can no longer feed, with an online
+// target workload and best-fit ties. Steps (docs/scheduling.md has the results):
 //   1. Learn the target workload online: every arriving request's shape is counted (OnArrival), and the most
 //      common shapes covering 95 % of arrivals so far form the target (rebuilt when the count doubles, then
-//      every 256 arrivals). Nothing about future requests is used.
-//   2. For each candidate node and device choice (each fitting device for a GPU-sharing request; for whole
-//      devices, the first fitting ones) compute the change of the node's weighted fragmentation
-//      Δ = Σ_m p_m (F_n(m) before − F_n(m) after) and FGD's bounded score ⌊100·sigmoid(Δ/1000)⌋. (An exact,
-//      untruncated Δ was tried and placed ~1.2 points less on openb: the coarse score lets step 3 decide
-//      among near-equal nodes.)
-//   3. Among equal scores, best fit: the node left with the least free GPU, then the least free CPU (a term
-//      below the score); a sharing pod's equal devices go to the tightest device; then the first node.
-// Caches each node's score per request shape until the node's generation changes. Not thread-safe.
+//      every 256 arrivals). Each shape's mean memory is learned from the placed requests (OnPlaced). Nothing
+//      about future requests is used.
+//   2. Resource-aware fragment of node n for shape m, F'_n(m): FGD's F_n(m) (all idle GPU when m cannot fit or
+//      may not use the model; else the idle GPU of devices too small for m), plus, when the node's free CPU or
+//      memory feeds fewer m-pods than its usable devices could host (P_res < P_gpu), the usable devices' free
+//      GPU × (P_gpu − P_res) / P_gpu — GPU stranded by CPU or memory.
+//   3. For each candidate node and device choice (each fitting device for a GPU-sharing request; for whole
+//      devices, the fitting devices with the least free compute) Δ = Σ_m count_m (F'_n(m) before − after),
+//      scored with FGD's bounded ⌊100·sigmoid(Δ/Σcount/1000)⌋.
+//   4. Among equal scores, best fit (a term below the score): the node left with the least free GPU, then the
+//      least free CPU; a sharing pod's equal devices go to the tightest device; then the first node.
+// The base caches each node's score per request shape until the node's generation changes. Not thread-safe.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "scheduler/fragmentation.h"
@@ -26,14 +31,38 @@ class DefaultPolicy final : public FragmentationPolicyBase {
  public:
   DefaultPolicy() : FragmentationPolicyBase(TargetWorkload(), /*learn=*/true, 256) {}
   std::string_view name() const override { return "default"; }
+  void OnPlaced(const ClusterState& state, const TaskRequest& request, const Allocation& allocation) override;
+
+  // Σ_m count_m F'_n(m) (step 2) for a node whose free CPU / devices are `node` and free memory `memory_mib`;
+  // `shape_memory_mib[m]` is target shape m's memory (0 = unknown: memory not counted). Exposed for tests.
+  static int64_t ResourceFragment(const NodeFree& node, int64_t memory_mib, const TargetWorkload& target,
+                                  const std::vector<int64_t>& shape_memory_mib);
 
  private:
+  struct ShapeMemory {
+    PodShape shape;
+    int64_t sum_mib = 0;
+    int64_t count = 0;
+  };
+
   int64_t Evaluate(const ClusterState& state, const TaskRequest& request, int node,
                    const std::vector<int>& devices, int64_t before) override;
   // Equal Δ: the tighter device (less free) keeps the larger holes whole.
   bool PreferOnTie(const ClusterState& state, int node, int d, int best) const override {
     return state.FreeDeviceCompute(node, d) < state.FreeDeviceCompute(node, best);
   }
+  void RefreshShapeMemory();  // shape_memory_ for the current target
+
+  std::vector<ShapeMemory> memory_seen_;  // per placed shape
+  std::vector<int64_t> shape_memory_;     // per target shape (mean MiB)
+  const WeightedShape* target_key_ = nullptr;
+  int64_t target_total_ = -1;
+  int64_t placed_ = 0;
+  int64_t placed_at_refresh_ = -1;
+  // F' of the node last evaluated, reused for its other device choices.
+  int last_node_ = -1;
+  uint64_t last_generation_ = 0;
+  int64_t last_before_ = 0;
 };
 
 }  // namespace xpool

@@ -1,0 +1,162 @@
+// Tests of DefaultPolicy ("default"): the resource-aware fragment computed by hand, and the placement decisions
+// that set it apart from FGD (CPU / memory stranding, scarce models, device choice) on small hand-built clusters.
+#include "scheduler/policy/xpool_default.h"
+
+#include <gtest/gtest.h>
+
+#include "model/node_builder.h"
+#include "scheduler/policy/fgd.h"
+#include "scheduler/schedule.h"
+
+namespace xpool {
+namespace {
+
+TaskRequest Pod(int64_t cpu, int count, int64_t milli, int64_t memory_mib = 0) {
+  TaskRequest r;
+  r.cpu_milli = cpu;
+  r.memory_mib = memory_mib;
+  r.device_count = count;
+  r.device_compute_milli = milli;
+  return r;
+}
+
+PodShape Shape(int64_t cpu, int count, int64_t milli) {
+  PodShape s;
+  s.cpu_milli = cpu;
+  s.gpu_count = count;
+  s.gpu_milli = milli;
+  return s;
+}
+
+NodeFree Free(int64_t cpu, std::vector<int64_t> gpu, std::string_view model = "G2") {
+  NodeFree n;
+  n.cpu_milli = cpu;
+  n.gpu_milli = std::move(gpu);
+  n.gpu_model.assign(n.gpu_milli.size(), model);
+  return n;
+}
+
+// Teaches `policy` a target workload: `count` arrivals (a power of two, so the target is rebuilt after the last).
+void Learn(PlacementPolicy* policy, const TaskRequest& r, int count) {
+  for (int i = 0; i < count; ++i) policy->OnArrival(r);
+}
+
+int PlaceOn(const ClusterState& state, PlacementPolicy* policy, const TaskRequest& r,
+            std::vector<int>* devices = nullptr) {
+  Rng rng(1);
+  ScheduleOutcome out = Schedule(state, r, *policy, rng);
+  if (out.kind != OutcomeKind::kPlaced) return -1;
+  if (devices != nullptr) {
+    devices->clear();
+    for (const DeviceGrant& g : out.allocation.devices) devices->push_back(g.device);
+  }
+  return out.allocation.node;
+}
+
+TEST(DefaultResourceFragment, CountsGpuThatCpuAndMemoryCannotFeed) {
+  const TargetWorkload target = TargetWorkload::FromCounts({{Shape(4000, 1, 1000), 1}}, 100);
+  // 8 free GPUs; CPU feeds 16000 / 4000 = 4 of the 8 possible pods: half the usable GPU is stranded.
+  EXPECT_EQ(DefaultPolicy::ResourceFragment(Free(16000, std::vector<int64_t>(8, 1000)), 0, target, {}), 4000);
+  // Enough CPU: FGD's fragment (nothing).
+  EXPECT_EQ(DefaultPolicy::ResourceFragment(Free(64000, std::vector<int64_t>(8, 1000)), 0, target, {}), 0);
+  // Memory for 2 pods of 50 GiB: 6 of 8 pods' GPU stranded.
+  EXPECT_EQ(DefaultPolicy::ResourceFragment(Free(64000, std::vector<int64_t>(8, 1000)), 100 * 1024, target,
+                                            {50 * 1024}),
+            6000);
+  // Memory for none: every idle GPU is fragment, as when the CPU does not fit.
+  EXPECT_EQ(DefaultPolicy::ResourceFragment(Free(64000, {1000, 1000}), 1024, target, {50 * 1024}), 2000);
+  EXPECT_EQ(DefaultPolicy::ResourceFragment(Free(3000, {1000, 1000}), 0, target, {}), 2000);
+}
+
+TEST(DefaultResourceFragment, MatchesFgdWhenNothingIsStranded) {
+  const TargetWorkload target = TargetWorkload::FromCounts(
+      {{Shape(1000, 1, 500), 3}, {Shape(1000, 2, 1000), 1}, {Shape(2000, 0, 0), 1}}, 100);
+  for (const NodeFree& n : {Free(64000, {400, 1000, 700, 0}), Free(64000, {1000, 1000}), Free(2000, {300, 1000}),
+                            Free(64000, {500, 500, 500, 1000})}) {
+    EXPECT_EQ(DefaultPolicy::ResourceFragment(n, 0, target, {}), WeightedNodeFragment(n, target));
+  }
+  // Sharing shape: a 1000-free GPU hosts 2 pods of 500; CPU for 3 of the 4 → a quarter of 2000 stranded.
+  const TargetWorkload half = TargetWorkload::FromCounts({{Shape(1000, 1, 500), 1}}, 100);
+  EXPECT_EQ(DefaultPolicy::ResourceFragment(Free(3000, {1000, 1000}), 0, half, {}), 500);
+}
+
+TEST(DefaultPolicyTest, CpuHeavyPodGoesWhereCpuIsPlentiful) {
+  // Two 8-GPU nodes: "lean" with 4 cores per GPU, "rich" with 16. The workload's pods take 4 cores per GPU.
+  ClusterState state;
+  ASSERT_TRUE(state.AddNode(MakeNode("lean").WithCpu(32000).WithGpus(8, "G2", 16384).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("rich").WithCpu(128000).WithGpus(8, "G2", 16384).Build()).ok());
+  DefaultPolicy policy;
+  Learn(&policy, Pod(4000, 1, 1000), 8);
+  // A 12-core one-GPU pod on "lean" would leave 20 cores for 7 GPUs (5 pods): 2 GPUs stranded. FGD sees no
+  // difference (a 4-core pod still fits on both) and its best-fit ties would take the fuller "lean".
+  EXPECT_EQ(PlaceOn(state, &policy, Pod(12000, 1, 1000)), 1);
+  // A pod that strands nothing anywhere goes by best fit: the node left with less free CPU.
+  EXPECT_EQ(PlaceOn(state, &policy, Pod(4000, 1, 1000)), 0);
+}
+
+TEST(DefaultPolicyTest, MemoryHeavyPodGoesWhereMemoryIsPlentiful) {
+  ClusterState state;
+  ASSERT_TRUE(state.AddNode(MakeNode("small").WithCpu(96000).WithMemory(256 * 1024).WithGpus(8, "G2", 16384)
+                                .Build())
+                  .ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("big").WithCpu(96000).WithMemory(1024 * 1024).WithGpus(8, "G2", 16384)
+                                .Build())
+                  .ok());
+  DefaultPolicy policy;
+  const TaskRequest typical = Pod(4000, 1, 1000, 32 * 1024);
+  Learn(&policy, typical, 8);
+  for (int i = 0; i < 4; ++i) policy.OnPlaced(state, typical, Allocation{});  // learns 32 GiB per pod
+  // 128 GiB on "small" would leave 128 GiB for 7 GPUs (4 pods of 32 GiB): 3 GPUs stranded.
+  EXPECT_EQ(PlaceOn(state, &policy, Pod(4000, 1, 1000, 128 * 1024)), 1);
+}
+
+TEST(DefaultPolicyTest, KeepsScarceModelForThePodsThatNeedIt) {
+  ClusterState state;
+  ASSERT_TRUE(state.AddNode(MakeNode("v100").WithCpu(96000).WithGpus(2, "V100M32", 32768).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("g2").WithCpu(96000).WithGpus(2, "G2", 16384).Build()).ok());
+  DefaultPolicy policy;
+  TaskRequest needs_v100 = Pod(4000, 1, 1000);
+  needs_v100.type_include = {"V100M32"};
+  Learn(&policy, Pod(4000, 1, 1000), 4);
+  Learn(&policy, needs_v100, 4);
+  // An unconstrained pod goes to G2, whatever the node order, leaving the V100s to the pods that need them.
+  EXPECT_EQ(PlaceOn(state, &policy, Pod(4000, 1, 1000)), 1);
+  EXPECT_EQ(PlaceOn(state, &policy, needs_v100), 0);
+}
+
+TEST(DefaultPolicyTest, SharingPodTakesTheDeviceThatKeepsWholeHoles) {
+  ClusterState state;
+  ASSERT_TRUE(state.AddNode(MakeNode("a").WithCpu(96000).WithGpus(2, "G2", 16384).Build()).ok());
+  Allocation used;
+  used.node = 0;
+  used.devices = {DeviceGrant{0, 0, 600}};
+  ASSERT_TRUE(state.Apply(used).ok());  // GPUs free: [400, 1000]
+  DefaultPolicy policy;
+  Learn(&policy, Pod(1000, 1, 500), 4);
+  Learn(&policy, Pod(1000, 1, 1000), 4);
+  std::vector<int> devices;
+  // A 400-milli pod fills GPU 0 exactly and keeps GPU 1 whole for both shapes.
+  ASSERT_EQ(PlaceOn(state, &policy, Pod(1000, 1, 400), &devices), 0);
+  EXPECT_EQ(devices, std::vector<int>{0});
+}
+
+TEST(DefaultPolicyTest, MultiGpuPodKeepsWholeNodesForWholeNodePods) {
+  // An 8-GPU node half used and an idle one: a 4-GPU pod fills the half-used node, keeping the idle node for
+  // the 8-GPU pods of the workload.
+  ClusterState state;
+  ASSERT_TRUE(state.AddNode(MakeNode("idle").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("half").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
+  Allocation used;
+  used.node = 1;
+  for (int d = 0; d < 4; ++d) used.devices.push_back(DeviceGrant{d, 0, 1000});
+  ASSERT_TRUE(state.Apply(used).ok());
+  DefaultPolicy policy;
+  Learn(&policy, Pod(8000, 8, 1000), 4);
+  Learn(&policy, Pod(4000, 4, 1000), 4);
+  std::vector<int> devices;
+  ASSERT_EQ(PlaceOn(state, &policy, Pod(4000, 4, 1000), &devices), 1);
+  EXPECT_EQ(devices, (std::vector<int>{4, 5, 6, 7}));
+}
+
+}  // namespace
+}  // namespace xpool
