@@ -199,7 +199,9 @@ async function main() {
   // Cancel it from its page; it leaves the device.
   await page.click('button.danger:has-text("Cancel")');
   await page.waitForFunction(() => document.querySelector('[data-testid=job-state]')?.textContent === 'cancelled', null, { timeout: 10000 });
-  check((await page.textContent('[data-testid=events]')).includes('cancelled'), 'the events timeline shows the cancel');
+  // The state comes from the cancel's answer at once; the timeline follows with the page's next fetch.
+  await page.waitForFunction(() => document.querySelector('[data-testid=events]')?.textContent.includes('cancelled'), null, { timeout: 10000 });
+  step('ok: the events timeline shows the cancel');
   await shot(page, '06-job-cancelled');
   await page.click('nav >> text=Nodes');
   await page.waitForSelector('[data-testid=device]');
