@@ -270,9 +270,11 @@ int PrintTenants(const json& reply, const std::string& output) {
   std::vector<std::vector<std::string>> rows;
   for (const json& t : reply["tenants"]) {
     std::string quota = t.contains("quota") && !t["quota"].empty() ? t["quota"].dump() : "unlimited";
-    rows.push_back({Str(t, "name"), t.value("admin", false) ? "yes" : "no", Str(t, "created_at"), quota});
+    std::string guaranteed =
+        t.contains("guaranteed") && !t["guaranteed"].empty() ? t["guaranteed"].dump() : "none";
+    rows.push_back({Str(t, "name"), t.value("admin", false) ? "yes" : "no", Str(t, "created_at"), quota, guaranteed});
   }
-  PrintTable({"NAME", "ADMIN", "CREATED", "QUOTA"}, rows);
+  PrintTable({"NAME", "ADMIN", "CREATED", "QUOTA", "GUARANTEED"}, rows);
   return 0;
 }
 
@@ -452,11 +454,16 @@ int RunTop(const Args& args) {
 }
 
 int RunTenants(const Args& args) {
-  FlagSet flags("xpool tenants", "Manages tenants (admin): xpool tenants create NAME [--quota JSON] | list.");
+  FlagSet flags("xpool tenants",
+                "Manages tenants (admin): xpool tenants create|update NAME [--quota JSON] [--guaranteed JSON] | list.");
   ClientFlags cf;
   cf.Add(flags, true);
   std::string quota;
-  flags.String("quota", &quota, "quota as JSON, e.g. '{\"gpu\": 8}'");
+  std::string guaranteed;
+  flags.String("quota", &quota,
+               "limits as JSON (keys devices, device_memory, device_compute_milli, cpu, memory; -1 = unlimited), "
+               "e.g. '{\"devices\": 8}'");
+  flags.String("guaranteed", &guaranteed, "guarantee as JSON, same keys as --quota (-1 = none)");
   int code = 0;
   if (!ParseClient(flags, args, &code)) return code;
   const Args& pos = flags.positional();
@@ -466,7 +473,8 @@ int RunTenants(const Args& args) {
     return PrintTenants(*reply, cf.output);
   }
   if (pos.size() != 2 || (pos[0] != "create" && pos[0] != "update")) {
-    std::fprintf(stderr, "usage: xpool tenants create|update NAME [--quota JSON] | xpool tenants list\n");
+    std::fprintf(stderr,
+                 "usage: xpool tenants create|update NAME [--quota JSON] [--guaranteed JSON] | xpool tenants list\n");
     return 2;
   }
   json body;
@@ -475,6 +483,11 @@ int RunTenants(const Args& args) {
     json q = json::parse(quota, nullptr, false);
     if (q.is_discarded()) return Fail(InvalidArgumentError("--quota is not valid JSON"));
     body["quota"] = q;
+  }
+  if (!guaranteed.empty()) {
+    json g = json::parse(guaranteed, nullptr, false);
+    if (g.is_discarded()) return Fail(InvalidArgumentError("--guaranteed is not valid JSON"));
+    body["guaranteed"] = g;
   }
   auto reply = pos[0] == "create" ? Call(cf.connection(), "POST", "/api/v1/tenants", body.dump())
                                   : Call(cf.connection(), "PATCH", "/api/v1/tenants/" + pos[1], body.dump());

@@ -37,7 +37,7 @@ const Command kCommands[] = {
     {"tenants", "create, update or list tenants (admin)", RunTenants},
     {"tokens", "create a token for a tenant or a node agent (admin)", RunTokens},
     {"nodes", "register, cordon or uncordon nodes (admin)", RunNodes},
-    {"k8s", "Kubernetes: scheduler extender, admission webhook (docs/kubernetes.md)", RunK8s},
+    {"k8s", "Kubernetes: scheduler extender, device plugin, admission webhook (docs/kubernetes.md)", RunK8s},
     {"agent", "node agent: serve a server (--server URL --token-file F), --print-devices, --run", RunAgent},
     {"sim", "simulate scheduling on a trace (fill, validate)", RunSim},
     {"up", "run xpool on this machine: server + agent (simulated 4xA100-80GB without NVML)", RunUp},

@@ -406,7 +406,7 @@ struct Api::Impl {
 
   Result<ApiResponse> CreateTenant(const ApiRequest& req, const Caller&, const Params&) {
     ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
-    RETURN_IF_ERROR(internal::CheckKeys(body, "", {"name", "quota", "admin"}));
+    RETURN_IF_ERROR(internal::CheckKeys(body, "", {"name", "quota", "guaranteed", "admin"}));
     if (!body.contains("name") || !body["name"].is_string()) return InvalidArgumentError("name: a string is required");
     TenantQuota quota;
     if (body.contains("quota")) {
@@ -417,7 +417,16 @@ struct Api::Impl {
       if (!body["admin"].is_boolean()) return InvalidArgumentError("admin must be true or false");
       admin = body["admin"].get<bool>();
     }
+    TenantQuota guaranteed;
+    if (body.contains("guaranteed")) {
+      ASSIGN_OR_RETURN(guaranteed, internal::QuotaFromJson(body["guaranteed"], "guaranteed", guaranteed));
+    }
+    RETURN_IF_ERROR(internal::CheckGuaranteeWithinQuota(guaranteed, quota));
     ASSIGN_OR_RETURN(TenantRecord t, store.CreateTenant(body["name"].get<std::string>(), admin, quota, clock.NowMicros()));
+    if (body.contains("guaranteed")) {
+      RETURN_IF_ERROR(store.UpdateTenantGuarantee(t.id, guaranteed));
+      t.guaranteed = guaranteed;
+    }
     return JsonResponse(201, internal::TenantToJson(t));
   }
 
@@ -438,11 +447,25 @@ struct Api::Impl {
   Result<ApiResponse> PatchTenant(const ApiRequest& req, const Caller& caller, const Params& p) {
     ASSIGN_OR_RETURN(TenantRecord t, NamedTenant(caller, p[0]));
     ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
-    RETURN_IF_ERROR(internal::CheckKeys(body, "", {"name", "quota"}));
+    RETURN_IF_ERROR(internal::CheckKeys(body, "", {"name", "quota", "guaranteed"}));
     if (body.contains("name") && body["name"] != t.name) return InvalidArgumentError("name: tenants cannot be renamed");
+    // Both parsed before either is written: a bad "guaranteed" leaves the quota untouched too.
+    TenantQuota quota = t.quota;
+    TenantQuota guaranteed = t.guaranteed;
     if (body.contains("quota")) {
-      ASSIGN_OR_RETURN(t.quota, internal::QuotaFromJson(body["quota"], "quota", t.quota));
-      RETURN_IF_ERROR(store.UpdateTenantQuota(t.id, t.quota));
+      ASSIGN_OR_RETURN(quota, internal::QuotaFromJson(body["quota"], "quota", t.quota));
+    }
+    if (body.contains("guaranteed")) {
+      ASSIGN_OR_RETURN(guaranteed, internal::QuotaFromJson(body["guaranteed"], "guaranteed", t.guaranteed));
+    }
+    RETURN_IF_ERROR(internal::CheckGuaranteeWithinQuota(guaranteed, quota));
+    if (body.contains("quota")) {
+      RETURN_IF_ERROR(store.UpdateTenantQuota(t.id, quota));
+      t.quota = quota;
+    }
+    if (body.contains("guaranteed")) {
+      RETURN_IF_ERROR(store.UpdateTenantGuarantee(t.id, guaranteed));
+      t.guaranteed = guaranteed;
     }
     return JsonResponse(200, internal::TenantToJson(t));
   }
@@ -528,9 +551,9 @@ const std::vector<Api::Impl::Route>& Api::Impl::Routes() {
       {"POST", "/api/v1/nodes/{name}/cordon", Access::kAdmin, &I::Cordon, "Stop placing on a node (admin)."},
       {"POST", "/api/v1/nodes/{name}/uncordon", Access::kAdmin, &I::Uncordon, "Place on a node again (admin)."},
       {"GET", "/api/v1/tenants", Access::kAdmin, &I::ListTenants, "List tenants (admin)."},
-      {"POST", "/api/v1/tenants", Access::kAdmin, &I::CreateTenant, "Create a tenant {name, quota} (admin)."},
+      {"POST", "/api/v1/tenants", Access::kAdmin, &I::CreateTenant, "Create a tenant {name, quota, guaranteed} (admin)."},
       {"GET", "/api/v1/tenants/{name}", Access::kTenant, &I::GetTenant, "A tenant (admin, or the tenant itself)."},
-      {"PATCH", "/api/v1/tenants/{name}", Access::kAdmin, &I::PatchTenant, "Change a tenant's quota (admin)."},
+      {"PATCH", "/api/v1/tenants/{name}", Access::kAdmin, &I::PatchTenant, "Change a tenant's quota and guarantee (admin)."},
       {"POST", "/api/v1/tenants/{name}/tokens", Access::kAdmin, &I::CreateToken, "Create a token; shown once (admin)."},
       {"GET", "/api/v1/usage/history", Access::kTenant, &I::UsageHistoryRoute,
        "Cluster allocation over time, a point every 10 s (query: since_us)."},

@@ -160,6 +160,28 @@ TEST_F(ApiTest, BadInputIsRefusedWithTheField) {
   EXPECT_EQ(Call("POST", "/api/v1/tenants", admin_token_, R"({"name":"dup"})").status, 409);
 }
 
+TEST_F(ApiTest, TenantGuaranteeIsSetShownAndChecked) {
+  ApiResponse created = Call("POST", "/api/v1/tenants", admin_token_,
+                             R"({"name":"g","quota":{"devices":4},"guaranteed":{"devices":2,"cpu":"8"}})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(Body(created)["guaranteed"]["devices"], 2);
+  EXPECT_EQ(Body(created)["guaranteed"]["cpu_milli"], 8000) << created.body;
+  EXPECT_EQ(Body(Call("GET", "/api/v1/tenants/g", admin_token_))["guaranteed"]["devices"], 2);
+
+  // Above the limit of the same resource: refused with both fields named, nothing changed.
+  ApiResponse above = Call("PATCH", "/api/v1/tenants/g", admin_token_, R"({"guaranteed":{"devices":5}})");
+  EXPECT_EQ(above.status, 400);
+  EXPECT_NE(above.body.find("guaranteed.devices (5) is above quota.devices (4)"), std::string::npos) << above.body;
+  ApiResponse lower = Call("PATCH", "/api/v1/tenants/g", admin_token_, R"({"quota":{"devices":1}})");
+  EXPECT_EQ(lower.status, 400) << "a limit below the guarantee";
+  EXPECT_EQ(Body(Call("GET", "/api/v1/tenants/g", admin_token_))["quota"]["devices"], 4);
+  EXPECT_EQ(Call("POST", "/api/v1/tenants", admin_token_, R"({"name":"h","guaranteed":{"gpus":1}})").status, 400);
+
+  ApiResponse patched = Call("PATCH", "/api/v1/tenants/g", admin_token_, R"({"guaranteed":{"devices":-1}})");
+  ASSERT_EQ(patched.status, 200) << patched.body;
+  EXPECT_FALSE(Body(Call("GET", "/api/v1/tenants/g", admin_token_))["guaranteed"].contains("devices"));
+}
+
 TEST_F(ApiTest, RegisteredNodeTakesTheJob) {
   ApiResponse node = Call("POST", "/api/v1/nodes", admin_token_,
                           R"({"name":"n1","cpu":32,"memory":"128Gi","gpus":{"count":2,"model":"A100","memory":"80Gi"}})");

@@ -37,20 +37,35 @@ JobId PreemptorOf(std::string_view reason) {
   return JobId(id);
 }
 
-// A store quota (-1 = unlimited) as the pass's amount.
-int64_t Amount(int64_t quota) { return quota < 0 ? kUnlimitedAmount : quota; }
+// A store quota or guarantee as the pass's amounts: GPU compute (device_compute_milli, and `devices` counted as
+// 1000 milli each), GPU memory, CPU. `unset` stands for the store's -1.
+ResourceAmounts ToPassAmounts(const TenantQuota& q, int64_t unset) {
+  auto amount = [unset](int64_t v) { return v < 0 ? unset : v; };
+  ResourceAmounts out = ResourceAmounts::Unlimited();
+  if (q.devices >= 0 && q.device_compute_milli >= 0) {
+    out.gpu_compute_milli = std::min(q.device_compute_milli, q.devices * 1000);
+  } else {
+    out.gpu_compute_milli = q.devices >= 0 ? q.devices * 1000 : amount(q.device_compute_milli);
+  }
+  out.gpu_memory_mib = amount(q.device_memory_mib);
+  out.cpu_milli = amount(q.cpu_milli);
+  return out;
+}
 
-// The store's tenant as the pass sees it. Limits: GPU compute (device_compute_milli, and `devices` counted as
-// 1000 milli each), GPU memory, CPU. The store keeps no guarantee yet: every tenant is guaranteed nothing.
+// The store's tenant as the pass sees it: limits (-1 = unlimited) and guarantees, a guarantee never above its
+// limit (the pass would reject such a tenant). A tenant with no guarantee field set is guaranteed nothing; one
+// with some set is guaranteed those, and the others do not constrain it ("2 GPUs guaranteed" holds whatever
+// CPU its jobs ask for).
 Tenant ToPassTenant(const TenantRecord& t) {
   Tenant out;
   out.id = t.id;
   out.name = t.name;
-  out.limit = ResourceAmounts::Unlimited();
-  out.limit.gpu_compute_milli = Amount(t.quota.device_compute_milli);
-  if (t.quota.devices >= 0) out.limit.gpu_compute_milli = std::min(out.limit.gpu_compute_milli, t.quota.devices * 1000);
-  out.limit.gpu_memory_mib = Amount(t.quota.device_memory_mib);
-  out.limit.cpu_milli = Amount(t.quota.cpu_milli);
+  out.limit = ToPassAmounts(t.quota, kUnlimitedAmount);
+  const bool has_guarantee = !(t.guaranteed == TenantQuota{});
+  const ResourceAmounts g = ToPassAmounts(t.guaranteed, has_guarantee ? kUnlimitedAmount : 0);
+  out.guaranteed.gpu_compute_milli = std::min(g.gpu_compute_milli, out.limit.gpu_compute_milli);
+  out.guaranteed.gpu_memory_mib = std::min(g.gpu_memory_mib, out.limit.gpu_memory_mib);
+  out.guaranteed.cpu_milli = std::min(g.cpu_milli, out.limit.cpu_milli);
   return out;
 }
 

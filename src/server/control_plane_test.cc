@@ -267,6 +267,41 @@ TEST_F(ControlPlaneTest, TenantAtItsLimitWaitsWithTheReason) {
   EXPECT_NE(control_->PendingReason(b.id).find("at its gpu limit"), std::string::npos) << control_->PendingReason(b.id);
 }
 
+TEST_F(ControlPlaneTest, TenantUnderItsGuaranteePreemptsAnOverGuaranteeTenantAtEqualPriority) {
+  options_.min_runtime = 0;
+  Open();
+  auto vip = store_->CreateTenant("vip", false, TenantQuota{}, clock_.NowMicros());
+  ASSERT_TRUE(vip.ok()) << vip.status().ToString();
+  TenantQuota one_device;
+  one_device.devices = 1;
+  ASSERT_TRUE(store_->UpdateTenantGuarantee(vip->id, one_device).ok());
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build()).ok());
+  JobRecord a = Submit(Preemptible(Spec("a", 1, 1, 50, 100)));
+  JobRecord b = Submit(Preemptible(Spec("b", 1, 1, 50, 100)));
+  EXPECT_EQ(control_->RunPass(true), 2);
+  clock_.Advance(kMicrosPerSecond);
+  // Same priority, but "vip" stays within its guarantee while "team" runs above its own (none).
+  auto v = control_->Submit(vip->id, Spec("v", 1, 1, 50, 100));
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(control_->RunPass(false), 1);
+  EXPECT_EQ(StateOf(v->id), JobState::kRunning);
+  const int requeued = (StateOf(a.id) == JobState::kQueued) + (StateOf(b.id) == JobState::kQueued);
+  EXPECT_EQ(requeued, 1) << "exactly one victim";
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+
+  // Without the guarantee the same job waits: equal priority never preempts.
+  ASSERT_TRUE(control_->Cancel(v->id, "test").ok());
+  EXPECT_EQ(control_->RunPass(true), 1);  // the victim runs again
+  ASSERT_TRUE(store_->UpdateTenantGuarantee(vip->id, TenantQuota{}).ok());
+  clock_.Advance(kMicrosPerSecond);
+  auto w = control_->Submit(vip->id, Spec("w", 1, 1, 50, 100));
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(control_->RunPass(false), 0);
+  EXPECT_EQ(StateOf(w->id), JobState::kQueued);
+  EXPECT_EQ(StateOf(a.id), JobState::kRunning);
+  EXPECT_EQ(StateOf(b.id), JobState::kRunning);
+}
+
 TEST_F(ControlPlaneTest, LostNodeRequeuesItsJobs) {
   options_.node_timeout = 30 * kMicrosPerSecond;
   Open();

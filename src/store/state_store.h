@@ -51,8 +51,11 @@ struct TenantRecord {
   TenantId id;
   std::string name;  // unique; 1..63 chars of [a-z0-9-]
   bool admin = false;  // admin tenants see and control everything
-  TenantQuota quota;
+  TenantQuota quota;  // limits: never exceeded by new work
   TimeMicros created_us = 0;
+  // Always obtainable (time-sharing): work within it may suspend other tenants' work that runs above theirs.
+  // Same units as `quota`; -1 (kUnlimited) in a field means "no guarantee" there.
+  TenantQuota guaranteed;
 };
 
 // A token as listed (the secret itself is never kept; only its hash, which is not returned either).
@@ -150,6 +153,7 @@ class StateStore {
   virtual Result<TenantRecord> FindTenant(std::string_view name) = 0;
   virtual Result<std::vector<TenantRecord>> ListTenants() = 0;
   virtual Status UpdateTenantQuota(TenantId id, const TenantQuota& quota) = 0;
+  virtual Status UpdateTenantGuarantee(TenantId id, const TenantQuota& guaranteed) = 0;
 
   // Stores SHA-256(plaintext); the plaintext is not kept. Returns the token's id.
   virtual Result<int64_t> AddToken(TenantId tenant, std::string_view plaintext, std::string_view label,

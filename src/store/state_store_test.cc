@@ -192,10 +192,10 @@ TYPED_TEST_SUITE(StateStoreTest, Backends, BackendNames);
 TYPED_TEST(StateStoreTest, SchemaIsMigratedOnceAndReopens) {
   Result<int> version = this->store_->SchemaVersion();
   ASSERT_TRUE(version.ok()) << version.status().ToString();
-  EXPECT_EQ(*version, 2);
+  EXPECT_EQ(*version, 3);
   EXPECT_TRUE(this->store_->Ping().ok());
   this->Reopen();
-  EXPECT_EQ(*this->store_->SchemaVersion(), 2);
+  EXPECT_EQ(*this->store_->SchemaVersion(), 3);
   EXPECT_TRUE(this->store_->FindTenant("vision").ok());
 }
 
@@ -226,6 +226,18 @@ TYPED_TEST(StateStoreTest, Tenants) {
   EXPECT_EQ(s.GetTenant(this->tenant_)->quota, smaller);
   EXPECT_EQ(s.UpdateTenantQuota(TenantId(999), smaller).code(), StatusCode::kNotFound);
   EXPECT_EQ(s.UpdateTenantQuota(this->tenant_, TenantQuota{-5, 0, 0, 0, 0}).code(), StatusCode::kInvalidArgument);
+
+  // Guarantees: none by default; kept apart from the limits; seen through every read path.
+  EXPECT_EQ(s.GetTenant(this->tenant_)->guaranteed, TenantQuota{});
+  TenantQuota guaranteed{1, 512, 1000, 500, -1};
+  ASSERT_TRUE(s.UpdateTenantGuarantee(this->tenant_, guaranteed).ok());
+  EXPECT_EQ(s.GetTenant(this->tenant_)->guaranteed, guaranteed);
+  EXPECT_EQ(s.GetTenant(this->tenant_)->quota, smaller);
+  EXPECT_EQ(s.FindTenant("vision")->guaranteed, guaranteed);
+  ASSERT_TRUE(s.AddToken(this->tenant_, "xpt_guarantee_probe", "probe", 1).ok());
+  EXPECT_EQ(s.Authenticate("xpt_guarantee_probe")->guaranteed, guaranteed);
+  EXPECT_EQ(s.UpdateTenantGuarantee(TenantId(999), guaranteed).code(), StatusCode::kNotFound);
+  EXPECT_EQ(s.UpdateTenantGuarantee(this->tenant_, TenantQuota{0, -7, 0, 0, 0}).code(), StatusCode::kInvalidArgument);
 }
 
 TYPED_TEST(StateStoreTest, TokensAreStoredHashedAndAuthenticate) {

@@ -9,7 +9,7 @@ export interface Quota {
   memory_mib?: number;
   [key: string]: number | undefined;
 }
-export interface Tenant { id: number; name: string; admin: boolean; quota: Quota; created_at: string; }
+export interface Tenant { id: number; name: string; admin: boolean; quota: Quota; guaranteed?: Quota; created_at: string; }
 export interface DeviceView {
   index: number; uuid: string; model: string; vendor: string; memory_mib: number; compute_milli: number;
   memory_allocated_mib: number; compute_allocated_milli: number; sharers: number; max_sharers: number;

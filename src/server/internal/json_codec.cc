@@ -220,6 +220,24 @@ Result<TenantQuota> QuotaFromJson(const Json& j, const std::string& path, Tenant
   return q;
 }
 
+Status CheckGuaranteeWithinQuota(const TenantQuota& g, const TenantQuota& q) {
+  const struct {
+    const char* name;
+    int64_t guaranteed, limit;
+  } fields[] = {{"devices", g.devices, q.devices},
+                {"device_memory", g.device_memory_mib, q.device_memory_mib},
+                {"device_compute_milli", g.device_compute_milli, q.device_compute_milli},
+                {"cpu", g.cpu_milli, q.cpu_milli},
+                {"memory", g.memory_mib, q.memory_mib}};
+  for (const auto& f : fields) {
+    if (f.guaranteed != kUnlimited && f.limit != kUnlimited && f.guaranteed > f.limit) {
+      return InvalidArgumentError(std::string("guaranteed.") + f.name + " (" + std::to_string(f.guaranteed) +
+                                  ") is above quota." + f.name + " (" + std::to_string(f.limit) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
 Json QuotaToJson(const TenantQuota& q) {
   Json j = Json::object();
   auto put = [&](const char* key, int64_t v) {
@@ -238,6 +256,7 @@ Json TenantToJson(const TenantRecord& t) {
               {"name", t.name},
               {"admin", t.admin},
               {"quota", QuotaToJson(t.quota)},
+              {"guaranteed", QuotaToJson(t.guaranteed)},
               {"created_at", FormatTime(t.created_us)}};
 }
 

@@ -31,6 +31,8 @@ Json NodeViewToJson(const NodeView& view);
 // given keep their value from `base`.
 Result<TenantQuota> QuotaFromJson(const Json& j, const std::string& path, TenantQuota base);
 Json QuotaToJson(const TenantQuota& quota);
+// InvalidArgument naming the field when a guarantee is above the limit of the same resource (-1 = unset).
+Status CheckGuaranteeWithinQuota(const TenantQuota& guaranteed, const TenantQuota& quota);
 Json TenantToJson(const TenantRecord& tenant);
 
 Json JobToJson(const JobRecord& job, const std::string& tenant_name, const std::string& reason,

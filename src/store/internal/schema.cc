@@ -98,6 +98,14 @@ CREATE INDEX events_job ON events(job_id, id);
       {2, R"(
 CREATE INDEX jobs_state ON jobs(state, priority, submitted_us);
 )"},
+      // v3: tenant guarantees (time-sharing); -1 = none.
+      {3, R"(
+ALTER TABLE tenants ADD COLUMN guar_devices BIGINT NOT NULL DEFAULT -1;
+ALTER TABLE tenants ADD COLUMN guar_device_memory_mib BIGINT NOT NULL DEFAULT -1;
+ALTER TABLE tenants ADD COLUMN guar_device_compute_milli BIGINT NOT NULL DEFAULT -1;
+ALTER TABLE tenants ADD COLUMN guar_cpu_milli BIGINT NOT NULL DEFAULT -1;
+ALTER TABLE tenants ADD COLUMN guar_memory_mib BIGINT NOT NULL DEFAULT -1;
+)"},
   };
   return migrations;
 }

@@ -34,7 +34,8 @@ std::string Clip(std::string_view reason) { return ClipUtf8(reason, kMaxReasonBy
 
 constexpr const char* kTenantColumns =
     "id, name, admin, quota_devices, quota_device_memory_mib, quota_device_compute_milli, quota_cpu_milli, "
-    "quota_memory_mib, created_us";
+    "quota_memory_mib, created_us, guar_devices, guar_device_memory_mib, guar_device_compute_milli, "
+    "guar_cpu_milli, guar_memory_mib";
 
 TenantRecord TenantFromRow(const SqlRow& r, size_t base = 0) {
   TenantRecord t;
@@ -47,6 +48,11 @@ TenantRecord TenantFromRow(const SqlRow& r, size_t base = 0) {
   t.quota.cpu_milli = ColInt(r, base + 6);
   t.quota.memory_mib = ColInt(r, base + 7);
   t.created_us = ColInt(r, base + 8);
+  t.guaranteed.devices = ColInt(r, base + 9);
+  t.guaranteed.device_memory_mib = ColInt(r, base + 10);
+  t.guaranteed.device_compute_milli = ColInt(r, base + 11);
+  t.guaranteed.cpu_milli = ColInt(r, base + 12);
+  t.guaranteed.memory_mib = ColInt(r, base + 13);
   return t;
 }
 
@@ -150,7 +156,7 @@ Result<TenantRecord> SqlStore::CreateTenant(std::string_view name, bool admin, c
       return AlreadyExistsError("tenant '" + std::string(name) + "' already exists");
     }
     RETURN_IF_ERROR(r);
-    tenant = TenantRecord{TenantId(ColInt(r->rows.at(0), 0)), std::string(name), admin, quota, now};
+    tenant = TenantRecord{TenantId(ColInt(r->rows.at(0), 0)), std::string(name), admin, quota, now, {}};
     return Status::Ok();
   });
   RETURN_IF_ERROR(s);
@@ -198,6 +204,22 @@ Status SqlStore::UpdateTenantQuota(TenantId id, const TenantQuota& quota) {
   });
 }
 
+Status SqlStore::UpdateTenantGuarantee(TenantId id, const TenantQuota& guaranteed) {
+  RETURN_IF_ERROR(CheckQuota(guaranteed));
+  std::lock_guard lock(mu_);
+  return InTransaction([&]() -> Status {
+    ASSIGN_OR_RETURN(SqlResult r,
+                     db_->Query("UPDATE tenants SET guar_devices = $2, guar_device_memory_mib = $3, "
+                                "guar_device_compute_milli = $4, guar_cpu_milli = $5, guar_memory_mib = $6 "
+                                "WHERE id = $1",
+                                {Int(id.value()), Int(guaranteed.devices), Int(guaranteed.device_memory_mib),
+                                 Int(guaranteed.device_compute_milli), Int(guaranteed.cpu_milli),
+                                 Int(guaranteed.memory_mib)}));
+    if (r.affected == 0) return NotFoundError("no tenant with id " + id.ToString());
+    return Status::Ok();
+  });
+}
+
 Result<int64_t> SqlStore::AddToken(TenantId tenant, std::string_view plaintext, std::string_view label,
                                    TimeMicros now) {
   if (plaintext.size() < kMinTokenBytes || plaintext.size() > kMaxTokenBytes) {
@@ -226,7 +248,9 @@ Result<TenantRecord> SqlStore::Authenticate(std::string_view plaintext) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(SqlResult r,
                    db_->Query("SELECT t.id, t.name, t.admin, t.quota_devices, t.quota_device_memory_mib, "
-                              "t.quota_device_compute_milli, t.quota_cpu_milli, t.quota_memory_mib, t.created_us "
+                              "t.quota_device_compute_milli, t.quota_cpu_milli, t.quota_memory_mib, t.created_us, "
+                              "t.guar_devices, t.guar_device_memory_mib, t.guar_device_compute_milli, "
+                              "t.guar_cpu_milli, t.guar_memory_mib "
                               "FROM tokens k JOIN tenants t ON t.id = k.tenant_id WHERE k.hash = $1",
                               {Text(hash)}));
   if (r.rows.empty()) return UnauthenticatedError("invalid token");

@@ -35,6 +35,7 @@ class SqlStore final : public StateStore {
   Result<TenantRecord> FindTenant(std::string_view name) override;
   Result<std::vector<TenantRecord>> ListTenants() override;
   Status UpdateTenantQuota(TenantId id, const TenantQuota& quota) override;
+  Status UpdateTenantGuarantee(TenantId id, const TenantQuota& guaranteed) override;
   Result<int64_t> AddToken(TenantId tenant, std::string_view plaintext, std::string_view label,
                            TimeMicros now) override;
   Result<TenantRecord> Authenticate(std::string_view plaintext) override;

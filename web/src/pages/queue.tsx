@@ -35,7 +35,7 @@ export function QueuePage() {
   return (
     <section>
       <h2>Queue</h2>
-      <p class="muted">The scheduler tries queued jobs in this order: higher priority first, then earlier submission.
+      <p class="muted">The scheduler tries queued jobs in this order: higher priority first, then the tenant with the smaller fair share (dominant resource), then earlier first submission (a suspended job keeps its place).
         All replicas of a job are placed together or not at all.</p>
       <div class="table-wrap">
         <table class="list" data-testid="queue-table">
@@ -66,19 +66,22 @@ export function QueuePage() {
         {(data.tenants ?? []).map((t) => {
           const use = tenantUse(data.jobs!, t.name);
           const queued = queue.filter((j) => j.tenant === t.name).length;
-          const guarantees = Object.entries(t.quota).filter(([k]) => k.startsWith('guarantee'));
+          const guaranteed = t.guaranteed ?? {};
+          const hasGuarantee = Object.keys(guaranteed).length > 0;
           return (
             <div class="card tenant" key={t.name} data-testid="tenant" data-tenant={t.name}>
               <h3><i class="swatch" style={{ background: tenantColor(t.name) }} />{t.name} {t.admin && <span class="badge">admin</span>}</h3>
               <p class="muted small">{queued} queued · created {localTime(t.created_at)}</p>
               <table class="compact quota">
-                <thead><tr><th>Quota</th><th>In use</th><th>Limit</th><th /></tr></thead>
+                <thead><tr><th>Quota</th><th>In use</th><th>Guaranteed</th><th>Limit</th><th /></tr></thead>
                 <tbody>
                   {DIMENSIONS.map(([key, label, fmt]) => {
                     const limit = t.quota[key];
+                    const guarantee = guaranteed[key];
                     return (
                       <tr key={key}>
                         <td>{label}</td><td>{fmt(use[key] ?? 0)}</td>
+                        <td>{guarantee === undefined ? '—' : fmt(guarantee)}</td>
                         <td>{limit === undefined ? 'unlimited' : fmt(limit)}</td>
                         <td class="meter-cell">{limit !== undefined && <Meter used={use[key] ?? 0} cap={limit} label={label} />}</td>
                       </tr>
@@ -86,9 +89,9 @@ export function QueuePage() {
                   })}
                 </tbody>
               </table>
-              <p class="muted small">{guarantees.length
-                ? `Guaranteed: ${guarantees.map(([k, v]) => `${k.replace(/^guarantee[d_]*/, '')} ${v}`).join(', ')}`
-                : 'No guarantee is set (this server\'s quotas are limits).'}</p>
+              <p class="muted small">{hasGuarantee
+                ? 'Work within the guarantee may suspend other tenants\' work that runs above theirs, even at equal priority.'
+                : 'No guarantee is set: this tenant\'s work waits behind equal-priority work.'}</p>
             </div>
           );
         })}
