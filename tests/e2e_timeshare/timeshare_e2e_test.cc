@@ -27,29 +27,15 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "e2e_up/e2e_support.h"
+
 namespace {
 
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  int port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
-}
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+using xpool::e2e::FreePort;
+using xpool::e2e::ReadFile;
 
 class TimeshareTest : public ::testing::Test {
  protected:

@@ -190,31 +190,24 @@ Result<std::vector<TenantRecord>> SqlStore::ListTenants() {
 }
 
 Status SqlStore::UpdateTenantQuota(TenantId id, const TenantQuota& quota) {
-  RETURN_IF_ERROR(CheckQuota(quota));
-  std::lock_guard lock(mu_);
-  return InTransaction([&]() -> Status {
-    ASSIGN_OR_RETURN(SqlResult r,
-                     db_->Query("UPDATE tenants SET quota_devices = $2, quota_device_memory_mib = $3, "
-                                "quota_device_compute_milli = $4, quota_cpu_milli = $5, quota_memory_mib = $6 "
-                                "WHERE id = $1",
-                                {Int(id.value()), Int(quota.devices), Int(quota.device_memory_mib),
-                                 Int(quota.device_compute_milli), Int(quota.cpu_milli), Int(quota.memory_mib)}));
-    if (r.affected == 0) return NotFoundError("no tenant with id " + id.ToString());
-    return Status::Ok();
-  });
+  return UpdateTenantAmounts(id, quota, "quota");
 }
 
 Status SqlStore::UpdateTenantGuarantee(TenantId id, const TenantQuota& guaranteed) {
-  RETURN_IF_ERROR(CheckQuota(guaranteed));
+  return UpdateTenantAmounts(id, guaranteed, "guar");
+}
+
+// Writes the five amount columns named `<prefix>_devices`, `<prefix>_device_memory_mib`, ... of one tenant.
+Status SqlStore::UpdateTenantAmounts(TenantId id, const TenantQuota& q, std::string_view prefix) {
+  RETURN_IF_ERROR(CheckQuota(q));
+  const std::string p(prefix);
+  const std::string sql = "UPDATE tenants SET " + p + "_devices = $2, " + p + "_device_memory_mib = $3, " + p +
+                          "_device_compute_milli = $4, " + p + "_cpu_milli = $5, " + p +
+                          "_memory_mib = $6 WHERE id = $1";
   std::lock_guard lock(mu_);
   return InTransaction([&]() -> Status {
-    ASSIGN_OR_RETURN(SqlResult r,
-                     db_->Query("UPDATE tenants SET guar_devices = $2, guar_device_memory_mib = $3, "
-                                "guar_device_compute_milli = $4, guar_cpu_milli = $5, guar_memory_mib = $6 "
-                                "WHERE id = $1",
-                                {Int(id.value()), Int(guaranteed.devices), Int(guaranteed.device_memory_mib),
-                                 Int(guaranteed.device_compute_milli), Int(guaranteed.cpu_milli),
-                                 Int(guaranteed.memory_mib)}));
+    ASSIGN_OR_RETURN(SqlResult r, db_->Query(sql, {Int(id.value()), Int(q.devices), Int(q.device_memory_mib),
+                                                   Int(q.device_compute_milli), Int(q.cpu_milli), Int(q.memory_mib)}));
     if (r.affected == 0) return NotFoundError("no tenant with id " + id.ToString());
     return Status::Ok();
   });

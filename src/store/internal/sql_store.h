@@ -76,6 +76,7 @@ class SqlStore final : public StateStore {
   Result<SqlResult> QueryForTesting(std::string_view sql);
 
  private:
+  Status UpdateTenantAmounts(TenantId id, const TenantQuota& amounts, std::string_view column_prefix);
   struct PendingSubmit {
     TenantId tenant;
     const JobSpec* spec;
