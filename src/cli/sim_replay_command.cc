@@ -37,6 +37,7 @@ std::string Describe(const sim::ReplayOptions& o) {
   std::string s = o.share ? "shared GPUs" : "whole GPUs";
   s += o.queue == sim::QueueMode::kFifo ? ", FIFO" : ", priority";
   s += o.preemption && o.queue == sim::QueueMode::kPriority ? " + preemption" : "";
+  s += o.moves == MoveRule::kAnyPriority ? " + moves" : o.moves == MoveRule::kLowerPriority ? " + moves<" : "";
   return s;
 }
 
@@ -130,7 +131,7 @@ int RunReplayCommand(const Args& args) {
   FlagSet flags("xpool sim replay",
                 "Replays a pod list with its real times: pods arrive at creation_time, run their duration, wait "
                 "when they do not fit; queue, quotas and preemption are the server's scheduling pass.");
-  std::string cluster_path, workload, policy = "default", queue = "priority", share = "on", preemption = "on",
+  std::string cluster_path, workload, policy = "default", queue = "priority", share = "on", preemption = "on", moves = "off",
                                       qos = "", svg, csv;
   int64_t svg_from_day = 0, nodes_count = 0, min_runtime = 600, checkpoint_cost = 0, max_suspensions = 3, speedup = 1, seed = 42, points = 2000;
   bool whole_gpu = false, compare = false, explain = false;
@@ -140,6 +141,8 @@ int RunReplayCommand(const Args& args) {
   flags.String("queue", &queue, "fifo (one priority, arrival order) or priority (by qos)");
   flags.String("share", &share, "on: pods share GPUs as asked; off: every GPU pod takes whole GPUs");
   flags.String("preemption", &preemption, "on: higher priority suspends lower (priority queue only)");
+  flags.String("moves", &moves, "defragmentation: off, lower (move lower-priority pods only) or any: running pods "
+               "move (suspend + restart at once elsewhere) to open a node for a pod that fits nowhere");
   flags.String("qos-priority", &qos, "priority per qos, e.g. LS=90,Guaranteed=90,Burstable=50,BE=10 (the default)");
   flags.Int("min-runtime", &min_runtime, "seconds a pod runs before it may be suspended");
   flags.Int("max-suspensions-per-hour", &max_suspensions, "a pod suspended this often in the last hour is spared");
@@ -170,6 +173,10 @@ int RunReplayCommand(const Args& args) {
   if (!s.ok()) return Fail(s.status());
   Result<bool> p = OnOff("preemption", preemption);
   if (!p.ok()) return Fail(p.status());
+  if (moves != "off" && moves != "lower" && moves != "any") {
+    return Fail(InvalidArgumentError("--moves must be off, lower or any, not \"" + moves + "\""));
+  }
+  o.moves = moves == "any" ? MoveRule::kAnyPriority : moves == "lower" ? MoveRule::kLowerPriority : MoveRule::kOff;
   o.share = *s;
   o.preemption = *p;
   if (!qos.empty()) {
