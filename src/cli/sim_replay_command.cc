@@ -73,6 +73,28 @@ void PrintDelays(const Config& c) {
               r.first_reject_reason.c_str());
 }
 
+void PrintExplain(const Config& c) {
+  const sim::ReplayResult& r = c.result;
+  std::printf("\nwhy pods wait, %s: idle GPU while the queue is non-empty, by the queue head's cause\n", c.label.c_str());
+  std::printf("  %9s %11s  %s\n", "queued_h", "idle_GPU_h", "queue head: why it waits");
+  int rows = 0;
+  for (const sim::WaitCauseRow& w : r.wait_causes) {
+    if (++rows > 20) break;
+    std::printf("  %9.1f %11.1f  %s\n", w.queued_s / 3600.0, w.idle_gpu_hours, w.cause.c_str());
+  }
+  if (r.wait_causes.size() > 20) std::printf("  (%zu more causes)\n", r.wait_causes.size() - 20);
+  std::printf("  idle GPU on nodes no waiting pod could use even empty: %.1f GPU-h, so allocation while queued "
+              "is at most %.2f %% (measured %.2f %%)\n",
+              r.unusable_idle_gpu_hours, r.allocated_pct_queued_bound, r.allocated_pct_queued);
+  std::printf("  longest waits:\n  %-16s %-10s %5s %6s %5s %10s  %s\n", "pod", "qos", "gpus", "milli", "cpu",
+              "delay_s", "first cause");
+  for (const sim::WaitedPod& w : r.longest_waits) {
+    std::printf("  %-16s %-10s %5d %6lld %5lld %10.0f%s %s\n", w.name.c_str(), w.qos.c_str(), w.num_gpu,
+                static_cast<long long>(w.gpu_milli), static_cast<long long>(w.cpu_milli / 1000), w.delay_s,
+                w.started ? " " : "+", w.cause.c_str());
+  }
+}
+
 // `from_day`: the chart starts that many days after the first arrival (a trace's quiet start left out).
 std::string Svg(const std::vector<Config>& configs, const std::string& workload, double from_day) {
   sim::LineChart chart;
@@ -111,7 +133,7 @@ int RunReplayCommand(const Args& args) {
   std::string cluster_path, workload, policy = "default", queue = "priority", share = "on", preemption = "on",
                                       qos = "", svg, csv;
   int64_t svg_from_day = 0, nodes_count = 0, min_runtime = 600, checkpoint_cost = 0, max_suspensions = 3, speedup = 1, seed = 42, points = 2000;
-  bool whole_gpu = false, compare = false;
+  bool whole_gpu = false, compare = false, explain = false;
   flags.String("cluster", &cluster_path, "node list CSV (sn,cpu_milli,memory_mib,gpu,model)");
   flags.String("workload", &workload, "pod list CSV with times (11 columns)");
   flags.String("policy", &policy, "placement policy (default, fgd, best-fit, ...)");
@@ -123,6 +145,7 @@ int RunReplayCommand(const Args& args) {
   flags.Int("max-suspensions-per-hour", &max_suspensions, "a pod suspended this often in the last hour is spared");
   flags.Int("checkpoint-cost", &checkpoint_cost, "seconds of work a suspended pod loses");
   flags.Bool("whole-gpu", &whole_gpu, "HAI's \"before\": whole GPUs, FIFO, no preemption (sets the three)");
+  flags.Bool("explain", &explain, "say why pods wait: idle GPU while queued by cause, the longest waits");
   flags.Bool("compare", &compare, "also run the whole-GPU FIFO \"before\" and show both");
   flags.Int("nodes", &nodes_count, "use only this many nodes, spread evenly over the node list (0: all)");
   flags.Int("speedup", &speedup, "divide arrival times by this (durations kept): more load on the cluster");
@@ -166,6 +189,7 @@ int RunReplayCommand(const Args& args) {
   o.speedup = speedup;
   o.seed = static_cast<uint64_t>(seed);
   o.max_timeline_points = static_cast<int>(points);
+  o.explain = explain;
   if (whole_gpu) {
     if ((flags.WasSet("share") && o.share) || (flags.WasSet("preemption") && o.preemption) ||
         (flags.WasSet("queue") && o.queue != sim::QueueMode::kFifo)) {
@@ -200,6 +224,9 @@ int RunReplayCommand(const Args& args) {
               static_cast<long long>(checkpoint_cost));
   PrintSummary(configs);
   for (const Config& c : configs) PrintDelays(c);
+  if (explain) {
+    for (const Config& c : configs) PrintExplain(c);
+  }
   if (!csv.empty()) {
     if (Status w = sim::WriteTextFile(csv, sim::TimelineCsv(configs.back().result)); !w.ok()) return Fail(w);
   }

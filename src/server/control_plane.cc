@@ -9,6 +9,7 @@
 #include "scheduler/queue/scheduler_job_placer.h"
 #include "scheduler/queue/scheduling_pass.h"
 #include "scheduler/schedule.h"
+#include "server/internal/victim_reason.h"
 #include "store/allocation_codec.h"
 
 namespace xpool::server {
@@ -18,24 +19,8 @@ double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-// The reason a time-sharing victim is given starts with this (scheduler/preemption/victim_selection.h), which
-// is how a suspending job is known to go back to the queue (not held) after a restart too.
 // "Why pending" rows written to the store per pass (one transaction); the rest are written by later passes.
 constexpr size_t kMaxReasonWritesPerPass = 4096;
-
-constexpr std::string_view kVictimPrefix = "suspended for job ";
-
-bool IsVictimReason(std::string_view reason) { return reason.substr(0, kVictimPrefix.size()) == kVictimPrefix; }
-
-// The preemptor's id from a victim's reason ("suspended for job 12 (...)"), or an unset id.
-JobId PreemptorOf(std::string_view reason) {
-  if (!IsVictimReason(reason)) return JobId();
-  int64_t id = 0;
-  for (size_t i = kVictimPrefix.size(); i < reason.size() && reason[i] >= '0' && reason[i] <= '9'; ++i) {
-    id = id * 10 + (reason[i] - '0');
-  }
-  return JobId(id);
-}
 
 // A store quota or guarantee as the pass's amounts: GPU compute (device_compute_milli, and `devices` counted as
 // 1000 milli each), GPU memory, CPU. `unset` stands for the store's -1.
@@ -135,7 +120,7 @@ Status ControlPlane::Rebuild() {
     h.allocations = std::move(booked[job.id]);
     held_[job.id] = std::move(h);
     if (job.state == JobState::kSuspending) {
-      JobId preemptor = PreemptorOf(job.state_reason);
+      JobId preemptor = internal::PreemptorOf(job.state_reason);
       if (preemptor.value() != 0) awaiting_[preemptor].push_back(job.id);
     }
   }
@@ -228,63 +213,6 @@ Result<JobRecord> ControlPlane::Finish(JobId id, JobState to, std::string_view r
   return store_.GetJob(id);
 }
 
-Result<JobRecord> ControlPlane::Suspend(JobId id) {
-  bool released = false;
-  {
-    std::lock_guard lock(mu_);
-    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
-    if (job.state != JobState::kRunning) {
-      std::string why = "job " + id.ToString() + " is " + std::string(JobStateName(job.state)) +
-                        "; only a running job can be suspended";
-      if (job.state == JobState::kQueued || job.state == JobState::kScheduled) why += " (cancel it instead)";
-      return FailedPreconditionError(why);
-    }
-    ASSIGN_OR_RETURN(released, SuspendLocked(id, "suspend requested by the user", false, clock_.NowMicros()));
-  }
-  if (released) Wake(true);
-  return store_.GetJob(id);
-}
-
-Result<bool> ControlPlane::SuspendLocked(JobId id, std::string_view reason, bool requeue, TimeMicros now) {
-  RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kSuspending, reason, now, JobState::kRunning));
-  suspended_at_[id].push_back(now);
-  auto it = held_.find(id);
-  bool all_simulated = it != held_.end();
-  if (it != held_.end()) {
-    it->second.state = JobState::kSuspending;
-    for (const Allocation& a : it->second.allocations) all_simulated = all_simulated && state_.node(a.node).simulated;
-  }
-  if (!all_simulated) return false;
-  // No agent to signal on a simulated node: the job stops at once.
-  RETURN_IF_ERROR(FinishSuspendLocked(id, "simulated node: suspended without an agent", requeue, now));
-  return true;
-}
-
-Status ControlPlane::FinishSuspendLocked(JobId id, std::string_view reason, bool requeue, TimeMicros now) {
-  RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kSuspended, reason, now, JobState::kSuspending));
-  ReleaseLocked(id);
-  if (!requeue) return Status::Ok();
-  RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kQueued, "back in the queue after its suspension, keeping its place",
-                                       now, JobState::kSuspended));
-  ASSIGN_OR_RETURN(JobRecord queued, store_.GetJob(id));
-  EnqueueLocked(queued);
-  return Status::Ok();
-}
-
-Status ControlPlane::SuspendDone(JobId id, std::string_view reason) {
-  {
-    std::lock_guard lock(mu_);
-    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
-    if (job.state != JobState::kSuspending) {
-      return FailedPreconditionError("job " + id.ToString() + " is " + std::string(JobStateName(job.state)) +
-                                     ", not suspending");
-    }
-    RETURN_IF_ERROR(FinishSuspendLocked(id, reason, IsVictimReason(job.state_reason), clock_.NowMicros()));
-  }
-  Wake(true);
-  return Status::Ok();
-}
-
 Status ControlPlane::TaskStarted(JobId id, TimeMicros at) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
@@ -296,23 +224,6 @@ Status ControlPlane::TaskStarted(JobId id, TimeMicros at) {
     it->second.last_start = at;
   }
   return Status::Ok();
-}
-
-Result<JobRecord> ControlPlane::Resume(JobId id) {
-  {
-    std::lock_guard lock(mu_);
-    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
-    if (job.state != JobState::kSuspended) {
-      return FailedPreconditionError("job " + id.ToString() + " is " + std::string(JobStateName(job.state)) +
-                                     ", only a suspended job can be resumed");
-    }
-    RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kQueued, "resumed by the user", clock_.NowMicros(), job.state));
-    ASSIGN_OR_RETURN(JobRecord queued, store_.GetJob(id));
-    EnqueueLocked(queued);
-    fresh_.push_back(id);
-  }
-  Wake(false);
-  return store_.GetJob(id);
 }
 
 std::vector<JobId> ControlPlane::JobsOnNode(std::string_view node) const {
@@ -397,59 +308,6 @@ Status ControlPlane::SetCordoned(std::string_view name, bool cordoned) {
   return Status::Ok();
 }
 
-void ControlPlane::CheckNodeTimeouts() {
-  const TimeMicros now = clock_.NowMicros();
-  bool lost = false;
-  {
-    std::lock_guard lock(mu_);
-    for (int i = 0; i < state_.node_count(); ++i) {
-      const Node& n = state_.node(i);
-      if (n.simulated || !n.ready) continue;
-      TimeMicros seen;
-      {
-        std::lock_guard s(seen_mu_);
-        seen = last_seen_[n.name];
-      }
-      if (now - seen <= options_.node_timeout) continue;
-      if (!store_.SetNodeReady(n.name, false, now).ok()) continue;
-      (void)state_.SetNodeReady(i, false);
-      std::fprintf(stderr, "xpool server: node %s lost (no heartbeat for %llds); requeueing its jobs\n", n.name.c_str(),
-                   static_cast<long long>((now - seen) / kMicrosPerSecond));
-      RequeueLostLocked(n.name, now);
-      lost = true;
-    }
-  }
-  if (lost) Wake(true);
-}
-
-void ControlPlane::RequeueLostLocked(const std::string& node, TimeMicros now) {
-  const int index = state_.FindNode(node);
-  std::vector<JobId> on_node;
-  for (const auto& [id, job] : held_) {
-    for (const Allocation& a : job.allocations) {
-      if (a.node == index) {
-        on_node.push_back(id);
-        break;
-      }
-    }
-  }
-  std::sort(on_node.begin(), on_node.end());
-  const std::string reason = "node " + node + " lost (no heartbeat for " +
-                             std::to_string(options_.node_timeout / kMicrosPerSecond) + "s): back in the queue";
-  for (JobId id : on_node) {
-    const JobState from = held_[id].state;
-    // The store deletes every allocation of the job (all replicas, any node) in the same transaction.
-    Status s = store_.TransitionJob(id, JobState::kQueued, reason, now, from);
-    if (!s.ok()) {
-      std::fprintf(stderr, "xpool server: requeueing job %s: %s\n", id.ToString().c_str(), s.ToString().c_str());
-      continue;
-    }
-    ReleaseLocked(id);
-    auto job = store_.GetJob(id);
-    if (job.ok()) EnqueueLocked(*job);
-  }
-}
-
 std::vector<NodeView> ControlPlane::Nodes() const {
   std::lock_guard lock(mu_);
   std::vector<NodeView> out;
@@ -498,13 +356,6 @@ void ControlPlane::Loop() {
     }
     RunPass(full);
   }
-}
-
-int ControlPlane::SuspensionsLastHour(JobId id, TimeMicros now) {
-  auto it = suspended_at_.find(id);
-  if (it == suspended_at_.end()) return 0;
-  std::erase_if(it->second, [&](TimeMicros t) { return now - t >= 3600 * kMicrosPerSecond; });
-  return static_cast<int>(it->second.size());
 }
 
 int ControlPlane::RunPass(bool full) {

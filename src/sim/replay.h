@@ -48,6 +48,7 @@ struct ReplayOptions {
   int64_t speedup = 1;            // arrival times divided by this (durations kept): more load
   uint64_t seed = 42;
   int max_timeline_points = 2000;  // the allocation-over-time series is averaged into at most this many
+  bool explain = false;  // fill ReplayResult::wait_causes and longest_waits (costs a scan per pass)
 };
 
 // The HAI Platform "before": whole GPUs, FIFO, no preemption; other fields from `base`.
@@ -69,6 +70,25 @@ struct TimelinePoint {
   double allocated_pct = 0;  // time-weighted GPU allocated (held) / capacity in the bucket
   double requested_pct = 0;  // time-weighted GPU the running pods asked for / capacity
   int64_t waiting = 0;       // most pods waiting at once in the bucket
+};
+
+// Idle GPU while the queue is non-empty, attributed to why the queue's head (highest priority, then earliest)
+// waits: "Burstable 8 GPU: GPU short, least-held candidate node runs priority 90".
+struct WaitCauseRow {
+  std::string cause;
+  double queued_s = 0;
+  double idle_gpu_hours = 0;
+};
+
+struct WaitedPod {
+  std::string name;
+  std::string qos;
+  int num_gpu = 0;
+  int64_t gpu_milli = 0;
+  int64_t cpu_milli = 0;
+  double delay_s = 0;     // first start − arrival (to the end of the replay when never started)
+  bool started = false;
+  std::string cause;      // why it waited, at the first pass it waited through
 };
 
 struct ReplayResult {
@@ -93,6 +113,13 @@ struct ReplayResult {
   int64_t passes = 0;  // scheduling passes run
   int64_t gpu_capacity_milli = 0;
   std::vector<TimelinePoint> timeline;
+  std::vector<WaitCauseRow> wait_causes;  // explain: most idle GPU-hours first
+  // explain: GPU idle while a pod waits on nodes that none of the waiting pods could use even if the node were
+  // empty (too few GPUs, wrong model, too little CPU): no scheduler could fill it with the pods waiting then.
+  // 100 − this / (capacity × queued time) bounds allocated_pct_queued from above, for these pods on this cluster.
+  double unusable_idle_gpu_hours = 0;
+  double allocated_pct_queued_bound = 0;
+  std::vector<WaitedPod> longest_waits;   // explain: the 15 longest waits
 };
 
 // One run. `cluster` is copied (it should be empty of allocations). Pods without times (the 5-column lists)

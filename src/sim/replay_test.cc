@@ -67,6 +67,35 @@ TEST(ReplayTest, PodsWaitAndLeaveAfterTheirDuration) {
   EXPECT_EQ(r.events, 4 + 3);  // arrivals + departures
 }
 
+// --explain on the same pods: while b and then c wait the GPU is full, so no GPU is idle; the causes cover the
+// whole queued time; b's wait is the longest, blocked by a GPU held at priority 50 (FIFO: one priority).
+TEST(ReplayTest, ExplainAttributesQueuedTimeToCauses) {
+  ReplayOptions o;
+  o.queue = QueueMode::kFifo;
+  o.explain = true;
+  ReplayResult r = Replay("replay_wait.csv", o);
+  double queued = 0, idle = 0;
+  for (const WaitCauseRow& w : r.wait_causes) {
+    queued += w.queued_s;
+    idle += w.idle_gpu_hours;
+  }
+  EXPECT_DOUBLE_EQ(queued, r.queued_s);
+  EXPECT_DOUBLE_EQ(idle, 0.0);
+  EXPECT_DOUBLE_EQ(r.unusable_idle_gpu_hours, 0.0);
+  EXPECT_DOUBLE_EQ(r.allocated_pct_queued_bound, 100.0);
+  ASSERT_EQ(r.longest_waits.size(), 2u);  // b and c (big never fits: never queued)
+  EXPECT_EQ(r.longest_waits[0].name, "c");
+  EXPECT_DOUBLE_EQ(r.longest_waits[0].delay_s, 130.0);
+  EXPECT_EQ(r.longest_waits[1].name, "b");
+  EXPECT_EQ(r.longest_waits[1].cause,
+            "GPU short; least-held candidate node: 1000 GPU milli by 1 jobs, top priority 50 (1 candidate nodes)");
+  ASSERT_FALSE(r.wait_causes.empty());
+  ASSERT_EQ(r.wait_causes.size(), 2u);  // b heads the queue on [10, 100), c on [100, 150)
+  EXPECT_EQ(r.wait_causes[0].cause.rfind("LS 1 GPU: GPU short", 0), 0u) << r.wait_causes[0].cause;
+  EXPECT_DOUBLE_EQ(r.wait_causes[0].queued_s, 90.0);
+  EXPECT_EQ(r.wait_causes[1].cause.rfind("BE 1x500m GPU: GPU short", 0), 0u) << r.wait_causes[1].cause;
+}
+
 // b (BE) arrives before c (LS); both wait for a. FIFO starts b first, priority starts c first.
 TEST(ReplayTest, PriorityQueueStartsHigherQosFirst) {
   ReplayOptions fifo;

@@ -175,6 +175,7 @@ void Pass::Consider(int j) {
           return;
         }
       }
+      placer_.OnBooked(state_, job.request, p.allocations);  // as for kPreempt (learning policies)
       const bool was_above = ledger_.AboveGuarantee(t);
       ledger_.Add(t, job.priority, AmountsOf(p.allocations));
       if (ledger_.AboveGuarantee(t) != was_above) ++epoch_;
