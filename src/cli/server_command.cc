@@ -16,6 +16,9 @@ int RunServer(const Args& args) {
   int64_t max_body = static_cast<int64_t>(options.max_body_bytes);
   int64_t threads = options.threads;
   flags.String("listen", &options.listen, "HOST:PORT to serve the API on (default 127.0.0.1:8470)");
+  flags.String("agent-listen", &options.agent_listen,
+               "HOST:PORT for agents (gRPC), or off (default: the API's host, port 8471; any free port when --listen "
+               "is not on 8470)");
   flags.String("state-dir", &options.state_dir, "directory for admin.token and the SQLite database (required)");
   flags.String("store", &options.store, "postgres://... to keep state in PostgreSQL (default: SQLite in --state-dir)");
   flags.String("policy", &options.policy, "placement policy, any name MakePolicy knows (default best-fit)");

@@ -69,6 +69,7 @@ int RunUp(const Args& args) {
   options.state_dir = "var";
   std::string simulate, nvml_library = "libnvidia-ml.so.1", name;
   flags.String("listen", &options.listen, "HOST:PORT to serve the API on (default 127.0.0.1:8470)");
+  flags.String("agent-listen", &options.agent_listen, "HOST:PORT for more agents (gRPC), or off (default: port 8471)");
   flags.String("state-dir", &options.state_dir, "directory for the database, admin.token and task logs (default ./var)");
   flags.String("policy", &options.policy, "placement policy (default best-fit)");
   flags.String("simulate", &simulate, "simulate these devices instead of discovering, e.g. 4xA100-80GB");

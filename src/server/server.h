@@ -1,6 +1,6 @@
 #pragma once
 // Server: `xpool server` — opens the state store, makes sure an admin token exists, rebuilds the control plane
-// and serves the REST API over HTTP until Shutdown().
+// and serves the REST API over HTTP (and the agent protocol over gRPC, AgentGrpcServer) until Shutdown().
 //
 // First start: creates the admin tenant and token, writes the token to STATE_DIR/admin.token (mode 0600) and
 // says where it is (never the token itself). If that file is lost later, the next start writes a new one.
@@ -24,6 +24,9 @@ class ControlPlane;
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:8470";  // host:port; port 0 = any free port
+  // Agents over gRPC (docs/agent.md): host:port, or "off". "" = the API's host with port 8471 when the API is on
+  // 8470, else any free port (printed).
+  std::string agent_listen;
   std::string state_dir;                  // required: admin.token lives here (and xpool.db for SQLite)
   std::string store;                      // "" = SQLite at STATE_DIR/xpool.db; or postgres://...
   std::string policy = "best-fit";
@@ -53,6 +56,7 @@ class Server {
  private:
   struct Impl;
   explicit Server(std::unique_ptr<Impl> impl);
+  static Status StartAgentListener(Impl& impl);
   std::unique_ptr<Impl> impl_;
 };
 
