@@ -131,7 +131,7 @@ int RunReplayCommand(const Args& args) {
   FlagSet flags("xpool sim replay",
                 "Replays a pod list with its real times: pods arrive at creation_time, run their duration, wait "
                 "when they do not fit; queue, quotas and preemption are the server's scheduling pass.");
-  std::string cluster_path, workload, policy = "default", queue = "priority", share = "on", preemption = "on", moves = "off",
+  std::string cluster_path, workload, policy = "default", queue = "priority", share = "on", preemption = "on", moves = "any",
                                       qos = "", svg, csv;
   int64_t svg_from_day = 0, nodes_count = 0, min_runtime = 600, checkpoint_cost = 0, max_suspensions = 3, speedup = 1, seed = 42, points = 2000;
   bool whole_gpu = false, compare = false, explain = false;
@@ -141,7 +141,7 @@ int RunReplayCommand(const Args& args) {
   flags.String("queue", &queue, "fifo (one priority, arrival order) or priority (by qos)");
   flags.String("share", &share, "on: pods share GPUs as asked; off: every GPU pod takes whole GPUs");
   flags.String("preemption", &preemption, "on: higher priority suspends lower (priority queue only)");
-  flags.String("moves", &moves, "defragmentation: off, lower (move lower-priority pods only) or any: running pods "
+  flags.String("moves", &moves, "defragmentation: off, lower (move lower-priority pods only) or any (the default): pods "
                "move (suspend + restart at once elsewhere) to open a node for a pod that fits nowhere");
   flags.String("qos-priority", &qos, "priority per qos, e.g. LS=90,Guaranteed=90,Burstable=50,BE=10 (the default)");
   flags.Int("min-runtime", &min_runtime, "seconds a pod runs before it may be suspended");
@@ -199,8 +199,9 @@ int RunReplayCommand(const Args& args) {
   o.explain = explain;
   if (whole_gpu) {
     if ((flags.WasSet("share") && o.share) || (flags.WasSet("preemption") && o.preemption) ||
-        (flags.WasSet("queue") && o.queue != sim::QueueMode::kFifo)) {
-      return Fail(InvalidArgumentError("--whole-gpu means --share off --preemption off --queue fifo"));
+        (flags.WasSet("queue") && o.queue != sim::QueueMode::kFifo) ||
+        (flags.WasSet("moves") && o.moves != MoveRule::kOff)) {
+      return Fail(InvalidArgumentError("--whole-gpu means --share off --preemption off --moves off --queue fifo"));
     }
     o = sim::WholeGpuFifo(o);
   }

@@ -304,7 +304,8 @@ Status Replayer::Schedule(TimeMicros now) {
       Remove(slot);
       --waiting_;
     }
-    const bool deferred = pass.stats.victim_searches >= pass_options_.max_victim_searches;
+    const bool deferred = pass.stats.victim_searches >= pass_options_.max_victim_searches ||
+                          pass.stats.move_searches >= pass_options_.max_move_searches;
     if (!deferred || pass.stats.preempting == 0 || waiting_ == 0) break;
   }
   NextWake(now);

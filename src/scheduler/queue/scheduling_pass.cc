@@ -74,6 +74,9 @@ class Pass {
   internal::UnfitFrontier frontier_;  // cleared when room appears
   std::unordered_map<int64_t, PreemptMemo> preempt_memo_;
   std::unordered_map<int, int64_t> move_memo_;  // shape → epoch at which a move search failed
+  internal::UnfitFrontier move_frontier_;        // kAnyPriority: plain requests no move opened room for
+  int64_t move_frontier_epoch_ = -1;
+  int top_waiting_priority_ = -1;  // highest priority among jobs this pass left waiting
   // Room epoch: bumped by each suspension (the only way room appears within a pass); the nodes it
   // touched are kept, so a shape that did not fit is re-asked only when it fits one of them
   // (FitNode, cheap).
@@ -259,9 +262,28 @@ bool Pass::TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, st
 bool Pass::TryMove(int j, int t, int shape) {
   const QueueJob& job = jobs_[j];
   if (options_.moves == MoveRule::kOff || job.replicas != 1) return false;
-  if (result_.stats.victim_searches >= options_.max_victim_searches) return false;
+  // Moves never let a job past a higher-priority one left waiting: the room they open is not its to take.
+  if (top_waiting_priority_ > job.priority) return false;
+  if (result_.stats.move_searches >= options_.max_move_searches) return false;
   auto [memo, inserted] = move_memo_.try_emplace(shape, -1);
   if (memo->second == epoch_) return false;
+  if (move_frontier_epoch_ != epoch_) {
+    move_frontier_.Clear();
+    move_frontier_epoch_ = epoch_;
+  }
+  // With moves of any priority every waiting job may move the same jobs, and a larger plain request needs at
+  // least as much to move: it is not searched again until a suspension changes the running set.
+  const bool frontier = options_.moves == MoveRule::kAnyPriority && internal::UnfitFrontier::Eligible(job.request);
+  if (frontier && move_frontier_.Covering(job.request, 1) != nullptr) return false;
+  // Moves only shuffle what runs: the cluster as a whole must have the room the job asks for.
+  const ClusterTotals& totals = state_.totals();
+  const TaskRequest& q = job.request;
+  if (totals.device_compute_capacity_milli - totals.device_compute_allocated_milli <
+          q.device_count * std::min<int64_t>(q.device_compute_milli, 1000) ||
+      totals.cpu_capacity_milli - totals.cpu_allocated_milli < q.cpu_milli) {
+    memo->second = epoch_;
+    return false;
+  }
   std::vector<int> movable;
   for (int v : by_running_order_) {
     const QueueJob& r = jobs_[v];
@@ -277,10 +299,11 @@ bool Pass::TryMove(int j, int t, int shape) {
     memo->second = epoch_;
     return false;
   }
-  ++result_.stats.victim_searches;
+  ++result_.stats.move_searches;
   Result<MovePlan> plan = PlanMoves(state_, jobs_, movable, job, placer_, options_.max_move_nodes);
   if (!plan.ok() || !plan->found) {
     memo->second = epoch_;
+    if (frontier) move_frontier_.Add(job.request, 1, "");
     return false;
   }
   CommitMoves(j, t, std::move(plan).value());
@@ -376,6 +399,7 @@ void Pass::Decide(int j, DecisionKind kind, std::string reason,
       break;
     case DecisionKind::kWait:
       ++s.waiting;
+      top_waiting_priority_ = std::max(top_waiting_priority_, jobs_[j].priority);
       break;
     case DecisionKind::kNeverFits:
       ++s.never_fits;

@@ -20,7 +20,8 @@
 //   node for the job (PlanMoves), they move and the job is booked there: a kPreempt decision whose victims are
 //   the moved jobs, each with a SuspendDecision carrying `move_to` (where it restarts at once). A caller that
 //   cannot restart at once may treat it as a plain suspension: the job returns to the queue keeping its place.
-//   Move searches share the victim-search budget.
+//   Only while no job of higher priority was left waiting in this pass. Move searches have their own budget per pass (PassOptions::max_move_searches); a failed one is not repeated
+//   for the same shape, nor (moves of any priority) for a plain request at least as large, until a suspension.
 // Within a pass the state only fills up except where victims leave, so a request shape that did not
 // fit stays unfit until a suspension frees room, and then only if it fits one of the nodes that
 // suspension touched (checked with FitNode): such answers are remembered per shape, which keeps a
@@ -50,7 +51,8 @@ enum class MoveRule : uint8_t { kOff, kLowerPriority, kAnyPriority };
 struct PassOptions {
   bool preemption = true;
   MoveRule moves = MoveRule::kOff;
-  int max_move_nodes = 8;  // candidate nodes tried per move search
+  int max_move_nodes = 8;      // candidate nodes tried per move search
+  int max_move_searches = 8;  // move searches per pass, spent from the head of the queue
   PreemptionRules rules;
   // Victim searches per pass, spent on the head of the queue (highest priority first); entitled
   // jobs after that wait for the next pass ("preemption deferred"). Bounds a pass's cost when a
@@ -92,6 +94,7 @@ struct PassStats {
   int rejected = 0;
   int64_t placer_calls = 0;
   int victim_searches = 0;
+  int move_searches = 0;
 };
 
 struct PassResult {
