@@ -121,6 +121,7 @@ Status ControlPlane::Rebuild() {
     h.last_start = job.updated_us;
     h.allocations = std::move(booked[job.id]);
     held_[job.id] = std::move(h);
+    IndexHeldLocked(job.id, held_[job.id].allocations, true);
     if (job.state == JobState::kSuspending) {
       JobId preemptor = internal::PreemptorOf(job.state_reason);
       if (preemptor.value() != 0) awaiting_[preemptor].push_back(job.id);
@@ -156,6 +157,15 @@ void ControlPlane::DequeueLocked(JobId id) {
   awaiting_.erase(id);
 }
 
+void ControlPlane::IndexHeldLocked(JobId id, const std::vector<Allocation>& allocations, bool add) {
+  for (const Allocation& a : allocations) {
+    std::vector<JobId>& ids = held_on_node_[a.node];
+    auto it = std::lower_bound(ids.begin(), ids.end(), id);
+    if (add && (it == ids.end() || *it != id)) ids.insert(it, id);
+    if (!add && it != ids.end() && *it == id) ids.erase(it);
+  }
+}
+
 void ControlPlane::ReleaseLocked(JobId id) {
   // A job leaving the devices is no longer awaited by a preemptor.
   for (auto w = awaiting_.begin(); w != awaiting_.end();) {
@@ -168,6 +178,7 @@ void ControlPlane::ReleaseLocked(JobId id) {
     Status s = state_.Release(a);
     if (!s.ok()) std::fprintf(stderr, "xpool server: releasing job %s: %s\n", id.ToString().c_str(), s.ToString().c_str());
   }
+  IndexHeldLocked(id, it->second.allocations, false);
   held_.erase(it);
 }
 
@@ -230,19 +241,9 @@ Status ControlPlane::TaskStarted(JobId id, TimeMicros at) {
 
 std::vector<JobId> ControlPlane::JobsOnNode(std::string_view node) const {
   std::lock_guard lock(mu_);
-  std::vector<JobId> out;
   const int index = state_.FindNode(node);
-  if (index < 0) return out;
-  for (const auto& [id, job] : held_) {
-    for (const Allocation& a : job.allocations) {
-      if (a.node == index) {
-        out.push_back(id);
-        break;
-      }
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+  auto it = held_on_node_.find(index);
+  return it == held_on_node_.end() ? std::vector<JobId>() : it->second;
 }
 
 std::string ControlPlane::PendingReason(JobId id) const {
@@ -564,6 +565,7 @@ bool ControlPlane::BookLocked(JobId id, const std::vector<Allocation>& allocatio
   h.allocations = std::move(applied);
   h.committing = true;
   held_[id] = std::move(h);
+  IndexHeldLocked(id, held_[id].allocations, true);
   pending.queued = std::move(job);
   DequeueLocked(id);
   commits->push_back(std::move(pending));
@@ -695,6 +697,19 @@ Status ControlPlane::CheckConsistency() const {
     }
     if (!same) return InternalError("node " + state_.node(i).name + ": store allocations differ from the cluster state");
   }
+  // The per-node index of held jobs says what held_ says.
+  std::unordered_map<int, std::vector<JobId>> index;
+  for (const auto& [id, h] : held_) {
+    for (const Allocation& a : h.allocations) {
+      std::vector<JobId>& ids = index[a.node];
+      if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+    }
+  }
+  for (auto& [node, ids] : index) std::sort(ids.begin(), ids.end());
+  std::erase_if(index, [](const auto& e) { return e.second.empty(); });
+  auto indexed = held_on_node_;
+  std::erase_if(indexed, [](const auto& e) { return e.second.empty(); });
+  if (index != indexed) return InternalError("the per-node index of held jobs differs from the held jobs");
   return state_.CheckInvariants();
 }
 

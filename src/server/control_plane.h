@@ -165,6 +165,8 @@ class ControlPlane {
   void EnqueueLocked(const JobRecord& job);
   void DequeueLocked(JobId id);
   void ReleaseLocked(JobId id);
+  // Adds `id` to (or removes it from) held_on_node_ for every node its allocations touch.
+  void IndexHeldLocked(JobId id, const std::vector<Allocation>& allocations, bool add);
   // RunSchedulingPass over `waiting` (queued, not awaiting victims) and every held job; carries out its
   // decisions: placements are booked and appended to `commits` for CommitPlacements.
   void PassLocked(const std::vector<JobId>& waiting, const std::vector<TenantRecord>& tenants,
@@ -199,6 +201,9 @@ class ControlPlane {
   std::unordered_map<JobId, QueuedJob> queued_;                   // guarded by mu_
   std::vector<JobId> fresh_;                                      // submitted since the last pass; mu_
   std::unordered_map<JobId, HeldJob> held_;                       // guarded by mu_
+  // Node index → the held jobs with an allocation there, sorted: an agent's heartbeat (JobsOnNode) and a lost
+  // node cost the node's jobs, not every held job. Kept with held_; mu_
+  std::unordered_map<int, std::vector<JobId>> held_on_node_;
   // Preemptors waiting for their victims to finish suspending (victims still suspending). mu_
   std::unordered_map<JobId, std::vector<JobId>> awaiting_;
   std::unordered_map<JobId, std::vector<TimeMicros>> suspended_at_;  // suspensions per job; mu_

@@ -116,16 +116,8 @@ void ControlPlane::CheckNodeTimeouts() {
 
 void ControlPlane::RequeueLostLocked(const std::string& node, TimeMicros now) {
   const int index = state_.FindNode(node);
-  std::vector<JobId> on_node;
-  for (const auto& [id, job] : held_) {
-    for (const Allocation& a : job.allocations) {
-      if (a.node == index) {
-        on_node.push_back(id);
-        break;
-      }
-    }
-  }
-  std::sort(on_node.begin(), on_node.end());
+  auto indexed = held_on_node_.find(index);
+  const std::vector<JobId> on_node = indexed == held_on_node_.end() ? std::vector<JobId>() : indexed->second;
   const std::string reason = "node " + node + " lost (no heartbeat for " +
                              std::to_string(options_.node_timeout / kMicrosPerSecond) + "s): back in the queue";
   for (JobId id : on_node) {

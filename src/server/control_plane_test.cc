@@ -107,6 +107,11 @@ TEST_F(ControlPlaneTest, PlacesOnARegisteredNodeAndCommitsToTheStore) {
   ASSERT_EQ(allocations->size(), 1u);
   EXPECT_EQ((*allocations)[0].node, "n1");
   EXPECT_EQ(DeviceMemoryUsed(), 1024);
+  EXPECT_EQ(control_->JobsOnNode("n1"), std::vector<JobId>{j.id});
+  EXPECT_TRUE(control_->JobsOnNode("n2").empty());
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+  ASSERT_TRUE(control_->Cancel(j.id, "done").ok());
+  EXPECT_TRUE(control_->JobsOnNode("n1").empty());
   EXPECT_TRUE(control_->CheckConsistency().ok());
 }
 
