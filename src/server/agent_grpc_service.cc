@@ -9,39 +9,13 @@
 
 #include "agent/grpc_codec.h"
 #include "agent/v1/agent.grpc.pb.h"
+#include "common/grpc_status.h"
 #include "server/api.h"
 
 namespace xpool::server {
 namespace {
 
 namespace v1 = agent::v1;
-
-grpc::Status ToGrpc(const Status& s) {
-  switch (s.code()) {
-    case StatusCode::kOk:
-      return grpc::Status::OK;
-    case StatusCode::kInvalidArgument:
-      return {grpc::StatusCode::INVALID_ARGUMENT, s.message()};
-    case StatusCode::kNotFound:
-      return {grpc::StatusCode::NOT_FOUND, s.message()};
-    case StatusCode::kAlreadyExists:
-      return {grpc::StatusCode::ALREADY_EXISTS, s.message()};
-    case StatusCode::kFailedPrecondition:
-      return {grpc::StatusCode::FAILED_PRECONDITION, s.message()};
-    case StatusCode::kResourceExhausted:
-      return {grpc::StatusCode::RESOURCE_EXHAUSTED, s.message()};
-    case StatusCode::kPermissionDenied:
-      return {grpc::StatusCode::PERMISSION_DENIED, s.message()};
-    case StatusCode::kUnauthenticated:
-      return {grpc::StatusCode::UNAUTHENTICATED, s.message()};
-    case StatusCode::kUnavailable:
-      return {grpc::StatusCode::UNAVAILABLE, s.message()};
-    case StatusCode::kAborted:
-      return {grpc::StatusCode::ABORTED, s.message()};
-    default:
-      return {grpc::StatusCode::INTERNAL, s.message()};
-  }
-}
 
 std::string Authorization(const grpc::ServerContext* ctx) {
   const auto& md = ctx->client_metadata();

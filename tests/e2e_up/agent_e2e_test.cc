@@ -5,6 +5,7 @@
 //   read back with `xpool logs`) carries its device and limits;
 // - a job exiting 3 is failed; a command that does not exist fails with the exec error and the agent lives on;
 //   cancel stops a running job's process;
+// - the server restarts → the tasks keep running and `xpool logs` shows their output again (re-sent tails);
 // - the agent stops → its node is lost after --node-timeout and its jobs requeue; it starts again → they run.
 // Bad input: a rejected token (the agent says so and retries; also through the HTTP fallback), a node token used
 // for another node (PERMISSION_DENIED over gRPC, 403 over HTTP), an unreachable server (the agent says so and
@@ -49,12 +50,9 @@ class AgentE2eTest : public ::testing::Test {
     client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
     client_->set_connection_timeout(2, 0);
     client_->set_read_timeout(10, 0);
-    for (int i = 0; i < 300 && token_.empty(); ++i) {
-      token_ = ReadFile(dir_ / "var" / "admin.token");
-      if (token_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    ASSERT_TRUE(server_.WaitHealthy(port_, 30)) << server_.Log();
+    token_ = ReadFile(dir_ / "var" / "admin.token");  // written before the server listens
     ASSERT_FALSE(token_.empty()) << server_.Log();
-    for (int i = 0; i < 100 && !client_->Get("/healthz"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 
   void TearDown() override {
@@ -245,6 +243,8 @@ TEST_F(AgentE2eTest, RemoteAgentRunsJobsShipsLogsAndSurvivesNodeLoss) {
     EXPECT_EQ(j.value("restart_count", -1), 0) << j.dump();
     EXPECT_TRUE(ProcessAlive(pids[i])) << "task " << i << " did not survive the server's restart";
   }
+  // The restarted server lost its in-memory copy of the output; the agent re-sent each task's tail.
+  LogsContaining(ids[1], "ENV-END");
 
   // The agent stops (its tasks with it) → the node is lost → the jobs requeue; it starts again → they run again.
   if (!node_timeout_) {
