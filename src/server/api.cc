@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -116,6 +118,7 @@ struct Api::Impl {
   };
   std::unordered_map<std::string, CachedAuth> auth_cache;  // by token hash; guarded by cache_mu
   std::unordered_map<int64_t, std::string> tenant_names;   // guarded by cache_mu
+  std::unordered_map<int64_t, std::shared_ptr<const Json>> spec_json;  // by job id; guarded by cache_mu
 
   static const std::vector<Route>& Routes();
 
@@ -181,15 +184,48 @@ struct Api::Impl {
     return job;
   }
 
-  Json JobJson(const JobRecord& job, bool with_placement) {
+  // `prefetched`: the job's placement, read with others' (ListJobs); null = read it here.
+  Json JobJson(const JobRecord& job, bool with_placement, const std::vector<AllocationRecord>* prefetched = nullptr) {
     std::string reason = job.state == JobState::kQueued ? control.PendingReason(job.id) : "";
     if (reason.empty() && job.state == JobState::kQueued) reason = job.pending_reason;
     std::vector<AllocationRecord> placement;
-    if (with_placement && HoldsAllocation(job.state)) {
+    if (prefetched != nullptr) {
+      placement = *prefetched;
+    } else if (with_placement && HoldsAllocation(job.state)) {
       auto p = store.JobAllocations(job.id);
       if (p.ok()) placement = std::move(*p);
     }
-    return internal::JobToJson(job, TenantName(job.tenant), reason, &placement);
+    return internal::JobToJson(job, TenantName(job.tenant), reason, &placement, SpecJson(job).get());
+  }
+
+  // A job's spec never changes after submit: its JSON is made once (dump + parse per job made up a good part of
+  // a 1,000-job list).
+  std::shared_ptr<const Json> SpecJson(const JobRecord& job) {
+    {
+      std::lock_guard lock(cache_mu);
+      auto it = spec_json.find(job.id.value());
+      if (it != spec_json.end()) return it->second;
+    }
+    auto made = std::make_shared<const Json>(internal::SpecJson(job.spec));
+    std::lock_guard lock(cache_mu);
+    if (spec_json.size() >= 65536) spec_json.clear();  // a simple bound; refills on demand
+    spec_json[job.id.value()] = made;
+    return made;
+  }
+
+  // The placements of a page of jobs (ordered by id) in one read when the page's ids are dense, else none
+  // (JobJson reads each job's own).
+  std::optional<std::map<JobId, std::vector<AllocationRecord>>> PagePlacements(const std::vector<JobRecord>& jobs) {
+    size_t holding = 0;
+    for (const JobRecord& j : jobs) holding += HoldsAllocation(j.state) ? 1 : 0;
+    if (holding < 2 || jobs.back().id.value() - jobs.front().id.value() >= 4 * static_cast<int64_t>(jobs.size())) {
+      return std::nullopt;
+    }
+    auto all = store.JobAllocationsBetween(jobs.front().id, jobs.back().id);
+    if (!all.ok()) return std::nullopt;
+    std::map<JobId, std::vector<AllocationRecord>> out;
+    for (AllocationRecord& a : *all) out[a.job].push_back(std::move(a));
+    return out;
   }
 
   // ---- jobs ----
@@ -243,7 +279,18 @@ struct Api::Impl {
     }
     ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store.ListJobs(filter));
     Json out = {{"jobs", Json::array()}};
-    for (const JobRecord& j : jobs) out["jobs"].push_back(JobJson(j, true));
+    const auto placements = PagePlacements(jobs);
+    const std::vector<AllocationRecord> none;
+    for (const JobRecord& j : jobs) {
+      const std::vector<AllocationRecord>* p = nullptr;
+      if (placements && HoldsAllocation(j.state)) {
+        auto it = placements->find(j.id);
+        p = it == placements->end() ? &none : &it->second;
+      } else if (placements) {
+        p = &none;
+      }
+      out["jobs"].push_back(JobJson(j, true, p));
+    }
     if (filter.limit > 0 && static_cast<int>(jobs.size()) == filter.limit) out["next_after"] = jobs.back().id.value();
     return JsonResponse(200, out);
   }

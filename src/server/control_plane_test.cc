@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "model/node_builder.h"
+#include "store/internal/sql_store.h"
 
 namespace xpool::server {
 namespace {
@@ -142,6 +143,30 @@ TEST_F(ControlPlaneTest, HigherPriorityGoesFirstThenSubmitOrder) {
   EXPECT_EQ(control_->RunPass(true), 1);
   EXPECT_EQ(StateOf(normal.id), JobState::kRunning);
   EXPECT_EQ(StateOf(low.id), JobState::kQueued);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+}
+
+// A pass books a placement, lets go of its lock and then commits: when the store refuses the commit, the
+// booking is undone and the job waits in the queue with the store's reason; the next pass places it.
+TEST_F(ControlPlaneTest, AFailedPlacementCommitPutsTheJobBackInTheQueue) {
+  JobRecord j = Submit(Spec("a", 1));
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build()).ok());
+  auto* sql = dynamic_cast<store_internal::SqlStore*>(store_.get());
+  ASSERT_NE(sql, nullptr);
+  ASSERT_TRUE(sql->QueryForTesting("PRAGMA query_only = ON").ok());
+  EXPECT_EQ(control_->RunPass(true), 0);
+  EXPECT_EQ(StateOf(j.id), JobState::kQueued);
+  EXPECT_EQ(control_->queue_length(), 1u);
+  EXPECT_NE(control_->PendingReason(j.id).find("the store is unavailable"), std::string::npos)
+      << control_->PendingReason(j.id);
+  EXPECT_EQ(DeviceMemoryUsed(), 0);
+  EXPECT_TRUE(control_->JobsOnNode("n1").empty());
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+
+  ASSERT_TRUE(sql->QueryForTesting("PRAGMA query_only = OFF").ok());
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(j.id), JobState::kRunning);
+  EXPECT_EQ(DeviceMemoryUsed(), 1024);
   EXPECT_TRUE(control_->CheckConsistency().ok());
 }
 

@@ -208,6 +208,8 @@ class StateStore {
   // Every live allocation (to rebuild ClusterState on start), ordered by (job, replica).
   virtual Result<std::vector<AllocationRecord>> ListAllocations() = 0;
   virtual Result<std::vector<AllocationRecord>> JobAllocations(JobId job) = 0;
+  // The allocations of every job with first <= id <= last, ordered by (job, replica): one read for a page of jobs.
+  virtual Result<std::vector<AllocationRecord>> JobAllocationsBetween(JobId first, JobId last) = 0;
 
   // ---- Nodes and devices ----
   // Inserts or replaces the node and its devices (keyed by node name; device uuids unique cluster-wide).

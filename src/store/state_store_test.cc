@@ -338,6 +338,8 @@ TYPED_TEST(StateStoreTest, LifecycleRecordsEveryTransitionAndReleasesAllocations
   EXPECT_EQ(job->pending_reason, "");
   EXPECT_EQ(*s.JobAllocations(id), placement);
   EXPECT_EQ(*s.ListAllocations(), placement);
+  EXPECT_EQ(*s.JobAllocationsBetween(id, id), placement);
+  EXPECT_TRUE(s.JobAllocationsBetween(JobId(id.value() + 1), JobId(id.value() + 9))->empty());
   EXPECT_EQ((*s.ListTasks(id))[1].node, "n1");
 
   ASSERT_TRUE(s.TransitionJob(id, JobState::kRunning, "agent started it", 20).ok());

@@ -260,8 +260,13 @@ Json TenantToJson(const TenantRecord& t) {
               {"created_at", FormatTime(t.created_us)}};
 }
 
+Json SpecJson(const JobSpec& spec) {
+  Json out = Json::parse(JobSpecToJson(spec), nullptr, false);
+  return out.is_discarded() ? Json() : out;
+}
+
 Json JobToJson(const JobRecord& job, const std::string& tenant_name, const std::string& reason,
-               const std::vector<AllocationRecord>* placement) {
+               const std::vector<AllocationRecord>* placement, const Json* spec) {
   Json j;
   j["id"] = job.id.value();
   j["name"] = job.spec.name;
@@ -279,8 +284,7 @@ Json JobToJson(const JobRecord& job, const std::string& tenant_name, const std::
   j["resources"] = {{"cpu_milli", r.cpu_milli}, {"memory_mib", r.memory_mib}, {"gpu", r.gpu},
                     {"gpumem_mib", r.gpumem_mib}, {"gpumem_percent", r.gpumem_percentage},
                     {"gpucores", r.gpucores}};
-  Json spec = Json::parse(JobSpecToJson(job.spec), nullptr, false);
-  j["spec"] = spec.is_discarded() ? Json() : spec;
+  j["spec"] = spec != nullptr ? *spec : SpecJson(job.spec);
   j["placement"] = Json::array();
   if (placement != nullptr) {
     for (const AllocationRecord& a : *placement) {

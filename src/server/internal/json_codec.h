@@ -35,8 +35,11 @@ Json QuotaToJson(const TenantQuota& quota);
 Status CheckGuaranteeWithinQuota(const TenantQuota& guaranteed, const TenantQuota& quota);
 Json TenantToJson(const TenantRecord& tenant);
 
+// `spec`: the job's spec as JSON when the caller has it (SpecJson), else it is made here.
 Json JobToJson(const JobRecord& job, const std::string& tenant_name, const std::string& reason,
-               const std::vector<AllocationRecord>* placement);
+               const std::vector<AllocationRecord>* placement, const Json* spec = nullptr);
+// The spec as the API shows it (JobSpecToJson's canonical form as a JSON value).
+Json SpecJson(const JobSpec& spec);
 Json EventToJson(const EventRecord& event);
 
 // RFC 3339 UTC with milliseconds: "2026-11-30T13:05:51.123Z".

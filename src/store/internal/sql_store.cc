@@ -101,10 +101,13 @@ std::string StateText(std::optional<JobState> s) { return s ? std::string(JobSta
 Result<JobRecord> SqlStore::JobFromRow(const SqlRow& row) {
   ASSIGN_OR_RETURN(JobRecord j, JobFromRowWithoutSpec(row));
   const std::string text = ColText(row, 2);
-  auto it = spec_cache_.find(j.id.value());
-  if (it != spec_cache_.end() && it->second.text == text) {
-    j.spec = it->second.spec;
-    return j;
+  {
+    std::lock_guard cache(cache_mu_);
+    auto it = spec_cache_.find(j.id.value());
+    if (it != spec_cache_.end() && it->second.text == text) {
+      j.spec = it->second.spec;
+      return j;
+    }
   }
   Result<JobSpec> spec = ParseJobSpec(text);
   if (!spec.ok()) return InternalError("job " + j.id.ToString() + " has an unreadable spec: " + spec.status().message());
@@ -114,6 +117,7 @@ Result<JobRecord> SqlStore::JobFromRow(const SqlRow& row) {
 }
 
 void SqlStore::CacheSpec(JobId id, const std::string& text, const JobSpec& spec) {
+  std::lock_guard cache(cache_mu_);
   if (spec_cache_.size() >= kMaxCachedSpecs) spec_cache_.clear();  // simple bound; refills on demand
   spec_cache_[id.value()] = CachedSpec{text, spec};
 }
@@ -121,6 +125,34 @@ void SqlStore::CacheSpec(JobId id, const std::string& text, const JobSpec& spec)
 Status SqlStore::Init() {
   std::lock_guard lock(mu_);
   return Migrate(*db_);
+}
+
+void SqlStore::AddReader(std::unique_ptr<SqlBackend> reader) {
+  auto r = std::make_unique<Reader>();
+  r->db = std::move(reader);
+  readers_.push_back(std::move(r));
+}
+
+SqlStore::ReadConn::ReadConn(SqlStore& store) {
+  if (store.readers_.empty()) {
+    lock_ = std::unique_lock(store.mu_);
+    db_ = store.db_.get();
+    return;
+  }
+  const size_t n = store.readers_.size();
+  const size_t start = store.next_reader_.fetch_add(1, std::memory_order_relaxed);
+  for (size_t k = 0; k < n; ++k) {
+    Reader& r = *store.readers_[(start + k) % n];
+    std::unique_lock lock(r.mu, std::try_to_lock);
+    if (lock.owns_lock()) {
+      lock_ = std::move(lock);
+      db_ = r.db.get();
+      return;
+    }
+  }
+  Reader& r = *store.readers_[start % n];
+  lock_ = std::unique_lock(r.mu);
+  db_ = r.db.get();
 }
 
 Result<int> SqlStore::SchemaVersion() {
@@ -164,16 +196,18 @@ Result<TenantRecord> SqlStore::CreateTenant(std::string_view name, bool admin, c
 }
 
 Result<TenantRecord> SqlStore::GetTenant(TenantId id) {
-  std::lock_guard lock(mu_);
-  ASSIGN_OR_RETURN(SqlResult r, db_->Query(std::string("SELECT ") + kTenantColumns + " FROM tenants WHERE id = $1",
+  ReadConn conn(*this);
+  SqlBackend& db = conn.db();
+  ASSIGN_OR_RETURN(SqlResult r, db.Query(std::string("SELECT ") + kTenantColumns + " FROM tenants WHERE id = $1",
                                            {Int(id.value())}));
   if (r.rows.empty()) return NotFoundError("no tenant with id " + id.ToString());
   return TenantFromRow(r.rows[0]);
 }
 
 Result<TenantRecord> SqlStore::FindTenant(std::string_view name) {
-  std::lock_guard lock(mu_);
-  ASSIGN_OR_RETURN(SqlResult r, db_->Query(std::string("SELECT ") + kTenantColumns +
+  ReadConn conn(*this);
+  SqlBackend& db = conn.db();
+  ASSIGN_OR_RETURN(SqlResult r, db.Query(std::string("SELECT ") + kTenantColumns +
                                                " FROM tenants WHERE name = $1",
                                            {Text(name)}));
   if (r.rows.empty()) return NotFoundError("no tenant named '" + Printable(name) + "'");
@@ -181,9 +215,10 @@ Result<TenantRecord> SqlStore::FindTenant(std::string_view name) {
 }
 
 Result<std::vector<TenantRecord>> SqlStore::ListTenants() {
-  std::lock_guard lock(mu_);
+  ReadConn conn(*this);
+  SqlBackend& db = conn.db();
   ASSIGN_OR_RETURN(SqlResult r,
-                   db_->Query(std::string("SELECT ") + kTenantColumns + " FROM tenants ORDER BY name", {}));
+                   db.Query(std::string("SELECT ") + kTenantColumns + " FROM tenants ORDER BY name", {}));
   std::vector<TenantRecord> out;
   for (const SqlRow& row : r.rows) out.push_back(TenantFromRow(row));
   return out;
@@ -282,8 +317,8 @@ Status SqlStore::InsertEvent(const EventRecord& e, int64_t* id) {
   return Status::Ok();
 }
 
-Result<JobRecord> SqlStore::LoadJob(JobId id) {
-  ASSIGN_OR_RETURN(SqlResult r, db_->Query(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = $1",
+Result<JobRecord> SqlStore::LoadJob(SqlBackend& db, JobId id) {
+  ASSIGN_OR_RETURN(SqlResult r, db.Query(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = $1",
                                            {Int(id.value())}));
   if (r.rows.empty()) return NotFoundError("no job with id " + id.ToString());
   return JobFromRow(r.rows[0]);
@@ -409,8 +444,8 @@ std::vector<Result<JobRecord>> SqlStore::SubmitJobs(const std::vector<std::pair<
 }
 
 Result<JobRecord> SqlStore::GetJob(JobId id) {
-  std::lock_guard lock(mu_);
-  return LoadJob(id);
+  ReadConn conn(*this);
+  return LoadJob(conn.db(), id);
 }
 
 Result<std::vector<JobRecord>> SqlStore::ListJobs(const JobFilter& filter) {
@@ -433,8 +468,9 @@ Result<std::vector<JobRecord>> SqlStore::ListJobs(const JobFilter& filter) {
     params.push_back(Int(filter.limit));
     sql += " LIMIT $" + std::to_string(params.size());
   }
-  std::lock_guard lock(mu_);
-  ASSIGN_OR_RETURN(SqlResult r, db_->Query(sql, params));
+  ReadConn conn(*this);
+  SqlBackend& db = conn.db();
+  ASSIGN_OR_RETURN(SqlResult r, db.Query(sql, params));
   std::vector<JobRecord> out;
   out.reserve(r.rows.size());
   for (const SqlRow& row : r.rows) {
@@ -525,12 +561,13 @@ Status SqlStore::SetPendingReasons(const std::vector<std::pair<JobId, std::strin
 // ---- Tasks ----
 
 Result<std::vector<TaskRecord>> SqlStore::ListTasks(JobId job) {
-  std::lock_guard lock(mu_);
-  ASSIGN_OR_RETURN(SqlResult r, db_->Query("SELECT id, job_id, replica, state, node, exit_code, updated_us "
+  ReadConn conn(*this);
+  SqlBackend& db = conn.db();
+  ASSIGN_OR_RETURN(SqlResult r, db.Query("SELECT id, job_id, replica, state, node, exit_code, updated_us "
                                            "FROM tasks WHERE job_id = $1 ORDER BY replica",
                                            {Int(job.value())}));
   if (r.rows.empty()) {
-    ASSIGN_OR_RETURN(SqlResult exists, db_->Query("SELECT id FROM jobs WHERE id = $1", {Int(job.value())}));
+    ASSIGN_OR_RETURN(SqlResult exists, db.Query("SELECT id FROM jobs WHERE id = $1", {Int(job.value())}));
     if (exists.rows.empty()) return NotFoundError("no job with id " + job.ToString());
   }
   std::vector<TaskRecord> out;
@@ -575,7 +612,8 @@ Result<EventRecord> SqlStore::AppendEvent(const EventRecord& event) {
 }
 
 Result<std::vector<EventRecord>> SqlStore::JobEvents(JobId job, int limit) {
-  std::lock_guard lock(mu_);
+  ReadConn conn(*this);
+  SqlBackend& db = conn.db();
   // The most recent `limit` events, returned oldest first.
   std::string sql = "SELECT id, time_us, job_id, kind, from_state, to_state, reason FROM events WHERE job_id = $1";
   std::vector<SqlValue> params = {Int(job.value())};
@@ -585,7 +623,7 @@ Result<std::vector<EventRecord>> SqlStore::JobEvents(JobId job, int limit) {
   } else {
     sql += " ORDER BY id";
   }
-  ASSIGN_OR_RETURN(SqlResult r, db_->Query(sql, params));
+  ASSIGN_OR_RETURN(SqlResult r, db.Query(sql, params));
   std::vector<EventRecord> out;
   for (const SqlRow& row : r.rows) {
     ASSIGN_OR_RETURN(EventRecord e, EventFromRow(row));
@@ -595,7 +633,8 @@ Result<std::vector<EventRecord>> SqlStore::JobEvents(JobId job, int limit) {
 }
 
 Result<std::vector<EventRecord>> SqlStore::EventsSince(int64_t after_id, int limit) {
-  std::lock_guard lock(mu_);
+  ReadConn conn(*this);
+  SqlBackend& db = conn.db();
   std::string sql = "SELECT id, time_us, job_id, kind, from_state, to_state, reason FROM events WHERE id > $1 "
                     "ORDER BY id";
   std::vector<SqlValue> params = {Int(after_id)};
@@ -603,7 +642,7 @@ Result<std::vector<EventRecord>> SqlStore::EventsSince(int64_t after_id, int lim
     sql += " LIMIT $2";
     params.push_back(Int(limit));
   }
-  ASSIGN_OR_RETURN(SqlResult r, db_->Query(sql, params));
+  ASSIGN_OR_RETURN(SqlResult r, db.Query(sql, params));
   std::vector<EventRecord> out;
   for (const SqlRow& row : r.rows) {
     ASSIGN_OR_RETURN(EventRecord e, EventFromRow(row));

@@ -3,9 +3,12 @@
 // the same statements ($1..$n parameters, INSERT ... RETURNING, ON CONFLICT), so the shared test suite checks
 // one implementation against two databases.
 //
-// Owns its backend. Thread-safe: every call takes mu_; each state change is one transaction, committed before
-// the call returns. SubmitJob uses group commit: concurrent submissions share one transaction (and one fsync),
+// Owns its backends. Thread-safe: every change takes mu_ (the writer connection); each state change is one
+// transaction, committed before the call returns. Reads (jobs, tasks, events, allocations, nodes, tenants) run
+// on a reader connection when the backend added some (SQLite in WAL mode: readers see every committed write and
+// do not wait for a commit's fsync), else on the writer under mu_. SubmitJob uses group commit: concurrent submissions share one transaction (and one fsync),
 // and each caller returns only after that transaction committed.
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -24,6 +27,8 @@ class SqlStore final : public StateStore {
 
   // Migrates the schema to the latest version.
   Status Init();
+  // Adds a connection to the same database that serves reads (call after Init, before any other call).
+  void AddReader(std::unique_ptr<SqlBackend> reader);
 
   std::string_view Kind() const override { return db_->Kind(); }
   Result<int> SchemaVersion() override;
@@ -60,6 +65,7 @@ class SqlStore final : public StateStore {
 
   Result<std::vector<AllocationRecord>> ListAllocations() override;
   Result<std::vector<AllocationRecord>> JobAllocations(JobId job) override;
+  Result<std::vector<AllocationRecord>> JobAllocationsBetween(JobId first, JobId last) override;
 
   Status UpsertNode(const Node& node, TimeMicros now) override;
   Result<NodeRecord> GetNode(std::string_view name) override;
@@ -96,16 +102,33 @@ class SqlStore final : public StateStore {
   Status InTransaction(Body&& body);
   // The same for reads of several statements (a consistent snapshot).
   template <typename Body>
-  Status InReadTransaction(Body&& body);
+  Status InReadTransaction(SqlBackend& db, Body&& body);
 
-  Result<JobRecord> LoadJob(JobId id);
+  // A connection to read with: a free reader (else the next one, waited for), or the writer under mu_.
+  class ReadConn {
+   public:
+    explicit ReadConn(SqlStore& store);
+    SqlBackend& db() { return *db_; }
+
+   private:
+    std::unique_lock<std::mutex> lock_;
+    SqlBackend* db_ = nullptr;
+  };
+  struct Reader {
+    std::mutex mu;
+    std::unique_ptr<SqlBackend> db;  // guarded by mu
+  };
+
+  Result<JobRecord> LoadJob(SqlBackend& db, JobId id);
   // A job row → record. The spec is parsed once per job (yaml-cpp is slow: listing 1,000 jobs would parse 1,000
   // specs on every call) and then served from spec_cache_; a job's spec never changes after submit, and the
-  // cached entry is used only while its text equals the row's. Caller holds mu_.
+  // cached entry is used only while its text equals the row's. Takes cache_mu_.
   Result<JobRecord> JobFromRow(const SqlRow& row);
   void CacheSpec(JobId id, const std::string& text, const JobSpec& spec);
-  Result<std::vector<AllocationRecord>> LoadAllocations(std::string_view where, const std::vector<SqlValue>& params);
-  Result<std::vector<NodeRecord>> LoadNodes(std::string_view where, const std::vector<SqlValue>& params);
+  Result<std::vector<AllocationRecord>> LoadAllocations(SqlBackend& db, std::string_view where,
+                                                        const std::vector<SqlValue>& params);
+  Result<std::vector<NodeRecord>> LoadNodes(SqlBackend& db, std::string_view where,
+                                            const std::vector<SqlValue>& params);
   Status InsertEvent(const EventRecord& event, int64_t* id);
   Status SetNodeFlag(std::string_view column, std::string_view name, bool value, TimeMicros now);
 
@@ -117,7 +140,10 @@ class SqlStore final : public StateStore {
 
   std::mutex mu_;
   std::unique_ptr<SqlBackend> db_;  // guarded by mu_
-  std::unordered_map<int64_t, CachedSpec> spec_cache_;  // job id → parsed spec; guarded by mu_
+  std::vector<std::unique_ptr<Reader>> readers_;  // filled before use, then fixed
+  std::atomic<size_t> next_reader_{0};
+  std::mutex cache_mu_;  // taken after mu_ or a reader's mu, never before
+  std::unordered_map<int64_t, CachedSpec> spec_cache_;  // job id → parsed spec; guarded by cache_mu_
 
   // Group commit of submissions (taken before mu_, never while holding it).
   std::mutex submit_mu_;
@@ -136,11 +162,11 @@ Status SqlStore::InTransaction(Body&& body) {
 }
 
 template <typename Body>
-Status SqlStore::InReadTransaction(Body&& body) {
-  RETURN_IF_ERROR(db_->BeginRead());
+Status SqlStore::InReadTransaction(SqlBackend& db, Body&& body) {
+  RETURN_IF_ERROR(db.BeginRead());
   Status s = body();
-  if (s.ok()) s = db_->Commit();
-  if (!s.ok()) db_->Rollback();
+  if (s.ok()) s = db.Commit();
+  if (!s.ok()) db.Rollback();
   return s;
 }
 

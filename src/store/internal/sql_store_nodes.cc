@@ -141,12 +141,12 @@ Status SqlStore::CommitPlacement(JobId id, const std::vector<AllocationRecord>& 
   });
 }
 
-Result<std::vector<AllocationRecord>> SqlStore::LoadAllocations(std::string_view where,
+Result<std::vector<AllocationRecord>> SqlStore::LoadAllocations(SqlBackend& db, std::string_view where,
                                                                 const std::vector<SqlValue>& params) {
-  ASSIGN_OR_RETURN(SqlResult a, db_->Query("SELECT job_id, replica, node, cpu_milli, memory_mib FROM allocations " +
+  ASSIGN_OR_RETURN(SqlResult a, db.Query("SELECT job_id, replica, node, cpu_milli, memory_mib FROM allocations " +
                                                std::string(where) + " ORDER BY job_id, replica",
                                            params));
-  ASSIGN_OR_RETURN(SqlResult d, db_->Query("SELECT job_id, replica, device_uuid, memory_mib, compute_milli FROM "
+  ASSIGN_OR_RETURN(SqlResult d, db.Query("SELECT job_id, replica, device_uuid, memory_mib, compute_milli FROM "
                                            "allocation_devices " + std::string(where) +
                                                " ORDER BY job_id, replica, ordinal",
                                            params));
@@ -171,20 +171,33 @@ Result<std::vector<AllocationRecord>> SqlStore::LoadAllocations(std::string_view
 }
 
 Result<std::vector<AllocationRecord>> SqlStore::ListAllocations() {
-  std::lock_guard lock(mu_);
+  ReadConn conn(*this);
+  SqlBackend& db = conn.db();
   std::vector<AllocationRecord> out;
-  RETURN_IF_ERROR(InReadTransaction([&]() -> Status {
-    ASSIGN_OR_RETURN(out, LoadAllocations("", {}));
+  RETURN_IF_ERROR(InReadTransaction(db, [&]() -> Status {
+    ASSIGN_OR_RETURN(out, LoadAllocations(db, "", {}));
     return Status::Ok();
   }));
   return out;
 }
 
 Result<std::vector<AllocationRecord>> SqlStore::JobAllocations(JobId job) {
-  std::lock_guard lock(mu_);
+  ReadConn conn(*this);
+  SqlBackend& db = conn.db();
   std::vector<AllocationRecord> out;
-  RETURN_IF_ERROR(InReadTransaction([&]() -> Status {
-    ASSIGN_OR_RETURN(out, LoadAllocations("WHERE job_id = $1", {Int(job.value())}));
+  RETURN_IF_ERROR(InReadTransaction(db, [&]() -> Status {
+    ASSIGN_OR_RETURN(out, LoadAllocations(db, "WHERE job_id = $1", {Int(job.value())}));
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<AllocationRecord>> SqlStore::JobAllocationsBetween(JobId first, JobId last) {
+  ReadConn conn(*this);
+  SqlBackend& db = conn.db();
+  std::vector<AllocationRecord> out;
+  RETURN_IF_ERROR(InReadTransaction(db, [&]() -> Status {
+    ASSIGN_OR_RETURN(out, LoadAllocations(db, "WHERE job_id BETWEEN $1 AND $2", {Int(first.value()), Int(last.value())}));
     return Status::Ok();
   }));
   return out;
@@ -227,11 +240,12 @@ Status SqlStore::UpsertNode(const Node& node, TimeMicros now) {
   });
 }
 
-Result<std::vector<NodeRecord>> SqlStore::LoadNodes(std::string_view where, const std::vector<SqlValue>& params) {
-  ASSIGN_OR_RETURN(SqlResult n, db_->Query(std::string("SELECT ") + kNodeColumns + " FROM nodes " +
+Result<std::vector<NodeRecord>> SqlStore::LoadNodes(SqlBackend& db, std::string_view where,
+                                                    const std::vector<SqlValue>& params) {
+  ASSIGN_OR_RETURN(SqlResult n, db.Query(std::string("SELECT ") + kNodeColumns + " FROM nodes " +
                                                std::string(where) + " ORDER BY name",
                                            params));
-  ASSIGN_OR_RETURN(SqlResult d, db_->Query(std::string("SELECT ") + kDeviceColumns + " FROM devices " +
+  ASSIGN_OR_RETURN(SqlResult d, db.Query(std::string("SELECT ") + kDeviceColumns + " FROM devices " +
                                                (where.empty() ? "" : "WHERE node = $1") + " ORDER BY node, idx",
                                            params));
   std::vector<NodeRecord> out;
@@ -261,10 +275,11 @@ Result<std::vector<NodeRecord>> SqlStore::LoadNodes(std::string_view where, cons
 }
 
 Result<NodeRecord> SqlStore::GetNode(std::string_view name) {
-  std::lock_guard lock(mu_);
+  ReadConn conn(*this);
+  SqlBackend& db = conn.db();
   std::vector<NodeRecord> nodes;
-  RETURN_IF_ERROR(InReadTransaction([&]() -> Status {
-    ASSIGN_OR_RETURN(nodes, LoadNodes("WHERE name = $1", {Text(name)}));
+  RETURN_IF_ERROR(InReadTransaction(db, [&]() -> Status {
+    ASSIGN_OR_RETURN(nodes, LoadNodes(db, "WHERE name = $1", {Text(name)}));
     return Status::Ok();
   }));
   if (nodes.empty()) return NotFoundError("no node named '" + Printable(name) + "'");
@@ -272,10 +287,11 @@ Result<NodeRecord> SqlStore::GetNode(std::string_view name) {
 }
 
 Result<std::vector<NodeRecord>> SqlStore::ListNodes() {
-  std::lock_guard lock(mu_);
+  ReadConn conn(*this);
+  SqlBackend& db = conn.db();
   std::vector<NodeRecord> nodes;
-  RETURN_IF_ERROR(InReadTransaction([&]() -> Status {
-    ASSIGN_OR_RETURN(nodes, LoadNodes("", {}));
+  RETURN_IF_ERROR(InReadTransaction(db, [&]() -> Status {
+    ASSIGN_OR_RETURN(nodes, LoadNodes(db, "", {}));
     return Status::Ok();
   }));
   return nodes;

@@ -4,12 +4,26 @@
 #include "store/sqlite/sqlite_backend.h"
 
 namespace xpool {
+namespace {
+
+constexpr int kReaders = 2;
+
+}  // namespace
 
 Result<std::unique_ptr<StateStore>> OpenSqliteStore(const std::string& path, const SqliteStoreOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<store_internal::SqlBackend> backend,
                    store_internal::OpenSqliteBackend(path, options.max_size_mib));
   auto store = std::make_unique<store_internal::SqlStore>(std::move(backend));
   RETURN_IF_ERROR(store->Init());
+  // Reader connections (WAL: concurrent with the writer), so API reads never wait for a commit's fsync. An
+  // in-memory database is private to its connection: it has none.
+  if (path != ":memory:" && path.rfind("file:", 0) != 0) {
+    for (int i = 0; i < kReaders; ++i) {
+      ASSIGN_OR_RETURN(std::unique_ptr<store_internal::SqlBackend> reader,
+                       store_internal::OpenSqliteBackend(path, options.max_size_mib));
+      store->AddReader(std::move(reader));
+    }
+  }
   return std::unique_ptr<StateStore>(std::move(store));
 }
 
