@@ -18,6 +18,8 @@ constexpr TimeMicros kUnwantedGrace = 10 * kMicrosPerSecond;
 constexpr size_t kMaxPendingLog = 4 << 20;
 // All log chunks of one heartbeat together (the server takes bodies up to 1 MiB; JSON escaping can grow text).
 constexpr int64_t kMaxLogBytesPerHeartbeat = 256 << 10;
+// Output re-sent after the server was unreachable or asked for a registration (it may have restarted).
+constexpr size_t kResendTailBytes = LogRelay::kMaxChunkBytes;
 
 }  // namespace
 
@@ -60,9 +62,26 @@ void NodeAgent::LogsAcknowledged(const std::vector<TaskReport>& sent) {
     if (r.log_data.empty()) continue;
     auto it = logs_.find(r.status.task_id);
     if (it == logs_.end() || it->second.offset != r.log_offset) continue;
-    it->second.pending.erase(0, r.log_data.size());
-    it->second.offset += static_cast<int64_t>(r.log_data.size());
+    LogShip& ship = it->second;
+    ship.acked_tail.append(ship.pending, 0, r.log_data.size());
+    if (ship.acked_tail.size() > kResendTailBytes) ship.acked_tail.erase(0, ship.acked_tail.size() - kResendTailBytes);
+    ship.pending.erase(0, r.log_data.size());
+    ship.offset += static_cast<int64_t>(r.log_data.size());
   }
+}
+
+void NodeAgent::ResendLogTails() {
+  for (auto& [id, ship] : logs_) {
+    if (ship.acked_tail.empty()) continue;
+    ship.pending.insert(0, ship.acked_tail);
+    ship.offset -= static_cast<int64_t>(ship.acked_tail.size());
+    ship.acked_tail.clear();
+  }
+}
+
+Status NodeAgent::Register() {
+  resend_tails_ = true;
+  return client_->Register(node_);
 }
 
 std::vector<std::string> NodeAgent::TakeNotices() {
@@ -95,8 +114,17 @@ std::vector<TaskReport> NodeAgent::Reports() {
 
 Status NodeAgent::Tick() {
   (void)launcher_->Poll();  // reap exits and send due signals; the reports below carry the results
+  if (resend_tails_) {
+    ResendLogTails();
+    resend_tails_ = false;
+  }
   std::vector<TaskReport> reports = Reports();
-  ASSIGN_OR_RETURN(HeartbeatReply reply, client_->Heartbeat(node_, reports));
+  auto answer = client_->Heartbeat(node_, reports);
+  if (!answer.ok()) {
+    resend_tails_ = true;
+    return answer.status();
+  }
+  HeartbeatReply reply = std::move(*answer);
   LogsAcknowledged(reports);
   if (reply.interval_micros > 0) interval_micros_ = reply.interval_micros;
   if (reply.has_tasks) Reconcile(reply);

@@ -64,7 +64,9 @@ class NodeAgent {
   // `client` and `launcher` outlive the agent.
   NodeAgent(Node node, ControlPlaneClient* client, Launcher* launcher);
 
-  Status Register() { return client_->Register(node_); }
+  // Registers the node. Also makes the next heartbeat re-send the tail of every task's log (a server that forgot
+  // the node may have lost its copy of the output too).
+  Status Register();
   // One round: reap, heartbeat, reconcile. Errors from the server are returned; tasks are left as
   // they are.
   Status Tick();
@@ -78,6 +80,7 @@ class NodeAgent {
   std::vector<TaskReport> Reports();
   void AttachLog(TaskReport* report);
   void LogsAcknowledged(const std::vector<TaskReport>& sent);
+  void ResendLogTails();
   void Reconcile(const HeartbeatReply& reply);
   void StartTask(const TaskAssignment& assignment);
 
@@ -98,10 +101,15 @@ class NodeAgent {
     std::unique_ptr<LogFollower> follower;
     int64_t offset = 0;    // stream offset of pending[0]
     std::string pending;   // read, not yet acknowledged
+    std::string acked_tail;  // the last acknowledged bytes (up to kResendTailBytes), just before `offset`
     bool noted = false;    // its log note was shown
   };
   std::map<std::string, LogShip> logs_;
   std::vector<std::string> notices_;
+  // Set by a failed heartbeat or a (re)registration: the server may have restarted and lost its in-memory copy
+  // of the tasks' output (LogRelay), so the next heartbeat re-sends each task's acknowledged tail first; the
+  // server drops what it already has by offset.
+  bool resend_tails_ = false;
 };
 
 }  // namespace xpool::agent

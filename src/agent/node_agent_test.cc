@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "agent/log_relay.h"
@@ -24,7 +25,7 @@ class FakeControlPlane : public ControlPlaneClient {
     ++heartbeats;
     if (!reachable) return UnavailableError("server unreachable");
     last_reports = tasks;
-    for (const TaskReport& r : tasks) logs.Append(r.status.task_id, r.log_offset, r.log_data);
+    for (const TaskReport& r : tasks) logs->Append(r.status.task_id, r.log_offset, r.log_data);
     HeartbeatReply reply;
     reply.tasks = wanted;
     return reply;
@@ -41,7 +42,7 @@ class FakeControlPlane : public ControlPlaneClient {
   bool reachable = true;
   std::vector<TaskAssignment> wanted;
   std::vector<TaskReport> last_reports;
-  LogRelay logs;
+  std::optional<LogRelay> logs{std::in_place};  // emplace() = a restarted server's empty copy
 };
 
 class NodeAgentTest : public testing::Test {
@@ -188,12 +189,44 @@ TEST_F(NodeAgentTest, ShipsLogsOnceEvenWhenHeartbeatsFail) {
   server_.reachable = true;
   ASSERT_TRUE(TickUntil("talk", TaskState::kSucceeded));
   ASSERT_TRUE(agent_->Tick().ok());
-  auto log = server_.logs.Read("talk", 0, 1 << 20);
+  auto log = server_.logs->Read("talk", 0, 1 << 20);
   ASSERT_TRUE(log.ok());
   const size_t a = log->data.find("line1\nline2\nline3\n");
   EXPECT_NE(a, std::string::npos) << log->data;
   EXPECT_EQ(log->data.find("line1", a + 1), std::string::npos) << "sent twice: " << log->data;
   EXPECT_EQ(log->first_offset, 0);
+}
+
+TEST_F(NodeAgentTest, ResendsLogTailsAfterTheServerWasAway) {
+  server_.wanted = {Run("tail", "echo before-restart; sleep 30")};
+  ASSERT_TRUE(TickUntil("tail", TaskState::kRunning));
+  std::string shipped;
+  for (int i = 0; i < 300 && shipped.find("before-restart\n") == std::string::npos; ++i) {
+    ASSERT_TRUE(agent_->Tick().ok());
+    auto log = server_.logs->Read("tail", 0, 1 << 20);
+    if (log.ok()) shipped = log->data;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(shipped.find("before-restart\n"), std::string::npos) << shipped;
+  // The server restarts: its copy of the output is gone. The agent sees a failed heartbeat, then re-sends the
+  // tail it had shipped; the task is untouched.
+  server_.logs.emplace();
+  server_.reachable = false;
+  EXPECT_FALSE(agent_->Tick().ok());
+  server_.reachable = true;
+  ASSERT_TRUE(agent_->Tick().ok());
+  auto log = server_.logs->Read("tail", 0, 1 << 20);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_EQ(log->data, shipped);
+  EXPECT_EQ(log->first_offset, 0);
+  // Once acknowledged, the tail is not sent again.
+  ASSERT_TRUE(agent_->Tick().ok());
+  EXPECT_TRUE(server_.Report("tail")->log_data.empty());
+  // A re-registration (the server forgot the node) re-sends it too.
+  ASSERT_TRUE(agent_->Register().ok());
+  ASSERT_TRUE(agent_->Tick().ok());
+  EXPECT_EQ(server_.Report("tail")->log_data, shipped);
+  EXPECT_TRUE(launcher_->Get("tail")->running());
 }
 
 TEST_F(NodeAgentTest, LogDiskFullIsSaidOnceAndTheTaskRuns) {

@@ -3,7 +3,7 @@
 //   xpool agent --print-devices                          NVML, or "no NVML found"
 //   xpool agent --simulate 4xA100-80GB --print-devices   a simulated node
 //   xpool agent --node-file node.yaml --print-devices
-//   xpool agent --server http://127.0.0.1:8470 --token-file var/admin.token [--simulate
+//   xpool agent --server grpc://127.0.0.1:8471 --token-file var/admin.token [--simulate
 //   4xA100-80GB]
 //       registers the node and runs what the server assigns (heartbeats, task reports) until
 //       Ctrl-C.
@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "agent/discovery.h"
-#include "agent/http_client.h"
+#include "agent/grpc_client.h"
 #include "agent/launcher.h"
 #include "agent/node_agent.h"
 #include "common/flags.h"
@@ -131,8 +131,12 @@ int Serve(const agent::DiscoveryReport& report, const std::string& server, const
   options.state_dir = state_dir;
   agent::Launcher launcher(options);
   PrintNotices(launcher);
-  agent::HttpControlPlaneClient client({server, token, 5 * kMicrosPerSecond});
-  agent::NodeAgent node_agent(report.node, &client, &launcher);
+  auto client = agent::MakeControlPlaneClient(server, token, 5 * kMicrosPerSecond);
+  if (!client.ok()) {
+    std::fprintf(stderr, "error: %s\n", client.status().message().c_str());  // a bad URL: retrying cannot help
+    return 2;
+  }
+  agent::NodeAgent node_agent(report.node, client->get(), &launcher);
   std::signal(SIGINT, OnInterrupt);
   std::signal(SIGTERM, OnInterrupt);
   bool registered = false;
@@ -184,9 +188,8 @@ int RunAgent(const Args& args) {
   FlagSet flags(
       "xpool agent",
       "The node agent: discovers this machine's accelerators and runs the tasks assigned to it.\n"
-      "Until the agent protocol lands it prints the devices (--print-devices) or runs one task "
-      "locally\n"
-      "(--run -- CMD ARGS...).");
+      "With --server it registers with the server (gRPC, docs/agent.md) and runs what it assigns; it also\n"
+      "prints the devices (--print-devices) or runs one task locally (--run -- CMD ARGS...).");
   std::string simulate, node_file, nvml_library = "libnvidia-ml.so.1", name, devices_list;
   std::string state_dir = "var/agent", workdir = ".", server, token, token_file;
   bool print_devices = false, run = false;
@@ -197,7 +200,9 @@ int RunAgent(const Args& args) {
   flags.String("nvml-library", &nvml_library, "NVML library to dlopen");
   flags.String("name", &name, "node name (default: host name)");
   flags.Bool("print-devices", &print_devices, "print the discovered devices and exit");
-  flags.String("server", &server, "serve this server's assignments, e.g. http://127.0.0.1:8470");
+  flags.String("server", &server,
+               "serve this server's assignments: grpc://HOST:PORT (or HOST:PORT; the server's --agent-listen, "
+               "default port 8471), or http://HOST:PORT (the API, HTTP fallback)");
   flags.String("token", &token, "node (or admin) token; default $XPOOL_TOKEN");
   flags.String("token-file", &token_file, "read the token from this file");
   flags.Bool(

@@ -1,7 +1,6 @@
 // `xpool server`: the control plane (REST API, scheduling loop, durable state). See docs/api.md.
 #include <csignal>
 #include <cstdio>
-#include <thread>
 
 #include "cli/control_commands.h"
 #include "cli/stop_signals.h"
@@ -16,6 +15,9 @@ int RunServer(const Args& args) {
   int64_t max_body = static_cast<int64_t>(options.max_body_bytes);
   int64_t threads = options.threads;
   flags.String("listen", &options.listen, "HOST:PORT to serve the API on (default 127.0.0.1:8470)");
+  flags.String("agent-listen", &options.agent_listen,
+               "HOST:PORT for agents (gRPC), or off (default: the API's host, port 8471; any free port when --listen "
+               "is not on 8470)");
   flags.String("state-dir", &options.state_dir, "directory for admin.token and the SQLite database (required)");
   flags.String("store", &options.store, "postgres://... to keep state in PostgreSQL (default: SQLite in --state-dir)");
   flags.String("policy", &options.policy, "placement policy, any name MakePolicy knows (default best-fit)");
@@ -43,20 +45,12 @@ int RunServer(const Args& args) {
     std::fprintf(stderr, "error: %s\n", server.status().message().c_str());
     return 1;
   }
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    std::fprintf(stderr, "xpool server: signal %d, shutting down\n", sig);
-    (*server)->Shutdown();
-  });
-  Status s = (*server)->Run();
+  Status s = ServeUntilStopSignal(
+      stop_signals, "xpool server", "", [&] { return (*server)->Run(); }, [&] { (*server)->Shutdown(); });
   if (!s.ok()) {
     std::fprintf(stderr, "error: %s\n", s.message().c_str());
-    pthread_kill(waiter.native_handle(), SIGTERM);
-    waiter.join();
     return 1;
   }
-  waiter.join();
   return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "common/grpc_status.h"
 #include "k8s/annotations.h"
 
 namespace xpool::k8s {
@@ -34,19 +35,6 @@ FileId Identify(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return {};
   return {true, st.st_dev, st.st_ino, static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec};
-}
-
-grpc::Status ToGrpc(const Status& s) {
-  switch (s.code()) {
-    case StatusCode::kOk: return grpc::Status::OK;
-    case StatusCode::kInvalidArgument: return {grpc::StatusCode::INVALID_ARGUMENT, s.message()};
-    case StatusCode::kNotFound: return {grpc::StatusCode::NOT_FOUND, s.message()};
-    case StatusCode::kFailedPrecondition: return {grpc::StatusCode::FAILED_PRECONDITION, s.message()};
-    case StatusCode::kUnavailable: return {grpc::StatusCode::UNAVAILABLE, s.message()};
-    case StatusCode::kPermissionDenied: return {grpc::StatusCode::PERMISSION_DENIED, s.message()};
-    case StatusCode::kUnauthenticated: return {grpc::StatusCode::UNAUTHENTICATED, s.message()};
-    default: return {grpc::StatusCode::INTERNAL, s.message()};
-  }
 }
 
 // "<uuid>::<k>" → "<uuid>".

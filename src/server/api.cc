@@ -308,14 +308,7 @@ struct Api::Impl {
     RETURN_IF_ERROR(CheckNode(caller, name));
     auto agent = req.query.find("agent");
     if (!caller.node.empty() || (agent != req.query.end() && agent->second == "1")) {
-      // An agent runs this node: its jobs wait for its reports. Simulated devices stay visible as a label.
-      if (node.simulated) node.labels["xpool.io/simulated"] = "true";
-      if (options.agents != nullptr) {
-        RETURN_IF_ERROR(options.agents->Register(node));
-      } else {
-        node.simulated = false;
-        RETURN_IF_ERROR(control.RegisterNode(std::move(node)));
-      }
+      RETURN_IF_ERROR(RegisterAgent(std::move(node)));
     } else {
       RETURN_IF_ERROR(control.RegisterNode(std::move(node)));
     }
@@ -332,12 +325,36 @@ struct Api::Impl {
       RETURN_IF_ERROR(control.Heartbeat(p[0]));
       return JsonResponse(200, Json{{"name", p[0]}, {"ok", true}});
     }
-    ASSIGN_OR_RETURN(NodeView view, control.GetNode(p[0]));
+    ASSIGN_OR_RETURN(agent::HeartbeatReply reply, AgentBeat(p[0], beat));
+    return ApiResponse{200, kJsonContentType, agent::HeartbeatReplyBody(reply)};
+  }
+
+  // The agent protocol, for both transports (this route table and Api::RegisterAgentNode/AgentHeartbeat).
+  // An agent runs this node: its jobs wait for its reports. Simulated devices stay visible as a label.
+  Status RegisterAgent(Node node) {
+    if (node.simulated) node.labels["xpool.io/simulated"] = "true";
+    if (options.agents != nullptr) return options.agents->Register(node);
+    node.simulated = false;
+    return control.RegisterNode(std::move(node));
+  }
+
+  // Keeps the reports' log chunks and answers with the tasks wanted on `node` (AgentService).
+  Result<agent::HeartbeatReply> AgentBeat(const std::string& node, const agent::HeartbeatRequest& beat) {
+    if (options.agents == nullptr) return FailedPreconditionError("this server does not run agents");
+    ASSIGN_OR_RETURN(NodeView view, control.GetNode(node));
     if (options.logs != nullptr) {
       for (const agent::TaskReport& r : beat.tasks) options.logs->Append(r.status.task_id, r.log_offset, r.log_data);
     }
-    ASSIGN_OR_RETURN(agent::HeartbeatReply reply, options.agents->Heartbeat(view.node, beat.tasks));
-    return ApiResponse{200, kJsonContentType, agent::HeartbeatReplyBody(reply)};
+    return options.agents->Heartbeat(view.node, beat.tasks);
+  }
+
+  // The caller of an agent call outside the route table: an admin, or the node token of `node`.
+  Status AuthorizeAgent(const std::string& authorization, const std::string& node) {
+    ApiRequest req;
+    req.authorization = authorization;
+    ASSIGN_OR_RETURN(Caller caller, Authenticate(req));
+    if (!caller.tenant.admin && caller.node.empty()) return PermissionDeniedError("this needs an admin or node token");
+    return CheckNode(caller, node);
   }
 
   // A node token for one node: tenant kNodeTenant (created on first use), text "xpn.<node>.<secret>".
@@ -686,6 +703,17 @@ ApiResponse Api::Handle(const ApiRequest& request) {
                             {{"route", route}, {"method", request.method}, {"code", std::to_string(response.status)}});
   impl_->metrics.Observe("xpool_api_request_duration_seconds", {{"route", route}, {"method", request.method}}, seconds);
   return response;
+}
+
+Status Api::RegisterAgentNode(const std::string& authorization, Node node) {
+  RETURN_IF_ERROR(impl_->AuthorizeAgent(authorization, node.name));
+  return impl_->RegisterAgent(std::move(node));
+}
+
+Result<agent::HeartbeatReply> Api::AgentHeartbeat(const std::string& authorization, const std::string& node,
+                                                  const agent::HeartbeatRequest& beat) {
+  RETURN_IF_ERROR(impl_->AuthorizeAgent(authorization, node));
+  return impl_->AgentBeat(node, beat);
 }
 
 ApiResponse Api::TooLarge() const {

@@ -24,6 +24,8 @@
 
 namespace xpool::agent {
 class LogRelay;
+struct HeartbeatRequest;
+struct HeartbeatReply;
 }  // namespace xpool::agent
 
 namespace xpool::server {
@@ -70,6 +72,13 @@ class Api {
 
   // The answer for a body over the limit, as the HTTP layer reports it before Handle() sees the request.
   ApiResponse TooLarge() const;
+
+  // The agent protocol for the gRPC listener (agent_grpc_service.h): the same token checks (`authorization` is
+  // "Bearer <token>": an admin token or the node's own node token), logic and errors as the HTTP routes
+  // POST /api/v1/nodes?agent=1 and POST /api/v1/nodes/{name}/heartbeat.
+  Status RegisterAgentNode(const std::string& authorization, Node node);
+  Result<agent::HeartbeatReply> AgentHeartbeat(const std::string& authorization, const std::string& node,
+                                               const agent::HeartbeatRequest& beat);
 
  private:
   struct Impl;

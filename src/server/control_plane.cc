@@ -9,6 +9,7 @@
 #include "scheduler/queue/scheduler_job_placer.h"
 #include "scheduler/queue/scheduling_pass.h"
 #include "scheduler/schedule.h"
+#include "server/internal/victim_reason.h"
 #include "store/allocation_codec.h"
 
 namespace xpool::server {
@@ -18,24 +19,8 @@ double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-// The reason a time-sharing victim is given starts with this (scheduler/preemption/victim_selection.h), which
-// is how a suspending job is known to go back to the queue (not held) after a restart too.
 // "Why pending" rows written to the store per pass (one transaction); the rest are written by later passes.
 constexpr size_t kMaxReasonWritesPerPass = 4096;
-
-constexpr std::string_view kVictimPrefix = "suspended for job ";
-
-bool IsVictimReason(std::string_view reason) { return reason.substr(0, kVictimPrefix.size()) == kVictimPrefix; }
-
-// The preemptor's id from a victim's reason ("suspended for job 12 (...)"), or an unset id.
-JobId PreemptorOf(std::string_view reason) {
-  if (!IsVictimReason(reason)) return JobId();
-  int64_t id = 0;
-  for (size_t i = kVictimPrefix.size(); i < reason.size() && reason[i] >= '0' && reason[i] <= '9'; ++i) {
-    id = id * 10 + (reason[i] - '0');
-  }
-  return JobId(id);
-}
 
 // A store quota or guarantee as the pass's amounts: GPU compute (device_compute_milli, and `devices` counted as
 // 1000 milli each), GPU memory, CPU. `unset` stands for the store's -1.
@@ -105,10 +90,12 @@ Status ControlPlane::Rebuild() {
   const TimeMicros now = clock_.NowMicros();
   for (NodeRecord& n : nodes) {
     std::string name = n.node.name;
+    const bool ready = n.node.ready;
     auto added = state_.AddNode(std::move(n.node));
     if (!added.ok()) return added.status().WithContext("rebuilding node " + name);
     std::lock_guard seen(seen_mu_);
     last_seen_[name] = now;
+    if (!ready) maybe_not_ready_.insert(name);
   }
   ASSIGN_OR_RETURN(std::vector<AllocationRecord> allocations, store_.ListAllocations());
   std::unordered_map<JobId, std::vector<Allocation>> booked;
@@ -135,7 +122,7 @@ Status ControlPlane::Rebuild() {
     h.allocations = std::move(booked[job.id]);
     held_[job.id] = std::move(h);
     if (job.state == JobState::kSuspending) {
-      JobId preemptor = PreemptorOf(job.state_reason);
+      JobId preemptor = internal::PreemptorOf(job.state_reason);
       if (preemptor.value() != 0) awaiting_[preemptor].push_back(job.id);
     }
   }
@@ -228,63 +215,6 @@ Result<JobRecord> ControlPlane::Finish(JobId id, JobState to, std::string_view r
   return store_.GetJob(id);
 }
 
-Result<JobRecord> ControlPlane::Suspend(JobId id) {
-  bool released = false;
-  {
-    std::lock_guard lock(mu_);
-    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
-    if (job.state != JobState::kRunning) {
-      std::string why = "job " + id.ToString() + " is " + std::string(JobStateName(job.state)) +
-                        "; only a running job can be suspended";
-      if (job.state == JobState::kQueued || job.state == JobState::kScheduled) why += " (cancel it instead)";
-      return FailedPreconditionError(why);
-    }
-    ASSIGN_OR_RETURN(released, SuspendLocked(id, "suspend requested by the user", false, clock_.NowMicros()));
-  }
-  if (released) Wake(true);
-  return store_.GetJob(id);
-}
-
-Result<bool> ControlPlane::SuspendLocked(JobId id, std::string_view reason, bool requeue, TimeMicros now) {
-  RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kSuspending, reason, now, JobState::kRunning));
-  suspended_at_[id].push_back(now);
-  auto it = held_.find(id);
-  bool all_simulated = it != held_.end();
-  if (it != held_.end()) {
-    it->second.state = JobState::kSuspending;
-    for (const Allocation& a : it->second.allocations) all_simulated = all_simulated && state_.node(a.node).simulated;
-  }
-  if (!all_simulated) return false;
-  // No agent to signal on a simulated node: the job stops at once.
-  RETURN_IF_ERROR(FinishSuspendLocked(id, "simulated node: suspended without an agent", requeue, now));
-  return true;
-}
-
-Status ControlPlane::FinishSuspendLocked(JobId id, std::string_view reason, bool requeue, TimeMicros now) {
-  RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kSuspended, reason, now, JobState::kSuspending));
-  ReleaseLocked(id);
-  if (!requeue) return Status::Ok();
-  RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kQueued, "back in the queue after its suspension, keeping its place",
-                                       now, JobState::kSuspended));
-  ASSIGN_OR_RETURN(JobRecord queued, store_.GetJob(id));
-  EnqueueLocked(queued);
-  return Status::Ok();
-}
-
-Status ControlPlane::SuspendDone(JobId id, std::string_view reason) {
-  {
-    std::lock_guard lock(mu_);
-    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
-    if (job.state != JobState::kSuspending) {
-      return FailedPreconditionError("job " + id.ToString() + " is " + std::string(JobStateName(job.state)) +
-                                     ", not suspending");
-    }
-    RETURN_IF_ERROR(FinishSuspendLocked(id, reason, IsVictimReason(job.state_reason), clock_.NowMicros()));
-  }
-  Wake(true);
-  return Status::Ok();
-}
-
 Status ControlPlane::TaskStarted(JobId id, TimeMicros at) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
@@ -296,23 +226,6 @@ Status ControlPlane::TaskStarted(JobId id, TimeMicros at) {
     it->second.last_start = at;
   }
   return Status::Ok();
-}
-
-Result<JobRecord> ControlPlane::Resume(JobId id) {
-  {
-    std::lock_guard lock(mu_);
-    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
-    if (job.state != JobState::kSuspended) {
-      return FailedPreconditionError("job " + id.ToString() + " is " + std::string(JobStateName(job.state)) +
-                                     ", only a suspended job can be resumed");
-    }
-    RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kQueued, "resumed by the user", clock_.NowMicros(), job.state));
-    ASSIGN_OR_RETURN(JobRecord queued, store_.GetJob(id));
-    EnqueueLocked(queued);
-    fresh_.push_back(id);
-  }
-  Wake(false);
-  return store_.GetJob(id);
 }
 
 std::vector<JobId> ControlPlane::JobsOnNode(std::string_view node) const {
@@ -362,6 +275,7 @@ Status ControlPlane::RegisterNode(Node node) {
     }
     std::lock_guard seen(seen_mu_);
     last_seen_[node.name] = now;
+    if (!node.ready) maybe_not_ready_.insert(node.name);
   }
   Wake(true);
   return Status::Ok();
@@ -374,6 +288,8 @@ Status ControlPlane::Heartbeat(std::string_view name) {
     auto it = last_seen_.find(std::string(name));
     if (it == last_seen_.end()) return NotFoundError("node " + std::string(name) + " is not registered");
     it->second = now;
+    // The common case, a Ready node reporting in, does not wait for the main lock (a pass may hold it).
+    if (!maybe_not_ready_.contains(it->first)) return Status::Ok();
   }
   std::lock_guard lock(mu_);
   int index = state_.FindNode(name);
@@ -382,6 +298,8 @@ Status ControlPlane::Heartbeat(std::string_view name) {
     RETURN_IF_ERROR(state_.SetNodeReady(index, true));
     Wake(true);
   }
+  std::lock_guard seen(seen_mu_);
+  maybe_not_ready_.erase(std::string(name));
   return Status::Ok();
 }
 
@@ -395,59 +313,6 @@ Status ControlPlane::SetCordoned(std::string_view name, bool cordoned) {
   }
   Wake(true);
   return Status::Ok();
-}
-
-void ControlPlane::CheckNodeTimeouts() {
-  const TimeMicros now = clock_.NowMicros();
-  bool lost = false;
-  {
-    std::lock_guard lock(mu_);
-    for (int i = 0; i < state_.node_count(); ++i) {
-      const Node& n = state_.node(i);
-      if (n.simulated || !n.ready) continue;
-      TimeMicros seen;
-      {
-        std::lock_guard s(seen_mu_);
-        seen = last_seen_[n.name];
-      }
-      if (now - seen <= options_.node_timeout) continue;
-      if (!store_.SetNodeReady(n.name, false, now).ok()) continue;
-      (void)state_.SetNodeReady(i, false);
-      std::fprintf(stderr, "xpool server: node %s lost (no heartbeat for %llds); requeueing its jobs\n", n.name.c_str(),
-                   static_cast<long long>((now - seen) / kMicrosPerSecond));
-      RequeueLostLocked(n.name, now);
-      lost = true;
-    }
-  }
-  if (lost) Wake(true);
-}
-
-void ControlPlane::RequeueLostLocked(const std::string& node, TimeMicros now) {
-  const int index = state_.FindNode(node);
-  std::vector<JobId> on_node;
-  for (const auto& [id, job] : held_) {
-    for (const Allocation& a : job.allocations) {
-      if (a.node == index) {
-        on_node.push_back(id);
-        break;
-      }
-    }
-  }
-  std::sort(on_node.begin(), on_node.end());
-  const std::string reason = "node " + node + " lost (no heartbeat for " +
-                             std::to_string(options_.node_timeout / kMicrosPerSecond) + "s): back in the queue";
-  for (JobId id : on_node) {
-    const JobState from = held_[id].state;
-    // The store deletes every allocation of the job (all replicas, any node) in the same transaction.
-    Status s = store_.TransitionJob(id, JobState::kQueued, reason, now, from);
-    if (!s.ok()) {
-      std::fprintf(stderr, "xpool server: requeueing job %s: %s\n", id.ToString().c_str(), s.ToString().c_str());
-      continue;
-    }
-    ReleaseLocked(id);
-    auto job = store_.GetJob(id);
-    if (job.ok()) EnqueueLocked(*job);
-  }
 }
 
 std::vector<NodeView> ControlPlane::Nodes() const {
@@ -500,18 +365,12 @@ void ControlPlane::Loop() {
   }
 }
 
-int ControlPlane::SuspensionsLastHour(JobId id, TimeMicros now) {
-  auto it = suspended_at_.find(id);
-  if (it == suspended_at_.end()) return 0;
-  std::erase_if(it->second, [&](TimeMicros t) { return now - t >= 3600 * kMicrosPerSecond; });
-  return static_cast<int>(it->second.size());
-}
-
 int ControlPlane::RunPass(bool full) {
+  std::lock_guard pass(pass_mu_);
   // Tenants (quotas) are read before the lock: a small table, read once per pass.
   auto tenant_records = store_.ListTenants();
   std::vector<std::pair<JobId, std::string>> reason_writes;
-  int placed = 0;
+  std::vector<PendingCommit> commits;
   {
     std::lock_guard lock(mu_);
     if (tenant_records.ok()) {
@@ -537,7 +396,7 @@ int ControlPlane::RunPass(bool full) {
     } else if (!waiting.empty() && !tenant_records.ok()) {
       std::fprintf(stderr, "xpool server: scheduling pass skipped: %s\n", tenant_records.status().ToString().c_str());
     } else if (!waiting.empty()) {
-      placed = PassLocked(waiting, *tenant_records);
+      PassLocked(waiting, *tenant_records, &commits);
     }
     for (JobId id : waiting) {
       auto it = queued_.find(id);
@@ -548,13 +407,17 @@ int ControlPlane::RunPass(bool full) {
       reason_writes.emplace_back(id, it->second.reason);
     }
   }
+  // The placements' commits (an fsync each) run outside the lock, so API reads, heartbeats and submissions do
+  // not wait for them.
+  const int placed = CommitPlacements(commits);
   // "Why pending" is kept in the store too (a restart shows it); outside the lock. A job that left the queue
   // meanwhile is refused by the store or has its reason cleared by its transition.
   if (!reason_writes.empty()) (void)store_.SetPendingReasons(reason_writes);  // one transaction
   return placed;
 }
 
-int ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vector<TenantRecord>& tenant_records) {
+void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vector<TenantRecord>& tenant_records,
+                              std::vector<PendingCommit>* commits) {
   const TimeMicros now = clock_.NowMicros();
   std::vector<QueueJob> jobs;
   std::vector<JobId> ids;
@@ -607,28 +470,15 @@ int ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vecto
     metrics_->Observe("xpool_scheduling_latency_seconds", {}, Seconds(std::chrono::steady_clock::now() - start));
   }
 
-  int placed = 0;
-  bool store_down = false;
   for (JobDecision& d : result.decisions) {
     const JobId id = ids[d.job];
     auto q = queued_.find(id);
     if (q == queued_.end()) continue;
-    if (store_down) {
-      q->second.reason = "the store is unavailable; retrying";
-      continue;
-    }
     std::string reason = d.reason;
     switch (d.kind) {
-      case DecisionKind::kPlace: {
-        CommitResult c = CommitLocked(id, d.allocations, &reason);
-        if (c == CommitResult::kPlaced) {
-          ++placed;
-          continue;
-        }
-        if (c == CommitResult::kGone) continue;
-        store_down = c == CommitResult::kStoreDown;
+      case DecisionKind::kPlace:
+        if (BookLocked(id, d.allocations, &reason, commits)) continue;
         break;
-      }
       case DecisionKind::kPreempt: {
         bool all_released = true;
         std::vector<JobId> victims;
@@ -653,10 +503,7 @@ int ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vecto
         e.reason = d.reason;
         (void)store_.AppendEvent(e);
         if (all_released) {
-          CommitResult c = CommitLocked(id, d.allocations, &reason);
-          if (c == CommitResult::kPlaced) ++placed;
-          if (c == CommitResult::kPlaced || c == CommitResult::kGone) continue;
-          store_down = c == CommitResult::kStoreDown;
+          if (BookLocked(id, d.allocations, &reason, commits)) continue;
           break;
         }
         reason = "waiting for job " + JobList(victims) + " to checkpoint and leave (" + d.reason + ")";
@@ -672,12 +519,10 @@ int ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vecto
     }
     if (queued_.count(id)) queued_[id].reason = reason.empty() ? "no node fits" : reason;
   }
-  return placed;
 }
 
-ControlPlane::CommitResult ControlPlane::CommitLocked(JobId id, const std::vector<Allocation>& allocations,
-                                                      std::string* reason) {
-  const QueuedJob& job = queued_[id];
+bool ControlPlane::BookLocked(JobId id, const std::vector<Allocation>& allocations, std::string* reason,
+                              std::vector<PendingCommit>* commits) {
   std::vector<Allocation> applied;
   auto rollback = [&] {
     for (auto a = applied.rbegin(); a != applied.rend(); ++a) (void)state_.Release(*a);
@@ -688,36 +533,25 @@ ControlPlane::CommitResult ControlPlane::CommitLocked(JobId id, const std::vecto
       // Room the pass counted on is still held (a job suspending elsewhere): next pass.
       rollback();
       *reason = "waiting for devices being released";
-      return CommitResult::kNoRoom;
+      return false;
     }
     applied.push_back(a);
   }
-  std::vector<AllocationRecord> records;
-  std::string nodes;
-  bool all_simulated = true;
+  PendingCommit pending;
+  pending.id = id;
   for (size_t replica = 0; replica < applied.size(); ++replica) {
     auto record = ToAllocationRecord(state_, applied[replica], id, static_cast<int>(replica));
     if (!record.ok()) {
       rollback();
       *reason = "internal: " + record.status().message();
-      return CommitResult::kNoRoom;
+      return false;
     }
     const Node& n = state_.node(applied[replica].node);
-    all_simulated = all_simulated && n.simulated;
-    if (nodes.find(n.name) == std::string::npos) nodes += (nodes.empty() ? "" : ",") + n.name;
-    records.push_back(std::move(*record));
+    pending.all_simulated = pending.all_simulated && n.simulated;
+    if (pending.nodes.find(n.name) == std::string::npos) pending.nodes += (pending.nodes.empty() ? "" : ",") + n.name;
+    pending.records.push_back(std::move(*record));
   }
-  const TimeMicros now = clock_.NowMicros();
-  Status committed = store_.CommitPlacement(id, records, "placed on " + nodes, now);
-  if (!committed.ok()) {
-    rollback();
-    if (committed.code() == StatusCode::kFailedPrecondition) {
-      DequeueLocked(id);  // no longer queued (cancelled meanwhile): drop it
-      return CommitResult::kGone;
-    }
-    *reason = "the store is unavailable: " + committed.message();
-    return CommitResult::kStoreDown;
-  }
+  QueuedJob& job = queued_[id];
   HeldJob h;
   h.tenant = job.tenant;
   h.priority = job.priority;
@@ -726,19 +560,66 @@ ControlPlane::CommitResult ControlPlane::CommitLocked(JobId id, const std::vecto
   h.replicas = job.replicas;
   h.preemptible = job.preemptible;
   h.state = JobState::kScheduled;
-  h.last_start = now;
+  h.last_start = clock_.NowMicros();
   h.allocations = std::move(applied);
-  if (all_simulated) {
-    // No agent runs the tasks of simulated nodes: they start at once.
-    if (store_.TransitionJob(id, JobState::kRunning, "started on a simulated node (no agent)", now,
-                             JobState::kScheduled).ok()) {
-      h.state = JobState::kRunning;
+  h.committing = true;
+  held_[id] = std::move(h);
+  pending.queued = std::move(job);
+  DequeueLocked(id);
+  commits->push_back(std::move(pending));
+  return true;
+}
+
+int ControlPlane::CommitPlacements(std::vector<PendingCommit>& commits) {
+  if (commits.empty()) return 0;
+  enum class Outcome { kCommitted, kGone, kStoreDown };
+  std::vector<Outcome> outcome(commits.size(), Outcome::kCommitted);
+  std::vector<bool> running(commits.size(), false);
+  std::string down;  // the store's error once a commit failed: the rest are not tried
+  for (size_t i = 0; i < commits.size(); ++i) {
+    const PendingCommit& p = commits[i];
+    if (!down.empty()) {
+      outcome[i] = Outcome::kStoreDown;
+      continue;
+    }
+    const TimeMicros now = clock_.NowMicros();
+    Status committed = store_.CommitPlacement(p.id, p.records, "placed on " + p.nodes, now);
+    if (committed.ok()) {
+      // No agent runs the tasks of simulated nodes: they start at once.
+      running[i] = p.all_simulated && store_.TransitionJob(p.id, JobState::kRunning,
+                                                           "started on a simulated node (no agent)", now,
+                                                           JobState::kScheduled).ok();
+    } else if (committed.code() == StatusCode::kFailedPrecondition) {
+      outcome[i] = Outcome::kGone;  // no longer queued (cancelled meanwhile)
+    } else {
+      outcome[i] = Outcome::kStoreDown;
+      down = committed.message();
     }
   }
-  held_[id] = std::move(h);
-  DequeueLocked(id);
-  if (metrics_ != nullptr) metrics_->CounterAdd("xpool_placements_total", {});
-  return CommitResult::kPlaced;
+  int placed = 0;
+  std::lock_guard lock(mu_);
+  for (size_t i = 0; i < commits.size(); ++i) {
+    PendingCommit& p = commits[i];
+    auto h = held_.find(p.id);
+    // Not ours any more when the job was cancelled (or finished) meanwhile: that released its devices.
+    const bool ours = h != held_.end() && h->second.committing;
+    if (outcome[i] == Outcome::kCommitted) {
+      ++placed;
+      if (metrics_ != nullptr) metrics_->CounterAdd("xpool_placements_total", {});
+      if (!ours) continue;
+      h->second.committing = false;
+      if (running[i] && h->second.state == JobState::kScheduled) h->second.state = JobState::kRunning;
+      continue;
+    }
+    if (!ours) continue;
+    ReleaseLocked(p.id);
+    if (outcome[i] == Outcome::kStoreDown) {
+      // Back in the queue: the store refused the placement, so the job is still queued there.
+      p.queued.reason = "the store is unavailable: " + down;
+      queued_[p.id] = std::move(p.queued);
+    }
+  }
+  return placed;
 }
 
 std::string ControlPlane::TenantName(TenantId id) const {
@@ -789,9 +670,19 @@ Status ControlPlane::CheckConsistency() const {
   ClusterState rebuilt;
   for (int i = 0; i < state_.node_count(); ++i) RETURN_IF_ERROR(rebuilt.AddNode(state_.node(i)).status());
   ASSIGN_OR_RETURN(std::vector<AllocationRecord> records, store_.ListAllocations());
+  // A placement being committed is booked in the state already; it may or may not be in the store yet.
+  auto committing = [&](JobId id) {
+    auto h = held_.find(id);
+    return h != held_.end() && h->second.committing;
+  };
   for (const AllocationRecord& r : records) {
+    if (committing(r.job)) continue;
     ASSIGN_OR_RETURN(Allocation a, FromAllocationRecord(rebuilt, r));
     RETURN_IF_ERROR(rebuilt.Apply(a));
+  }
+  for (const auto& [id, h] : held_) {
+    if (!h.committing) continue;
+    for (const Allocation& a : h.allocations) RETURN_IF_ERROR(rebuilt.Apply(a));
   }
   for (int i = 0; i < state_.node_count(); ++i) {
     const NodeUsage& want = rebuilt.usage(i);

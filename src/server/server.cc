@@ -14,6 +14,7 @@
 
 #include "common/clock.h"
 #include "agent/log_relay.h"
+#include "server/agent_grpc_service.h"
 #include "server/agent_service.h"
 #include "server/api.h"
 #include "server/control_plane.h"
@@ -95,6 +96,7 @@ struct Server::Impl {
   std::unique_ptr<Studio> studio;
   UsageHistory usage_history;  // sampled every 10 s for Studio's Overview chart
   httplib::Server http;
+  std::unique_ptr<AgentGrpcServer> agent_grpc;  // agents over gRPC; null with --agent-listen off
 };
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -102,6 +104,22 @@ Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Server::~Server() {
   if (impl_) impl_->usage_history.Stop();
   if (impl_ && impl_->control) impl_->control->Stop();
+}
+
+// The gRPC listener for agents (--agent-listen; the default follows --listen, see ServerOptions).
+Status Server::StartAgentListener(Impl& impl) {
+  std::string listen = impl.options.agent_listen;
+  if (listen == "off") return Status::Ok();
+  if (listen.empty()) {
+    ASSIGN_OR_RETURN(auto api, ParseListen(impl.options.listen));
+    listen = api.first + ":" + (api.second == 8470 ? "8471" : "0");
+  }
+  auto host_port = ParseListen(listen);
+  if (!host_port.ok()) return InvalidArgumentError("--agent-listen must be HOST:PORT or off, got \"" + listen + "\"");
+  ASSIGN_OR_RETURN(impl.agent_grpc, AgentGrpcServer::Start(host_port->first + ":" + std::to_string(host_port->second),
+                                                           *impl.api));
+  std::fprintf(stderr, "xpool server: agents (gRPC) on grpc://%s:%d\n", host_port->first.c_str(), impl.agent_grpc->port());
+  return Status::Ok();
 }
 
 Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
@@ -156,10 +174,11 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
     return UsageHistory::Measure(control->Nodes(), static_cast<int64_t>(control->queue_length()), clock.NowMicros());
   });
   impl->api = std::make_unique<Api>(*impl->store, *impl->control, m, clock, api_options);
+  RETURN_IF_ERROR(StartAgentListener(*impl));
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
-Status Server::Run() {
+Status Server::Run(const std::function<void(int port)>& on_listening) {
   Impl& s = *impl_;
   ASSIGN_OR_RETURN(auto host_port, ParseListen(s.options.listen));
   const int threads = s.options.threads;
@@ -233,6 +252,7 @@ Status Server::Run() {
                  s.studio->web_dir().c_str());
   }
   std::fflush(stderr);
+  if (on_listening) on_listening(port);
   if (!s.http.listen_after_bind()) return UnavailableError("the HTTP listener stopped unexpectedly");
   return Status::Ok();
 }
@@ -242,6 +262,7 @@ StateStore& Server::store() { return *impl_->store; }
 agent::LogRelay& Server::log_relay() { return impl_->logs; }
 
 void Server::Shutdown() {
+  if (impl_->agent_grpc) impl_->agent_grpc->Shutdown();
   impl_->http.stop();
   impl_->control->Stop();
 }

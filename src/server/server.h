@@ -1,11 +1,12 @@
 #pragma once
 // Server: `xpool server` — opens the state store, makes sure an admin token exists, rebuilds the control plane
-// and serves the REST API over HTTP until Shutdown().
+// and serves the REST API over HTTP (and the agent protocol over gRPC, AgentGrpcServer) until Shutdown().
 //
 // First start: creates the admin tenant and token, writes the token to STATE_DIR/admin.token (mode 0600) and
 // says where it is (never the token itself). If that file is lost later, the next start writes a new one.
 // Owned by the CLI's `server` command. Thread-safe: Shutdown() may be called from any thread.
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -24,6 +25,9 @@ class ControlPlane;
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:8470";  // host:port; port 0 = any free port
+  // Agents over gRPC (docs/agent.md): host:port, or "off". "" = the API's host with port 8471 when the API is on
+  // 8470, else any free port (printed).
+  std::string agent_listen;
   std::string state_dir;                  // required: admin.token lives here (and xpool.db for SQLite)
   std::string store;                      // "" = SQLite at STATE_DIR/xpool.db; or postgres://...
   std::string policy = "best-fit";
@@ -41,8 +45,9 @@ class Server {
   static Result<std::unique_ptr<Server>> Create(const ServerOptions& options);
   ~Server();
 
-  // Binds and serves; returns after Shutdown() (or when binding fails).
-  Status Run();
+  // Binds and serves; returns after Shutdown() (or when binding fails). on_listening, when given, is called
+  // once with the bound port (the real one for --listen HOST:0) before the first request is served.
+  Status Run(const std::function<void(int port)>& on_listening = {});
   void Shutdown();
   // For in-process users (`xpool up` wires its agent to these); valid while the Server lives.
   ControlPlane& control_plane();
@@ -53,6 +58,7 @@ class Server {
  private:
   struct Impl;
   explicit Server(std::unique_ptr<Impl> impl);
+  static Status StartAgentListener(Impl& impl);
   std::unique_ptr<Impl> impl_;
 };
 

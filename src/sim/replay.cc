@@ -20,6 +20,7 @@
 #include "scheduler/queue/scheduler_job_placer.h"
 #include "scheduler/queue/scheduling_pass.h"
 #include "sim/fill.h"
+#include "sim/replay_analysis.h"
 
 namespace xpool::sim {
 namespace {
@@ -49,6 +50,7 @@ struct PodRun {
   uint32_t starts = 0;          // bumped on each suspension: older departure events are stale
   int slot = -1;                // index in jobs_, -1 when not in the queue or running
   std::vector<TimeMicros> suspended_at;  // within the last hour
+  std::string wait_cause;                // explain: why it waited, at the first pass it waited through
 };
 
 struct Departure {
@@ -81,6 +83,7 @@ class Replayer {
     tenant.name = "trace";
     tenants_.push_back(std::move(tenant));
     pass_options_.preemption = options.preemption;
+    pass_options_.moves = options.moves;
     pass_options_.rules.min_runtime = options.min_runtime_s * kMicrosPerSecond;
     pass_options_.rules.max_suspensions_per_hour = options.max_suspensions_per_hour;
   }
@@ -99,6 +102,9 @@ class Replayer {
   void NextWake(TimeMicros now);
   void Accumulate(TimeMicros from, TimeMicros to);
   void Finish(TimeMicros end);
+  void Explain();
+  void FinishExplain(TimeMicros end);
+  std::string ShapeLabel(int pod) const;
 
   const ReplayOptions& options_;
   const std::vector<TracePod>& pods_;
@@ -123,6 +129,11 @@ class Replayer {
   double allocated_area_ = 0, requested_area_ = 0, allocated_area_q_ = 0, requested_area_q_ = 0;
   TimeMicros queued_time_ = 0;
   std::vector<Step> steps_;
+  // explain: the queue head's cause now, and idle GPU (milli × µs) and time per cause.
+  std::string head_cause_;
+  int64_t unusable_idle_milli_ = 0;  // idle GPU on nodes no waiting pod could ever use
+  double unusable_area_ = 0;
+  std::map<std::string, std::pair<double, TimeMicros>> cause_area_;
   ReplayResult result_;
 };
 
@@ -262,7 +273,13 @@ Status Replayer::Schedule(TimeMicros now) {
   for (int round = 0; round < 1000; ++round) {
     PassResult pass = RunSchedulingPass(jobs_, tenants_, state_, placer_, now, pass_options_);
     ++result_.passes;
-    for (const SuspendDecision& s : pass.suspensions) Suspend(s.job, now);
+    for (SuspendDecision& s : pass.suspensions) {
+      Suspend(s.job, now);
+      if (!s.move_to.empty()) {  // a move: restarts at once where the pass booked it
+        Start(s.job, std::move(s.move_to), now);
+        ++result_.moves;
+      }
+    }
     std::vector<int> gone;
     for (JobDecision& d : pass.decisions) {
       switch (d.kind) {
@@ -287,25 +304,28 @@ Status Replayer::Schedule(TimeMicros now) {
       Remove(slot);
       --waiting_;
     }
-    const bool deferred = pass.stats.victim_searches >= pass_options_.max_victim_searches;
+    const bool deferred = pass.stats.victim_searches >= pass_options_.max_victim_searches ||
+                          pass.stats.move_searches >= pass_options_.max_move_searches;
     if (!deferred || pass.stats.preempting == 0 || waiting_ == 0) break;
   }
   NextWake(now);
   return Status::Ok();
 }
 
-// When preemption is on and some pod waits, the earliest time a running pod of lower priority becomes a
-// possible victim (old enough, or below the suspension cap again): a pass runs then even with no other event.
+// When preemption or moves are on and some pod waits, the earliest time a running pod of lower priority (any
+// priority, for moves of any) becomes a possible victim or move (old enough, or below the suspension cap again):
+// a pass runs then even with no other event.
 void Replayer::NextWake(TimeMicros now) {
   wake_ = kNever;
-  if (!options_.preemption || waiting_ == 0) return;
+  if ((!options_.preemption && options_.moves == MoveRule::kOff) || waiting_ == 0) return;
   int top = -1;
   for (const QueueJob& j : jobs_) {
     if (j.state != QueueJobState::kRunning) top = std::max(top, j.priority);
   }
   for (size_t i = 0; i < jobs_.size(); ++i) {
     const QueueJob& j = jobs_[i];
-    if (j.state != QueueJobState::kRunning || j.priority >= top || !j.preemptible) continue;
+    if (j.state != QueueJobState::kRunning || !j.preemptible) continue;
+    if (j.priority >= top && options_.moves != MoveRule::kAnyPriority) continue;
     TimeMicros when = now;
     const TimeMicros old_enough = j.last_start + pass_options_.rules.min_runtime;
     if (old_enough > now) when = old_enough;
@@ -326,6 +346,12 @@ void Replayer::Accumulate(TimeMicros from, TimeMicros to) {
   allocated_area_ += alloc * static_cast<double>(dt);
   requested_area_ += req * static_cast<double>(dt);
   if (waiting_ > 0) {
+    if (options_.explain) {
+      auto& [idle, time] = cause_area_[head_cause_];
+      idle += (static_cast<double>(result_.gpu_capacity_milli) - alloc) * static_cast<double>(dt);
+      time += dt;
+      unusable_area_ += static_cast<double>(unusable_idle_milli_) * static_cast<double>(dt);
+    }
     queued_time_ += dt;
     allocated_area_q_ += alloc * static_cast<double>(dt);
     requested_area_q_ += req * static_cast<double>(dt);
@@ -362,13 +388,99 @@ Result<ReplayResult> Replayer::Run() {
     }
     wake_ = kNever;
     if (changed && waiting_ > 0) RETURN_IF_ERROR(Schedule(now));
+    if (options_.explain && waiting_ > 0) Explain();
     steps_.push_back({now - origin, state_.totals().device_compute_allocated_milli, requested_running_milli_,
                       waiting_});
   }
   result_.never_placed = result_.pods - result_.placed;
   result_.makespan_s = (now - origin) / kMicrosPerSecond;
   Finish(now - origin);
+  if (options_.explain) FinishExplain(now);
   return std::move(result_);
+}
+
+std::string Replayer::ShapeLabel(int pod) const {
+  const TracePod& p = pods_[pod];
+  std::string s = std::string(QosName(p.qos)) + " " + std::to_string(p.num_gpu);
+  if (p.num_gpu > 0 && p.gpu_milli < 1000) s += "x" + std::to_string(p.gpu_milli) + "m";
+  s += " GPU";
+  if (p.cpu_milli >= 32000) s += " (" + std::to_string(p.cpu_milli / 1000) + " CPU)";
+  return s;
+}
+
+// The cause of the queue head's wait (for the idle GPU from now to the next event), and a first cause for every
+// pod seen waiting for the first time.
+void Replayer::Explain() {
+  std::vector<const QueueJob*> running;
+  int head = -1;
+  for (size_t j = 0; j < jobs_.size(); ++j) {
+    const QueueJob& job = jobs_[j];
+    if (job.state == QueueJobState::kRunning) {
+      running.push_back(&job);
+    } else if (head < 0 || std::tie(jobs_[head].priority, job.first_submit) <
+                               std::tie(job.priority, jobs_[head].first_submit)) {
+      head = static_cast<int>(j);
+    }
+  }
+  std::vector<bool> usable(state_.node_count(), false);
+  NodeCandidate candidate;
+  NodeVerdict verdict;
+  for (const QueueJob& job : jobs_) {
+    if (job.state == QueueJobState::kRunning || !ValidateTaskRequest(job.request).ok()) continue;
+    for (int n = 0; n < state_.node_count(); ++n) {
+      usable[n] = usable[n] || FitNode(state_, n, job.request, /*ignore_usage=*/true, &candidate, &verdict);
+    }
+  }
+  unusable_idle_milli_ = 0;
+  for (int n = 0; n < state_.node_count(); ++n) {
+    if (usable[n]) continue;
+    const Node& node = state_.node(n);
+    for (size_t d = 0; d < node.devices.size(); ++d) {
+      unusable_idle_milli_ += node.devices[d].compute_milli - state_.usage(n).devices[d].compute_milli;
+    }
+  }
+  for (size_t j = 0; j < jobs_.size(); ++j) {
+    PodRun& r = run_[pod_of_[j]];
+    const bool is_head = static_cast<int>(j) == head;
+    if (jobs_[j].state == QueueJobState::kRunning || (!r.wait_cause.empty() && !is_head)) continue;
+    WaitCause c = DiagnoseWait(state_, jobs_[j].request, running);
+    if (r.wait_cause.empty()) r.wait_cause = DescribeWaitCause(c);
+    if (is_head) {
+      c.candidate_nodes = 0;  // keep the label coarse
+      std::string d = DescribeWaitCause(c);
+      head_cause_ = ShapeLabel(pod_of_[j]) + ": " + d.substr(0, d.rfind(" ("));
+    }
+  }
+}
+
+void Replayer::FinishExplain(TimeMicros end) {
+  for (const auto& [cause, area] : cause_area_) {
+    result_.wait_causes.push_back({cause, static_cast<double>(area.second) / kMicrosPerSecond,
+                                   area.first / 1000.0 / static_cast<double>(kHour)});
+  }
+  std::sort(result_.wait_causes.begin(), result_.wait_causes.end(),
+            [](const WaitCauseRow& a, const WaitCauseRow& b) {
+              return std::tie(a.idle_gpu_hours, a.queued_s) > std::tie(b.idle_gpu_hours, b.queued_s);
+            });
+  result_.unusable_idle_gpu_hours = unusable_area_ / 1000.0 / static_cast<double>(kHour);
+  if (queued_time_ > 0) {
+    result_.allocated_pct_queued_bound =
+        100.0 - 100.0 * unusable_area_ / (static_cast<double>(result_.gpu_capacity_milli) *
+                                          static_cast<double>(queued_time_));
+  }
+  std::vector<WaitedPod> waits;
+  for (size_t i = 0; i < pods_.size(); ++i) {
+    const PodRun& r = run_[i];
+    if (r.wait_cause.empty()) continue;
+    const TracePod& p = pods_[i];
+    const TimeMicros until = r.first_start >= 0 ? r.first_start : end;
+    waits.push_back({p.name, std::string(QosName(p.qos)), p.num_gpu, p.gpu_milli, p.cpu_milli,
+                     static_cast<double>(until - r.arrival) / kMicrosPerSecond, r.first_start >= 0, r.wait_cause});
+  }
+  std::stable_sort(waits.begin(), waits.end(),
+                   [](const WaitedPod& a, const WaitedPod& b) { return a.delay_s > b.delay_s; });
+  if (waits.size() > 15) waits.resize(15);
+  result_.longest_waits = std::move(waits);
 }
 
 DelayStats Stats(std::vector<double> delays, int64_t pods) {
@@ -481,6 +593,7 @@ Result<QosPriorities> ParseQosPriorities(std::string_view text, QosPriorities ba
 ReplayOptions WholeGpuFifo(ReplayOptions base) {
   base.share = false;
   base.preemption = false;
+  base.moves = MoveRule::kOff;
   base.queue = QueueMode::kFifo;
   return base;
 }

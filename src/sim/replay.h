@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "model/cluster_state.h"
+#include "scheduler/queue/scheduling_pass.h"
 #include "sim/trace.h"
 
 namespace xpool::sim {
@@ -42,12 +43,16 @@ struct ReplayOptions {
   QosPriorities qos_priority = kDefaultQosPriorities;
   bool share = true;       // false: whole GPUs only
   bool preemption = true;  // suspend lower-priority pods for higher ones (kPriority only has any)
+  // Defragmentation: move running pods (suspend + restart at once elsewhere, paying checkpoint_cost) to open a
+  // node for a pod that fits nowhere (PassOptions::moves).
+  MoveRule moves = MoveRule::kOff;
   int64_t min_runtime_s = 600;
   int max_suspensions_per_hour = 3;
   int64_t checkpoint_cost_s = 0;  // work lost per suspension (at most what ran since the last start)
   int64_t speedup = 1;            // arrival times divided by this (durations kept): more load
   uint64_t seed = 42;
   int max_timeline_points = 2000;  // the allocation-over-time series is averaged into at most this many
+  bool explain = false;  // fill ReplayResult::wait_causes and longest_waits (costs a scan per pass)
 };
 
 // The HAI Platform "before": whole GPUs, FIFO, no preemption; other fields from `base`.
@@ -71,6 +76,25 @@ struct TimelinePoint {
   int64_t waiting = 0;       // most pods waiting at once in the bucket
 };
 
+// Idle GPU while the queue is non-empty, attributed to why the queue's head (highest priority, then earliest)
+// waits: "Burstable 8 GPU: GPU short, least-held candidate node runs priority 90".
+struct WaitCauseRow {
+  std::string cause;
+  double queued_s = 0;
+  double idle_gpu_hours = 0;
+};
+
+struct WaitedPod {
+  std::string name;
+  std::string qos;
+  int num_gpu = 0;
+  int64_t gpu_milli = 0;
+  int64_t cpu_milli = 0;
+  double delay_s = 0;     // first start − arrival (to the end of the replay when never started)
+  bool started = false;
+  std::string cause;      // why it waited, at the first pass it waited through
+};
+
 struct ReplayResult {
   int64_t pods = 0;
   int64_t placed = 0;        // started at least once
@@ -78,7 +102,8 @@ struct ReplayResult {
   int64_t never_placed = 0;  // never started: never_fits + those still waiting when nothing else could change
   int64_t rejected = 0;      // bad input the pass refused (included in never_placed)
   std::string first_reject_reason;
-  int64_t suspensions = 0;
+  int64_t suspensions = 0;    // including moves
+  int64_t moves = 0;          // suspensions that restarted at once elsewhere
   double gpu_hours_lost = 0;  // checkpoint cost × GPUs held by the suspended pod
   double gpu_hours_allocated = 0;
   int64_t makespan_s = 0;          // first arrival → last departure
@@ -93,6 +118,13 @@ struct ReplayResult {
   int64_t passes = 0;  // scheduling passes run
   int64_t gpu_capacity_milli = 0;
   std::vector<TimelinePoint> timeline;
+  std::vector<WaitCauseRow> wait_causes;  // explain: most idle GPU-hours first
+  // explain: GPU idle while a pod waits on nodes that none of the waiting pods could use even if the node were
+  // empty (too few GPUs, wrong model, too little CPU): no scheduler could fill it with the pods waiting then.
+  // 100 − this / (capacity × queued time) bounds allocated_pct_queued from above, for these pods on this cluster.
+  double unusable_idle_gpu_hours = 0;
+  double allocated_pct_queued_bound = 0;
+  std::vector<WaitedPod> longest_waits;   // explain: the 15 longest waits
 };
 
 // One run. `cluster` is copied (it should be empty of allocations). Pods without times (the 5-column lists)

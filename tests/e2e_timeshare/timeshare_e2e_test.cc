@@ -4,7 +4,8 @@
 //     arrive; the two youngest low jobs are asked to suspend: the cooperative one checkpoints and exits 0, the
 //     one that ignores the signal is stopped after its grace; both go back to the queue (restart 1); the high
 //     jobs run and finish; then the low jobs run again and the cooperative one resumes FROM ITS CHECKPOINT;
-//   - a tenant at its limit waits with that reason; suspend of a queued job is 409; suspend / resume by hand.
+//   - a tenant at its limit waits with that reason; suspend of a queued job is 409; suspend / resume by hand;
+//   - a tenant under its guarantee preempts an over-guarantee tenant's job of the same priority.
 // The job's own checkpoint file (in its workdir) and its output log are read as a user would read them.
 // Runs in about 21 s (13 s + 7.5 s) under ASan on a loaded machine.
 #include <arpa/inet.h>
@@ -288,6 +289,43 @@ TEST_F(TimeshareTest, TenantLimitSuspendByHandAndBadSuspend) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
   WaitRunningAgain(first);
+}
+
+TEST_F(TimeshareTest, TenantUnderItsGuaranteePreemptsAnOverGuaranteeTenantAtEqualPriority) {
+  // "vip" is guaranteed one device; the admin's own tenant is guaranteed nothing, so it runs above its
+  // guarantee as soon as it runs anything.
+  auto created = client_->Post("/api/v1/tenants", Auth(admin_),
+                               Json{{"name", "vip"}, {"guaranteed", {{"devices", 1}}}}.dump(), "application/json");
+  ASSERT_TRUE(created);
+  ASSERT_EQ(created->status, 201) << created->body;
+  auto tok = client_->Post("/api/v1/tenants/vip/tokens", Auth(admin_), "{}", "application/json");
+  ASSERT_TRUE(tok);
+  ASSERT_EQ(tok->status, 201) << tok->body;
+  const std::string vip = Json::parse(tok->body)["token"].get<std::string>();
+
+  // The admin's tenant fills the node with normal-priority preemptible jobs; the youngest is the victim.
+  std::vector<int64_t> fill;
+  for (int i = 0; i < 4; ++i) {
+    Json spec = TrainSpec("fill" + std::to_string(i), 0.05, 5);
+    spec["priority"] = "normal";
+    fill.push_back(Submit(spec));
+    WaitState(fill.back(), "running");
+  }
+  const int64_t youngest = fill.back();
+
+  // Same priority: only the guarantee entitles the vip job to preempt.
+  const int64_t v = Submit(SleepSpec("vip-job", "normal", 2), vip);
+  WaitFor(youngest, "suspended and requeued", [](const Json& j) { return j.value("restart_count", 0) == 1; });
+  const std::string victim_events = Events(youngest);
+  EXPECT_NE(victim_events.find("suspended for job " + std::to_string(v)), std::string::npos) << victim_events;
+  EXPECT_NE(victim_events.find("tenant vip is within its guarantee"), std::string::npos) << victim_events;
+  EXPECT_NE(victim_events.find("checkpointed and exited 0"), std::string::npos) << victim_events;
+  EXPECT_NE(Events(v).find("suspends job " + std::to_string(youngest)), std::string::npos) << Events(v);
+  for (size_t i = 0; i + 1 < fill.size(); ++i) EXPECT_EQ(Job(fill[i]).value("restart_count", -1), 0) << fill[i];
+
+  // The vip job runs and finishes; the victim runs again.
+  WaitState(v, "succeeded");
+  WaitRunningAgain(youngest);
 }
 
 }  // namespace

@@ -1,12 +1,15 @@
-// A remote agent end to end: the real `xpool server` and `xpool agent --server URL --token-file F --simulate
-// 4xA100-80GB` as separate processes, talking HTTP only, driven as a user would (REST + the CLI):
+// A remote agent end to end: the real `xpool server --agent-listen 127.0.0.1:P` and `xpool agent --server
+// grpc://127.0.0.1:P --token-file F --simulate 4xA100-80GB` as separate processes, talking the agent protocol over
+// gRPC, driven as a user would (REST + the CLI):
 // - 8 one-GPU jobs at gpumem-percentage 50 all run at once, two per device; each task's env (printed to its log,
 //   read back with `xpool logs`) carries its device and limits;
 // - a job exiting 3 is failed; a command that does not exist fails with the exec error and the agent lives on;
 //   cancel stops a running job's process;
+// - the server restarts → the tasks keep running and `xpool logs` shows their output again (re-sent tails);
 // - the agent stops → its node is lost after --node-timeout and its jobs requeue; it starts again → they run.
-// Bad input: a rejected token (the agent says so and retries), a node token used for another node (403), an
-// unreachable server (the agent says so and retries), another tenant's logs (404).
+// Bad input: a rejected token (the agent says so and retries; also through the HTTP fallback), a node token used
+// for another node (PERMISSION_DENIED over gRPC, 403 over HTTP), an unreachable server (the agent says so and
+// retries), another tenant's logs (404).
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -32,23 +35,24 @@ class AgentE2eTest : public ::testing::Test {
     fs::create_directories(dir_ / "work");
     port_ = FreePort();
     url_ = "http://127.0.0.1:" + std::to_string(port_);
+    agent_port_ = FreePort();
+    while (agent_port_ == port_) agent_port_ = FreePort();
+    agent_url_ = "grpc://127.0.0.1:" + std::to_string(agent_port_);
     // --node-timeout comes with the server's node-lost requeue; without it that step is skipped.
     int code = 0;
     node_timeout_ = RunCli({"server", "--help"}, &code).find("node-timeout") != std::string::npos;
     std::vector<std::string> args = {"server", "--listen", "127.0.0.1:" + std::to_string(port_), "--state-dir",
-                                     (dir_ / "var").string(), "--tick-ms", "200"};
+                                     (dir_ / "var").string(), "--tick-ms", "200", "--agent-listen",
+                                     "127.0.0.1:" + std::to_string(agent_port_)};
     if (node_timeout_) args.insert(args.end(), {"--node-timeout", "3"});
     server_args_ = args;
     ASSERT_TRUE(server_.Start(args, dir_ / "work", dir_ / "server.log"));
     client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
     client_->set_connection_timeout(2, 0);
     client_->set_read_timeout(10, 0);
-    for (int i = 0; i < 300 && token_.empty(); ++i) {
-      token_ = ReadFile(dir_ / "var" / "admin.token");
-      if (token_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    ASSERT_TRUE(server_.WaitHealthy(port_, 30)) << server_.Log();
+    token_ = ReadFile(dir_ / "var" / "admin.token");  // written before the server listens
     ASSERT_FALSE(token_.empty()) << server_.Log();
-    for (int i = 0; i < 100 && !client_->Get("/healthz"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 
   void TearDown() override {
@@ -83,8 +87,8 @@ class AgentE2eTest : public ::testing::Test {
     return file;
   }
 
-  bool StartAgent(const fs::path& token_file) {
-    return agent_.Start({"agent", "--server", url_, "--token-file", token_file.string(), "--simulate", "4xA100-80GB",
+  bool StartAgent(const fs::path& token_file, const std::string& server = "") {
+    return agent_.Start({"agent", "--server", server.empty() ? agent_url_ : server, "--token-file", token_file.string(), "--simulate", "4xA100-80GB",
                          "--name", kNode, "--state-dir", (dir_ / "agent").string()},
                         dir_ / "work", dir_ / "agent.log");
   }
@@ -142,8 +146,8 @@ class AgentE2eTest : public ::testing::Test {
   }
 
   fs::path dir_;
-  int port_ = 0;
-  std::string url_;
+  int port_ = 0, agent_port_ = 0;
+  std::string url_, agent_url_;
   bool node_timeout_ = false;
   std::vector<std::string> server_args_;
   std::string token_;
@@ -239,6 +243,8 @@ TEST_F(AgentE2eTest, RemoteAgentRunsJobsShipsLogsAndSurvivesNodeLoss) {
     EXPECT_EQ(j.value("restart_count", -1), 0) << j.dump();
     EXPECT_TRUE(ProcessAlive(pids[i])) << "task " << i << " did not survive the server's restart";
   }
+  // The restarted server lost its in-memory copy of the output; the agent re-sent each task's tail.
+  LogsContaining(ids[1], "ENV-END");
 
   // The agent stops (its tasks with it) → the node is lost → the jobs requeue; it starts again → they run again.
   if (!node_timeout_) {
@@ -271,9 +277,18 @@ TEST_F(AgentE2eTest, BadTokensUnreachableServerAndOtherTenantsLogs) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_TRUE(agent_.Alive()) << agent_.Log();
   agent_.Stop();
+  // The same through the HTTP fallback (the API's own port).
+  ASSERT_TRUE(StartAgent(bad, url_));
+  EXPECT_TRUE(agent_.WaitForLog("rejected the node token", 10)) << agent_.Log();
+  agent_.Stop();
 
   // A node token acts only for its own node, and only on the agent routes.
-  const std::string other = ReadFile(NodeTokenFile("some-other-node"));
+  const fs::path other_file = NodeTokenFile("some-other-node");
+  const std::string other = ReadFile(other_file);
+  ASSERT_TRUE(StartAgent(other_file));
+  EXPECT_TRUE(agent_.WaitForLog("this node token is for node some-other-node", 10)) << agent_.Log();
+  EXPECT_TRUE(agent_.WaitForLog("may not act for node", 1)) << agent_.Log();
+  agent_.Stop();
   auto r = client_->Post((std::string("/api/v1/nodes/") + kNode + "/heartbeat").c_str(), Auth(other), "{}",
                          "application/json");
   ASSERT_TRUE(r);
@@ -285,7 +300,7 @@ TEST_F(AgentE2eTest, BadTokensUnreachableServerAndOtherTenantsLogs) {
 
   // An unreachable server: said clearly, retried.
   Child lost;
-  ASSERT_TRUE(lost.Start({"agent", "--server", "http://127.0.0.1:" + std::to_string(FreePort()), "--token", "x",
+  ASSERT_TRUE(lost.Start({"agent", "--server", "grpc://127.0.0.1:" + std::to_string(FreePort()), "--token", "x",
                           "--simulate", "1xA100-80GB", "--state-dir", (dir_ / "lost").string()},
                          dir_ / "work", dir_ / "lost.log"));
   EXPECT_TRUE(lost.WaitForLog("cannot reach the server", 10)) << lost.Log();

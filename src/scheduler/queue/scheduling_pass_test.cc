@@ -72,6 +72,44 @@ TEST(SchedulingPassTest, HigherPrioritySuspendsLowerWithReasonsOnBothJobs) {
   EXPECT_EQ(r.stats.suspended, 1);
 }
 
+// A placer that records what the pass booked (learning policies such as gpu-clustering keep per-node state
+// from OnBooked, so a placement the pass books without telling them leaves that state wrong).
+class RecordingPlacer final : public JobPlacer {
+ public:
+  JobPlacement Place(ClusterState& state, const TaskRequest& request, int replicas) override {
+    return inner.Place(state, request, replicas);
+  }
+  void OnBooked(const ClusterState& state, const TaskRequest& /*request*/,
+                const std::vector<Allocation>& allocations) override {
+    for (const Allocation& a : allocations) {
+      booked.push_back(a.node);
+      // Told after booking: the allocation is already in the state.
+      EXPECT_GE(state.usage(a.node).cpu_milli, a.cpu_milli);
+    }
+  }
+  FirstFitPlacer inner;
+  std::vector<int> booked;  // node of every allocation told
+};
+
+TEST(SchedulingPassTest, EveryBookedPlacementIsToldToThePlacer) {
+  ClusterState state = MakeCluster(2, 8);
+  RecordingPlacer placer;
+  std::vector<QueueJob> jobs;
+  QueueJob low = Waiting(10, 2, 10, 0, GpuRequest(8));
+  ASSERT_TRUE(StartJob(state, placer.inner, low, kNow - 60 * kMinute));
+  jobs.push_back(low);
+  jobs.push_back(Waiting(1, 1, 50, 1, GpuRequest(4)));      // placed on the free node
+  jobs.push_back(Waiting(2, 1, 50, 2, GpuRequest(2), 2));   // a gang, placed: two allocations
+  jobs.push_back(Waiting(3, 1, 90, 3, GpuRequest(8)));      // preempts the low job
+  PassResult r = RunSchedulingPass(jobs, Tenants(), state, placer, kNow);
+  EXPECT_EQ(r.stats.placed, 2);
+  EXPECT_EQ(r.stats.preempting, 1);
+  size_t allocations = 0;
+  for (const JobDecision& d : r.decisions) allocations += d.allocations.size();
+  EXPECT_EQ(allocations, 4u);
+  EXPECT_EQ(placer.booked.size(), allocations);  // place and preempt alike
+}
+
 TEST(SchedulingPassTest, NoThrash) {
   struct Row {
     std::string name;

@@ -1,0 +1,44 @@
+#pragma once
+// GrpcControlPlaneClient: the agent's ControlPlaneClient over gRPC (proto/agent/v1/agent.proto, the default
+// transport of `xpool agent`). One channel per client, reconnecting by itself (at most ~2 s between attempts, so
+// a restarted server is found again quickly); every call carries "authorization: Bearer <token>" and a deadline.
+//
+// Errors: server unreachable (or the deadline passed) → Unavailable naming the address; UNAUTHENTICATED →
+// Unauthenticated ("the server rejected the node token"); PERMISSION_DENIED → PermissionDenied; NOT_FOUND (the
+// server does not know the node) → NotFound, on which the agent registers again; the server's message is kept.
+// gRPC headers stay in grpc_client.cc. One client per agent; not thread-safe.
+//
+// MakeControlPlaneClient picks the transport from the --server URL: grpc://HOST:PORT or a bare HOST:PORT → gRPC;
+// http://HOST:PORT → the HTTP fallback (agent/http_client.h).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/node_agent.h"
+
+namespace xpool::agent {
+
+struct GrpcClientOptions {
+  std::string target = "127.0.0.1:8471";  // host:port
+  std::string token;
+  TimeMicros timeout_micros = 5 * kMicrosPerSecond;
+};
+
+class GrpcControlPlaneClient final : public ControlPlaneClient {
+ public:
+  explicit GrpcControlPlaneClient(GrpcClientOptions options);
+  ~GrpcControlPlaneClient() override;
+  Status Register(const Node& node) override;
+  Result<HeartbeatReply> Heartbeat(const Node& node, const std::vector<TaskReport>& tasks) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The client for `server` ("grpc://host:port", "host:port" or "http://host:port"). InvalidArgument for any other
+// scheme or a missing port.
+Result<std::unique_ptr<ControlPlaneClient>> MakeControlPlaneClient(const std::string& server, const std::string& token,
+                                                                   TimeMicros timeout_micros);
+
+}  // namespace xpool::agent

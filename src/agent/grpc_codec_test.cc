@@ -1,0 +1,206 @@
+// The protobuf codec of the agent protocol (both directions) and the transport choice from --server.
+#include "agent/grpc_codec.h"
+
+#include <gtest/gtest.h>
+
+#include "agent/grpc_client.h"
+#include "agent/v1/agent.pb.h"
+#include "model/node_builder.h"
+
+namespace xpool::agent {
+namespace {
+
+TEST(GrpcCodecTest, NodeRoundTripsWithTopologyAndLabels) {
+  Node node = MakeNode("n1")
+                  .WithCpu(16000)
+                  .WithMemory(65536)
+                  .WithGpus(2, "A100-80GB", 81920)
+                  .WithNumaNodes(2)
+                  .WithLink(0, 1, 200)
+                  .WithLabel("zone", "a")
+                  .Simulated()
+                  .Build();
+  node.devices[1].healthy = false;
+  node.devices[1].mode = DeviceMode::kExclusive;
+  v1::Node p;
+  NodeToProto(node, &p);
+  auto back = NodeFromProto(p);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->name, "n1");
+  EXPECT_EQ(back->cpu_milli, 16000);
+  EXPECT_EQ(back->memory_mib, 65536);
+  EXPECT_TRUE(back->simulated);
+  EXPECT_EQ(back->labels.at("zone"), "a");
+  ASSERT_EQ(back->devices.size(), 2u);
+  EXPECT_EQ(back->devices[1].uuid, node.devices[1].uuid);
+  EXPECT_EQ(back->devices[1].model, "A100-80GB");
+  EXPECT_EQ(back->devices[1].memory_mib, 81920);
+  EXPECT_EQ(back->devices[1].numa_node, node.devices[1].numa_node);
+  EXPECT_EQ(back->devices[1].mode, DeviceMode::kExclusive);
+  EXPECT_FALSE(back->devices[1].healthy);
+  ASSERT_EQ(back->links.size(), 2);
+  EXPECT_EQ(back->links.Score(1, 0), 200);
+}
+
+TEST(GrpcCodecTest, BadNodesAreInvalidArgumentNamingTheField) {
+  Node node = MakeNode("n1").WithGpus(2, "A100", 1024).Build();
+  v1::Node p;
+  NodeToProto(node, &p);
+  v1::Node bad = p;
+  bad.mutable_devices(1)->set_vendor("acme");
+  auto r = NodeFromProto(bad);
+  ASSERT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("devices[1].vendor"), std::string::npos) << r.status().message();
+  bad = p;
+  bad.add_link_scores(5);  // 1 score for 2 devices
+  r = NodeFromProto(bad);
+  ASSERT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("link_scores"), std::string::npos);
+  bad = p;
+  bad.set_name("");
+  EXPECT_EQ(NodeFromProto(bad).status().code(), StatusCode::kInvalidArgument);
+  bad = p;
+  bad.mutable_devices(0)->set_memory_mib(-1);
+  EXPECT_EQ(NodeFromProto(bad).status().code(), StatusCode::kInvalidArgument);
+  bad = p;
+  bad.mutable_devices(1)->set_uuid(p.devices(0).uuid());
+  EXPECT_EQ(NodeFromProto(bad).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(GrpcCodecTest, HeartbeatRoundTripsReportsAndLogs) {
+  Node node = MakeNode("n1").WithGpus(2, "A100", 1024).Build();
+  node.devices[0].healthy = false;
+  TaskReport r;
+  r.job_id = 42;
+  r.replica = 1;
+  r.restart_count = 3;
+  r.status.task_id = "job42-r1";
+  r.status.state = TaskState::kFailed;
+  r.status.exit_code = 3;
+  r.status.signal = 0;
+  r.status.error = "exec \"nope\": No such file or directory";
+  r.status.pid = 1234;
+  r.status.started_at = 10;
+  r.status.ended_at = 20;
+  r.log_offset = 100;
+  r.log_data = "step 1\nbad \xff byte\n";
+  v1::HeartbeatRequest p;
+  HeartbeatToProto(node, {r}, &p);
+  EXPECT_EQ(p.node(), "n1");
+  auto back = HeartbeatFromProto(p);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->has_tasks);
+  ASSERT_EQ(back->device_health.size(), 2u);
+  EXPECT_EQ(back->device_health[0], std::make_pair(0, false));
+  ASSERT_EQ(back->tasks.size(), 1u);
+  const TaskReport& b = back->tasks[0];
+  EXPECT_EQ(b.job_id, 42);
+  EXPECT_EQ(b.replica, 1);
+  EXPECT_EQ(b.restart_count, 3);
+  EXPECT_EQ(b.status.state, TaskState::kFailed);
+  EXPECT_EQ(b.status.exit_code, 3);
+  EXPECT_EQ(b.status.error, r.status.error);
+  EXPECT_EQ(b.status.pid, 1234);
+  EXPECT_EQ(b.status.ended_at, 20);
+  EXPECT_EQ(b.log_offset, 100);
+  EXPECT_EQ(b.log_data, "step 1\nbad ? byte\n");  // same length: offsets stay byte offsets
+
+  v1::HeartbeatRequest bad = p;
+  bad.mutable_tasks(0)->set_state(static_cast<v1::TaskState>(99));
+  EXPECT_EQ(HeartbeatFromProto(bad).status().code(), StatusCode::kInvalidArgument);
+  bad = p;
+  bad.mutable_tasks(0)->set_task_id("");
+  EXPECT_EQ(HeartbeatFromProto(bad).status().code(), StatusCode::kInvalidArgument);
+  bad = p;
+  bad.mutable_tasks(0)->set_log_offset(-5);
+  EXPECT_EQ(HeartbeatFromProto(bad).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(GrpcCodecTest, ReplyRoundTrips) {
+  HeartbeatReply reply;
+  reply.interval_micros = 750'000;
+  TaskAssignment a;
+  a.action = TaskAssignment::Action::kSuspend;
+  a.grace_micros = 1'500'000;
+  a.spec.task_id = "job7-r1";
+  a.spec.job_id = 7;
+  a.spec.replica = 1;
+  a.spec.restart_count = 2;
+  a.spec.argv = {"/bin/sh", "-c", "echo hi"};
+  a.spec.workdir = "/w";
+  a.spec.env = {{"A", "1"}};
+  a.spec.vendor = Vendor::kAscend;
+  a.spec.cpu_milli = 500;
+  a.spec.memory_mib = 64;
+  a.spec.devices = {{3, 40960, 50}};
+  a.spec.shares_device = true;
+  a.spec.distributed = DistributedEnv{"h", 29400, 2, 1, 0};
+  TaskAssignment whole;
+  whole.spec.task_id = "job8-r0";
+  whole.spec.argv = {"true"};
+  whole.spec.devices = {{0, 0, 0}};
+  reply.tasks = {a, whole};
+  v1::HeartbeatReply p;
+  ReplyToProto(reply, &p);
+  auto back = ReplyFromProto(p);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->has_tasks);
+  EXPECT_EQ(back->interval_micros, 750'000);
+  ASSERT_EQ(back->tasks.size(), 2u);
+  const TaskAssignment& b = back->tasks[0];
+  EXPECT_EQ(b.action, TaskAssignment::Action::kSuspend);
+  EXPECT_EQ(b.grace_micros, 1'500'000);
+  EXPECT_EQ(b.spec.task_id, "job7-r1");
+  EXPECT_EQ(b.spec.job_id, 7);
+  EXPECT_EQ(b.spec.replica, 1);
+  EXPECT_EQ(b.spec.restart_count, 2);
+  EXPECT_EQ(b.spec.argv, a.spec.argv);
+  EXPECT_EQ(b.spec.workdir, "/w");
+  EXPECT_EQ(b.spec.env, a.spec.env);
+  EXPECT_EQ(b.spec.vendor, Vendor::kAscend);
+  EXPECT_EQ(b.spec.cpu_milli, 500);
+  EXPECT_EQ(b.spec.memory_mib, 64);
+  ASSERT_EQ(b.spec.devices.size(), 1u);
+  EXPECT_EQ(b.spec.devices[0].index, 3);
+  EXPECT_EQ(b.spec.devices[0].memory_mib, 40960);
+  EXPECT_EQ(b.spec.devices[0].core_percent, 50);
+  EXPECT_TRUE(b.spec.shares_device);
+  ASSERT_TRUE(b.spec.distributed.has_value());
+  EXPECT_EQ(b.spec.distributed->master_port, 29400);
+  EXPECT_EQ(b.spec.distributed->world_size, 2);
+  EXPECT_EQ(b.spec.distributed->rank, 1);
+  // A whole device, not shared: no core limit, no runtime library, no distributed env.
+  const TaskAssignment& w = back->tasks[1];
+  EXPECT_EQ(w.action, TaskAssignment::Action::kRun);
+  EXPECT_FALSE(w.spec.shares_device);
+  EXPECT_EQ(w.spec.devices[0].core_percent, 0);
+  EXPECT_FALSE(w.spec.distributed.has_value());
+
+  p.mutable_tasks(0)->set_vendor("acme");
+  EXPECT_EQ(ReplyFromProto(p).status().code(), StatusCode::kInvalidArgument);
+  p.mutable_tasks(0)->set_vendor("nvidia");
+  p.mutable_tasks(0)->set_action(static_cast<v1::TaskAssignment::Action>(7));
+  EXPECT_EQ(ReplyFromProto(p).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(GrpcClientTest, ServerUrlPicksTheTransport) {
+  for (const char* ok : {"grpc://127.0.0.1:8471", "127.0.0.1:8471", "localhost:1", "http://127.0.0.1:8470",
+                         "grpc://[::1]:8471/"}) {
+    EXPECT_TRUE(MakeControlPlaneClient(ok, "t", kMicrosPerSecond).ok()) << ok;
+  }
+  for (const char* bad : {"ftp://h:1", "grpc://h", "h:", "h:0", "h:99999", "http://h:x", ""}) {
+    auto c = MakeControlPlaneClient(bad, "t", kMicrosPerSecond);
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(GrpcClientTest, UnreachableServerIsUnavailableNamingTheAddress) {
+  // Port 1 on loopback: nothing listens there (connection refused at once).
+  GrpcControlPlaneClient client({"127.0.0.1:1", "t", 2 * kMicrosPerSecond});
+  Status s = client.Register(MakeNode("n1").Build());
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_NE(s.message().find("grpc://127.0.0.1:1"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace xpool::agent

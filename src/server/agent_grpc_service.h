@@ -1,0 +1,33 @@
+#pragma once
+// AgentGrpcServer: the server's gRPC listener for node agents (proto/agent/v1/agent.proto; `xpool server
+// --agent-listen`). It only translates: the token in the call's metadata ("authorization: Bearer ..."), the
+// messages (agent/grpc_codec.h) and the Status codes; the checks and the logic are the Api's
+// (Api::RegisterAgentNode / AgentHeartbeat, the same code as the HTTP agent routes, which ends in AgentService).
+//
+// Owned by the Server; the Api outlives it. gRPC headers stay in the .cc. Thread-safe: calls arrive on gRPC's
+// threads; Shutdown() may be called from any thread (and more than once).
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+
+namespace xpool::server {
+
+class Api;
+
+class AgentGrpcServer {
+ public:
+  // Binds `listen` (HOST:PORT; port 0 = any free port) and serves until Shutdown() or destruction.
+  static Result<std::unique_ptr<AgentGrpcServer>> Start(const std::string& listen, Api& api);
+  ~AgentGrpcServer();
+
+  int port() const;  // the bound port
+  void Shutdown();
+
+ private:
+  struct Impl;
+  explicit AgentGrpcServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xpool::server

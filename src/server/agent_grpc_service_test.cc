@@ -1,0 +1,175 @@
+// The agent protocol over gRPC against a real Api + AgentService on a loopback port: the token checks (admin,
+// the node's own node token, another node's token, a bad or missing token), register, a heartbeat answered with
+// the wanted task, log chunks reaching the log relay, and NOT_FOUND for a node the server does not know.
+#include "server/agent_grpc_service.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "agent/grpc_client.h"
+#include "agent/log_relay.h"
+#include "model/node_builder.h"
+#include "server/agent_service.h"
+#include "server/api.h"
+#include "store/token.h"
+
+namespace xpool::server {
+namespace {
+
+using nlohmann::json;
+
+class AgentGrpcTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("xpool_agent_grpc_test_" + std::to_string(::getpid()) + "_" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    auto s = OpenStateStore((dir_ / "xpool.db").string());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(*s);
+    auto admin = store_->CreateTenant("admin", true, TenantQuota{}, clock_.NowMicros());
+    ASSERT_TRUE(admin.ok());
+    admin_token_ = *GenerateToken();
+    ASSERT_TRUE(store_->AddToken(admin->id, admin_token_, "test", clock_.NowMicros()).ok());
+    Api::DeclareMetrics(metrics_);
+    metrics_.DeclareGauge("xpool_queue_length", "Queued jobs per tenant.");
+    control_ = std::make_unique<ControlPlane>(*store_, clock_, &metrics_, ControlPlaneOptions{});
+    ASSERT_TRUE(control_->Rebuild().ok());
+    agents_ = std::make_unique<AgentService>(*control_, *store_, dir_.string());
+    ApiOptions options;
+    options.agents = agents_.get();
+    options.logs = &logs_;
+    api_ = std::make_unique<Api>(*store_, *control_, metrics_, clock_, options);
+    auto server = AgentGrpcServer::Start("127.0.0.1:0", *api_);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    grpc_ = std::move(*server);
+    ASSERT_GT(grpc_->port(), 0);
+  }
+  void TearDown() override {
+    grpc_.reset();
+    api_.reset();
+    agents_.reset();
+    control_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  agent::GrpcControlPlaneClient Client(const std::string& token) {
+    return agent::GrpcControlPlaneClient({"127.0.0.1:" + std::to_string(grpc_->port()), token, 5 * kMicrosPerSecond});
+  }
+  ApiResponse Call(const std::string& method, const std::string& path, const std::string& body = "") {
+    ApiRequest r;
+    r.method = method;
+    r.path = path;
+    r.authorization = "Bearer " + admin_token_;
+    r.body = body;
+    return api_->Handle(r);
+  }
+  std::string NodeToken(const std::string& node) {
+    ApiResponse r = Call("POST", "/api/v1/nodes/" + node + "/tokens", "{}");
+    EXPECT_EQ(r.status, 201) << r.body;
+    return json::parse(r.body)["token"].get<std::string>();
+  }
+
+  std::filesystem::path dir_;
+  FakeClock clock_{1'700'000'000'000'000};
+  MetricsRegistry metrics_;
+  std::unique_ptr<StateStore> store_;
+  std::unique_ptr<ControlPlane> control_;
+  std::unique_ptr<AgentService> agents_;
+  agent::LogRelay logs_;
+  std::unique_ptr<Api> api_;
+  std::unique_ptr<AgentGrpcServer> grpc_;
+  std::string admin_token_;
+};
+
+TEST_F(AgentGrpcTest, TokensAreCheckedLikeTheHttpRoutes) {
+  const Node n1 = MakeNode("n1").WithCpu(8000).WithMemory(16384).WithGpus(1, "A100", 81920).Simulated().Build();
+  Status s = Client("").Register(n1);
+  EXPECT_EQ(s.code(), StatusCode::kUnauthenticated) << s.ToString();
+  EXPECT_NE(s.message().find("missing bearer token"), std::string::npos) << s.message();
+  s = Client("xpt_not-a-token").Register(n1);
+  EXPECT_EQ(s.code(), StatusCode::kUnauthenticated) << s.ToString();
+  EXPECT_NE(s.message().find("rejected the node token"), std::string::npos) << s.message();
+
+  const std::string other = NodeToken("n2");
+  s = Client(other).Register(n1);
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << s.ToString();
+  EXPECT_NE(s.message().find("node n2, not n1"), std::string::npos) << s.message();
+  EXPECT_EQ(Client(other).Heartbeat(n1, {}).status().code(), StatusCode::kPermissionDenied);
+
+  // A tenant's (non-admin) token is not an agent's.
+  ApiResponse t = Call("POST", "/api/v1/tenants", json{{"name", "team"}}.dump());
+  ASSERT_EQ(t.status, 201) << t.body;
+  ApiResponse k = Call("POST", "/api/v1/tenants/team/tokens", "{}");
+  ASSERT_EQ(k.status, 201) << k.body;
+  s = Client(json::parse(k.body)["token"].get<std::string>()).Register(n1);
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << s.ToString();
+
+  // The node's own token: registered, agent-run (its simulated devices shown as a label).
+  auto own = Client(NodeToken("n1"));
+  ASSERT_TRUE(own.Register(n1).ok());
+  auto view = control_->GetNode("n1");
+  ASSERT_TRUE(view.ok());
+  EXPECT_FALSE(view->node.simulated);
+  EXPECT_EQ(view->node.labels.at("xpool.io/simulated"), "true");
+  EXPECT_TRUE(own.Heartbeat(n1, {}).ok());
+  // The admin token acts for any node; a node the server does not know is NOT_FOUND (the agent registers again).
+  const Node n3 = MakeNode("n3").WithGpus(1, "A100", 81920).Build();
+  EXPECT_EQ(Client(admin_token_).Heartbeat(n3, {}).status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(Client(admin_token_).Register(n3).ok());
+  EXPECT_TRUE(Client(admin_token_).Heartbeat(n3, {}).ok());
+}
+
+TEST_F(AgentGrpcTest, HeartbeatAnswersWithTheWantedTaskAndKeepsLogs) {
+  const Node n1 = MakeNode("n1").WithCpu(8000).WithMemory(16384).WithGpus(1, "A100", 81920).Build();
+  auto client = Client(NodeToken("n1"));
+  ASSERT_TRUE(client.Register(n1).ok());
+  ApiResponse sub = Call("POST", "/api/v1/jobs",
+                         json{{"name", "j"},
+                              {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"gpu", 1}, {"gpumem-percentage", 50}}},
+                              {"command", "echo hi"}}
+                             .dump());
+  ASSERT_EQ(sub.status, 201) << sub.body;
+  const int64_t id = json::parse(sub.body)["id"].get<int64_t>();
+  control_->RunPass(/*full=*/true);
+  auto reply = client.Heartbeat(n1, {});
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  ASSERT_EQ(reply->tasks.size(), 1u);
+  const agent::TaskAssignment& a = reply->tasks[0];
+  EXPECT_EQ(a.action, agent::TaskAssignment::Action::kRun);
+  EXPECT_EQ(a.spec.job_id, id);
+  EXPECT_EQ(a.spec.argv, (std::vector<std::string>{"/bin/sh", "-c", "echo hi"}));
+  ASSERT_EQ(a.spec.devices.size(), 1u);
+  EXPECT_EQ(a.spec.devices[0].memory_mib, 40960);
+  EXPECT_TRUE(a.spec.shares_device);
+
+  // The task reports running with output, then exits 3: the job fails with the code, its output is kept.
+  agent::TaskReport r;
+  r.job_id = id;
+  r.status.task_id = a.spec.task_id;
+  r.status.state = agent::TaskState::kRunning;
+  r.status.started_at = clock_.NowMicros();
+  r.log_data = "hi\n";
+  ASSERT_TRUE(client.Heartbeat(n1, {r}).ok());
+  auto slice = logs_.Read(a.spec.task_id, 0, 100);
+  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  EXPECT_EQ(slice->data, "hi\n");
+  r.status.state = agent::TaskState::kFailed;
+  r.status.exit_code = 3;
+  r.status.ended_at = clock_.NowMicros();
+  r.log_offset = 3;
+  r.log_data.clear();
+  reply = client.Heartbeat(n1, {r});
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_TRUE(reply->tasks.empty());  // no longer wanted: the agent's acknowledgement
+  auto job = store_->GetJob(JobId(id));
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->state, JobState::kFailed);
+}
+
+}  // namespace
+}  // namespace xpool::server

@@ -1,0 +1,152 @@
+// ControlPlane's job lifecycle outside scheduling passes: suspend / resume (by hand or for a preemptor, through
+// the agent's checkpoint), suspension bookkeeping for the per-job cap, and lost nodes (their jobs requeued).
+// Same class as control_plane.cc (see control_plane.h for the locking rules); split only to keep files small.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "model/job_state.h"
+#include "server/control_plane.h"
+#include "server/internal/victim_reason.h"
+
+namespace xpool::server {
+
+Result<JobRecord> ControlPlane::Suspend(JobId id) {
+  bool released = false;
+  {
+    std::lock_guard lock(mu_);
+    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
+    if (job.state != JobState::kRunning) {
+      std::string why = "job " + id.ToString() + " is " + std::string(JobStateName(job.state)) +
+                        "; only a running job can be suspended";
+      if (job.state == JobState::kQueued || job.state == JobState::kScheduled) why += " (cancel it instead)";
+      return FailedPreconditionError(why);
+    }
+    ASSIGN_OR_RETURN(released, SuspendLocked(id, "suspend requested by the user", false, clock_.NowMicros()));
+  }
+  if (released) Wake(true);
+  return store_.GetJob(id);
+}
+
+Result<bool> ControlPlane::SuspendLocked(JobId id, std::string_view reason, bool requeue, TimeMicros now) {
+  RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kSuspending, reason, now, JobState::kRunning));
+  suspended_at_[id].push_back(now);
+  auto it = held_.find(id);
+  bool all_simulated = it != held_.end();
+  if (it != held_.end()) {
+    it->second.state = JobState::kSuspending;
+    for (const Allocation& a : it->second.allocations) all_simulated = all_simulated && state_.node(a.node).simulated;
+  }
+  if (!all_simulated) return false;
+  // No agent to signal on a simulated node: the job stops at once.
+  RETURN_IF_ERROR(FinishSuspendLocked(id, "simulated node: suspended without an agent", requeue, now));
+  return true;
+}
+
+Status ControlPlane::FinishSuspendLocked(JobId id, std::string_view reason, bool requeue, TimeMicros now) {
+  RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kSuspended, reason, now, JobState::kSuspending));
+  ReleaseLocked(id);
+  if (!requeue) return Status::Ok();
+  RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kQueued, "back in the queue after its suspension, keeping its place",
+                                       now, JobState::kSuspended));
+  ASSIGN_OR_RETURN(JobRecord queued, store_.GetJob(id));
+  EnqueueLocked(queued);
+  return Status::Ok();
+}
+
+Status ControlPlane::SuspendDone(JobId id, std::string_view reason) {
+  {
+    std::lock_guard lock(mu_);
+    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
+    if (job.state != JobState::kSuspending) {
+      return FailedPreconditionError("job " + id.ToString() + " is " + std::string(JobStateName(job.state)) +
+                                     ", not suspending");
+    }
+    RETURN_IF_ERROR(FinishSuspendLocked(id, reason, internal::IsVictimReason(job.state_reason), clock_.NowMicros()));
+  }
+  Wake(true);
+  return Status::Ok();
+}
+
+Result<JobRecord> ControlPlane::Resume(JobId id) {
+  {
+    std::lock_guard lock(mu_);
+    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
+    if (job.state != JobState::kSuspended) {
+      return FailedPreconditionError("job " + id.ToString() + " is " + std::string(JobStateName(job.state)) +
+                                     ", only a suspended job can be resumed");
+    }
+    RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kQueued, "resumed by the user", clock_.NowMicros(), job.state));
+    ASSIGN_OR_RETURN(JobRecord queued, store_.GetJob(id));
+    EnqueueLocked(queued);
+    fresh_.push_back(id);
+  }
+  Wake(false);
+  return store_.GetJob(id);
+}
+
+void ControlPlane::CheckNodeTimeouts() {
+  const TimeMicros now = clock_.NowMicros();
+  bool lost = false;
+  {
+    std::lock_guard lock(mu_);
+    for (int i = 0; i < state_.node_count(); ++i) {
+      const Node& n = state_.node(i);
+      if (n.simulated || !n.ready) continue;
+      TimeMicros seen;
+      {
+        std::lock_guard s(seen_mu_);
+        seen = last_seen_[n.name];
+      }
+      if (now - seen <= options_.node_timeout) continue;
+      if (!store_.SetNodeReady(n.name, false, now).ok()) continue;
+      (void)state_.SetNodeReady(i, false);
+      {
+        std::lock_guard s(seen_mu_);
+        maybe_not_ready_.insert(n.name);
+      }
+      std::fprintf(stderr, "xpool server: node %s lost (no heartbeat for %llds); requeueing its jobs\n", n.name.c_str(),
+                   static_cast<long long>((now - seen) / kMicrosPerSecond));
+      RequeueLostLocked(n.name, now);
+      lost = true;
+    }
+  }
+  if (lost) Wake(true);
+}
+
+void ControlPlane::RequeueLostLocked(const std::string& node, TimeMicros now) {
+  const int index = state_.FindNode(node);
+  std::vector<JobId> on_node;
+  for (const auto& [id, job] : held_) {
+    for (const Allocation& a : job.allocations) {
+      if (a.node == index) {
+        on_node.push_back(id);
+        break;
+      }
+    }
+  }
+  std::sort(on_node.begin(), on_node.end());
+  const std::string reason = "node " + node + " lost (no heartbeat for " +
+                             std::to_string(options_.node_timeout / kMicrosPerSecond) + "s): back in the queue";
+  for (JobId id : on_node) {
+    const JobState from = held_[id].state;
+    // The store deletes every allocation of the job (all replicas, any node) in the same transaction.
+    Status s = store_.TransitionJob(id, JobState::kQueued, reason, now, from);
+    if (!s.ok()) {
+      std::fprintf(stderr, "xpool server: requeueing job %s: %s\n", id.ToString().c_str(), s.ToString().c_str());
+      continue;
+    }
+    ReleaseLocked(id);
+    auto job = store_.GetJob(id);
+    if (job.ok()) EnqueueLocked(*job);
+  }
+}
+
+int ControlPlane::SuspensionsLastHour(JobId id, TimeMicros now) {
+  auto it = suspended_at_.find(id);
+  if (it == suspended_at_.end()) return 0;
+  std::erase_if(it->second, [&](TimeMicros t) { return now - t >= 3600 * kMicrosPerSecond; });
+  return static_cast<int>(it->second.size());
+}
+
+}  // namespace xpool::server
