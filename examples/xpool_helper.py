@@ -2,8 +2,9 @@
 and leaves when xpool needs its devices for higher-priority work, then resumes where it stopped.
 
 The contract (docs/time-sharing.md, "The suspend contract"):
-  * to suspend a task, the agent writes the file named by XPOOL_SUSPEND_FILE and sends SIGUSR1 (the job's
-    suspend signal) to the task's process group;
+  * to suspend a task, the agent writes the file named by XPOOL_SUSPEND_FILE and sends the job's suspend
+    signal (`checkpoint: {signal: SIGUSR2}` in the spec; default SIGUSR1; the agent exports its name as
+    XPOOL_SUSPEND_SIGNAL) to the task's process group;
   * the task saves a checkpoint and exits 0 within its grace (`checkpoint: {grace: 60}` in the job spec);
     past the grace it gets SIGTERM, then SIGKILL;
   * the job goes back to the queue keeping its place and later restarts in the same workdir with
@@ -15,7 +16,7 @@ The contract (docs/time-sharing.md, "The suspend contract"):
         return state
     xpool_helper.run_training(step, total_steps=1000, initial_state={"loss": 1.0})
 
-Importing this module installs the SIGUSR1 handler at once (the earlier, the smaller the window in which the
+Importing this module installs the handler for XPOOL_SUSPEND_SIGNAL (default SIGUSR1) at once (the earlier, the smaller the window in which the
 signal's default action would kill the task). Only the standard library is used; works with or without a GPU.
 Not thread-safe (import and call from the main thread).
 """
@@ -33,9 +34,21 @@ def _on_suspend(signum, frame):
     _suspend_signalled = True
 
 
-def install_suspend_handler(signum=signal.SIGUSR1):
-    """Catches the suspend signal (default SIGUSR1) so it sets a flag instead of killing the process."""
-    signal.signal(signum, _on_suspend)
+_SUSPEND_SIGNALS = ("SIGUSR1", "SIGUSR2", "SIGINT", "SIGTERM", "SIGHUP")
+
+
+def suspend_signal():
+    """The job's suspend signal: XPOOL_SUSPEND_SIGNAL (a name such as "SIGUSR2") when set, else SIGUSR1."""
+    name = os.environ.get("XPOOL_SUSPEND_SIGNAL", "") or "SIGUSR1"
+    if name not in _SUSPEND_SIGNALS:
+        print(f"xpool_helper: unknown XPOOL_SUSPEND_SIGNAL {name!r}, using SIGUSR1", flush=True)
+        name = "SIGUSR1"
+    return getattr(signal, name)
+
+
+def install_suspend_handler(signum=None):
+    """Catches the suspend signal (default: suspend_signal()) so it sets a flag instead of ending the process."""
+    signal.signal(suspend_signal() if signum is None else signum, _on_suspend)
 
 
 def suspend_requested():

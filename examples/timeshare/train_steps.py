@@ -32,7 +32,7 @@ def main():
         return state
 
     if args.ignore_suspend:
-        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+        signal.signal(xpool_helper.suspend_signal(), signal.SIG_IGN)
         for n in range(1, args.steps + 1):
             time.sleep(args.step_seconds)
             print(f"step {n}/{args.steps} (ignoring suspend requests)", flush=True)

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "agent/v1/agent.pb.h"
+#include "model/job_spec.h"
 #include "model/vendor.h"
 
 namespace xpool::agent {
@@ -214,6 +215,7 @@ void ReplyToProto(const HeartbeatReply& reply, v1::HeartbeatReply* out) {
     t->set_cpu_milli(s.cpu_milli);
     t->set_memory_mib(s.memory_mib);
     t->set_grace_ms(a.grace_micros / 1000);
+    t->set_suspend_signal(s.suspend_signal);
     for (const TaskDevice& d : s.devices) {
       v1::TaskDevice* p = t->add_devices();
       p->set_index(d.index);
@@ -265,6 +267,11 @@ Result<HeartbeatReply> ReplyFromProto(const v1::HeartbeatReply& in) {
     s.cpu_milli = t.cpu_milli();
     s.memory_mib = t.memory_mib();
     a.grace_micros = t.grace_ms() * 1000;
+    s.suspend_signal = t.suspend_signal();
+    if (!s.suspend_signal.empty() && !CheckpointSignalNumber(s.suspend_signal).ok()) {
+      return InvalidArgumentError(where + ".suspend_signal \"" + s.suspend_signal +
+                                  "\" is not SIGUSR1, SIGUSR2, SIGINT, SIGTERM or SIGHUP");
+    }
     for (const v1::TaskDevice& p : t.devices()) {
       TaskDevice d;
       d.index = p.index();

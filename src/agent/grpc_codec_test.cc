@@ -135,6 +135,7 @@ TEST(GrpcCodecTest, ReplyRoundTrips) {
   a.spec.devices = {{3, 40960, 50}};
   a.spec.shares_device = true;
   a.spec.distributed = DistributedEnv{"h", 29400, 2, 1, 0};
+  a.spec.suspend_signal = "SIGUSR2";
   TaskAssignment whole;
   whole.spec.task_id = "job8-r0";
   whole.spec.argv = {"true"};
@@ -150,6 +151,7 @@ TEST(GrpcCodecTest, ReplyRoundTrips) {
   const TaskAssignment& b = back->tasks[0];
   EXPECT_EQ(b.action, TaskAssignment::Action::kSuspend);
   EXPECT_EQ(b.grace_micros, 1'500'000);
+  EXPECT_EQ(b.spec.suspend_signal, "SIGUSR2");
   EXPECT_EQ(b.spec.task_id, "job7-r1");
   EXPECT_EQ(b.spec.job_id, 7);
   EXPECT_EQ(b.spec.replica, 1);
@@ -171,6 +173,10 @@ TEST(GrpcCodecTest, ReplyRoundTrips) {
   EXPECT_EQ(b.spec.distributed->rank, 1);
   // A whole device, not shared: no core limit, no runtime library, no distributed env.
   const TaskAssignment& w = back->tasks[1];
+  EXPECT_EQ(w.spec.suspend_signal, "");  // none given: the agent's default
+  p.mutable_tasks(0)->set_suspend_signal("SIGKILL");
+  EXPECT_EQ(ReplyFromProto(p).status().code(), StatusCode::kInvalidArgument);
+  p.mutable_tasks(0)->set_suspend_signal("SIGUSR2");
   EXPECT_EQ(w.action, TaskAssignment::Action::kRun);
   EXPECT_FALSE(w.spec.shares_device);
   EXPECT_EQ(w.spec.devices[0].core_percent, 0);

@@ -16,6 +16,8 @@
 #include <thread>
 #include <utility>
 
+#include "model/job_spec.h"
+
 extern char** environ;
 
 namespace xpool::agent {
@@ -101,6 +103,7 @@ struct Launcher::Task {
   TimeMicros kill_grace = 0;
   bool stop_requested = false;
   bool suspend_requested = false;
+  int suspend_signal = SIGUSR1;  // the job's checkpoint.signal, else the launcher's default
   bool in_cgroup = false;
   bool reported = false;
   std::string suspend_file;
@@ -232,6 +235,10 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
   paths.shared_region = TaskDir(spec.task_id) + "/vgpu.region";
   paths.vgpu_library = vgpu_library_;
   task->suspend_file = paths.suspend_file;
+  task->suspend_signal = options_.suspend_signal;
+  if (!spec.suspend_signal.empty()) {
+    ASSIGN_OR_RETURN(task->suspend_signal, CheckpointSignalNumber(spec.suspend_signal));
+  }
   ::unlink(paths.suspend_file.c_str());  // a resumed task must not see its old suspend request
   if (spec.shares_device && !spec.devices.empty() && vgpu_library_.empty() &&
       !vgpu_missing_noted_) {
@@ -443,7 +450,7 @@ Status Launcher::Suspend(const std::string& task_id, TimeMicros grace_micros) {
       if (!flag) return UnavailableError("cannot write suspend file " + task->suspend_file);
     }
     task->suspend_requested = true;
-    SignalGroupLocked(task.get(), options_.suspend_signal);
+    SignalGroupLocked(task.get(), task->suspend_signal);
     task->phase = Task::Phase::kSuspending;
     task->kill_grace = std::max<TimeMicros>(grace_micros, 0);
     task->deadline = Now() + task->kill_grace;

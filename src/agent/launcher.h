@@ -7,8 +7,8 @@
 // its request (cgroup.h).
 //
 //   Stop:    SIGTERM to the group; SIGKILL to the group when the grace runs out (Poll() sends it).
-//   Suspend: writes the task's XPOOL_SUSPEND_FILE and sends the suspend signal (default SIGUSR1) to
-//   the group;
+//   Suspend: writes the task's XPOOL_SUSPEND_FILE and sends the suspend signal (the task's
+//   LaunchSpec::suspend_signal, else LauncherOptions::suspend_signal, default SIGUSR1) to the group;
 //            when the grace runs out the task is stopped (SIGTERM, then SIGKILL after a further
 //            grace).
 //   Exit:    the leader's exit code or signal is recorded; whatever it left behind in its group (or

@@ -255,6 +255,27 @@ TEST_F(LauncherTest, SuspendWritesFileAndSignals) {
   EXPECT_EQ(launcher.Suspend("susp", kWait).code(), StatusCode::kFailedPrecondition);
 }
 
+TEST_F(LauncherTest, SuspendSendsTheJobsOwnSignal) {
+  Launcher launcher(Options());  // default SIGUSR1, which this task would die of
+  const std::string script =
+      "trap 'echo \"$XPOOL_SUSPEND_SIGNAL\" > ckpt; exit 0' HUP; trap 'exit 7' USR1; "
+      "echo ready > ready; while :; do sleep 0.05; done";
+  LaunchSpec spec = Shell("hup", script);
+  spec.suspend_signal = "SIGHUP";
+  ASSERT_TRUE(launcher.Start(spec).ok());
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(work_ + "/ready") == "ready\n"; }));
+  ASSERT_TRUE(launcher.Suspend("hup", kWait).ok());
+  auto st = launcher.WaitFor("hup", kWait);
+  EXPECT_EQ(st->state, TaskState::kSuspended);
+  EXPECT_EQ(st->exit_code, 0);
+  EXPECT_EQ(ReadFile(work_ + "/ckpt"), "SIGHUP\n");  // the signal came, and its name was in the environment
+  LaunchSpec bad = Shell("bad", "true");
+  bad.suspend_signal = "SIGKILL";
+  Status refused = launcher.Start(bad);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("checkpoint.signal"), std::string::npos) << refused.message();
+}
+
 TEST_F(LauncherTest, SuspendThatIsIgnoredEndsInStopAndKill) {
   FakeClock clock(1'000'000);
   LauncherOptions o = Options();
@@ -275,6 +296,25 @@ TEST_F(LauncherTest, SuspendThatIsIgnoredEndsInStopAndKill) {
   std::vector<TaskStatus> ended;
   ASSERT_TRUE(WaitUntil([&] {
     auto e = launcher.Poll();
+    ended.insert(ended.end(), e.begin(), e.end());
+    return !ended.empty();
+  }));
+  EXPECT_EQ(ended[0].state, TaskState::kSuspended);
+  EXPECT_EQ(ended[0].signal, SIGKILL);
+}
+
+TEST_F(LauncherTest, SuspendWithGraceZeroStopsAtOnce) {
+  FakeClock clock(1'000'000);  // never advanced: a grace of 0 needs no time to pass
+  LauncherOptions o = Options();
+  o.clock = &clock;
+  Launcher launcher(o);
+  ASSERT_TRUE(launcher.Start(Shell("now", "trap '' USR1 TERM; echo ready > ready; while :; do sleep 0.05; done"))
+                  .ok());
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(work_ + "/ready") == "ready\n"; }));
+  ASSERT_TRUE(launcher.Suspend("now", 0).ok());
+  std::vector<TaskStatus> ended;
+  ASSERT_TRUE(WaitUntil([&] {
+    auto e = launcher.Poll();  // SIGTERM at the first poll, SIGKILL at the next
     ended.insert(ended.end(), e.begin(), e.end());
     return !ended.empty();
   }));

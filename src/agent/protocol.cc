@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "model/job_spec.h"
+
 namespace xpool::agent {
 namespace {
 
@@ -81,6 +83,11 @@ Result<TaskAssignment> AssignmentFromJson(const Json& t, const std::string& wher
   int64_t grace_ms = grace_s * 1000;
   RETURN_IF_ERROR(ReplyField(t, "grace_ms", where, &grace_ms));  // finer, wins when present
   a.grace_micros = grace_ms * 1000;
+  RETURN_IF_ERROR(ReplyField(t, "suspend_signal", where, &s.suspend_signal));  // absent: the agent's default
+  if (!s.suspend_signal.empty() && !CheckpointSignalNumber(s.suspend_signal).ok()) {
+    return InvalidArgumentError("heartbeat reply: " + where + ".suspend_signal \"" + s.suspend_signal +
+                                "\" is not SIGUSR1, SIGUSR2, SIGINT, SIGTERM or SIGHUP");
+  }
   RETURN_IF_ERROR(DevicesFromJson(t, where, &s));
   if (t.contains("distributed") && !t["distributed"].is_null()) {
     const Json& d = t["distributed"];
@@ -117,6 +124,7 @@ Json AssignmentToJson(const TaskAssignment& a) {
             {"action", ActionName(a.action)},
             {"grace_s", a.grace_micros / kMicrosPerSecond},
             {"grace_ms", a.grace_micros / 1000},
+            {"suspend_signal", s.suspend_signal},
             {"command", s.argv},
             {"workdir", s.workdir},
             {"env", s.env},

@@ -29,6 +29,7 @@ TEST(ProtocolTest, ReplyRoundTrips) {
   a.spec.devices = {{3, 40960, 50}};
   a.spec.shares_device = true;
   a.spec.distributed = DistributedEnv{"h", 29400, 2, 1, 0};
+  a.spec.suspend_signal = "SIGUSR2";
   reply.tasks = {a};
   auto back = ParseHeartbeatReply(HeartbeatReplyBody(reply));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -38,6 +39,7 @@ TEST(ProtocolTest, ReplyRoundTrips) {
   const TaskAssignment& b = back->tasks[0];
   EXPECT_EQ(b.action, TaskAssignment::Action::kSuspend);
   EXPECT_EQ(b.grace_micros, 1'500'000);  // grace_ms keeps sub-second graces
+  EXPECT_EQ(b.spec.suspend_signal, "SIGUSR2");
   EXPECT_EQ(b.spec.task_id, "job7-r1");
   EXPECT_EQ(b.spec.restart_count, 2);
   EXPECT_EQ(b.spec.argv, a.spec.argv);
@@ -58,6 +60,24 @@ TEST(ProtocolTest, ReplyRoundTrips) {
   ASSERT_TRUE(back.ok());
   EXPECT_FALSE(back->tasks[0].spec.shares_device);
   EXPECT_EQ(back->tasks[0].spec.devices[0].core_percent, 0);
+}
+
+TEST(ProtocolTest, SuspendSignalIsOptionalAndChecked) {
+  HeartbeatReply reply;
+  TaskAssignment a;
+  a.spec.task_id = "job1-r0";
+  a.spec.argv = {"true"};
+  a.spec.workdir = "/w";
+  reply.tasks = {a};
+  Json body = Json::parse(HeartbeatReplyBody(reply));
+  body["tasks"][0].erase("suspend_signal");  // an older server: the agent's default
+  auto back = ParseHeartbeatReply(body.dump());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->tasks[0].spec.suspend_signal, "");
+  body["tasks"][0]["suspend_signal"] = "SIGKILL";
+  back = ParseHeartbeatReply(body.dump());
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.status().message().find("suspend_signal"), std::string::npos) << back.status().message();
 }
 
 TEST(ProtocolTest, ReplyWithoutTaskListSaysSo) {

@@ -1,5 +1,6 @@
 #include "agent/task_env.h"
 
+#include "model/job_spec.h"
 #include "vgpu/vgpu_env.h"
 
 namespace xpool::agent {
@@ -32,6 +33,10 @@ Status ValidateLaunchSpec(const LaunchSpec& spec) {
       return InvalidArgumentError("task " + spec.task_id + ": bad device limits for device " +
                                   std::to_string(d.index));
     }
+  }
+  if (!spec.suspend_signal.empty()) {
+    Status s = CheckpointSignalNumber(spec.suspend_signal).status();
+    if (!s.ok()) return InvalidArgumentError("task " + spec.task_id + ": " + s.message());
   }
   if (spec.distributed && (spec.distributed->world_size < 1 || spec.distributed->rank < 0 ||
                            spec.distributed->rank >= spec.distributed->world_size)) {
@@ -91,6 +96,7 @@ std::map<std::string, std::string> BuildTaskEnv(const LaunchSpec& spec, const Ta
   env[XPOOL_ENV_REPLICA] = std::to_string(spec.replica);
   env[XPOOL_ENV_RESTART_COUNT] = std::to_string(spec.restart_count);
   if (!paths.suspend_file.empty()) env[XPOOL_ENV_SUSPEND_FILE] = paths.suspend_file;
+  if (!spec.suspend_signal.empty()) env["XPOOL_SUSPEND_SIGNAL"] = spec.suspend_signal;
   if (spec.shares_device && !spec.devices.empty()) {
     if (!paths.shared_region.empty()) env[XPOOL_ENV_SHARED_REGION] = paths.shared_region;
     if (!paths.vgpu_library.empty()) {

@@ -47,6 +47,9 @@ struct LaunchSpec {
   std::optional<DistributedEnv> distributed;
   int64_t cpu_milli = 0;   // cgroup cpu.max; 0 = none
   int64_t memory_mib = 0;  // cgroup memory.max; 0 = none
+  // The job's checkpoint.signal by name ("SIGUSR2", ...; model/job_spec.h), sent on Suspend and exported as
+  // XPOOL_SUSPEND_SIGNAL; "" = the launcher's default (SIGUSR1).
+  std::string suspend_signal;
 };
 
 // Checks what the launcher relies on: a task id usable as a file name, a command, a workdir path,

@@ -1,5 +1,5 @@
-// The user CLI of the control plane: submit, get, describe, cancel, suspend, resume, top, tenants, tokens,
-// nodes. Every command talks to `xpool server` over its REST API (docs/api.md). The server URL and token come
+// The user CLI of the control plane: submit, get, describe, cancel, suspend, resume, priority, top, tenants,
+// tokens, nodes. Every command talks to `xpool server` over its REST API (docs/api.md). The server URL and token come
 // from --server/--token, then XPOOL_SERVER/XPOOL_TOKEN, then ~/.config/xpool/config ("server = ...",
 // "token = ..."). Tables are aligned; errors go to stderr with exit code 1 (2 for usage errors).
 #include <httplib.h>
@@ -425,6 +425,26 @@ int RunCancel(const Args& args) { return JobAction(args, "cancel", "DELETE", "")
 int RunSuspend(const Args& args) { return JobAction(args, "suspend", "POST", "/suspend"); }
 int RunResume(const Args& args) { return JobAction(args, "resume", "POST", "/resume"); }
 
+int RunPriority(const Args& args) {
+  FlagSet flags("xpool priority", "Changes a job's priority (admin): xpool priority JOB 0..100|low|normal|high");
+  ClientFlags cf;
+  cf.Add(flags, false);
+  int code = 0;
+  if (!ParseClient(flags, args, &code)) return code;
+  if (flags.positional().size() != 2) {
+    std::fprintf(stderr, "usage: xpool priority JOB-ID 0..100|low|normal|high\n");
+    return 2;
+  }
+  const std::string& value = flags.positional()[1];
+  const bool number = !value.empty() && value.size() < 10 &&
+                      std::all_of(value.begin(), value.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  const json body = {{"priority", number ? json(std::stoll(value)) : json(value)}};
+  auto reply = Call(cf.connection(), "PATCH", "/api/v1/jobs/" + flags.positional()[0], body.dump());
+  if (!reply.ok()) return Fail(reply.status());
+  std::printf("job %s: priority %s\n", flags.positional()[0].c_str(), Str(*reply, "priority").c_str());
+  return 0;
+}
+
 int RunTop(const Args& args) {
   FlagSet flags("xpool top", "Shows each node's devices: memory and cores allocated / capacity.");
   ClientFlags cf;
@@ -464,6 +484,10 @@ int RunTenants(const Args& args) {
                "limits as JSON (keys devices, device_memory, device_compute_milli, cpu, memory; -1 = unlimited), "
                "e.g. '{\"devices\": 8}'");
   flags.String("guaranteed", &guaranteed, "guarantee as JSON, same keys as --quota (-1 = none)");
+  std::string priority_quota;
+  flags.String("priority-quota", &priority_quota,
+               "per-priority limits as JSON, e.g. '[{\"min_priority\": 80, \"max_priority\": 100, "
+               "\"quota\": {\"devices\": 8}}]' ([] = none)");
   int code = 0;
   if (!ParseClient(flags, args, &code)) return code;
   const Args& pos = flags.positional();
@@ -488,6 +512,11 @@ int RunTenants(const Args& args) {
     json g = json::parse(guaranteed, nullptr, false);
     if (g.is_discarded()) return Fail(InvalidArgumentError("--guaranteed is not valid JSON"));
     body["guaranteed"] = g;
+  }
+  if (!priority_quota.empty()) {
+    json pq = json::parse(priority_quota, nullptr, false);
+    if (pq.is_discarded()) return Fail(InvalidArgumentError("--priority-quota is not valid JSON"));
+    body["priority_quota"] = pq;
   }
   auto reply = pos[0] == "create" ? Call(cf.connection(), "POST", "/api/v1/tenants", body.dump())
                                   : Call(cf.connection(), "PATCH", "/api/v1/tenants/" + pos[1], body.dump());

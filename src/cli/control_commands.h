@@ -12,6 +12,7 @@ int RunDescribe(const Args& args);
 int RunCancel(const Args& args);
 int RunSuspend(const Args& args);
 int RunResume(const Args& args);
+int RunPriority(const Args& args);
 int RunTop(const Args& args);
 int RunTenants(const Args& args);
 int RunTokens(const Args& args);

@@ -33,6 +33,7 @@ const Command kCommands[] = {
     {"logs", "print a job's output: xpool logs JOB [--replica N] [-f]", RunLogs},
     {"suspend", "suspend a job", RunSuspend},
     {"resume", "resume a suspended job", RunResume},
+    {"priority", "change a job's priority (admin): xpool priority JOB 0..100|low|normal|high", RunPriority},
     {"top", "devices: memory and cores allocated / capacity", RunTop},
     {"tenants", "create, update or list tenants (admin)", RunTenants},
     {"tokens", "create a token for a tenant or a node agent (admin)", RunTokens},

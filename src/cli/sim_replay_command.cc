@@ -42,15 +42,15 @@ std::string Describe(const sim::ReplayOptions& o) {
 }
 
 void PrintSummary(const std::vector<Config>& configs) {
-  std::printf("%-44s %7s %9s %7s %9s %9s %7s %6s %6s %8s %10s\n", "configuration", "alloc%", "alloc%|q", "req%",
-              "queued_h", "makespan", "placed", "never", "susp", "lostGPUh", "events/s");
+  std::printf("%-44s %7s %9s %7s %9s %9s %7s %6s %6s %6s %8s %10s\n", "configuration", "alloc%", "alloc%|q", "req%",
+              "queued_h", "makespan", "placed", "never", "susp", "moves", "lostGPUh", "events/s");
   for (const Config& c : configs) {
     const sim::ReplayResult& r = c.result;
-    std::printf("%-44s %6.2f%% %8.2f%% %6.2f%% %9.1f %8.1fh %7lld %6lld %6lld %8.1f %10.0f\n",
+    std::printf("%-44s %6.2f%% %8.2f%% %6.2f%% %9.1f %8.1fh %7lld %6lld %6lld %6lld %8.1f %10.0f\n",
                 (c.label + " (" + Describe(c.options) + ")").c_str(), r.allocated_pct, r.allocated_pct_queued,
                 r.requested_pct, r.queued_s / 3600.0, static_cast<double>(r.makespan_s) / 3600.0,
                 static_cast<long long>(r.placed), static_cast<long long>(r.never_placed),
-                static_cast<long long>(r.suspensions), r.gpu_hours_lost,
+                static_cast<long long>(r.suspensions), static_cast<long long>(r.moves), r.gpu_hours_lost,
                 static_cast<double>(r.events) / std::max(c.seconds, 1e-9));
   }
 }
@@ -97,9 +97,9 @@ void PrintExplain(const Config& c) {
 }
 
 // `from_day`: the chart starts that many days after the first arrival (a trace's quiet start left out).
-std::string Svg(const std::vector<Config>& configs, const std::string& workload, double from_day) {
+std::string Svg(const std::vector<Config>& configs, const std::string& workload, int nodes, double from_day) {
   sim::LineChart chart;
-  chart.title = "GPU allocation over time — " + workload;
+  chart.title = "GPU allocation over time — " + workload + ", " + std::to_string(nodes) + " nodes";
   const double from_s = from_day * 86400;
   double max_s = 1;
   for (const Config& c : configs) max_s = std::max(max_s, static_cast<double>(c.result.makespan_s) - from_s);
@@ -239,7 +239,7 @@ int RunReplayCommand(const Args& args) {
     if (Status w = sim::WriteTextFile(csv, sim::TimelineCsv(configs.back().result)); !w.ok()) return Fail(w);
   }
   if (!svg.empty()) {
-    if (Status w = sim::WriteTextFile(svg, Svg(configs, sim::WorkloadName(workload), static_cast<double>(svg_from_day))); !w.ok()) return Fail(w);
+    if (Status w = sim::WriteTextFile(svg, Svg(configs, sim::WorkloadName(workload), cluster->node_count(), static_cast<double>(svg_from_day))); !w.ok()) return Fail(w);
   }
   return 0;
 }

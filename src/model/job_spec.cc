@@ -2,6 +2,9 @@
 // job_spec_parse.cc.
 #include "model/job_spec.h"
 
+#include <csignal>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "common/units.h"
@@ -124,6 +127,7 @@ Status ValidateJobSpec(const JobSpec& spec) {
   RETURN_IF_ERROR(ValidateEnv(spec.env));
   RETURN_IF_ERROR(CheckRange(spec.checkpoint_grace_seconds, 0, kMaxCheckpointGraceSeconds, "checkpoint.grace",
                              "0..3600 seconds"));
+  RETURN_IF_ERROR(CheckpointSignalNumber(spec.checkpoint_signal).status());
   return Status::Ok();
 }
 
@@ -157,8 +161,19 @@ std::string JobSpecToJson(const JobSpec& spec) {
   if (!spec.env.empty()) j["env"] = spec.env;
   j["preemptible"] = spec.preemptible;
   j["checkpoint"] = json{{"grace", spec.checkpoint_grace_seconds}};
+  if (spec.checkpoint_signal != kDefaultCheckpointSignal) j["checkpoint"]["signal"] = spec.checkpoint_signal;
   // Strings were checked to be UTF-8 when parsed; `replace` keeps a spec built in code from throwing.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<int> CheckpointSignalNumber(std::string_view name) {
+  static constexpr std::pair<std::string_view, int> kSignals[] = {
+      {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}, {"SIGINT", SIGINT}, {"SIGTERM", SIGTERM}, {"SIGHUP", SIGHUP}};
+  for (const auto& [n, number] : kSignals) {
+    if (name == n) return number;
+  }
+  return InvalidArgumentError("checkpoint.signal must be SIGUSR1, SIGUSR2, SIGINT, SIGTERM or SIGHUP, not '" +
+                              Printable(name) + "'");
 }
 
 Result<int> ParsePriority(std::string_view text) {

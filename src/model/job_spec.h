@@ -21,7 +21,8 @@
 //   workdir: /data/run1           # absolute path
 //   env: {EPOCHS: "10"}           # mapping NAME -> scalar
 //   preemptible: true             # default false
-//   checkpoint: {grace: 30}       # seconds 0..3600 (or "30s", "5m"), default 30
+//   checkpoint: {grace: 30}       # seconds 0..3600 (or "30s", "5m"), default 30; 0 = stop at once
+//   checkpoint: {signal: SIGUSR2} # the suspend signal: SIGUSR1 (default), SIGUSR2, SIGINT, SIGTERM, SIGHUP
 //
 // Every error names the field path and the reason, e.g. "resources.gpucores must be 1..100" or
 // "unknown field 'resources.gpus'". Unknown fields and wrong types are rejected.
@@ -47,6 +48,7 @@ inline constexpr int kMaxReplicas = 1024;
 inline constexpr int kMaxDevicesPerReplica = 64;
 inline constexpr int kMaxCheckpointGraceSeconds = 3600;
 inline constexpr int kDefaultCheckpointGraceSeconds = 30;
+inline constexpr std::string_view kDefaultCheckpointSignal = "SIGUSR1";
 // Input larger than this is refused before parsing (the HTTP layer should have its own, smaller, body limit).
 inline constexpr size_t kMaxJobSpecBytes = 1 << 20;
 
@@ -83,6 +85,7 @@ struct JobSpec {
   std::map<std::string, std::string> env;
   bool preemptible = false;
   int checkpoint_grace_seconds = kDefaultCheckpointGraceSeconds;
+  std::string checkpoint_signal = std::string(kDefaultCheckpointSignal);  // sent to ask for a checkpoint
 
   // What to exec: the argv list, or {"/bin/sh", "-c", script}.
   std::vector<std::string> Argv() const;
@@ -104,5 +107,9 @@ std::string JobSpecToJson(const JobSpec& spec);
 
 // "low" / "normal" / "high" or an integer 0..100.
 Result<int> ParsePriority(std::string_view text);
+
+// The signal number of a checkpoint.signal name (SIGUSR1, SIGUSR2, SIGINT, SIGTERM, SIGHUP); InvalidArgument
+// naming `checkpoint.signal` and the choices for anything else.
+Result<int> CheckpointSignalNumber(std::string_view name);
 
 }  // namespace xpool

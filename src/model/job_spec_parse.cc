@@ -256,6 +256,10 @@ Status ReadTopLevel(const YAML::Node& root, JobSpec* spec) {
     } else if (key == "checkpoint") {
       RETURN_IF_ERROR(ForEachField(v, path, [spec](const std::string& k, const YAML::Node& g,
                                                    const std::string& p) -> Status {
+        if (k == "signal") {
+          ASSIGN_OR_RETURN(spec->checkpoint_signal, ReadString(g, p, 1, 16));
+          return CheckpointSignalNumber(spec->checkpoint_signal).status();
+        }
         if (k != "grace") return UnknownField(p);
         ASSIGN_OR_RETURN(int64_t seconds, ReadGrace(g, p));
         spec->checkpoint_grace_seconds = static_cast<int>(seconds);

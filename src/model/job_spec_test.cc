@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -199,6 +200,36 @@ TEST(JobSpecTest, PriorityWords) {
   EXPECT_EQ(*ParsePriority("100"), 100);
   EXPECT_FALSE(ParsePriority("-1").ok());
   EXPECT_FALSE(ParsePriority("HIGH ").ok());
+}
+
+TEST(JobSpecTest, CheckpointSignalByName) {
+  const std::string base = "name: x\nresources: {cpu: 1}\ncommand: [a]\n";
+  Result<JobSpec> plain = ParseJobSpec(base);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->checkpoint_signal, "SIGUSR1");
+  EXPECT_EQ(JobSpecToJson(*plain).find("signal"), std::string::npos);  // the default is not written out
+  const std::pair<const char*, int> named[] = {
+      {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}, {"SIGINT", SIGINT}, {"SIGTERM", SIGTERM}, {"SIGHUP", SIGHUP}};
+  for (const auto& [name, number] : named) {
+    SCOPED_TRACE(name);
+    Result<JobSpec> spec = ParseJobSpec(base + "checkpoint: {grace: 0, signal: " + name + "}\n");
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    EXPECT_EQ(spec->checkpoint_signal, name);
+    EXPECT_EQ(spec->checkpoint_grace_seconds, 0);  // 0 = stop at once
+    EXPECT_EQ(*CheckpointSignalNumber(spec->checkpoint_signal), number);
+    Result<JobSpec> again = ParseJobSpec(JobSpecToJson(*spec));  // round trip through the stored JSON
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_EQ(*again, *spec);
+  }
+  for (const char* bad : {"SIGKILL", "USR1", "sigusr1", "10", "SIGSTOP", "''"}) {
+    SCOPED_TRACE(bad);
+    Result<JobSpec> spec = ParseJobSpec(base + "checkpoint: {signal: " + bad + "}\n");
+    ASSERT_FALSE(spec.ok());
+    EXPECT_NE(spec.status().message().find("checkpoint.signal"), std::string::npos) << spec.status().message();
+  }
+  JobSpec built = *plain;
+  built.checkpoint_signal = "SIGKILL";
+  EXPECT_NE(ValidateJobSpec(built).message().find("checkpoint.signal must be SIGUSR1, SIGUSR2"), std::string::npos);
 }
 
 TEST(JobSpecTest, ValidateCatchesSpecsBuiltInCode) {

@@ -98,7 +98,43 @@ TargetWorkload TargetWorkload::FromCounts(std::vector<WeightedShape> counted, in
     t.shapes_.push_back(std::move(w));
   }
   t.total_count_ = covered;
+  t.BuildGroups();
   return t;
+}
+
+void TargetWorkload::BuildGroups() {
+  groups_.clear();
+  no_gpu_count_ = 0;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> members;  // per group: (cpu, count)
+  for (size_t i = 0; i < shapes_.size(); ++i) {
+    const PodShape& m = shapes_[i].shape;
+    if (m.gpu_count == 0 || m.gpu_milli == 0) {
+      no_gpu_count_ += shapes_[i].count;
+      continue;
+    }
+    size_t g = 0;
+    while (g < groups_.size()) {
+      const PodShape& r = shapes_[groups_[g].shape].shape;
+      if (r.gpu_count == m.gpu_count && r.gpu_milli == m.gpu_milli && r.type_include == m.type_include &&
+          r.type_exclude == m.type_exclude) {
+        break;
+      }
+      ++g;
+    }
+    if (g == groups_.size()) {
+      groups_.push_back(GpuGroup{m.gpu_count, m.gpu_milli, i, {}, {}});
+      members.emplace_back();
+    }
+    members[g].emplace_back(m.cpu_milli, shapes_[i].count);
+  }
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    std::sort(members[g].begin(), members[g].end());
+    groups_[g].prefix.assign(1, 0);
+    for (const auto& [cpu, count] : members[g]) {
+      groups_[g].cpu_milli.push_back(cpu);
+      groups_[g].prefix.push_back(groups_[g].prefix.back() + count);
+    }
+  }
 }
 
 void ReadNodeFree(const ClusterState& state, int node, NodeFree* out) {
@@ -167,17 +203,21 @@ int64_t WeightedNodeFragment(const NodeFree& node, const TargetWorkload& target)
   for (size_t i = 0; i < count; ++i) prefix[i + 1] = prefix[i] + sorted[i];
   const int64_t idle = prefix[count];
   const std::string_view model = count > 0 ? node.gpu_model[0] : std::string_view();
-  int64_t sum = 0;
-  for (const WeightedShape& w : target.shapes()) {
-    const PodShape& m = w.shape;
+  // Shapes asking for no GPU strand all idle GPU; within a GPU group, the shapes whose CPU does not fit do too,
+  // and the others share one fragment.
+  int64_t sum = target.no_gpu_count() * idle;
+  for (const TargetWorkload::GpuGroup& g : target.gpu_groups()) {
+    const size_t cpu_fits = static_cast<size_t>(
+        std::upper_bound(g.cpu_milli.begin(), g.cpu_milli.end(), node.cpu_milli) - g.cpu_milli.begin());
+    const int64_t fits_count = g.prefix[cpu_fits];
     int64_t fragment = idle;
-    if (m.gpu_count > 0 && m.gpu_milli > 0 && node.cpu_milli >= m.cpu_milli &&
-        static_cast<size_t>(m.gpu_count) <= count && ShapeAllowsModel(m, model)) {
+    if (fits_count > 0 && static_cast<size_t>(g.gpu_count) <= count &&
+        ShapeAllowsModel(target.shapes()[g.shape].shape, model)) {
       size_t usable = 0;
-      while (usable < count && sorted[usable] >= m.gpu_milli) ++usable;
-      if (usable >= static_cast<size_t>(m.gpu_count)) fragment = idle - prefix[usable];
+      while (usable < count && sorted[usable] >= g.gpu_milli) ++usable;
+      if (usable >= static_cast<size_t>(g.gpu_count)) fragment = idle - prefix[usable];
     }
-    sum += w.count * fragment;
+    sum += (g.prefix.back() - fits_count) * idle + fits_count * fragment;
   }
   return sum;
 }

@@ -66,9 +66,25 @@ class TargetWorkload {
   int64_t total_count() const { return total_count_; }
   bool empty() const { return shapes_.empty(); }
 
+  // The shapes grouped by what decides their fragment apart from CPU — GPU count, per-GPU share, allowed models —
+  // with the group's CPU demands ascending and prefix sums of their counts, so WeightedNodeFragment costs one step
+  // per group instead of one per shape (a target of thousands of shapes has a few dozen groups).
+  struct GpuGroup {
+    int gpu_count = 0;
+    int64_t gpu_milli = 0;
+    size_t shape = 0;                // one of its shapes (for the model rule)
+    std::vector<int64_t> cpu_milli;  // ascending
+    std::vector<int64_t> prefix;     // prefix[i] = Σ count of the first i entries of cpu_milli
+  };
+  const std::vector<GpuGroup>& gpu_groups() const { return groups_; }
+  int64_t no_gpu_count() const { return no_gpu_count_; }  // Σ count of the shapes that ask for no GPU
+
  private:
+  void BuildGroups();
   std::vector<WeightedShape> shapes_;
   int64_t total_count_ = 0;
+  std::vector<GpuGroup> groups_;
+  int64_t no_gpu_count_ = 0;
 };
 
 // What the measure looks at on one node: free CPU and the free compute of each device.

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "model/node_builder.h"
 
 namespace xpool {
@@ -104,6 +106,34 @@ TEST(FragmentationTest, ModelMatchIsCaseInsensitiveSubstring) {
   s.type_exclude = {"T4"};
   EXPECT_FALSE(ShapeAllowsModel(s, "T4"));
   EXPECT_TRUE(ShapeAllowsModel(s, "G2"));
+}
+
+// WeightedNodeFragment groups the target's shapes (GPU count, share, models; CPU thresholds): it must equal the
+// per-shape definition Σ count · ShapeFragment on any node, including CPU exactly at a threshold, model rules
+// and a mixed-model node.
+TEST(FragmentationTest, GroupedSumEqualsThePerShapeSum) {
+  std::mt19937_64 rng(31);
+  auto pick = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<WeightedShape> counted;
+  for (int i = 0; i < 300; ++i) {
+    const int gpus = pick(0, 4) == 0 ? 0 : pick(1, 4);
+    PodShape s = Shape(1000 * pick(0, 12), gpus, gpus == 0 ? 0 : (pick(0, 2) == 0 ? 1000 : 50 * pick(1, 19)));
+    if (pick(0, 9) == 0) s.type_include = {"t4"};
+    if (pick(0, 14) == 0) s.type_exclude = {"G2"};
+    counted.push_back({s, pick(1, 50)});
+  }
+  const TargetWorkload target = TargetWorkload::FromCounts(counted, 100);
+  ASSERT_GT(target.shapes().size(), 100u);
+  ASSERT_LT(target.gpu_groups().size(), target.shapes().size());
+  for (int step = 0; step < 2000; ++step) {
+    std::vector<int64_t> gpus(pick(0, 8));
+    for (int64_t& g : gpus) g = 50 * pick(0, 20);
+    NodeFree node = Free(1000 * pick(0, 14), gpus, pick(0, 1) == 0 ? "G2" : "T4");
+    if (step % 5 == 0 && !gpus.empty()) node.gpu_model[0] = "T4-other";  // a mixed-model node
+    int64_t expected = 0;
+    for (const WeightedShape& w : target.shapes()) expected += w.count * ShapeFragment(node, w.shape);
+    ASSERT_EQ(WeightedNodeFragment(node, target), expected) << "step " << step;
+  }
 }
 
 }  // namespace

@@ -131,7 +131,8 @@ constexpr int64_t kLowestScore = kUnknown + 2;
 // least free memory among them), so a placement finds the best node, and the first, last or k-th among equals, in
 // O(log nodes). Each leaf also holds its node's free memory, for score caches shared by requests that differ
 // only in memory (PlacementPolicy::ignores_request_memory): when every best node has the memory the request
-// asks for, the answer is the tree's; otherwise a scan of the leaves (BestWithMemory) decides.
+// asks for, the answer is the tree's; otherwise a pruned search (BestWithMemory) finds the best node among those
+// with the memory, using each subtree's most free memory over its fitting nodes.
 class ScoreTree {
  public:
   void Assign(int count) {
@@ -139,7 +140,8 @@ class ScoreTree {
     while (size_ < count) size_ *= 2;
     best_.assign(2 * static_cast<size_t>(size_), kNoFit);
     ties_.assign(2 * static_cast<size_t>(size_), 1);
-    memory_.assign(2 * static_cast<size_t>(size_), std::numeric_limits<int64_t>::max());
+    memory_.assign(2 * static_cast<size_t>(size_), kNoMemory);
+    most_memory_.assign(2 * static_cast<size_t>(size_), kNoMemory);
     count_ = count;
   }
   int count() const { return count_; }
@@ -147,6 +149,7 @@ class ScoreTree {
   void SetLeaf(int i, int64_t v, int64_t memory) {
     best_[size_ + i] = v;
     memory_[size_ + i] = memory;
+    most_memory_[size_ + i] = v == kNoFit ? kNoMemory : memory;
   }
   void Build() {
     for (int i = size_ - 1; i >= 1; --i) Pull(i);
@@ -154,65 +157,104 @@ class ScoreTree {
   void Set(int i, int64_t v, int64_t memory) {
     int at = size_ + i;
     if (best_[at] == v && memory_[at] == memory) return;
-    best_[at] = v;
-    memory_[at] = memory;
+    SetLeaf(i, v, memory);
     for (at /= 2; at >= 1; at /= 2) Pull(at);
   }
   int64_t best() const { return best_[1]; }
   int ties() const { return ties_[1]; }
   // The least free memory among the nodes holding the best score.
   int64_t best_memory() const { return memory_[1]; }
-  // The node Pick would choose among those with at least `memory` free (-1: none), by a scan of the leaves.
-  int BestWithMemory(int64_t memory, TieBreak tie_break, Rng& rng) const {
-    int64_t best = kNoFit;
-    int ties = 0, first = -1, last = -1;
-    for (int i = 0; i < count_; ++i) {
-      const int64_t v = best_[size_ + i];
-      if (v == kNoFit || memory_[size_ + i] < memory || v < best) continue;
-      if (v > best) {
-        best = v;
-        ties = 0;
-        first = i;
-      }
-      ++ties;
-      last = i;
-    }
-    if (best == kNoFit || tie_break == TieBreak::kFirst) return first;
-    if (tie_break == TieBreak::kLast) return last;
-    int k = ties > 1 ? std::uniform_int_distribution<int>(0, ties - 1)(rng) : 0;
-    for (int i = first; i <= last; ++i) {
-      if (best_[size_ + i] == best && memory_[size_ + i] >= memory && k-- == 0) return i;
-    }
-    return last;  // not reached
-  }
   // The k-th (0-based) node, in index order, among those holding the best score.
-  int Kth(int k) const {
-    int at = 1;
+  int Kth(int k) const { return KthBelow(1, k); }
+
+  // The node the tie-break picks among the best-scored of those with at least `memory` free; -1 when none.
+  int BestWithMemory(int64_t memory, TieBreak tie_break, Rng& rng) const {
+    int64_t found = kNoFit;
+    BestScore(1, memory, &found);
+    if (found == kNoFit) return -1;
+    switch (tie_break) {
+      case TieBreak::kFirst: return Find(1, memory, found, /*last=*/false);
+      case TieBreak::kLast: return Find(1, memory, found, /*last=*/true);
+      case TieBreak::kRandom: {
+        const int ties = Count(1, memory, found);
+        const int k = ties > 1 ? std::uniform_int_distribution<int>(0, ties - 1)(rng) : 0;
+        return KthWithMemory(1, memory, found, k);
+      }
+    }
+    return -1;
+  }
+
+ private:
+  static constexpr int64_t kNoMemory = std::numeric_limits<int64_t>::min();
+  static constexpr int64_t kAnyMemory = std::numeric_limits<int64_t>::max();
+
+  void Pull(int i) {
+    const int64_t a = best_[2 * i], b = best_[2 * i + 1];
+    best_[i] = std::max(a, b);
+    ties_[i] = (a == best_[i] ? ties_[2 * i] : 0) + (b == best_[i] ? ties_[2 * i + 1] : 0);
+    memory_[i] = std::min(a == best_[i] ? memory_[2 * i] : kAnyMemory, b == best_[i] ? memory_[2 * i + 1] : kAnyMemory);
+    most_memory_[i] = std::max(most_memory_[2 * i], most_memory_[2 * i + 1]);
+  }
+  bool Excluded(int i, int64_t memory, int64_t score) const {
+    return best_[i] < score || most_memory_[i] < memory;
+  }
+  // Every best-scored node below i has the memory (so the plain tie walk applies there).
+  bool AllBestFit(int i, int64_t memory, int64_t score) const { return best_[i] == score && memory_[i] >= memory; }
+
+  // The k-th node below `at`, in index order, among those holding at's best score.
+  int KthBelow(int at, int k) const {
+    const int64_t target = best_[at];
     while (at < size_) {
       const int left = 2 * at;
-      if (best_[left] == best_[1] && k < ties_[left]) {
+      if (best_[left] == target && k < ties_[left]) {
         at = left;
       } else {
-        if (best_[left] == best_[1]) k -= ties_[left];
+        if (best_[left] == target) k -= ties_[left];
         at = left + 1;
       }
     }
     return at - size_;
   }
-
- private:
-  void Pull(int i) {
-    const int64_t a = best_[2 * i], b = best_[2 * i + 1];
-    best_[i] = std::max(a, b);
-    ties_[i] = (a == best_[i] ? ties_[2 * i] : 0) + (b == best_[i] ? ties_[2 * i + 1] : 0);
-    memory_[i] = std::min(a == best_[i] ? memory_[2 * i] : std::numeric_limits<int64_t>::max(),
-                          b == best_[i] ? memory_[2 * i + 1] : std::numeric_limits<int64_t>::max());
+  // Branch and bound: raises *found to the best score of a fitting node with the memory below i.
+  void BestScore(int i, int64_t memory, int64_t* found) const {
+    if (most_memory_[i] < memory || best_[i] <= *found) return;
+    if (i >= size_) {
+      *found = best_[i];
+      return;
+    }
+    const bool right_first = best_[2 * i + 1] > best_[2 * i];
+    BestScore(right_first ? 2 * i + 1 : 2 * i, memory, found);
+    BestScore(right_first ? 2 * i : 2 * i + 1, memory, found);
   }
+  // The first (or last) node below i with `score` and the memory; -1 when none.
+  int Find(int i, int64_t memory, int64_t score, bool last) const {
+    if (Excluded(i, memory, score)) return -1;
+    if (AllBestFit(i, memory, score)) return KthBelow(i, last ? ties_[i] - 1 : 0);
+    if (i >= size_) return -1;
+    const int a = Find(last ? 2 * i + 1 : 2 * i, memory, score, last);
+    return a >= 0 ? a : Find(last ? 2 * i : 2 * i + 1, memory, score, last);
+  }
+  // How many nodes below i hold `score` and have the memory.
+  int Count(int i, int64_t memory, int64_t score) const {
+    if (Excluded(i, memory, score)) return 0;
+    if (AllBestFit(i, memory, score)) return ties_[i];
+    if (i >= size_) return 0;
+    return Count(2 * i, memory, score) + Count(2 * i + 1, memory, score);
+  }
+  // The k-th node below i, in index order, among those holding `score` with the memory.
+  int KthWithMemory(int i, int64_t memory, int64_t score, int k) const {
+    if (AllBestFit(i, memory, score)) return KthBelow(i, k);
+    if (i >= size_) return i - size_;  // not reached: Count said this subtree holds the k-th
+    const int left = Count(2 * i, memory, score);
+    return k < left ? KthWithMemory(2 * i, memory, score, k) : KthWithMemory(2 * i + 1, memory, score, k - left);
+  }
+
   int size_ = 1;
   int count_ = 0;
   std::vector<int64_t> best_;
   std::vector<int> ties_;
-  std::vector<int64_t> memory_;  // leaf: the node's free memory; inner: the least among the best leaves below
+  std::vector<int64_t> memory_;       // leaf: the node's free memory; inner: the least among the best leaves below
+  std::vector<int64_t> most_memory_;  // the most free memory among the fitting leaves below
 };
 
 struct ShapeCache {

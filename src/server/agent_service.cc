@@ -98,6 +98,7 @@ Result<std::vector<agent::TaskAssignment>> AgentService::Wanted(const Node& node
     s.job_id = a.job.value();
     s.replica = a.replica;
     s.restart_count = job->restart_count;
+    s.suspend_signal = spec.checkpoint_signal;
     s.task_id = "job" + std::to_string(s.job_id) + "-r" + std::to_string(a.replica);
     if (spec.command_is_shell && !spec.command.empty()) {
       s.argv = {"/bin/sh", "-c", spec.command[0]};

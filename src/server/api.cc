@@ -328,6 +328,23 @@ struct Api::Impl {
     return JsonResponse(200, JobJson(after, false));
   }
 
+  // PATCH {"priority": 0..100 | "low" | "normal" | "high"} (admin): an event records old -> new and by whom.
+  Result<ApiResponse> PatchJob(const ApiRequest& req, const Caller& caller, const Params& p) {
+    ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
+    ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
+    RETURN_IF_ERROR(internal::CheckKeys(body, "", {"priority"}));
+    if (!body.contains("priority")) return InvalidArgumentError("priority: required (the only field to change)");
+    const Json& v = body["priority"];
+    Result<int> priority = InvalidArgumentError("");
+    if (v.is_string()) priority = ParsePriority(v.get<std::string>());
+    if (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxPriority) {
+      priority = static_cast<int>(v.get<int64_t>());
+    }
+    if (!priority.ok()) return InvalidArgumentError("priority must be 0..100 or low, normal, high, not " + v.dump());
+    ASSIGN_OR_RETURN(JobRecord after, control.SetPriority(job.id, *priority, caller.tenant.name));
+    return JsonResponse(200, JobJson(after, false));
+  }
+
   Result<ApiResponse> JobEvents(const ApiRequest&, const Caller& caller, const Params& p) {
     ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
     ASSIGN_OR_RETURN(std::vector<EventRecord> events, store.JobEvents(job.id));
@@ -475,7 +492,7 @@ struct Api::Impl {
 
   Result<ApiResponse> CreateTenant(const ApiRequest& req, const Caller&, const Params&) {
     ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
-    RETURN_IF_ERROR(internal::CheckKeys(body, "", {"name", "quota", "guaranteed", "admin"}));
+    RETURN_IF_ERROR(internal::CheckKeys(body, "", {"name", "quota", "guaranteed", "admin", "priority_quota"}));
     if (!body.contains("name") || !body["name"].is_string()) return InvalidArgumentError("name: a string is required");
     TenantQuota quota;
     if (body.contains("quota")) {
@@ -491,10 +508,18 @@ struct Api::Impl {
       ASSIGN_OR_RETURN(guaranteed, internal::QuotaFromJson(body["guaranteed"], "guaranteed", guaranteed));
     }
     RETURN_IF_ERROR(internal::CheckGuaranteeWithinQuota(guaranteed, quota));
+    std::vector<TenantPriorityQuota> priority_quotas;
+    if (body.contains("priority_quota")) {
+      ASSIGN_OR_RETURN(priority_quotas, internal::PriorityQuotasFromJson(body["priority_quota"], "priority_quota"));
+    }
     ASSIGN_OR_RETURN(TenantRecord t, store.CreateTenant(body["name"].get<std::string>(), admin, quota, clock.NowMicros()));
     if (body.contains("guaranteed")) {
       RETURN_IF_ERROR(store.UpdateTenantGuarantee(t.id, guaranteed));
       t.guaranteed = guaranteed;
+    }
+    if (!priority_quotas.empty()) {
+      RETURN_IF_ERROR(store.SetTenantPriorityQuotas(t.id, priority_quotas));
+      t.priority_quotas = priority_quotas;
     }
     return JsonResponse(201, internal::TenantToJson(t));
   }
@@ -516,7 +541,7 @@ struct Api::Impl {
   Result<ApiResponse> PatchTenant(const ApiRequest& req, const Caller& caller, const Params& p) {
     ASSIGN_OR_RETURN(TenantRecord t, NamedTenant(caller, p[0]));
     ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
-    RETURN_IF_ERROR(internal::CheckKeys(body, "", {"name", "quota", "guaranteed"}));
+    RETURN_IF_ERROR(internal::CheckKeys(body, "", {"name", "quota", "guaranteed", "priority_quota"}));
     if (body.contains("name") && body["name"] != t.name) return InvalidArgumentError("name: tenants cannot be renamed");
     // Both parsed before either is written: a bad "guaranteed" leaves the quota untouched too.
     TenantQuota quota = t.quota;
@@ -528,6 +553,10 @@ struct Api::Impl {
       ASSIGN_OR_RETURN(guaranteed, internal::QuotaFromJson(body["guaranteed"], "guaranteed", t.guaranteed));
     }
     RETURN_IF_ERROR(internal::CheckGuaranteeWithinQuota(guaranteed, quota));
+    std::vector<TenantPriorityQuota> priority_quotas = t.priority_quotas;
+    if (body.contains("priority_quota")) {
+      ASSIGN_OR_RETURN(priority_quotas, internal::PriorityQuotasFromJson(body["priority_quota"], "priority_quota"));
+    }
     if (body.contains("quota")) {
       RETURN_IF_ERROR(store.UpdateTenantQuota(t.id, quota));
       t.quota = quota;
@@ -535,6 +564,10 @@ struct Api::Impl {
     if (body.contains("guaranteed")) {
       RETURN_IF_ERROR(store.UpdateTenantGuarantee(t.id, guaranteed));
       t.guaranteed = guaranteed;
+    }
+    if (body.contains("priority_quota")) {
+      RETURN_IF_ERROR(store.SetTenantPriorityQuotas(t.id, priority_quotas));
+      t.priority_quotas = priority_quotas;
     }
     return JsonResponse(200, internal::TenantToJson(t));
   }
@@ -603,6 +636,8 @@ const std::vector<Api::Impl::Route>& Api::Impl::Routes() {
       {"GET", "/api/v1/jobs", Access::kTenant, &I::ListJobs, "List jobs (query: tenant, state, limit, after)."},
       {"GET", "/api/v1/jobs/{id}", Access::kTenant, &I::GetJob, "A job: spec, state, placement, why pending."},
       {"DELETE", "/api/v1/jobs/{id}", Access::kTenant, &I::CancelJob, "Cancel a job."},
+      {"PATCH", "/api/v1/jobs/{id}", Access::kAdmin, &I::PatchJob,
+       "Change a job's priority {priority: 0..100 | low | normal | high} (admin)."},
       {"POST", "/api/v1/jobs/{id}/cancel", Access::kTenant, &I::CancelJob, "Cancel a job."},
       {"POST", "/api/v1/jobs/{id}/suspend", Access::kTenant, &I::SuspendJob, "Suspend (hold) a job."},
       {"POST", "/api/v1/jobs/{id}/resume", Access::kTenant, &I::ResumeJob, "Resume a suspended job."},
@@ -622,7 +657,8 @@ const std::vector<Api::Impl::Route>& Api::Impl::Routes() {
       {"GET", "/api/v1/tenants", Access::kAdmin, &I::ListTenants, "List tenants (admin)."},
       {"POST", "/api/v1/tenants", Access::kAdmin, &I::CreateTenant, "Create a tenant {name, quota, guaranteed} (admin)."},
       {"GET", "/api/v1/tenants/{name}", Access::kTenant, &I::GetTenant, "A tenant (admin, or the tenant itself)."},
-      {"PATCH", "/api/v1/tenants/{name}", Access::kAdmin, &I::PatchTenant, "Change a tenant's quota and guarantee (admin)."},
+      {"PATCH", "/api/v1/tenants/{name}", Access::kAdmin, &I::PatchTenant,
+       "Change a tenant's quota, guarantee and per-priority quota (admin)."},
       {"POST", "/api/v1/tenants/{name}/tokens", Access::kAdmin, &I::CreateToken, "Create a token; shown once (admin)."},
       {"GET", "/api/v1/usage/history", Access::kTenant, &I::UsageHistoryRoute,
        "Cluster allocation over time, a point every 10 s (query: since_us)."},
@@ -661,6 +697,7 @@ Result<ApiResponse> Api::Impl::OpenApi(const ApiRequest&, const Caller&, const P
       op["security"] = Json::array({{{"bearer", Json::array()}}});
       responses["401"] = err;
     }
+    if (r.access == Access::kAdmin) responses["403"] = err;
     op["responses"] = responses;
     Json params = Json::array();
     for (const std::string& seg : Split(r.pattern)) {

@@ -215,4 +215,132 @@ TEST_F(ApiTest, MetricsCountRequestsPerRoute) {
 }
 
 }  // namespace
+TEST_F(ApiTest, AdminChangesAJobsPriority) {
+  std::string alice = NewTenant("alice");
+  ApiResponse sub = Call("POST", "/api/v1/jobs", alice, kJob);
+  ASSERT_EQ(sub.status, 201) << sub.body;
+  const std::string path = "/api/v1/jobs/" + std::to_string(Body(sub)["id"].get<int64_t>());
+
+  ApiResponse up = Call("PATCH", path, admin_token_, R"({"priority": "high"})");
+  ASSERT_EQ(up.status, 200) << up.body;
+  EXPECT_EQ(Body(up)["priority"], 90);
+  ApiResponse num = Call("PATCH", path, admin_token_, R"({"priority": 7})");
+  ASSERT_EQ(num.status, 200) << num.body;
+  EXPECT_EQ(Body(Call("GET", path, alice))["priority"], 7);
+  const std::string events = Call("GET", path + "/events", alice).body;
+  EXPECT_NE(events.find("priority 50 -> 90 by admin"), std::string::npos) << events;
+  EXPECT_NE(events.find("priority 90 -> 7 by admin"), std::string::npos) << events;
+
+  // Bad values: 400 naming the field; the priority is unchanged.
+  for (const char* bad : {R"({"priority": 101})", R"({"priority": -1})", R"({"priority": "urgent"})",
+                          R"({"priority": 5.5})", R"({"priority": null})", R"({})", R"({"priority": 5, "x": 1})",
+                          "not json"}) {
+    ApiResponse r = Call("PATCH", path, admin_token_, bad);
+    EXPECT_EQ(r.status, 400) << bad << " " << r.body;
+    const std::string text = bad;
+    const std::string field = text == "not json"                          ? "malformed JSON"
+                              : text.find("\"x\"") != std::string::npos ? "'x'"
+                                                                          : "priority";
+    EXPECT_NE(r.body.find(field), std::string::npos) << bad << " " << r.body;
+  }
+  EXPECT_EQ(Body(Call("GET", path, alice))["priority"], 7);
+  // A tenant, even the owner, may not change it (403); an unknown job is 404.
+  EXPECT_EQ(Call("PATCH", path, alice, R"({"priority": 100})").status, 403);
+  EXPECT_EQ(Call("PATCH", "/api/v1/jobs/9999", admin_token_, R"({"priority": 1})").status, 404);
+  // A finished job: 409 with the reason.
+  ASSERT_EQ(Call("DELETE", path, alice).status, 200);
+  ApiResponse done = Call("PATCH", path, admin_token_, R"({"priority": 1})");
+  EXPECT_EQ(done.status, 409) << done.body;
+  EXPECT_NE(done.body.find("cancelled"), std::string::npos) << done.body;
+  // The route is in the API description, with its 403.
+  json doc = Body(Call("GET", "/api/v1/openapi.json", ""));
+  EXPECT_TRUE(doc["paths"]["/api/v1/jobs/{id}"].contains("patch"));
+  EXPECT_TRUE(doc["paths"]["/api/v1/jobs/{id}"]["patch"]["responses"].contains("403"));
+}
+
+// Issue 7's bad input through the API: an unknown tenant is a clear error everywhere; a quota below the
+// tenant's current use is accepted and binds new work only (nothing running is stopped).
+TEST_F(ApiTest, UnknownTenantAndQuotaBelowCurrentUse) {
+  ApiResponse unknown = Call("POST", "/api/v1/jobs", admin_token_, std::string(kJob) + "tenant: nobody\n");
+  EXPECT_EQ(unknown.status, 400) << unknown.body;
+  EXPECT_NE(unknown.body.find("no tenant named nobody"), std::string::npos) << unknown.body;
+  EXPECT_EQ(Call("PATCH", "/api/v1/tenants/nobody", admin_token_, R"({"quota":{"devices":1}})").status, 404);
+  EXPECT_EQ(Call("POST", "/api/v1/tenants/nobody/tokens", admin_token_, "{}").status, 404);
+  EXPECT_EQ(Call("GET", "/api/v1/jobs?tenant=nobody", admin_token_).status, 400);
+
+  std::string alice = NewTenant("alice");
+  ASSERT_EQ(Call("POST", "/api/v1/nodes", admin_token_,
+                 R"({"name":"n1","cpu":32,"memory":"128Gi","gpus":{"count":4,"model":"A100","memory":"80Gi"}})")
+                .status,
+            201);
+  const std::string whole = "name: w\ncommand: [sleep, '60']\nresources: {gpu: 1, gpucores: 100}\n";
+  std::vector<std::string> running;
+  for (int i = 0; i < 2; ++i) {
+    ApiResponse sub = Call("POST", "/api/v1/jobs", alice, whole);
+    ASSERT_EQ(sub.status, 201) << sub.body;
+    running.push_back("/api/v1/jobs/" + std::to_string(Body(sub)["id"].get<int64_t>()));
+  }
+  control_->RunPass(true);
+  for (const std::string& path : running) ASSERT_EQ(Body(Call("GET", path, alice))["state"], "running");
+  ApiResponse lowered = Call("PATCH", "/api/v1/tenants/alice", admin_token_, R"({"quota":{"devices":1}})");
+  ASSERT_EQ(lowered.status, 200) << lowered.body;  // below the 2 devices in use: accepted
+  ApiResponse third = Call("POST", "/api/v1/jobs", alice, whole);
+  ASSERT_EQ(third.status, 201) << third.body;
+  control_->RunPass(true);
+  for (const std::string& path : running) EXPECT_EQ(Body(Call("GET", path, alice))["state"], "running");
+  json waiting = Body(Call("GET", "/api/v1/jobs/" + std::to_string(Body(third)["id"].get<int64_t>()), alice));
+  EXPECT_EQ(waiting["state"], "queued");
+  EXPECT_NE(waiting["reason"].get<std::string>().find("tenant alice at its gpu limit (2000/1000 milli"),
+            std::string::npos)
+      << waiting.dump();
+}
+
+TEST_F(ApiTest, PerPriorityQuotaIsSetShownAndEnforced) {
+  ApiResponse created = Call("POST", "/api/v1/tenants", admin_token_,
+                             R"({"name":"pq","priority_quota":[{"min_priority":"high","max_priority":100,
+                                 "quota":{"devices":1}}]})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(Body(created)["priority_quota"][0]["min_priority"], 90);
+  EXPECT_EQ(Body(created)["priority_quota"][0]["quota"]["devices"], 1);
+  for (const char* bad : {R"({"priority_quota":[{"min_priority":101,"quota":{}}]})",
+                          R"({"priority_quota":[{"min_priority":60,"max_priority":40,"quota":{}}]})",
+                          R"({"priority_quota":[{"min_priority":0}]})",
+                          R"({"priority_quota":[{"quota":{"gpus":1}}]})", R"({"priority_quota":{"x":1}})"}) {
+    ApiResponse r = Call("PATCH", "/api/v1/tenants/pq", admin_token_, bad);
+    EXPECT_EQ(r.status, 400) << bad << " " << r.body;
+    EXPECT_NE(r.body.find("priority_quota"), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(Body(Call("GET", "/api/v1/tenants/pq", admin_token_))["priority_quota"].size(), 1u);
+
+  // Enforced: one device at priority 90..100, the rest of the tenant's work is free.
+  ApiResponse k = Call("POST", "/api/v1/tenants/pq/tokens", admin_token_, "{}");
+  ASSERT_EQ(k.status, 201);
+  const std::string pq = Body(k)["token"].get<std::string>();
+  ASSERT_EQ(Call("POST", "/api/v1/nodes", admin_token_,
+                 R"({"name":"n1","cpu":32,"memory":"128Gi","gpus":{"count":4,"model":"A100","memory":"80Gi"}})")
+                .status,
+            201);
+  std::vector<int64_t> ids;
+  for (const char* priority : {"high", "high", "normal"}) {
+    ApiResponse sub = Call("POST", "/api/v1/jobs", pq,
+                           std::string("name: j\ncommand: [sleep, '9']\nresources: {gpu: 1, gpucores: 100}\npriority: ") +
+                               priority + "\n");
+    ASSERT_EQ(sub.status, 201) << sub.body;
+    ids.push_back(Body(sub)["id"].get<int64_t>());
+  }
+  control_->RunPass(true);
+  auto job = [&](int64_t id) { return Body(Call("GET", "/api/v1/jobs/" + std::to_string(id), pq)); };
+  EXPECT_EQ(job(ids[0])["state"], "running");
+  EXPECT_EQ(job(ids[1])["state"], "queued");
+  EXPECT_NE(job(ids[1])["reason"].get<std::string>().find("for priority 90..100"), std::string::npos)
+      << job(ids[1]).dump();
+  EXPECT_EQ(job(ids[2])["state"], "running");
+  // Lifted: the waiting one runs.
+  ApiResponse lifted = Call("PATCH", "/api/v1/tenants/pq", admin_token_, R"({"priority_quota":[]})");
+  ASSERT_EQ(lifted.status, 200) << lifted.body;
+  EXPECT_TRUE(Body(lifted)["priority_quota"].empty());
+  control_->RunPass(true);
+  EXPECT_EQ(job(ids[1])["state"], "running");
+}
+
 }  // namespace xpool::server

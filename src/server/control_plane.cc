@@ -51,6 +51,9 @@ Tenant ToPassTenant(const TenantRecord& t) {
   out.guaranteed.gpu_compute_milli = std::min(g.gpu_compute_milli, out.limit.gpu_compute_milli);
   out.guaranteed.gpu_memory_mib = std::min(g.gpu_memory_mib, out.limit.gpu_memory_mib);
   out.guaranteed.cpu_milli = std::min(g.cpu_milli, out.limit.cpu_milli);
+  for (const TenantPriorityQuota& q : t.priority_quotas) {
+    out.priority_limits.push_back({q.min_priority, q.max_priority, ToPassAmounts(q.quota, kUnlimitedAmount)});
+  }
   return out;
 }
 
@@ -118,7 +121,7 @@ Status ControlPlane::Rebuild() {
     h.replicas = job.spec.replicas;
     h.preemptible = job.spec.preemptible;
     h.state = job.state;
-    h.last_start = job.updated_us;
+    h.last_start = job.last_start_us > 0 ? job.last_start_us : job.updated_us;
     h.allocations = std::move(booked[job.id]);
     held_[job.id] = std::move(h);
     IndexHeldLocked(job.id, held_[job.id].allocations, true);
@@ -127,6 +130,9 @@ Status ControlPlane::Rebuild() {
       if (preemptor.value() != 0) awaiting_[preemptor].push_back(job.id);
     }
   }
+  // The suspensions the per-hour cap counts (the store records each one).
+  ASSIGN_OR_RETURN(auto suspensions, store_.SuspensionsSince(now - 3600 * kMicrosPerSecond));
+  for (const auto& [id, at] : suspensions) suspended_at_[id].push_back(at);
   JobFilter filter;
   filter.states = {JobState::kQueued};
   ASSIGN_OR_RETURN(std::vector<JobRecord> queued, store_.ListJobs(filter));

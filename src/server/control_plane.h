@@ -20,6 +20,7 @@
 // - Nodes: registered through RegisterNode (the admin API or an agent) and persisted; heartbeats are memory-only.
 //   A non-simulated node silent for `node_timeout` becomes NotReady and every job holding devices there goes
 //   back to the queue (restart_count + 1, first submit kept, its allocations released in the same transaction).
+// - The no-thrash rules survive a restart: the last start and every suspension are in the store.
 //
 // Owned by the Server. Thread-safe: one mutex guards the queue and the ClusterState; a scheduling pass holds it
 // to compute and book its placements, never across a store commit (fsync). Heartbeats of Ready nodes take only
@@ -88,6 +89,10 @@ class ControlPlane {
   Result<JobRecord> Suspend(JobId id);
   // A suspended job goes back to the queue, keeping its first submit time.
   Result<JobRecord> Resume(JobId id);
+  // An admin's change of an unfinished job's priority (0..100): recorded in the store with an event
+  // ("priority 10 -> 90 by NAME"); the queue re-orders on the next pass, which also judges preemption with the
+  // new priority (a raised job may now preempt, a lowered running one may become a victim). control_plane_admin.cc
+  Result<JobRecord> SetPriority(JobId id, int priority, std::string_view by);
   // The agent reports a task of a scheduled job running: → running (the start time counts for min-runtime).
   Status TaskStarted(JobId id, TimeMicros at);
   // Every task of a suspending job has ended (checkpointed or killed after the grace): → suspended, releasing

@@ -390,4 +390,98 @@ TEST_F(ControlPlaneTest, NodeChecks) {
 }
 
 }  // namespace
+TEST_F(ControlPlaneTest, AdminPriorityChangeReordersTheQueueAndDecidesPreemption) {
+  options_.min_runtime = 0;
+  Open();
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(1, "A100", 81920).Simulated().Build()).ok());
+  // Re-ordering: c (low, earlier) and d (normal) wait behind x; raising c puts it first.
+  JobRecord x = Submit(Spec("x", 1, 1, 50, 100));
+  EXPECT_EQ(control_->RunPass(true), 1);
+  JobRecord c = Submit(Spec("c", 1, 1, 10, 100));
+  clock_.Advance(1000);
+  JobRecord d = Submit(Spec("d", 1, 1, 50, 100));
+  EXPECT_EQ(control_->RunPass(true), 0);
+  auto raised = control_->SetPriority(c.id, 90, "admin");
+  ASSERT_TRUE(raised.ok()) << raised.status().ToString();
+  EXPECT_EQ(raised->priority, 90);
+  EXPECT_TRUE(HasEvent(c.id, "priority 10 -> 90 by admin"));
+  ASSERT_TRUE(control_->Finish(x.id, JobState::kSucceeded, "done").ok());
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(c.id), JobState::kRunning);
+  EXPECT_EQ(StateOf(d.id), JobState::kQueued);
+  ASSERT_TRUE(control_->Cancel(c.id, "test").ok());
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(d.id), JobState::kRunning);
+
+  // Preemption: a running preemptible job lowered below a waiting one becomes its victim; a waiting job raised
+  // above a running one preempts it.
+  ASSERT_TRUE(control_->Cancel(d.id, "test").ok());
+  JobRecord a = Submit(Preemptible(Spec("a", 1, 1, 50, 100)));
+  EXPECT_EQ(control_->RunPass(true), 1);
+  clock_.Advance(kMicrosPerSecond);
+  JobRecord b = Submit(Preemptible(Spec("b", 1, 1, 50, 100)));
+  EXPECT_EQ(control_->RunPass(false), 0);  // equal priority never preempts
+  ASSERT_TRUE(control_->SetPriority(b.id, 60, "admin").ok());
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(b.id), JobState::kRunning);
+  EXPECT_EQ(StateOf(a.id), JobState::kQueued);
+  EXPECT_TRUE(HasEvent(a.id, "suspended for job " + b.id.ToString()));
+  clock_.Advance(kMicrosPerSecond);
+  ASSERT_TRUE(control_->SetPriority(b.id, 5, "ops").ok());  // held job: the next pass sees it at 5
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(a.id), JobState::kRunning);
+  EXPECT_EQ(StateOf(b.id), JobState::kQueued);
+  EXPECT_TRUE(HasEvent(b.id, "priority 60 -> 5 by ops"));
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+
+  // Bad input: out of range, unknown job, finished job; an unchanged priority records nothing.
+  EXPECT_EQ(control_->SetPriority(a.id, 101, "admin").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(control_->SetPriority(a.id, -1, "admin").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(control_->SetPriority(JobId(999), 1, "admin").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(control_->SetPriority(x.id, 1, "admin").status().code(), StatusCode::kFailedPrecondition);
+  const size_t events = store_->JobEvents(a.id)->size();
+  EXPECT_TRUE(control_->SetPriority(a.id, 50, "admin").ok());
+  EXPECT_EQ(store_->JobEvents(a.id)->size(), events);
+}
+
+TEST_F(ControlPlaneTest, SuspensionCapAndMinRuntimeSurviveARestart) {
+  options_.min_runtime = 0;
+  options_.max_suspensions_per_hour = 1;
+  Open();
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(1, "A100", 81920).Simulated().Build()).ok());
+  JobRecord low = Submit(Preemptible(Spec("low", 1, 1, 10, 100)));
+  EXPECT_EQ(control_->RunPass(true), 1);
+  clock_.Advance(kMicrosPerSecond);
+  JobRecord high1 = Submit(Spec("high1", 1, 1, 90, 100));
+  EXPECT_EQ(control_->RunPass(false), 1);  // low suspended once: the cap
+  ASSERT_TRUE(control_->Finish(high1.id, JobState::kSucceeded, "done").ok());
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(low.id), JobState::kRunning);
+  clock_.Advance(kMicrosPerSecond);
+  Open();  // a restart: the suspension is counted from the store
+  JobRecord high2 = Submit(Spec("high2", 1, 1, 90, 100));
+  EXPECT_EQ(control_->RunPass(true), 0);
+  EXPECT_EQ(StateOf(low.id), JobState::kRunning);
+  EXPECT_EQ(StateOf(high2.id), JobState::kQueued);
+  clock_.Advance(3600 * kMicrosPerSecond);  // an hour later the cap no longer holds
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(high2.id), JobState::kRunning);
+  ASSERT_TRUE(control_->Finish(high2.id, JobState::kSucceeded, "done").ok());
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(low.id), JobState::kRunning);
+
+  // Min-runtime counts from the last start as the store has it, across a restart too.
+  options_.min_runtime = 600 * kMicrosPerSecond;
+  options_.max_suspensions_per_hour = 3;
+  clock_.Advance(300 * kMicrosPerSecond);
+  Open();
+  JobRecord high3 = Submit(Spec("high3", 1, 1, 90, 100));
+  EXPECT_EQ(control_->RunPass(true), 0);  // low started 300 s ago
+  EXPECT_EQ(StateOf(low.id), JobState::kRunning);
+  clock_.Advance(301 * kMicrosPerSecond);
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(high3.id), JobState::kRunning);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+}
+
 }  // namespace xpool::server

@@ -47,6 +47,15 @@ struct TenantQuota {
   friend bool operator==(const TenantQuota&, const TenantQuota&) = default;
 };
 
+// A limit on the tenant's jobs whose priority lies in [min_priority, max_priority] only (HAI Platform's
+// per-group-per-priority quota, e.g. "at most 8 devices at priority 80..100"). Same units as TenantQuota.
+struct TenantPriorityQuota {
+  int min_priority = 0;
+  int max_priority = 100;
+  TenantQuota quota;
+  friend bool operator==(const TenantPriorityQuota&, const TenantPriorityQuota&) = default;
+};
+
 struct TenantRecord {
   TenantId id;
   std::string name;  // unique; 1..63 chars of [a-z0-9-]
@@ -56,6 +65,7 @@ struct TenantRecord {
   // Always obtainable (time-sharing): work within it may suspend other tenants' work that runs above theirs.
   // Same units as `quota`; -1 (kUnlimited) in a field means "no guarantee" there.
   TenantQuota guaranteed;
+  std::vector<TenantPriorityQuota> priority_quotas;  // by min_priority; none = no per-priority limit
 };
 
 // A token as listed (the secret itself is never kept; only its hash, which is not returned either).
@@ -79,6 +89,7 @@ struct JobRecord {
   int restart_count = 0;
   std::string pending_reason;  // the scheduler's "why pending"; "" when none
   std::string state_reason;    // reason given with the last transition
+  TimeMicros last_start_us = 0;  // the last transition to running (min-runtime counts from it); 0 = never ran
 };
 
 // A replica of a job. Created with the job (replicas 0..n-1); the agent issue drives their own state.
@@ -154,6 +165,9 @@ class StateStore {
   virtual Result<std::vector<TenantRecord>> ListTenants() = 0;
   virtual Status UpdateTenantQuota(TenantId id, const TenantQuota& quota) = 0;
   virtual Status UpdateTenantGuarantee(TenantId id, const TenantQuota& guaranteed) = 0;
+  // Replaces the tenant's per-priority limits (empty = none). InvalidArgument for a band outside 0..100 or
+  // upside down, or a negative amount; NotFound for an unknown tenant.
+  virtual Status SetTenantPriorityQuotas(TenantId id, const std::vector<TenantPriorityQuota>& quotas) = 0;
 
   // Stores SHA-256(plaintext); the plaintext is not kept. Returns the token's id.
   virtual Result<int64_t> AddToken(TenantId tenant, std::string_view plaintext, std::string_view label,
@@ -180,7 +194,8 @@ class StateStore {
   // Checks CheckTransition(current, to) in the transaction; records a "transition" event with `reason`.
   // Leaving the allocation-holding states (to queued, suspended or a terminal state) deletes the job's
   // allocations in the same transaction. running/suspending/suspended → queued increments restart_count.
-  // Every transition clears pending_reason. Tasks follow: → queued/suspended resets them (state, node ""),
+  // Every transition clears pending_reason; → running sets last_start_us = now; → suspending records a
+  // suspension (SuspensionsSince). Tasks follow: → queued/suspended resets them (state, node ""),
   // → a terminal state marks every unfinished task with it.
   // `expected`, when set, must equal the current state (else FailedPrecondition): a compare-and-set.
   // `to` = scheduled is refused: that transition is CommitPlacement's.
@@ -191,6 +206,13 @@ class StateStore {
   // "placed" event — all in one transaction. FailedPrecondition if the job is no longer queued.
   virtual Status CommitPlacement(JobId id, const std::vector<AllocationRecord>& allocations,
                                  std::string_view reason, TimeMicros now) = 0;
+  // An admin's change of a job's priority (0..100, else InvalidArgument naming `priority`): updates the job's
+  // priority (the spec keeps what was submitted) and records a "priority" event with `reason` in the same
+  // transaction. FailedPrecondition for a finished job. Returns the record after commit.
+  virtual Result<JobRecord> SetJobPriority(JobId id, int priority, std::string_view reason, TimeMicros now) = 0;
+  // Every suspension (transition to suspending, recorded by TransitionJob) at or after `since`, ordered by job
+  // then time: what the per-job cap on suspensions per hour counts, after a restart too.
+  virtual Result<std::vector<std::pair<JobId, TimeMicros>>> SuspensionsSince(TimeMicros since) = 0;
   // Sets the "why pending" reason of a queued job. No event; a no-op write is skipped when unchanged.
   virtual Status SetPendingReason(JobId id, std::string_view reason) = 0;
   // The same for many jobs in ONE transaction (one commit, one fsync): what a scheduling pass calls with the

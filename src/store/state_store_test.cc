@@ -192,10 +192,10 @@ TYPED_TEST_SUITE(StateStoreTest, Backends, BackendNames);
 TYPED_TEST(StateStoreTest, SchemaIsMigratedOnceAndReopens) {
   Result<int> version = this->store_->SchemaVersion();
   ASSERT_TRUE(version.ok()) << version.status().ToString();
-  EXPECT_EQ(*version, 3);
+  EXPECT_EQ(*version, 4);
   EXPECT_TRUE(this->store_->Ping().ok());
   this->Reopen();
-  EXPECT_EQ(*this->store_->SchemaVersion(), 3);
+  EXPECT_EQ(*this->store_->SchemaVersion(), 4);
   EXPECT_TRUE(this->store_->FindTenant("vision").ok());
 }
 
@@ -238,6 +238,37 @@ TYPED_TEST(StateStoreTest, Tenants) {
   EXPECT_EQ(s.Authenticate("xpt_guarantee_probe")->guaranteed, guaranteed);
   EXPECT_EQ(s.UpdateTenantGuarantee(TenantId(999), guaranteed).code(), StatusCode::kNotFound);
   EXPECT_EQ(s.UpdateTenantGuarantee(this->tenant_, TenantQuota{0, -7, 0, 0, 0}).code(), StatusCode::kInvalidArgument);
+}
+
+TYPED_TEST(StateStoreTest, PriorityQuotasAreReplacedAndReadEverywhere) {
+  StateStore& s = *this->store_;
+  EXPECT_TRUE(s.GetTenant(this->tenant_)->priority_quotas.empty());
+  const std::vector<TenantPriorityQuota> quotas = {{80, 100, TenantQuota{8, -1, -1, -1, -1}},
+                                                   {0, 49, TenantQuota{-1, -1, 2000, 4000, -1}}};
+  ASSERT_TRUE(s.SetTenantPriorityQuotas(this->tenant_, quotas).ok());
+  const std::vector<TenantPriorityQuota> sorted = {quotas[1], quotas[0]};  // by min_priority
+  EXPECT_EQ(s.GetTenant(this->tenant_)->priority_quotas, sorted);
+  EXPECT_EQ(s.FindTenant("vision")->priority_quotas, sorted);
+  ASSERT_TRUE(s.AddToken(this->tenant_, "xpt_priority_quota_probe", "probe", 1).ok());
+  EXPECT_EQ(s.Authenticate("xpt_priority_quota_probe")->priority_quotas, sorted);
+  ASSERT_TRUE(s.CreateTenant("other", false, {}, 1).ok());
+  Result<std::vector<TenantRecord>> all = s.ListTenants();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_TRUE((*all)[0].priority_quotas.empty());  // "other"
+  EXPECT_EQ((*all)[1].priority_quotas, sorted);    // "vision"
+
+  // Bad input leaves what was there.
+  for (const TenantPriorityQuota& bad : {TenantPriorityQuota{-1, 10, {}}, TenantPriorityQuota{50, 101, {}},
+                                         TenantPriorityQuota{60, 40, {}},
+                                         TenantPriorityQuota{0, 100, TenantQuota{-2, -1, -1, -1, -1}}}) {
+    EXPECT_EQ(s.SetTenantPriorityQuotas(this->tenant_, {bad}).code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ(s.SetTenantPriorityQuotas(TenantId(999), quotas).code(), StatusCode::kNotFound);
+  this->Reopen();
+  EXPECT_EQ(this->store_->GetTenant(this->tenant_)->priority_quotas, sorted);
+  ASSERT_TRUE(this->store_->SetTenantPriorityQuotas(this->tenant_, {}).ok());
+  EXPECT_TRUE(this->store_->GetTenant(this->tenant_)->priority_quotas.empty());
 }
 
 TYPED_TEST(StateStoreTest, TokensAreStoredHashedAndAuthenticate) {
@@ -408,6 +439,73 @@ TYPED_TEST(StateStoreTest, TransitionChecksAndCompareAndSet) {
   EXPECT_EQ(s.TransitionJob(JobId(777), JobState::kCancelled, "", 1).code(), StatusCode::kNotFound);
   EXPECT_EQ(s.SetPendingReason(JobId(777), "x").code(), StatusCode::kNotFound);
   EXPECT_EQ(s.UpdateTask(id, 5, JobState::kRunning, std::nullopt, 1).code(), StatusCode::kNotFound);
+}
+
+TYPED_TEST(StateStoreTest, PriorityChangesAreRecordedAndChecked) {
+  StateStore& s = *this->store_;
+  JobSpec spec = MakeSpec("prio");
+  spec.priority = kPriorityLow;
+  const JobId id = this->Submit(spec);
+  Result<JobRecord> changed = s.SetJobPriority(id, 95, "priority 10 -> 95 by admin", 3000);
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_EQ(changed->priority, 95);
+  EXPECT_EQ(changed->spec.priority, kPriorityLow);  // the spec keeps what was submitted
+  EXPECT_EQ(s.GetJob(id)->priority, 95);
+  const EventRecord last = s.JobEvents(id, 1)->back();
+  EXPECT_EQ(last.kind, "priority");
+  EXPECT_EQ(last.reason, "priority 10 -> 95 by admin");
+  EXPECT_EQ(last.time_us, 3000);
+
+  for (int bad : {-1, 101, 1000}) {
+    Status refused = s.SetJobPriority(id, bad, "x", 3001).status();
+    EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(refused.message().find("priority"), std::string::npos) << refused.message();
+  }
+  EXPECT_EQ(s.SetJobPriority(JobId(777), 50, "x", 3001).status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(s.TransitionJob(id, JobState::kCancelled, "user", 3002).ok());
+  const size_t events = s.JobEvents(id)->size();
+  EXPECT_EQ(s.SetJobPriority(id, 50, "x", 3003).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.JobEvents(id)->size(), events);  // a refused change leaves nothing behind
+  EXPECT_EQ(s.GetJob(id)->priority, 95);
+  this->Reopen();
+  EXPECT_EQ(this->store_->GetJob(id)->priority, 95);
+}
+
+TYPED_TEST(StateStoreTest, LastStartAndSuspensionsSurviveReopen) {
+  StateStore& s = *this->store_;
+  ASSERT_TRUE(s.UpsertNode(MakeNode("n1", 8), 1).ok());
+  const JobId a = this->Submit(MakeSpec("a", 1, 1));
+  const JobId b = this->Submit(MakeSpec("b", 1, 1));
+  EXPECT_EQ(s.GetJob(a)->last_start_us, 0);
+  // a: runs at 100, suspended at 200, runs again at 300, suspended at 400; b: runs at 150, never suspended.
+  ASSERT_TRUE(s.CommitPlacement(a, this->PlaceOn(a, "n1", 1, 1), "placed", 90).ok());
+  EXPECT_EQ(s.GetJob(a)->last_start_us, 0);  // scheduled is not started
+  ASSERT_TRUE(s.TransitionJob(a, JobState::kRunning, "", 100).ok());
+  EXPECT_EQ(s.GetJob(a)->last_start_us, 100);
+  ASSERT_TRUE(s.TransitionJob(a, JobState::kSuspending, "suspended for job 9", 200).ok());
+  EXPECT_EQ(s.GetJob(a)->last_start_us, 100);
+  ASSERT_TRUE(s.TransitionJob(a, JobState::kSuspended, "", 210).ok());
+  ASSERT_TRUE(s.TransitionJob(a, JobState::kQueued, "", 220).ok());
+  ASSERT_TRUE(s.CommitPlacement(a, this->PlaceOn(a, "n1", 1, 1), "placed", 290).ok());
+  ASSERT_TRUE(s.TransitionJob(a, JobState::kRunning, "", 300).ok());
+  ASSERT_TRUE(s.TransitionJob(a, JobState::kSuspending, "suspend requested by the user", 400).ok());
+  std::vector<AllocationRecord> on_b = this->PlaceOn(b, "n1", 1, 1);
+  on_b[0].devices[0].device_uuid = "n1-GPU-5";
+  ASSERT_TRUE(s.CommitPlacement(b, on_b, "placed", 140).ok());
+  ASSERT_TRUE(s.TransitionJob(b, JobState::kRunning, "", 150).ok());
+
+  this->Reopen();
+  StateStore& r = *this->store_;
+  EXPECT_EQ(r.GetJob(a)->last_start_us, 300);
+  EXPECT_EQ(r.GetJob(b)->last_start_us, 150);
+  using Suspensions = std::vector<std::pair<JobId, TimeMicros>>;
+  EXPECT_EQ(*r.SuspensionsSince(0), (Suspensions{{a, 200}, {a, 400}}));
+  EXPECT_EQ(*r.SuspensionsSince(201), (Suspensions{{a, 400}}));
+  EXPECT_TRUE(r.SuspensionsSince(401)->empty());
+  // A refused transition records no suspension.
+  EXPECT_EQ(r.TransitionJob(b, JobState::kSuspending, "", 500, JobState::kQueued).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(r.SuspensionsSince(401)->empty());
 }
 
 TYPED_TEST(StateStoreTest, PendingReasonsInOneCall) {

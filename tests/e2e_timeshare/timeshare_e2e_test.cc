@@ -303,11 +303,14 @@ TEST_F(TimeshareTest, TenantUnderItsGuaranteePreemptsAnOverGuaranteeTenantAtEqua
   ASSERT_EQ(tok->status, 201) << tok->body;
   const std::string vip = Json::parse(tok->body)["token"].get<std::string>();
 
-  // The admin's tenant fills the node with normal-priority preemptible jobs; the youngest is the victim.
+  // The admin's tenant fills the node with normal-priority preemptible jobs; the youngest is the victim. It
+  // asks for SIGUSR2 (checkpoint.signal): were SIGUSR1 sent, or the helper not told, the signal would kill it
+  // instead of a clean "checkpointed and exited 0".
   std::vector<int64_t> fill;
   for (int i = 0; i < 4; ++i) {
     Json spec = TrainSpec("fill" + std::to_string(i), 0.05, 5);
     spec["priority"] = "normal";
+    if (i == 3) spec["checkpoint"]["signal"] = "SIGUSR2";
     fill.push_back(Submit(spec));
     WaitState(fill.back(), "running");
   }

@@ -251,12 +251,51 @@ Json QuotaToJson(const TenantQuota& q) {
   return j;
 }
 
+Result<std::vector<TenantPriorityQuota>> PriorityQuotasFromJson(const Json& j, const std::string& path) {
+  std::vector<TenantPriorityQuota> out;
+  if (j.is_null()) return out;
+  if (!j.is_array()) return TypeError(path, "a list of {min_priority, max_priority, quota}");
+  for (size_t i = 0; i < j.size(); ++i) {
+    const std::string p = path + "[" + std::to_string(i) + "]";
+    const Json& e = j[i];
+    if (!e.is_object()) return TypeError(p, "an object {min_priority, max_priority, quota}");
+    RETURN_IF_ERROR(CheckKeys(e, p, {"min_priority", "max_priority", "quota"}));
+    TenantPriorityQuota q;
+    for (auto [key, target] : {std::pair<const char*, int*>{"min_priority", &q.min_priority},
+                               std::pair<const char*, int*>{"max_priority", &q.max_priority}}) {
+      if (!e.contains(key)) continue;
+      const Json& v = e[key];
+      Result<int> priority = v.is_string() ? ParsePriority(v.get<std::string>())
+                                           : Result<int>(InvalidArgumentError(""));
+      if (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxPriority) {
+        priority = static_cast<int>(v.get<int64_t>());
+      }
+      if (!priority.ok()) return InvalidArgumentError(p + "." + key + " must be 0..100 or low, normal, high");
+      *target = *priority;
+    }
+    if (q.min_priority > q.max_priority) {
+      return InvalidArgumentError(p + ": min_priority " + std::to_string(q.min_priority) + " is above max_priority " +
+                                  std::to_string(q.max_priority));
+    }
+    if (!e.contains("quota")) return InvalidArgumentError(p + ".quota is required");
+    ASSIGN_OR_RETURN(q.quota, QuotaFromJson(e["quota"], p + ".quota", TenantQuota{}));
+    out.push_back(q);
+  }
+  return out;
+}
+
 Json TenantToJson(const TenantRecord& t) {
+  Json priority_quota = Json::array();
+  for (const TenantPriorityQuota& q : t.priority_quotas) {
+    priority_quota.push_back(
+        {{"min_priority", q.min_priority}, {"max_priority", q.max_priority}, {"quota", QuotaToJson(q.quota)}});
+  }
   return Json{{"id", t.id.value()},
               {"name", t.name},
               {"admin", t.admin},
               {"quota", QuotaToJson(t.quota)},
               {"guaranteed", QuotaToJson(t.guaranteed)},
+              {"priority_quota", priority_quota},
               {"created_at", FormatTime(t.created_us)}};
 }
 

@@ -33,6 +33,9 @@ Result<TenantQuota> QuotaFromJson(const Json& j, const std::string& path, Tenant
 Json QuotaToJson(const TenantQuota& quota);
 // InvalidArgument naming the field when a guarantee is above the limit of the same resource (-1 = unset).
 Status CheckGuaranteeWithinQuota(const TenantQuota& guaranteed, const TenantQuota& quota);
+// Per-priority limits: [{"min_priority": 80, "max_priority": 100, "quota": {...as QuotaFromJson}}, ...]; a
+// priority is 0..100 or low/normal/high; [] or null = none.
+Result<std::vector<TenantPriorityQuota>> PriorityQuotasFromJson(const Json& j, const std::string& path);
 Json TenantToJson(const TenantRecord& tenant);
 
 // `spec`: the job's spec as JSON when the caller has it (SpecJson), else it is made here.

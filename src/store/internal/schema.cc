@@ -106,6 +106,27 @@ ALTER TABLE tenants ADD COLUMN guar_device_compute_milli BIGINT NOT NULL DEFAULT
 ALTER TABLE tenants ADD COLUMN guar_cpu_milli BIGINT NOT NULL DEFAULT -1;
 ALTER TABLE tenants ADD COLUMN guar_memory_mib BIGINT NOT NULL DEFAULT -1;
 )"},
+      // v4: what the no-thrash rules count survives a restart: the last start (min-runtime; jobs running at the
+      // upgrade started at their last state change at the latest) and every suspension (the per-hour cap);
+      // per-priority tenant limits.
+      {4, R"(
+ALTER TABLE jobs ADD COLUMN last_start_us BIGINT NOT NULL DEFAULT 0;
+UPDATE jobs SET last_start_us = updated_us WHERE state IN ('running', 'suspending');
+CREATE TABLE job_suspensions (
+  job_id BIGINT NOT NULL REFERENCES jobs(id),
+  time_us BIGINT NOT NULL);
+CREATE INDEX job_suspensions_time ON job_suspensions(time_us);
+CREATE TABLE tenant_priority_quotas (
+  tenant_id BIGINT NOT NULL REFERENCES tenants(id),
+  min_priority INTEGER NOT NULL,
+  max_priority INTEGER NOT NULL,
+  devices BIGINT NOT NULL,
+  device_memory_mib BIGINT NOT NULL,
+  device_compute_milli BIGINT NOT NULL,
+  cpu_milli BIGINT NOT NULL,
+  memory_mib BIGINT NOT NULL);
+CREATE INDEX tenant_priority_quotas_tenant ON tenant_priority_quotas(tenant_id, min_priority);
+)"},
   };
   return migrations;
 }

@@ -1,6 +1,8 @@
 // SqlStore: tenants, tokens, jobs, tasks and events. Nodes and allocations are in sql_store_nodes.cc.
 #include "store/internal/sql_store.h"
 
+#include <map>
+
 #include "store/internal/schema.h"
 #include "store/internal/sql_rows.h"
 #include "store/token.h"
@@ -57,7 +59,8 @@ TenantRecord TenantFromRow(const SqlRow& r, size_t base = 0) {
 }
 
 constexpr const char* kJobColumns =
-    "id, tenant_id, spec, state, priority, submitted_us, updated_us, restart_count, pending_reason, state_reason";
+    "id, tenant_id, spec, state, priority, submitted_us, updated_us, restart_count, pending_reason, state_reason, "
+    "last_start_us";
 
 // Everything but the spec (SqlStore::JobFromRow adds it).
 Result<JobRecord> JobFromRowWithoutSpec(const SqlRow& r) {
@@ -73,6 +76,7 @@ Result<JobRecord> JobFromRowWithoutSpec(const SqlRow& r) {
   j.restart_count = static_cast<int>(ColInt(r, 7));
   j.pending_reason = ColText(r, 8);
   j.state_reason = ColText(r, 9);
+  j.last_start_us = ColInt(r, 10);
   return j;
 }
 
@@ -188,7 +192,7 @@ Result<TenantRecord> SqlStore::CreateTenant(std::string_view name, bool admin, c
       return AlreadyExistsError("tenant '" + std::string(name) + "' already exists");
     }
     RETURN_IF_ERROR(r);
-    tenant = TenantRecord{TenantId(ColInt(r->rows.at(0), 0)), std::string(name), admin, quota, now, {}};
+    tenant = TenantRecord{TenantId(ColInt(r->rows.at(0), 0)), std::string(name), admin, quota, now, {}, {}};
     return Status::Ok();
   });
   RETURN_IF_ERROR(s);
@@ -201,7 +205,9 @@ Result<TenantRecord> SqlStore::GetTenant(TenantId id) {
   ASSIGN_OR_RETURN(SqlResult r, db.Query(std::string("SELECT ") + kTenantColumns + " FROM tenants WHERE id = $1",
                                            {Int(id.value())}));
   if (r.rows.empty()) return NotFoundError("no tenant with id " + id.ToString());
-  return TenantFromRow(r.rows[0]);
+  std::vector<TenantRecord> one = {TenantFromRow(r.rows[0])};
+  RETURN_IF_ERROR(AttachPriorityQuotas(one));
+  return std::move(one[0]);
 }
 
 Result<TenantRecord> SqlStore::FindTenant(std::string_view name) {
@@ -211,7 +217,9 @@ Result<TenantRecord> SqlStore::FindTenant(std::string_view name) {
                                                " FROM tenants WHERE name = $1",
                                            {Text(name)}));
   if (r.rows.empty()) return NotFoundError("no tenant named '" + Printable(name) + "'");
-  return TenantFromRow(r.rows[0]);
+  std::vector<TenantRecord> one = {TenantFromRow(r.rows[0])};
+  RETURN_IF_ERROR(AttachPriorityQuotas(one));
+  return std::move(one[0]);
 }
 
 Result<std::vector<TenantRecord>> SqlStore::ListTenants() {
@@ -221,7 +229,57 @@ Result<std::vector<TenantRecord>> SqlStore::ListTenants() {
                    db.Query(std::string("SELECT ") + kTenantColumns + " FROM tenants ORDER BY name", {}));
   std::vector<TenantRecord> out;
   for (const SqlRow& row : r.rows) out.push_back(TenantFromRow(row));
+  RETURN_IF_ERROR(AttachPriorityQuotas(out));
   return out;
+}
+
+Status SqlStore::AttachPriorityQuotas(std::vector<TenantRecord>& tenants) {
+  if (tenants.empty()) return Status::Ok();
+  const std::string columns = "SELECT tenant_id, min_priority, max_priority, devices, device_memory_mib, "
+                              "device_compute_milli, cpu_milli, memory_mib FROM tenant_priority_quotas";
+  const std::string order = " ORDER BY tenant_id, min_priority, max_priority";
+  ASSIGN_OR_RETURN(SqlResult r, tenants.size() == 1
+                                    ? db_->Query(columns + " WHERE tenant_id = $1" + order,
+                                                 {Int(tenants[0].id.value())})
+                                    : db_->Query(columns + order, {}));
+  std::map<int64_t, std::vector<TenantPriorityQuota>> by_tenant;
+  for (const SqlRow& row : r.rows) {
+    TenantPriorityQuota q;
+    q.min_priority = static_cast<int>(ColInt(row, 1));
+    q.max_priority = static_cast<int>(ColInt(row, 2));
+    q.quota = TenantQuota{ColInt(row, 3), ColInt(row, 4), ColInt(row, 5), ColInt(row, 6), ColInt(row, 7)};
+    by_tenant[ColInt(row, 0)].push_back(q);
+  }
+  for (TenantRecord& t : tenants) {
+    auto it = by_tenant.find(t.id.value());
+    t.priority_quotas = it == by_tenant.end() ? std::vector<TenantPriorityQuota>() : std::move(it->second);
+  }
+  return Status::Ok();
+}
+
+Status SqlStore::SetTenantPriorityQuotas(TenantId id, const std::vector<TenantPriorityQuota>& quotas) {
+  for (const TenantPriorityQuota& q : quotas) {
+    if (q.min_priority < 0 || q.max_priority > kMaxPriority || q.min_priority > q.max_priority) {
+      return InvalidArgumentError("a priority band must lie within 0..100, low end first (got " +
+                                  std::to_string(q.min_priority) + ".." + std::to_string(q.max_priority) + ")");
+    }
+    RETURN_IF_ERROR(CheckQuota(q.quota));
+  }
+  std::lock_guard lock(mu_);
+  return InTransaction([&]() -> Status {
+    ASSIGN_OR_RETURN(SqlResult t, db_->Query("SELECT id FROM tenants WHERE id = $1", {Int(id.value())}));
+    if (t.rows.empty()) return NotFoundError("no tenant with id " + id.ToString());
+    RETURN_IF_ERROR(db_->Query("DELETE FROM tenant_priority_quotas WHERE tenant_id = $1", {Int(id.value())}));
+    for (const TenantPriorityQuota& q : quotas) {
+      RETURN_IF_ERROR(db_->Query("INSERT INTO tenant_priority_quotas (tenant_id, min_priority, max_priority, devices, "
+                                 "device_memory_mib, device_compute_milli, cpu_milli, memory_mib) "
+                                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                                 {Int(id.value()), Int(q.min_priority), Int(q.max_priority), Int(q.quota.devices),
+                                  Int(q.quota.device_memory_mib), Int(q.quota.device_compute_milli),
+                                  Int(q.quota.cpu_milli), Int(q.quota.memory_mib)}));
+    }
+    return Status::Ok();
+  });
 }
 
 Status SqlStore::UpdateTenantQuota(TenantId id, const TenantQuota& quota) {
@@ -282,7 +340,9 @@ Result<TenantRecord> SqlStore::Authenticate(std::string_view plaintext) {
                               "FROM tokens k JOIN tenants t ON t.id = k.tenant_id WHERE k.hash = $1",
                               {Text(hash)}));
   if (r.rows.empty()) return UnauthenticatedError("invalid token");
-  return TenantFromRow(r.rows[0]);
+  std::vector<TenantRecord> one = {TenantFromRow(r.rows[0])};
+  RETURN_IF_ERROR(AttachPriorityQuotas(one));
+  return std::move(one[0]);
 }
 
 Result<std::vector<TokenRecord>> SqlStore::ListTokens(TenantId tenant) {
@@ -503,10 +563,18 @@ Status SqlStore::TransitionJob(JobId id, JobState to, std::string_view reason, T
         (from == JobState::kRunning || from == JobState::kSuspending || from == JobState::kSuspended)) {
       ++restarts;
     }
-    RETURN_IF_ERROR(db_->Query("UPDATE jobs SET state = $2, updated_us = $3, restart_count = $4, "
-                               "pending_reason = '', state_reason = $5 WHERE id = $1",
+    // → running also sets the last start (min-runtime counts from it).
+    RETURN_IF_ERROR(db_->Query(to == JobState::kRunning
+                                   ? "UPDATE jobs SET state = $2, updated_us = $3, restart_count = $4, "
+                                     "pending_reason = '', state_reason = $5, last_start_us = $3 WHERE id = $1"
+                                   : "UPDATE jobs SET state = $2, updated_us = $3, restart_count = $4, "
+                                     "pending_reason = '', state_reason = $5 WHERE id = $1",
                                {Int(id.value()), Text(JobStateName(to)), Int(now), Int(restarts),
                                 Text(Clip(reason))}));
+    if (to == JobState::kSuspending) {
+      RETURN_IF_ERROR(db_->Query("INSERT INTO job_suspensions (job_id, time_us) VALUES ($1, $2)",
+                                 {Int(id.value()), Int(now)}));
+    }
     if (HoldsAllocation(from) && !HoldsAllocation(to)) {
       RETURN_IF_ERROR(db_->Query("DELETE FROM allocation_devices WHERE job_id = $1", {Int(id.value())}));
       RETURN_IF_ERROR(db_->Query("DELETE FROM allocations WHERE job_id = $1", {Int(id.value())}));
@@ -529,6 +597,46 @@ Status SqlStore::TransitionJob(JobId id, JobState to, std::string_view reason, T
     e.reason = std::string(reason);
     return InsertEvent(e, nullptr);
   });
+}
+
+Result<JobRecord> SqlStore::SetJobPriority(JobId id, int priority, std::string_view reason, TimeMicros now) {
+  if (priority < 0 || priority > kMaxPriority) {
+    return InvalidArgumentError("priority must be 0..100 (or low, normal, high), not " + std::to_string(priority));
+  }
+  std::lock_guard lock(mu_);
+  JobRecord job;
+  RETURN_IF_ERROR(InTransaction([&]() -> Status {
+    ASSIGN_OR_RETURN(SqlResult r, db_->Query(std::string("SELECT state FROM jobs WHERE id = $1") +
+                                                 std::string(db_->ForUpdate()),
+                                             {Int(id.value())}));
+    if (r.rows.empty()) return NotFoundError("no job with id " + id.ToString());
+    ASSIGN_OR_RETURN(JobState state, ParseJobState(ColText(r.rows[0], 0)));
+    if (IsTerminal(state)) {
+      return FailedPreconditionError("job " + id.ToString() + " is " + std::string(JobStateName(state)) +
+                                     "; only an unfinished job's priority can change");
+    }
+    RETURN_IF_ERROR(db_->Query("UPDATE jobs SET priority = $2 WHERE id = $1", {Int(id.value()), Int(priority)}));
+    EventRecord e;
+    e.time_us = now;
+    e.job = id;
+    e.kind = "priority";
+    e.reason = std::string(reason);
+    RETURN_IF_ERROR(InsertEvent(e, nullptr));
+    ASSIGN_OR_RETURN(job, LoadJob(*db_, id));  // the writer: sees the update above
+    return Status::Ok();
+  }));
+  return job;
+}
+
+Result<std::vector<std::pair<JobId, TimeMicros>>> SqlStore::SuspensionsSince(TimeMicros since) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(SqlResult r, db_->Query("SELECT job_id, time_us FROM job_suspensions WHERE time_us >= $1 "
+                                           "ORDER BY job_id, time_us",
+                                           {Int(since)}));
+  std::vector<std::pair<JobId, TimeMicros>> out;
+  out.reserve(r.rows.size());
+  for (const SqlRow& row : r.rows) out.emplace_back(JobId(ColInt(row, 0)), ColInt(row, 1));
+  return out;
 }
 
 Status SqlStore::SetPendingReason(JobId id, std::string_view reason) {

@@ -41,6 +41,7 @@ class SqlStore final : public StateStore {
   Result<std::vector<TenantRecord>> ListTenants() override;
   Status UpdateTenantQuota(TenantId id, const TenantQuota& quota) override;
   Status UpdateTenantGuarantee(TenantId id, const TenantQuota& guaranteed) override;
+  Status SetTenantPriorityQuotas(TenantId id, const std::vector<TenantPriorityQuota>& quotas) override;
   Result<int64_t> AddToken(TenantId tenant, std::string_view plaintext, std::string_view label,
                            TimeMicros now) override;
   Result<TenantRecord> Authenticate(std::string_view plaintext) override;
@@ -56,6 +57,8 @@ class SqlStore final : public StateStore {
                        std::optional<JobState> expected) override;
   Status CommitPlacement(JobId id, const std::vector<AllocationRecord>& allocations, std::string_view reason,
                          TimeMicros now) override;
+  Result<JobRecord> SetJobPriority(JobId id, int priority, std::string_view reason, TimeMicros now) override;
+  Result<std::vector<std::pair<JobId, TimeMicros>>> SuspensionsSince(TimeMicros since) override;
   Status SetPendingReason(JobId id, std::string_view reason) override;
   Status SetPendingReasons(const std::vector<std::pair<JobId, std::string>>& reasons) override;
 
@@ -83,6 +86,8 @@ class SqlStore final : public StateStore {
 
  private:
   Status UpdateTenantAmounts(TenantId id, const TenantQuota& amounts, std::string_view column_prefix);
+  // Fills priority_quotas of `tenants` (every tenant's rows when there are several). Caller holds mu_.
+  Status AttachPriorityQuotas(std::vector<TenantRecord>& tenants);
   struct PendingSubmit {
     TenantId tenant;
     const JobSpec* spec;

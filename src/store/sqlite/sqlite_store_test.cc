@@ -67,6 +67,30 @@ TEST_F(SqliteStoreTest, MigratesAnOlderSchema) {
   EXPECT_EQ((*store)->FindTenant("old")->created_us, 7);  // data kept
 }
 
+TEST_F(SqliteStoreTest, SchemaV4TakesTheLastStartOfRunningJobsFromTheirLastChange) {
+  {
+    Result<std::unique_ptr<store_internal::SqlBackend>> db = store_internal::OpenSqliteBackend(path_);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(store_internal::Migrate(**db, 3).ok());
+    ASSERT_TRUE((*db)->Query("INSERT INTO tenants (name, admin, quota_devices, quota_device_memory_mib, "
+                             "quota_device_compute_milli, quota_cpu_milli, quota_memory_mib, created_us) "
+                             "VALUES ('old', 0, -1, -1, -1, -1, -1, 7)",
+                             {})
+                    .ok());
+    for (const char* row : {"(1, 1, 'r', '{}', 'running', 50, 10, 77)", "(2, 1, 'q', '{}', 'queued', 50, 10, 88)"}) {
+      ASSERT_TRUE((*db)->Query(std::string("INSERT INTO jobs (id, tenant_id, name, spec, state, priority, "
+                                           "submitted_us, updated_us) VALUES ") + row, {})
+                      .ok());
+    }
+  }
+  Result<std::unique_ptr<StateStore>> store = OpenSqliteStore(path_);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto& sql = dynamic_cast<store_internal::SqlStore&>(**store);
+  EXPECT_EQ(One(sql, "SELECT last_start_us FROM jobs WHERE id = 1"), "77");
+  EXPECT_EQ(One(sql, "SELECT last_start_us FROM jobs WHERE id = 2"), "0");
+  EXPECT_TRUE((*store)->SuspensionsSince(0)->empty());
+}
+
 TEST_F(SqliteStoreTest, RefusesANewerSchema) {
   {
     Result<std::unique_ptr<StateStore>> store = OpenSqliteStore(path_);
