@@ -5,7 +5,8 @@
 #   xpool_test(NAME name SRCS a_test.cc DEPS xpool_<name> ...)
 #       -> gtest executable registered with ctest (label = folder name).
 #   xpool_bench(NAME name SRCS a_bench.cc DEPS ...)
-#       -> Google Benchmark executable (only when the package is found).
+#       -> Google Benchmark executable (only when the package is found; left out of the default target unless
+#          XPOOL_BUILD_BENCH, see xpool_exclude_unless_bench).
 
 function(xpool_library)
   cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
@@ -40,4 +41,12 @@ function(xpool_bench)
   add_executable(${ARG_NAME} ${ARG_SRCS})
   target_include_directories(${ARG_NAME} PRIVATE ${CMAKE_SOURCE_DIR}/src)
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} benchmark::benchmark Threads::Threads)
+  xpool_exclude_unless_bench(${ARG_NAME})
+endfunction()
+
+# Benchmarks and load drivers that no test runs: out of `all` (still buildable by name) unless XPOOL_BUILD_BENCH.
+function(xpool_exclude_unless_bench target)
+  if(NOT XPOOL_BUILD_BENCH)
+    set_target_properties(${target} PROPERTIES EXCLUDE_FROM_ALL ON)
+  endif()
 endfunction()

@@ -1,7 +1,6 @@
 // `xpool server`: the control plane (REST API, scheduling loop, durable state). See docs/api.md.
 #include <csignal>
 #include <cstdio>
-#include <thread>
 
 #include "cli/control_commands.h"
 #include "cli/stop_signals.h"
@@ -46,20 +45,12 @@ int RunServer(const Args& args) {
     std::fprintf(stderr, "error: %s\n", server.status().message().c_str());
     return 1;
   }
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    std::fprintf(stderr, "xpool server: signal %d, shutting down\n", sig);
-    (*server)->Shutdown();
-  });
-  Status s = (*server)->Run();
+  Status s = ServeUntilStopSignal(
+      stop_signals, "xpool server", "", [&] { return (*server)->Run(); }, [&] { (*server)->Shutdown(); });
   if (!s.ok()) {
     std::fprintf(stderr, "error: %s\n", s.message().c_str());
-    pthread_kill(waiter.native_handle(), SIGTERM);
-    waiter.join();
     return 1;
   }
-  waiter.join();
   return 0;
 }
 

@@ -37,19 +37,20 @@ std::string Describe(const sim::ReplayOptions& o) {
   std::string s = o.share ? "shared GPUs" : "whole GPUs";
   s += o.queue == sim::QueueMode::kFifo ? ", FIFO" : ", priority";
   s += o.preemption && o.queue == sim::QueueMode::kPriority ? " + preemption" : "";
+  s += o.moves == MoveRule::kAnyPriority ? " + moves" : o.moves == MoveRule::kLowerPriority ? " + moves<" : "";
   return s;
 }
 
 void PrintSummary(const std::vector<Config>& configs) {
-  std::printf("%-44s %7s %9s %7s %9s %9s %7s %6s %6s %8s %10s\n", "configuration", "alloc%", "alloc%|q", "req%",
-              "queued_h", "makespan", "placed", "never", "susp", "lostGPUh", "events/s");
+  std::printf("%-44s %7s %9s %7s %9s %9s %7s %6s %6s %6s %8s %10s\n", "configuration", "alloc%", "alloc%|q", "req%",
+              "queued_h", "makespan", "placed", "never", "susp", "moves", "lostGPUh", "events/s");
   for (const Config& c : configs) {
     const sim::ReplayResult& r = c.result;
-    std::printf("%-44s %6.2f%% %8.2f%% %6.2f%% %9.1f %8.1fh %7lld %6lld %6lld %8.1f %10.0f\n",
+    std::printf("%-44s %6.2f%% %8.2f%% %6.2f%% %9.1f %8.1fh %7lld %6lld %6lld %6lld %8.1f %10.0f\n",
                 (c.label + " (" + Describe(c.options) + ")").c_str(), r.allocated_pct, r.allocated_pct_queued,
                 r.requested_pct, r.queued_s / 3600.0, static_cast<double>(r.makespan_s) / 3600.0,
                 static_cast<long long>(r.placed), static_cast<long long>(r.never_placed),
-                static_cast<long long>(r.suspensions), r.gpu_hours_lost,
+                static_cast<long long>(r.suspensions), static_cast<long long>(r.moves), r.gpu_hours_lost,
                 static_cast<double>(r.events) / std::max(c.seconds, 1e-9));
   }
 }
@@ -96,9 +97,9 @@ void PrintExplain(const Config& c) {
 }
 
 // `from_day`: the chart starts that many days after the first arrival (a trace's quiet start left out).
-std::string Svg(const std::vector<Config>& configs, const std::string& workload, double from_day) {
+std::string Svg(const std::vector<Config>& configs, const std::string& workload, int nodes, double from_day) {
   sim::LineChart chart;
-  chart.title = "GPU allocation over time — " + workload;
+  chart.title = "GPU allocation over time — " + workload + ", " + std::to_string(nodes) + " nodes";
   const double from_s = from_day * 86400;
   double max_s = 1;
   for (const Config& c : configs) max_s = std::max(max_s, static_cast<double>(c.result.makespan_s) - from_s);
@@ -130,7 +131,7 @@ int RunReplayCommand(const Args& args) {
   FlagSet flags("xpool sim replay",
                 "Replays a pod list with its real times: pods arrive at creation_time, run their duration, wait "
                 "when they do not fit; queue, quotas and preemption are the server's scheduling pass.");
-  std::string cluster_path, workload, policy = "default", queue = "priority", share = "on", preemption = "on",
+  std::string cluster_path, workload, policy = "default", queue = "priority", share = "on", preemption = "on", moves = "any",
                                       qos = "", svg, csv;
   int64_t svg_from_day = 0, nodes_count = 0, min_runtime = 600, checkpoint_cost = 0, max_suspensions = 3, speedup = 1, seed = 42, points = 2000;
   bool whole_gpu = false, compare = false, explain = false;
@@ -140,6 +141,8 @@ int RunReplayCommand(const Args& args) {
   flags.String("queue", &queue, "fifo (one priority, arrival order) or priority (by qos)");
   flags.String("share", &share, "on: pods share GPUs as asked; off: every GPU pod takes whole GPUs");
   flags.String("preemption", &preemption, "on: higher priority suspends lower (priority queue only)");
+  flags.String("moves", &moves, "defragmentation: off, lower (move lower-priority pods only) or any (the default): pods "
+               "move (suspend + restart at once elsewhere) to open a node for a pod that fits nowhere");
   flags.String("qos-priority", &qos, "priority per qos, e.g. LS=90,Guaranteed=90,Burstable=50,BE=10 (the default)");
   flags.Int("min-runtime", &min_runtime, "seconds a pod runs before it may be suspended");
   flags.Int("max-suspensions-per-hour", &max_suspensions, "a pod suspended this often in the last hour is spared");
@@ -170,6 +173,10 @@ int RunReplayCommand(const Args& args) {
   if (!s.ok()) return Fail(s.status());
   Result<bool> p = OnOff("preemption", preemption);
   if (!p.ok()) return Fail(p.status());
+  if (moves != "off" && moves != "lower" && moves != "any") {
+    return Fail(InvalidArgumentError("--moves must be off, lower or any, not \"" + moves + "\""));
+  }
+  o.moves = moves == "any" ? MoveRule::kAnyPriority : moves == "lower" ? MoveRule::kLowerPriority : MoveRule::kOff;
   o.share = *s;
   o.preemption = *p;
   if (!qos.empty()) {
@@ -192,8 +199,9 @@ int RunReplayCommand(const Args& args) {
   o.explain = explain;
   if (whole_gpu) {
     if ((flags.WasSet("share") && o.share) || (flags.WasSet("preemption") && o.preemption) ||
-        (flags.WasSet("queue") && o.queue != sim::QueueMode::kFifo)) {
-      return Fail(InvalidArgumentError("--whole-gpu means --share off --preemption off --queue fifo"));
+        (flags.WasSet("queue") && o.queue != sim::QueueMode::kFifo) ||
+        (flags.WasSet("moves") && o.moves != MoveRule::kOff)) {
+      return Fail(InvalidArgumentError("--whole-gpu means --share off --preemption off --moves off --queue fifo"));
     }
     o = sim::WholeGpuFifo(o);
   }
@@ -231,7 +239,7 @@ int RunReplayCommand(const Args& args) {
     if (Status w = sim::WriteTextFile(csv, sim::TimelineCsv(configs.back().result)); !w.ok()) return Fail(w);
   }
   if (!svg.empty()) {
-    if (Status w = sim::WriteTextFile(svg, Svg(configs, sim::WorkloadName(workload), static_cast<double>(svg_from_day))); !w.ok()) return Fail(w);
+    if (Status w = sim::WriteTextFile(svg, Svg(configs, sim::WorkloadName(workload), cluster->node_count(), static_cast<double>(svg_from_day))); !w.ok()) return Fail(w);
   }
   return 0;
 }

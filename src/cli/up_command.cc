@@ -118,31 +118,29 @@ int RunUp(const Args& args) {
   agent::NodeAgent node_agent(report->node, &client, &launcher);
   std::thread agent_thread(AgentLoop, &node_agent);
 
-  const std::string url = "http://" + options.listen;
-  std::fprintf(stderr,
-               "xpool up: node %s with %zu device(s); admin token in %s/admin.token\n"
-               "Try (another shell, same directory):\n"
-               "  export XPOOL_SERVER=%s XPOOL_TOKEN=$(cat %s/admin.token)\n"
-               "  build/bin/xpool submit -f examples/up/half-gpu.yaml && build/bin/xpool get jobs\n"
-               "Studio (web UI): %s/ (sign in with the admin token)\n",
-               report->node.name.c_str(), report->node.devices.size(), options.state_dir.c_str(), url.c_str(),
-               options.state_dir.c_str(), url.c_str());
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    std::fprintf(stderr, "xpool up: signal %d, shutting down (tasks are stopped)\n", sig);
-    (*server)->Shutdown();
-  });
-  Status s = (*server)->Run();
+  // The hint names the bound port (with --listen HOST:0 that is only known once the server has bound it).
+  const std::string host = options.listen.substr(0, options.listen.rfind(':'));
+  auto print_hint = [&](int port) {
+    const std::string url = "http://" + host + ":" + std::to_string(port);
+    std::fprintf(stderr,
+                 "xpool up: node %s with %zu device(s); admin token in %s/admin.token\n"
+                 "Try (another shell, same directory):\n"
+                 "  export XPOOL_SERVER=%s XPOOL_TOKEN=$(cat %s/admin.token)\n"
+                 "  build/bin/xpool submit -f examples/up/half-gpu.yaml && build/bin/xpool get jobs\n"
+                 "Studio (web UI): %s/ (sign in with the admin token)\n",
+                 report->node.name.c_str(), report->node.devices.size(), options.state_dir.c_str(), url.c_str(),
+                 options.state_dir.c_str(), url.c_str());
+    std::fflush(stderr);
+  };
+  Status s = ServeUntilStopSignal(
+      stop_signals, "xpool up", " (tasks are stopped)", [&] { return (*server)->Run(print_hint); },
+      [&] { (*server)->Shutdown(); });
   g_stop_agent = true;
   agent_thread.join();
   if (!s.ok()) {
     std::fprintf(stderr, "error: %s\n", s.message().c_str());
-    pthread_kill(waiter.native_handle(), SIGTERM);
-    waiter.join();
     return 1;
   }
-  waiter.join();
   return 0;
 }
 

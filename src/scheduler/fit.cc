@@ -70,7 +70,8 @@ DeviceGrant GrantFor(const Device& device, const TaskRequest& request) {
   if (memory == 0 && request.device_memory_percent > 0) {
     memory = (device.memory_mib * request.device_memory_percent + 99) / 100;
   }
-  grant.memory_mib = RoundUp(memory, ProfileFor(device.vendor).memory_granularity_mib);
+  // Most requests ask for no device memory: skip the vendor profile lookup then.
+  grant.memory_mib = memory > 0 ? RoundUp(memory, ProfileFor(device.vendor).memory_granularity_mib) : memory;
   return grant;
 }
 

@@ -51,6 +51,11 @@ class PlacementPolicy {
   // nor let a node's score depend on which of its alike devices holds what (the device choice may).
   virtual bool cacheable() const { return false; }
 
+  // For cacheable policies: true when Score (the score and the device choice) never reads request.memory_mib.
+  // A Scheduler then keeps one score cache for requests that differ only in memory and checks each node's free
+  // memory itself (fewer request shapes to keep current). Default false.
+  virtual bool ignores_request_memory() const { return false; }
+
   // For cacheable policies that keep per-node state changed only by OnPlaced (after the placement changed the
   // node): a value summarising that state. Score may depend on it; nodes with different tags are not shared.
   virtual uint64_t NodeTag(const ClusterState& /*state*/, int /*node*/) const { return 0; }

@@ -127,8 +127,11 @@ constexpr int64_t kUnknown = std::numeric_limits<int64_t>::min();
 constexpr int64_t kNoFit = kUnknown + 1;
 constexpr int64_t kLowestScore = kUnknown + 2;
 
-// Per-node scores in a max segment tree (each inner entry: the best score below it and how many nodes hold it),
-// so a placement finds the best node, and the first, last or k-th among equals, in O(log nodes).
+// Per-node scores in a max segment tree (each inner entry: the best score below it, how many nodes hold it and the
+// least free memory among them), so a placement finds the best node, and the first, last or k-th among equals, in
+// O(log nodes). Each leaf also holds its node's free memory, for score caches shared by requests that differ
+// only in memory (PlacementPolicy::ignores_request_memory): when every best node has the memory the request
+// asks for, the answer is the tree's; otherwise a scan of the leaves (BestWithMemory) decides.
 class ScoreTree {
  public:
   void Assign(int count) {
@@ -136,22 +139,52 @@ class ScoreTree {
     while (size_ < count) size_ *= 2;
     best_.assign(2 * static_cast<size_t>(size_), kNoFit);
     ties_.assign(2 * static_cast<size_t>(size_), 1);
+    memory_.assign(2 * static_cast<size_t>(size_), std::numeric_limits<int64_t>::max());
     count_ = count;
   }
   int count() const { return count_; }
   // Set every leaf first with SetLeaf, then Build.
-  void SetLeaf(int i, int64_t v) { best_[size_ + i] = v; }
+  void SetLeaf(int i, int64_t v, int64_t memory) {
+    best_[size_ + i] = v;
+    memory_[size_ + i] = memory;
+  }
   void Build() {
     for (int i = size_ - 1; i >= 1; --i) Pull(i);
   }
-  void Set(int i, int64_t v) {
+  void Set(int i, int64_t v, int64_t memory) {
     int at = size_ + i;
-    if (best_[at] == v) return;
+    if (best_[at] == v && memory_[at] == memory) return;
     best_[at] = v;
+    memory_[at] = memory;
     for (at /= 2; at >= 1; at /= 2) Pull(at);
   }
   int64_t best() const { return best_[1]; }
   int ties() const { return ties_[1]; }
+  // The least free memory among the nodes holding the best score.
+  int64_t best_memory() const { return memory_[1]; }
+  // The node Pick would choose among those with at least `memory` free (-1: none), by a scan of the leaves.
+  int BestWithMemory(int64_t memory, TieBreak tie_break, Rng& rng) const {
+    int64_t best = kNoFit;
+    int ties = 0, first = -1, last = -1;
+    for (int i = 0; i < count_; ++i) {
+      const int64_t v = best_[size_ + i];
+      if (v == kNoFit || memory_[size_ + i] < memory || v < best) continue;
+      if (v > best) {
+        best = v;
+        ties = 0;
+        first = i;
+      }
+      ++ties;
+      last = i;
+    }
+    if (best == kNoFit || tie_break == TieBreak::kFirst) return first;
+    if (tie_break == TieBreak::kLast) return last;
+    int k = ties > 1 ? std::uniform_int_distribution<int>(0, ties - 1)(rng) : 0;
+    for (int i = first; i <= last; ++i) {
+      if (best_[size_ + i] == best && memory_[size_ + i] >= memory && k-- == 0) return i;
+    }
+    return last;  // not reached
+  }
   // The k-th (0-based) node, in index order, among those holding the best score.
   int Kth(int k) const {
     int at = 1;
@@ -172,11 +205,14 @@ class ScoreTree {
     const int64_t a = best_[2 * i], b = best_[2 * i + 1];
     best_[i] = std::max(a, b);
     ties_[i] = (a == best_[i] ? ties_[2 * i] : 0) + (b == best_[i] ? ties_[2 * i + 1] : 0);
+    memory_[i] = std::min(a == best_[i] ? memory_[2 * i] : std::numeric_limits<int64_t>::max(),
+                          b == best_[i] ? memory_[2 * i + 1] : std::numeric_limits<int64_t>::max());
   }
   int size_ = 1;
   int count_ = 0;
   std::vector<int64_t> best_;
   std::vector<int> ties_;
+  std::vector<int64_t> memory_;  // leaf: the node's free memory; inner: the least among the best leaves below
 };
 
 struct ShapeCache {
@@ -228,6 +264,19 @@ void DescriptionKey(const Node& n, std::string* key) {
     Put(key, static_cast<uint8_t>(d.healthy));
     Put(key, static_cast<uint8_t>(d.cordoned));
   }
+}
+
+// The node's conditions that change without a new description_version (ready, cordoned, device health and
+// cordon), one bit each: the description is keyed again when they change. Nodes with more devices than bits
+// (kMaxConditionDevices) are keyed again on every change.
+constexpr size_t kMaxConditionDevices = 31;
+uint64_t Conditions(const Node& n) {
+  uint64_t bits = (n.ready ? 1u : 0u) | (n.cordoned ? 2u : 0u);
+  for (size_t d = 0; d < n.devices.size() && d < kMaxConditionDevices; ++d) {
+    bits |= static_cast<uint64_t>(n.devices[d].healthy ? 1 : 0) << (2 + 2 * d);
+    bits |= static_cast<uint64_t>(n.devices[d].cordoned ? 1 : 0) << (3 + 2 * d);
+  }
+  return bits;
 }
 
 // True when the node's devices differ only in index and uuid and it has no link table: permuting their usage
@@ -293,6 +342,7 @@ struct Scheduler::Impl {
   Interner states;
   std::vector<uint32_t> node_description;
   std::vector<uint8_t> node_uniform;  // the node's devices are alike (and it has no link table): order is moot
+  std::vector<uint64_t> node_conditions;  // Conditions() when node_description was keyed
   std::vector<std::array<int64_t, 4>> device_keys;
   std::vector<uint32_t> node_state;
   std::vector<Capacity> node_capacity;  // for a cheap "cannot fit" before a full evaluation
@@ -301,6 +351,7 @@ struct Scheduler::Impl {
   bool states_synced = false;
   std::string state_key;
   Rng scratch_rng{0};  // refreshes never draw from the caller's rng
+  TaskRequest memory_free;  // the cache key of a request whose memory the policy ignores
 };
 
 Scheduler::Scheduler(const ClusterState& state, PlacementPolicy& policy, SchedulerOptions options)
@@ -444,8 +495,9 @@ namespace {
 // The node with the best cached score (-1 when none fits), the tie-break choosing among equals. kRandom draws
 // once for the whole choice (uniform over the tied nodes, like Schedule()'s reservoir, which draws once per tie;
 // so the same seed picks differently here).
-int PickBest(const ScoreTree& scores, TieBreak tie_break, Rng& rng) {
+int PickBest(const ScoreTree& scores, TieBreak tie_break, int64_t memory, Rng& rng) {
   if (scores.best() == kNoFit) return -1;
+  if (scores.best_memory() < memory) return scores.BestWithMemory(memory, tie_break, rng);
   switch (tie_break) {
     case TieBreak::kFirst: return scores.Kth(0);
     case TieBreak::kLast: return scores.Kth(scores.ties() - 1);
@@ -471,11 +523,16 @@ void Scheduler::SyncStates() {
   const bool descriptions_changed =
       !m.states_synced || m.states_description_version != state_.description_version() ||
       static_cast<int>(m.node_state.size()) != count || m.states.size() > kMaxStates + 4 * static_cast<size_t>(count);
-  auto update = [&](int n) {
-    // Conditions (ready, cordoned, device health) change without a new description_version: key every time.
-    DescriptionKey(state_.node(n), &m.state_key);
-    m.node_description[n] = m.descriptions.Id(m.state_key);
-    m.node_uniform[n] = UniformDevices(state_.node(n)) ? 1 : 0;
+  auto update = [&](int n, bool known) {
+    // Conditions (ready, cordoned, device health) change without a new description_version: key the description
+    // again when they did (or the node is new to the tables).
+    const uint64_t conditions = Conditions(state_.node(n));
+    if (!known || m.node_conditions[n] != conditions || state_.node(n).devices.size() > kMaxConditionDevices) {
+      DescriptionKey(state_.node(n), &m.state_key);
+      m.node_description[n] = m.descriptions.Id(m.state_key);
+      m.node_uniform[n] = UniformDevices(state_.node(n)) ? 1 : 0;
+      m.node_conditions[n] = conditions;
+    }
     const NodeUsage& u = state_.usage(n);
     m.state_key.clear();
     Put(&m.state_key, m.node_description[n]);
@@ -502,11 +559,12 @@ void Scheduler::SyncStates() {
     }
     m.node_description.assign(count, 0);
     m.node_uniform.assign(count, 0);
+    m.node_conditions.assign(count, 0);
     m.node_state.assign(count, 0);
     m.node_capacity.assign(count, Capacity{});
-    for (int n = 0; n < count; ++n) update(n);
+    for (int n = 0; n < count; ++n) update(n, false);
   } else {
-    for (int n : m.changed) update(n);
+    for (int n : m.changed) update(n, true);
   }
   m.states_seq = state_.change_seq();
   m.states_description_version = state_.description_version();
@@ -518,23 +576,31 @@ int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
   int best_node = -1;
   SyncStates();
   // Score cache: refresh the nodes changed since this shape was last used (from the per-state memo), then ask the
-  // score tree for the best node.
-  if (static_cast<int>(m.shapes.size()) >= options_.max_cached_shapes && m.shapes.count(request) == 0) {
+  // score tree for the best node. A policy that ignores the request's memory shares one cache between requests
+  // that differ only in memory: the cache scores the request without memory, the tree checks free memory.
+  const bool drop_memory = policy_.ignores_request_memory() && request.memory_mib != 0;
+  if (drop_memory) {
+    m.memory_free = request;
+    m.memory_free.memory_mib = 0;
+  }
+  const TaskRequest& key = drop_memory ? m.memory_free : request;
+  if (static_cast<int>(m.shapes.size()) >= options_.max_cached_shapes && m.shapes.count(key) == 0) {
     m.shapes.clear();
   }
-  ShapeCache& cache = m.shapes[request];
+  ShapeCache& cache = m.shapes[key];
   const int count = state_.node_count();
   auto evaluate = [&](int n) -> int64_t {
-    if (!MayFit(m.node_capacity[n], request)) return kNoFit;
     ++stats_.fit_calls;
     int64_t score = 0;
-    const bool fits = FitNode(state_, n, request, false, &m.candidate, &m.verdict) &&
-                      policy_.Score(state_, request, m.candidate, m.scratch_rng, &score, &m.chosen) &&
-                      ValidDeviceChoice(state_, request, m.candidate, m.chosen);
+    const bool fits = FitNode(state_, n, key, false, &m.candidate, &m.verdict) &&
+                      policy_.Score(state_, key, m.candidate, m.scratch_rng, &score, &m.chosen) &&
+                      ValidDeviceChoice(state_, key, m.candidate, m.chosen);
     return fits ? std::max(score, kLowestScore) : kNoFit;
   };
   auto verdict = [&](int n) -> int64_t {
     ++stats_.nodes_visited;
+    // The capacity check first: it reads no per-shape memo.
+    if (!MayFit(m.node_capacity[n], key)) return kNoFit;
     if (!cache.memo_ok) return evaluate(n);
     const uint32_t id = m.node_state[n];
     if (id >= cache.memo.size()) cache.memo.resize(std::max<size_t>(id + 1, cache.memo.size() * 2), kUnknown);
@@ -544,16 +610,17 @@ int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
   };
   if (!cache.valid || cache.scores.count() != count ||
       !ChangedNodes(state_, cache.seq, &m.changed, &m.stamp, &m.stamp_clock, &m.raw_changed)) {
-    cache.memo_ok = request.uuid_include.empty() && request.uuid_exclude.empty();
+    cache.memo_ok = key.uuid_include.empty() && key.uuid_exclude.empty();
     cache.scores.Assign(count);
-    for (int n = 0; n < count; ++n) cache.scores.SetLeaf(n, verdict(n));
+    for (int n = 0; n < count; ++n) cache.scores.SetLeaf(n, verdict(n), m.node_capacity[n].free_memory);
     cache.scores.Build();
     cache.valid = true;
   } else {
-    for (int n : m.changed) cache.scores.Set(n, verdict(n));
+    for (int n : m.changed) cache.scores.Set(n, verdict(n), m.node_capacity[n].free_memory);
   }
   cache.seq = state_.change_seq();
-  best_node = PickBest(cache.scores, policy_.tie_break(), rng);
+  if (cache.scores.best_memory() < request.memory_mib) ++stats_.memory_scans;
+  best_node = PickBest(cache.scores, policy_.tie_break(), request.memory_mib, rng);
   if (best_node >= 0) {
     // Deterministic policy: scoring the winner again yields its device choice.
     int64_t score = 0;

@@ -45,6 +45,7 @@ struct SchedulerStats {
   int64_t calls = 0;
   int64_t nodes_visited = 0;  // nodes looked at by the ordered walk (or refreshed by the score cache)
   int64_t fit_calls = 0;      // full FitNode evaluations
+  int64_t memory_scans = 0;   // score-cache picks where a best node lacked the request's memory (a leaf scan)
 };
 
 enum class SchedulerMode : uint8_t { kOrderedWalk, kScoreCache, kFullScan };

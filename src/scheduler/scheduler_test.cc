@@ -92,11 +92,19 @@ TEST(SchedulerPropertyTest, RandomStepsKeepInvariantsAndMatchTheFullScan) {
   ClusterState state = RandomCluster(rng, 14);
   std::vector<std::unique_ptr<PlacementPolicy>> policies;
   std::vector<std::unique_ptr<Scheduler>> schedulers;
-  for (const char* name : {"best-fit", "binpack", "spread", "binpack-spread", "topology"}) {
+  for (const char* name : {"best-fit", "binpack", "spread", "binpack-spread", "topology", "dot-product",
+                           "gpu-packing", "gpu-clustering"}) {
     auto p = MakePolicy(name);
     ASSERT_TRUE(p.ok());
     policies.push_back(std::move(*p));
-    schedulers.push_back(std::make_unique<Scheduler>(state, *policies.back(), SchedulerOptions{.explain = false}));
+  }
+  // FGD with a fixed target (cacheable); like dot-product and the packing policies it ignores the request's
+  // memory, so its score cache is shared by requests differing in memory only and checks free memory itself.
+  std::vector<TaskRequest> sample;
+  for (int i = 0; i < 200; ++i) sample.push_back(RandomRequest(rng));
+  policies.push_back(std::make_unique<FgdPolicy>(TargetWorkload::FromRequests(sample)));
+  for (auto& p : policies) {
+    schedulers.push_back(std::make_unique<Scheduler>(state, *p, SchedulerOptions{.explain = false}));
   }
   std::vector<Allocation> running;
   int placed = 0;
@@ -156,6 +164,9 @@ TEST(SchedulerPropertyTest, RandomStepsKeepInvariantsAndMatchTheFullScan) {
     ASSERT_TRUE(state.CheckInvariants().ok()) << "step " << step;
   }
   EXPECT_GT(placed, 5000);  // the test exercised placement, not only refusals
+  int64_t memory_scans = 0;
+  for (const auto& s : schedulers) memory_scans += s->stats().memory_scans;
+  EXPECT_GT(memory_scans, 100);  // the shared caches' memory check was exercised
 }
 
 TEST(SchedulerTest, ModesFollowThePolicy) {
@@ -241,6 +252,10 @@ TEST(SchedulerPropertyTest, AlikeNodesShareVerdictsAndMatchTheFullScan) {
   for (int i = 0; i < 6; ++i) {
     ASSERT_TRUE(state.AddNode(MakeNode("t" + std::to_string(i)).WithCpu(104000).WithMemory(524288)
                                   .WithGpus(2, "T4", 16384).Build()).ok());
+  }
+  for (int i = 0; i < 6; ++i) {  // memory runs out before CPU or GPU here
+    ASSERT_TRUE(state.AddNode(MakeNode("m" + std::to_string(i)).WithCpu(96000).WithMemory(65536)
+                                  .WithGpus(8, "G2", 16384).Build()).ok());
   }
   std::vector<TaskRequest> sample;
   for (int i = 0; i < 200; ++i) sample.push_back(RandomRequest(rng));

@@ -90,10 +90,12 @@ Status ControlPlane::Rebuild() {
   const TimeMicros now = clock_.NowMicros();
   for (NodeRecord& n : nodes) {
     std::string name = n.node.name;
+    const bool ready = n.node.ready;
     auto added = state_.AddNode(std::move(n.node));
     if (!added.ok()) return added.status().WithContext("rebuilding node " + name);
     std::lock_guard seen(seen_mu_);
     last_seen_[name] = now;
+    if (!ready) maybe_not_ready_.insert(name);
   }
   ASSIGN_OR_RETURN(std::vector<AllocationRecord> allocations, store_.ListAllocations());
   std::unordered_map<JobId, std::vector<Allocation>> booked;
@@ -273,6 +275,7 @@ Status ControlPlane::RegisterNode(Node node) {
     }
     std::lock_guard seen(seen_mu_);
     last_seen_[node.name] = now;
+    if (!node.ready) maybe_not_ready_.insert(node.name);
   }
   Wake(true);
   return Status::Ok();
@@ -285,6 +288,8 @@ Status ControlPlane::Heartbeat(std::string_view name) {
     auto it = last_seen_.find(std::string(name));
     if (it == last_seen_.end()) return NotFoundError("node " + std::string(name) + " is not registered");
     it->second = now;
+    // The common case, a Ready node reporting in, does not wait for the main lock (a pass may hold it).
+    if (!maybe_not_ready_.contains(it->first)) return Status::Ok();
   }
   std::lock_guard lock(mu_);
   int index = state_.FindNode(name);
@@ -293,6 +298,8 @@ Status ControlPlane::Heartbeat(std::string_view name) {
     RETURN_IF_ERROR(state_.SetNodeReady(index, true));
     Wake(true);
   }
+  std::lock_guard seen(seen_mu_);
+  maybe_not_ready_.erase(std::string(name));
   return Status::Ok();
 }
 
@@ -359,10 +366,11 @@ void ControlPlane::Loop() {
 }
 
 int ControlPlane::RunPass(bool full) {
+  std::lock_guard pass(pass_mu_);
   // Tenants (quotas) are read before the lock: a small table, read once per pass.
   auto tenant_records = store_.ListTenants();
   std::vector<std::pair<JobId, std::string>> reason_writes;
-  int placed = 0;
+  std::vector<PendingCommit> commits;
   {
     std::lock_guard lock(mu_);
     if (tenant_records.ok()) {
@@ -388,7 +396,7 @@ int ControlPlane::RunPass(bool full) {
     } else if (!waiting.empty() && !tenant_records.ok()) {
       std::fprintf(stderr, "xpool server: scheduling pass skipped: %s\n", tenant_records.status().ToString().c_str());
     } else if (!waiting.empty()) {
-      placed = PassLocked(waiting, *tenant_records);
+      PassLocked(waiting, *tenant_records, &commits);
     }
     for (JobId id : waiting) {
       auto it = queued_.find(id);
@@ -399,13 +407,17 @@ int ControlPlane::RunPass(bool full) {
       reason_writes.emplace_back(id, it->second.reason);
     }
   }
+  // The placements' commits (an fsync each) run outside the lock, so API reads, heartbeats and submissions do
+  // not wait for them.
+  const int placed = CommitPlacements(commits);
   // "Why pending" is kept in the store too (a restart shows it); outside the lock. A job that left the queue
   // meanwhile is refused by the store or has its reason cleared by its transition.
   if (!reason_writes.empty()) (void)store_.SetPendingReasons(reason_writes);  // one transaction
   return placed;
 }
 
-int ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vector<TenantRecord>& tenant_records) {
+void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vector<TenantRecord>& tenant_records,
+                              std::vector<PendingCommit>* commits) {
   const TimeMicros now = clock_.NowMicros();
   std::vector<QueueJob> jobs;
   std::vector<JobId> ids;
@@ -458,28 +470,15 @@ int ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vecto
     metrics_->Observe("xpool_scheduling_latency_seconds", {}, Seconds(std::chrono::steady_clock::now() - start));
   }
 
-  int placed = 0;
-  bool store_down = false;
   for (JobDecision& d : result.decisions) {
     const JobId id = ids[d.job];
     auto q = queued_.find(id);
     if (q == queued_.end()) continue;
-    if (store_down) {
-      q->second.reason = "the store is unavailable; retrying";
-      continue;
-    }
     std::string reason = d.reason;
     switch (d.kind) {
-      case DecisionKind::kPlace: {
-        CommitResult c = CommitLocked(id, d.allocations, &reason);
-        if (c == CommitResult::kPlaced) {
-          ++placed;
-          continue;
-        }
-        if (c == CommitResult::kGone) continue;
-        store_down = c == CommitResult::kStoreDown;
+      case DecisionKind::kPlace:
+        if (BookLocked(id, d.allocations, &reason, commits)) continue;
         break;
-      }
       case DecisionKind::kPreempt: {
         bool all_released = true;
         std::vector<JobId> victims;
@@ -504,10 +503,7 @@ int ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vecto
         e.reason = d.reason;
         (void)store_.AppendEvent(e);
         if (all_released) {
-          CommitResult c = CommitLocked(id, d.allocations, &reason);
-          if (c == CommitResult::kPlaced) ++placed;
-          if (c == CommitResult::kPlaced || c == CommitResult::kGone) continue;
-          store_down = c == CommitResult::kStoreDown;
+          if (BookLocked(id, d.allocations, &reason, commits)) continue;
           break;
         }
         reason = "waiting for job " + JobList(victims) + " to checkpoint and leave (" + d.reason + ")";
@@ -523,12 +519,10 @@ int ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vecto
     }
     if (queued_.count(id)) queued_[id].reason = reason.empty() ? "no node fits" : reason;
   }
-  return placed;
 }
 
-ControlPlane::CommitResult ControlPlane::CommitLocked(JobId id, const std::vector<Allocation>& allocations,
-                                                      std::string* reason) {
-  const QueuedJob& job = queued_[id];
+bool ControlPlane::BookLocked(JobId id, const std::vector<Allocation>& allocations, std::string* reason,
+                              std::vector<PendingCommit>* commits) {
   std::vector<Allocation> applied;
   auto rollback = [&] {
     for (auto a = applied.rbegin(); a != applied.rend(); ++a) (void)state_.Release(*a);
@@ -539,36 +533,25 @@ ControlPlane::CommitResult ControlPlane::CommitLocked(JobId id, const std::vecto
       // Room the pass counted on is still held (a job suspending elsewhere): next pass.
       rollback();
       *reason = "waiting for devices being released";
-      return CommitResult::kNoRoom;
+      return false;
     }
     applied.push_back(a);
   }
-  std::vector<AllocationRecord> records;
-  std::string nodes;
-  bool all_simulated = true;
+  PendingCommit pending;
+  pending.id = id;
   for (size_t replica = 0; replica < applied.size(); ++replica) {
     auto record = ToAllocationRecord(state_, applied[replica], id, static_cast<int>(replica));
     if (!record.ok()) {
       rollback();
       *reason = "internal: " + record.status().message();
-      return CommitResult::kNoRoom;
+      return false;
     }
     const Node& n = state_.node(applied[replica].node);
-    all_simulated = all_simulated && n.simulated;
-    if (nodes.find(n.name) == std::string::npos) nodes += (nodes.empty() ? "" : ",") + n.name;
-    records.push_back(std::move(*record));
+    pending.all_simulated = pending.all_simulated && n.simulated;
+    if (pending.nodes.find(n.name) == std::string::npos) pending.nodes += (pending.nodes.empty() ? "" : ",") + n.name;
+    pending.records.push_back(std::move(*record));
   }
-  const TimeMicros now = clock_.NowMicros();
-  Status committed = store_.CommitPlacement(id, records, "placed on " + nodes, now);
-  if (!committed.ok()) {
-    rollback();
-    if (committed.code() == StatusCode::kFailedPrecondition) {
-      DequeueLocked(id);  // no longer queued (cancelled meanwhile): drop it
-      return CommitResult::kGone;
-    }
-    *reason = "the store is unavailable: " + committed.message();
-    return CommitResult::kStoreDown;
-  }
+  QueuedJob& job = queued_[id];
   HeldJob h;
   h.tenant = job.tenant;
   h.priority = job.priority;
@@ -577,19 +560,66 @@ ControlPlane::CommitResult ControlPlane::CommitLocked(JobId id, const std::vecto
   h.replicas = job.replicas;
   h.preemptible = job.preemptible;
   h.state = JobState::kScheduled;
-  h.last_start = now;
+  h.last_start = clock_.NowMicros();
   h.allocations = std::move(applied);
-  if (all_simulated) {
-    // No agent runs the tasks of simulated nodes: they start at once.
-    if (store_.TransitionJob(id, JobState::kRunning, "started on a simulated node (no agent)", now,
-                             JobState::kScheduled).ok()) {
-      h.state = JobState::kRunning;
+  h.committing = true;
+  held_[id] = std::move(h);
+  pending.queued = std::move(job);
+  DequeueLocked(id);
+  commits->push_back(std::move(pending));
+  return true;
+}
+
+int ControlPlane::CommitPlacements(std::vector<PendingCommit>& commits) {
+  if (commits.empty()) return 0;
+  enum class Outcome { kCommitted, kGone, kStoreDown };
+  std::vector<Outcome> outcome(commits.size(), Outcome::kCommitted);
+  std::vector<bool> running(commits.size(), false);
+  std::string down;  // the store's error once a commit failed: the rest are not tried
+  for (size_t i = 0; i < commits.size(); ++i) {
+    const PendingCommit& p = commits[i];
+    if (!down.empty()) {
+      outcome[i] = Outcome::kStoreDown;
+      continue;
+    }
+    const TimeMicros now = clock_.NowMicros();
+    Status committed = store_.CommitPlacement(p.id, p.records, "placed on " + p.nodes, now);
+    if (committed.ok()) {
+      // No agent runs the tasks of simulated nodes: they start at once.
+      running[i] = p.all_simulated && store_.TransitionJob(p.id, JobState::kRunning,
+                                                           "started on a simulated node (no agent)", now,
+                                                           JobState::kScheduled).ok();
+    } else if (committed.code() == StatusCode::kFailedPrecondition) {
+      outcome[i] = Outcome::kGone;  // no longer queued (cancelled meanwhile)
+    } else {
+      outcome[i] = Outcome::kStoreDown;
+      down = committed.message();
     }
   }
-  held_[id] = std::move(h);
-  DequeueLocked(id);
-  if (metrics_ != nullptr) metrics_->CounterAdd("xpool_placements_total", {});
-  return CommitResult::kPlaced;
+  int placed = 0;
+  std::lock_guard lock(mu_);
+  for (size_t i = 0; i < commits.size(); ++i) {
+    PendingCommit& p = commits[i];
+    auto h = held_.find(p.id);
+    // Not ours any more when the job was cancelled (or finished) meanwhile: that released its devices.
+    const bool ours = h != held_.end() && h->second.committing;
+    if (outcome[i] == Outcome::kCommitted) {
+      ++placed;
+      if (metrics_ != nullptr) metrics_->CounterAdd("xpool_placements_total", {});
+      if (!ours) continue;
+      h->second.committing = false;
+      if (running[i] && h->second.state == JobState::kScheduled) h->second.state = JobState::kRunning;
+      continue;
+    }
+    if (!ours) continue;
+    ReleaseLocked(p.id);
+    if (outcome[i] == Outcome::kStoreDown) {
+      // Back in the queue: the store refused the placement, so the job is still queued there.
+      p.queued.reason = "the store is unavailable: " + down;
+      queued_[p.id] = std::move(p.queued);
+    }
+  }
+  return placed;
 }
 
 std::string ControlPlane::TenantName(TenantId id) const {
@@ -640,9 +670,19 @@ Status ControlPlane::CheckConsistency() const {
   ClusterState rebuilt;
   for (int i = 0; i < state_.node_count(); ++i) RETURN_IF_ERROR(rebuilt.AddNode(state_.node(i)).status());
   ASSIGN_OR_RETURN(std::vector<AllocationRecord> records, store_.ListAllocations());
+  // A placement being committed is booked in the state already; it may or may not be in the store yet.
+  auto committing = [&](JobId id) {
+    auto h = held_.find(id);
+    return h != held_.end() && h->second.committing;
+  };
   for (const AllocationRecord& r : records) {
+    if (committing(r.job)) continue;
     ASSIGN_OR_RETURN(Allocation a, FromAllocationRecord(rebuilt, r));
     RETURN_IF_ERROR(rebuilt.Apply(a));
+  }
+  for (const auto& [id, h] : held_) {
+    if (!h.committing) continue;
+    for (const Allocation& a : h.allocations) RETURN_IF_ERROR(rebuilt.Apply(a));
   }
   for (int i = 0; i < state_.node_count(); ++i) {
     const NodeUsage& want = rebuilt.usage(i);

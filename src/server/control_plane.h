@@ -11,18 +11,19 @@
 //   (their agent signals the task to checkpoint and exit, see AgentService) and the preemptor waits for them.
 //   When a victim's tasks have ended (SuspendDone) it goes suspending → suspended → queued, keeping its first
 //   submit time (restart_count + 1); a job suspended by hand stays suspended until Resume.
-// - Each placement is committed to the store (CommitPlacement: allocations + state + event in one transaction)
-//   and then booked in the ClusterState; if the commit fails the ClusterState is rolled back, so the two never
-//   disagree.
+// - Each placement is booked in the ClusterState (the job held, "committing") and, once the pass has let go of
+//   the lock, committed to the store (CommitPlacement: allocations + state + event in one transaction); if the
+//   commit fails the booking is undone (the job back in the queue, or dropped when it was cancelled meanwhile),
+//   so the two never disagree once a pass has returned.
 // - A job that cannot be placed keeps the pass's reason ("why pending"), in memory and in the store
 //   (JobRecord::pending_reason), so it survives a restart.
 // - Nodes: registered through RegisterNode (the admin API or an agent) and persisted; heartbeats are memory-only.
 //   A non-simulated node silent for `node_timeout` becomes NotReady and every job holding devices there goes
 //   back to the queue (restart_count + 1, first submit kept, its allocations released in the same transaction).
 //
-// Owned by the Server. Thread-safe: one mutex guards the queue and the ClusterState (scheduling passes hold
-// it); heartbeats take a separate small lock. Store calls that acknowledge a submission happen outside the
-// lock, so slow commits do not block scheduling.
+// Owned by the Server. Thread-safe: one mutex guards the queue and the ClusterState; a scheduling pass holds it
+// to compute and book its placements, never across a store commit (fsync). Heartbeats of Ready nodes take only
+// a separate small lock. Store calls that acknowledge a submission happen outside the lock too.
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -33,6 +34,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/clock.h"
@@ -147,18 +149,33 @@ class ControlPlane {
     JobState state = JobState::kScheduled;
     TimeMicros last_start = 0;
     std::vector<Allocation> allocations;  // one per replica, as booked in state_
+    bool committing = false;              // booked by a pass whose store commit has not finished yet
   };
-  enum class CommitResult { kPlaced, kGone, kNoRoom, kStoreDown };
+  // A placement booked in state_ and held_ (committing) by a pass; committed to the store after the pass
+  // releases mu_, then confirmed or undone under mu_ again.
+  struct PendingCommit {
+    JobId id;
+    std::vector<AllocationRecord> records;
+    std::string nodes;  // "a,b"
+    bool all_simulated = true;
+    QueuedJob queued;  // to requeue it when the store refuses the commit
+  };
 
   void Loop();
   void EnqueueLocked(const JobRecord& job);
   void DequeueLocked(JobId id);
   void ReleaseLocked(JobId id);
   // RunSchedulingPass over `waiting` (queued, not awaiting victims) and every held job; carries out its
-  // decisions. Returns the number of jobs placed.
-  int PassLocked(const std::vector<JobId>& waiting, const std::vector<TenantRecord>& tenants);
-  // Books `allocations` in state_ and commits the placement; rolls state_ back if the store refuses.
-  CommitResult CommitLocked(JobId id, const std::vector<Allocation>& allocations, std::string* reason);
+  // decisions: placements are booked and appended to `commits` for CommitPlacements.
+  void PassLocked(const std::vector<JobId>& waiting, const std::vector<TenantRecord>& tenants,
+                  std::vector<PendingCommit>* commits);
+  // Books `allocations` in state_ and moves the job from the queue to held_ (committing); false with the
+  // reason when they no longer fit.
+  bool BookLocked(JobId id, const std::vector<Allocation>& allocations, std::string* reason,
+                  std::vector<PendingCommit>* commits);
+  // Commits each booked placement to the store (without mu_), then under mu_ confirms it or undoes the booking
+  // (cancelled meanwhile: dropped; store down: back in the queue). Returns the number committed.
+  int CommitPlacements(std::vector<PendingCommit>& commits);
   // running → suspending with `reason` (an event on the job); on simulated nodes on to suspended (and queued
   // when `requeue`). Returns true when the devices were released at once.
   Result<bool> SuspendLocked(JobId id, std::string_view reason, bool requeue, TimeMicros now);
@@ -174,6 +191,7 @@ class ControlPlane {
   MetricsRegistry* metrics_;
   const ControlPlaneOptions options_;
 
+  std::mutex pass_mu_;  // one pass at a time (the loop; tests call RunPass directly); taken before mu_
   mutable std::mutex mu_;
   ClusterState state_;                                            // guarded by mu_
   std::unique_ptr<PlacementPolicy> policy_;                       // guarded by mu_
@@ -188,6 +206,8 @@ class ControlPlane {
 
   mutable std::mutex seen_mu_;
   std::unordered_map<std::string, TimeMicros> last_seen_;  // guarded by seen_mu_
+  // Nodes that may be NotReady (every one that is): their next heartbeat takes mu_ to make them Ready. seen_mu_
+  std::unordered_set<std::string> maybe_not_ready_;
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;

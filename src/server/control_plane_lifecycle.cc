@@ -101,6 +101,10 @@ void ControlPlane::CheckNodeTimeouts() {
       if (now - seen <= options_.node_timeout) continue;
       if (!store_.SetNodeReady(n.name, false, now).ok()) continue;
       (void)state_.SetNodeReady(i, false);
+      {
+        std::lock_guard s(seen_mu_);
+        maybe_not_ready_.insert(n.name);
+      }
       std::fprintf(stderr, "xpool server: node %s lost (no heartbeat for %llds); requeueing its jobs\n", n.name.c_str(),
                    static_cast<long long>((now - seen) / kMicrosPerSecond));
       RequeueLostLocked(n.name, now);

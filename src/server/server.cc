@@ -178,7 +178,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
-Status Server::Run() {
+Status Server::Run(const std::function<void(int port)>& on_listening) {
   Impl& s = *impl_;
   ASSIGN_OR_RETURN(auto host_port, ParseListen(s.options.listen));
   const int threads = s.options.threads;
@@ -252,6 +252,7 @@ Status Server::Run() {
                  s.studio->web_dir().c_str());
   }
   std::fflush(stderr);
+  if (on_listening) on_listening(port);
   if (!s.http.listen_after_bind()) return UnavailableError("the HTTP listener stopped unexpectedly");
   return Status::Ok();
 }

@@ -6,6 +6,7 @@
 // says where it is (never the token itself). If that file is lost later, the next start writes a new one.
 // Owned by the CLI's `server` command. Thread-safe: Shutdown() may be called from any thread.
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -44,8 +45,9 @@ class Server {
   static Result<std::unique_ptr<Server>> Create(const ServerOptions& options);
   ~Server();
 
-  // Binds and serves; returns after Shutdown() (or when binding fails).
-  Status Run();
+  // Binds and serves; returns after Shutdown() (or when binding fails). on_listening, when given, is called
+  // once with the bound port (the real one for --listen HOST:0) before the first request is served.
+  Status Run(const std::function<void(int port)>& on_listening = {});
   void Shutdown();
   // For in-process users (`xpool up` wires its agent to these); valid while the Server lives.
   ControlPlane& control_plane();

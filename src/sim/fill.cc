@@ -47,6 +47,7 @@ class TieBreakOverride final : public PlacementPolicy {
   }
   TieBreak tie_break() const override { return tie_; }
   bool cacheable() const override { return inner_->cacheable(); }
+  bool ignores_request_memory() const override { return inner_->ignores_request_memory(); }
   // The ordered walk assumes one tie-break for every request: offer no key when they differ.
   bool NodeOrderKey(const ClusterState& state, int node, int64_t* key) const override {
     return gpu_tie_ == cpu_tie_ && inner_->NodeOrderKey(state, node, key);

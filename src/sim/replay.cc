@@ -83,6 +83,7 @@ class Replayer {
     tenant.name = "trace";
     tenants_.push_back(std::move(tenant));
     pass_options_.preemption = options.preemption;
+    pass_options_.moves = options.moves;
     pass_options_.rules.min_runtime = options.min_runtime_s * kMicrosPerSecond;
     pass_options_.rules.max_suspensions_per_hour = options.max_suspensions_per_hour;
   }
@@ -272,7 +273,13 @@ Status Replayer::Schedule(TimeMicros now) {
   for (int round = 0; round < 1000; ++round) {
     PassResult pass = RunSchedulingPass(jobs_, tenants_, state_, placer_, now, pass_options_);
     ++result_.passes;
-    for (const SuspendDecision& s : pass.suspensions) Suspend(s.job, now);
+    for (SuspendDecision& s : pass.suspensions) {
+      Suspend(s.job, now);
+      if (!s.move_to.empty()) {  // a move: restarts at once where the pass booked it
+        Start(s.job, std::move(s.move_to), now);
+        ++result_.moves;
+      }
+    }
     std::vector<int> gone;
     for (JobDecision& d : pass.decisions) {
       switch (d.kind) {
@@ -297,25 +304,28 @@ Status Replayer::Schedule(TimeMicros now) {
       Remove(slot);
       --waiting_;
     }
-    const bool deferred = pass.stats.victim_searches >= pass_options_.max_victim_searches;
+    const bool deferred = pass.stats.victim_searches >= pass_options_.max_victim_searches ||
+                          pass.stats.move_searches >= pass_options_.max_move_searches;
     if (!deferred || pass.stats.preempting == 0 || waiting_ == 0) break;
   }
   NextWake(now);
   return Status::Ok();
 }
 
-// When preemption is on and some pod waits, the earliest time a running pod of lower priority becomes a
-// possible victim (old enough, or below the suspension cap again): a pass runs then even with no other event.
+// When preemption or moves are on and some pod waits, the earliest time a running pod of lower priority (any
+// priority, for moves of any) becomes a possible victim or move (old enough, or below the suspension cap again):
+// a pass runs then even with no other event.
 void Replayer::NextWake(TimeMicros now) {
   wake_ = kNever;
-  if (!options_.preemption || waiting_ == 0) return;
+  if ((!options_.preemption && options_.moves == MoveRule::kOff) || waiting_ == 0) return;
   int top = -1;
   for (const QueueJob& j : jobs_) {
     if (j.state != QueueJobState::kRunning) top = std::max(top, j.priority);
   }
   for (size_t i = 0; i < jobs_.size(); ++i) {
     const QueueJob& j = jobs_[i];
-    if (j.state != QueueJobState::kRunning || j.priority >= top || !j.preemptible) continue;
+    if (j.state != QueueJobState::kRunning || !j.preemptible) continue;
+    if (j.priority >= top && options_.moves != MoveRule::kAnyPriority) continue;
     TimeMicros when = now;
     const TimeMicros old_enough = j.last_start + pass_options_.rules.min_runtime;
     if (old_enough > now) when = old_enough;
@@ -583,6 +593,7 @@ Result<QosPriorities> ParseQosPriorities(std::string_view text, QosPriorities ba
 ReplayOptions WholeGpuFifo(ReplayOptions base) {
   base.share = false;
   base.preemption = false;
+  base.moves = MoveRule::kOff;
   base.queue = QueueMode::kFifo;
   return base;
 }

@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "model/cluster_state.h"
+#include "scheduler/queue/scheduling_pass.h"
 #include "sim/trace.h"
 
 namespace xpool::sim {
@@ -42,6 +43,9 @@ struct ReplayOptions {
   QosPriorities qos_priority = kDefaultQosPriorities;
   bool share = true;       // false: whole GPUs only
   bool preemption = true;  // suspend lower-priority pods for higher ones (kPriority only has any)
+  // Defragmentation: move running pods (suspend + restart at once elsewhere, paying checkpoint_cost) to open a
+  // node for a pod that fits nowhere (PassOptions::moves).
+  MoveRule moves = MoveRule::kOff;
   int64_t min_runtime_s = 600;
   int max_suspensions_per_hour = 3;
   int64_t checkpoint_cost_s = 0;  // work lost per suspension (at most what ran since the last start)
@@ -98,7 +102,8 @@ struct ReplayResult {
   int64_t never_placed = 0;  // never started: never_fits + those still waiting when nothing else could change
   int64_t rejected = 0;      // bad input the pass refused (included in never_placed)
   std::string first_reject_reason;
-  int64_t suspensions = 0;
+  int64_t suspensions = 0;    // including moves
+  int64_t moves = 0;          // suspensions that restarted at once elsewhere
   double gpu_hours_lost = 0;  // checkpoint cost × GPUs held by the suspended pod
   double gpu_hours_allocated = 0;
   int64_t makespan_s = 0;          // first arrival → last departure

@@ -96,6 +96,39 @@ TEST(ReplayTest, ExplainAttributesQueuedTimeToCauses) {
   EXPECT_EQ(r.wait_causes[1].cause.rfind("BE 1x500m GPU: GPU short", 0), 0u) << r.wait_causes[1].cause;
 }
 
+// Defragmentation in the replay: `small` (LS, 1 GPU) lands on the 8-GPU node while `fill` holds the 2-GPU node;
+// at 1000 s `big` (Burstable, 8 GPUs) can only go where `small` runs. Without moves it waits until 5000 s; with
+// moves of any priority, `small` moves to the 2-GPU node (losing the 60 s checkpoint cost: it ends at 5060 s)
+// and `big` starts at once.
+TEST(ReplayTest, MovesOpenAWholeNode) {
+  Result<std::vector<TraceNode>> nodes = LoadNodeList(Fixture("replay_moves_nodes.csv"));
+  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+  Result<ClusterState> cluster = BuildCluster(*nodes);
+  ASSERT_TRUE(cluster.ok());
+  Result<std::vector<TracePod>> pods = LoadPodList(Fixture("replay_moves.csv"));
+  ASSERT_TRUE(pods.ok()) << pods.status().ToString();
+  ReplayOptions o;
+  o.checkpoint_cost_s = 60;
+  Result<ReplayResult> off = RunReplay(*cluster, *pods, o);
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->moves, 0);
+  EXPECT_DOUBLE_EQ(Group(off->by_qos, "Burstable")->max_s, 4000.0);
+  EXPECT_EQ(off->makespan_s, 6000);
+  o.moves = MoveRule::kLowerPriority;  // LS is above Burstable: may not move for it
+  Result<ReplayResult> lower = RunReplay(*cluster, *pods, o);
+  ASSERT_TRUE(lower.ok());
+  EXPECT_EQ(lower->moves, 0);
+  o.moves = MoveRule::kAnyPriority;
+  Result<ReplayResult> on = RunReplay(*cluster, *pods, o);
+  ASSERT_TRUE(on.ok());
+  EXPECT_EQ(on->moves, 1);
+  EXPECT_EQ(on->suspensions, 1);
+  EXPECT_DOUBLE_EQ(Group(on->by_qos, "Burstable")->max_s, 0.0);
+  EXPECT_EQ(on->makespan_s, 5060);
+  EXPECT_NEAR(on->gpu_hours_lost, 60.0 / 3600.0, 1e-12);
+  EXPECT_EQ(on->placed, 3);
+}
+
 // b (BE) arrives before c (LS); both wait for a. FIFO starts b first, priority starts c first.
 TEST(ReplayTest, PriorityQueueStartsHigherQosFirst) {
   ReplayOptions fifo;

@@ -50,12 +50,9 @@ class AgentE2eTest : public ::testing::Test {
     client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
     client_->set_connection_timeout(2, 0);
     client_->set_read_timeout(10, 0);
-    for (int i = 0; i < 300 && token_.empty(); ++i) {
-      token_ = ReadFile(dir_ / "var" / "admin.token");
-      if (token_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    ASSERT_TRUE(server_.WaitHealthy(port_, 30)) << server_.Log();
+    token_ = ReadFile(dir_ / "var" / "admin.token");  // written before the server listens
     ASSERT_FALSE(token_.empty()) << server_.Log();
-    for (int i = 0; i < 100 && !client_->Get("/healthz"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 
   void TearDown() override {

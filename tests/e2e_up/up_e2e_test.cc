@@ -1,17 +1,10 @@
-// `xpool up` end to end: starts the real binary on a free port with a simulated 4xA100-80GB node and drives it
-// over HTTP: 8 half-GPU jobs run at once (two per device, as real processes), a job exiting 3 is failed, cancel
-// stops a running job's process.
-#include <arpa/inet.h>
-#include <netinet/in.h>
+// `xpool up` end to end: starts the real binary on port 0 (its hint must name the bound port) with a simulated
+// 4xA100-80GB node and drives it over HTTP: 8 half-GPU jobs run at once (two per device, as real processes), a
+// job exiting 3 is failed, cancel stops a running job's process.
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 #include <thread>
@@ -20,67 +13,32 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "e2e_support.h"
+#include "support/xpool_process.h"
 
 namespace {
 
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-using xpool::e2e::FreePort;
-using xpool::e2e::ReadFile;
+using xpool::testing::ReadFile;
 
 class UpTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("xpool-up-e2e-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    port_ = FreePort();
-    const char* bin_dir = std::getenv("XPOOL_BINARY_DIR");
-    const std::string bin = std::string(bin_dir ? bin_dir : ".") + "/bin/xpool";
-    const std::string listen = "127.0.0.1:" + std::to_string(port_);
-    const std::string state = (dir_ / "var").string();
-    const std::string log = (dir_ / "up.log").string();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      if (::chdir(dir_.c_str()) != 0) std::_Exit(126);
-      FILE* f = std::freopen(log.c_str(), "w", stderr);
-      (void)f;
-      ::execl(bin.c_str(), bin.c_str(), "up", "--listen", listen.c_str(), "--state-dir", state.c_str(),
-              "--simulate", "4xA100-80GB", "--node-name", "e2e-node", static_cast<char*>(nullptr));
-      std::_Exit(127);
-    }
-    ASSERT_GT(pid_, 0);
+    dir_ = xpool::testing::TempDir("up");
+    up_ = std::make_unique<xpool::testing::UpProcess>(dir_);
+    // --listen 127.0.0.1:0: UpProcess learns the port from the hint `xpool up` prints, which must name it.
+    ASSERT_TRUE(up_->Start({"--simulate", "4xA100-80GB", "--node-name", "e2e-node"}))
+        << "xpool up did not come up; log:\n" << up_->Log();
+    port_ = up_->port();
+    token_ = up_->token();
     client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
     client_->set_connection_timeout(2, 0);
     client_->set_read_timeout(10, 0);
-    // Wait for the token file and the node to be registered.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (token_.empty() && fs::exists(dir_ / "var" / "admin.token")) token_ = ReadFile(dir_ / "var" / "admin.token");
-      if (!token_.empty()) {
-        auto r = Get("/api/v1/nodes");
-        if (r.is_object() && r.contains("nodes") && r["nodes"].size() == 1) return;
-        if (r.is_array() && r.size() == 1) return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    FAIL() << "xpool up did not come up; log:\n" << ReadFile(dir_ / "up.log");
   }
 
   void TearDown() override {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status = 0;
-      for (int i = 0; i < 100 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-      if (::waitpid(pid_, &status, WNOHANG) == 0) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-      }
-    }
+    up_.reset();  // SIGTERM, then SIGKILL after 10 s
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
@@ -117,13 +75,13 @@ class UpTest : public ::testing::Test {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     ADD_FAILURE() << "job " << id << " did not reach " << state << ": " << j.dump() << "\nlog:\n"
-                  << ReadFile(dir_ / "up.log");
+                  << up_->Log();
     return j;
   }
 
   fs::path dir_;
+  std::unique_ptr<xpool::testing::UpProcess> up_;
   int port_ = 0;
-  pid_t pid_ = -1;
   std::string token_;
   std::unique_ptr<httplib::Client> client_;
 };
@@ -180,7 +138,7 @@ TEST_F(UpTest, EightHalfGpuJobsRunTwoPerDeviceExit3FailsCancelStops) {
   std::string out;
   for (int k = 0; k < 50 && out.find("failing") == std::string::npos; ++k) {
     int code = -1;
-    out = xpool::e2e::RunCli({"logs", std::to_string(ninth), "--server", "http://127.0.0.1:" + std::to_string(port_),
+    out = xpool::testing::RunCli({"logs", std::to_string(ninth), "--server", "http://127.0.0.1:" + std::to_string(port_),
                               "--token", token_},
                              &code);
     EXPECT_EQ(code, 0) << out;

@@ -12,32 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "server_process.h"
+#include "support/xpool_process.h"
 
 namespace xpool::testing {
 namespace {
 
 using nlohmann::json;
-
-std::string Binary() {
-  const char* dir = std::getenv("XPOOL_BINARY_DIR");
-  return std::string(dir ? dir : ".") + "/bin/xpool";
-}
-
-std::filesystem::path TempDir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("xpool_e2e_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-std::unique_ptr<httplib::Client> Client(const ServerProcess& server, const std::string& token) {
-  auto c = std::make_unique<httplib::Client>(server.url());
-  c->set_bearer_token_auth(token.c_str());
-  c->set_connection_timeout(2, 0);
-  c->set_read_timeout(20, 0);
-  return c;
-}
 
 // A valid job of about 240 KB (8 env values of 30,000 bytes; the limit is 32 KiB each).
 std::string BigJob(int n) {
@@ -53,9 +33,9 @@ std::string ErrorCode(const std::string& text) {
 
 TEST(ServerBadStoreTest, FullStoreAnswers503AndKeepsServingReads) {
   auto dir = TempDir("full");
-  ServerProcess server(Binary(), dir.string());
+  ServerProcess server(XpoolBinary(), dir.string());
   ASSERT_TRUE(server.Start("--store sqlite:" + (dir / "xpool.db").string() + "?max_size_mib=1")) << server.Log();
-  auto c = Client(server, server.AdminToken());
+  auto c = server.Client(server.AdminToken());
 
   std::vector<int64_t> accepted;
   std::string refused;  // the body of the first refusal
@@ -102,7 +82,7 @@ TEST(ServerBadStoreTest, FullStoreAnswers503AndKeepsServingReads) {
 
   // Without the cap the same database takes writes again and kept every acknowledged job.
   ASSERT_TRUE(server.Start()) << server.Log();
-  c = Client(server, server.AdminToken());
+  c = server.Client(server.AdminToken());
   auto after = c->Get("/api/v1/jobs");
   ASSERT_TRUE(after && after->status == 200);
   EXPECT_EQ(json::parse(after->body)["jobs"].size(), accepted.size());
@@ -115,20 +95,20 @@ TEST(ServerBadStoreTest, FullStoreAnswers503AndKeepsServingReads) {
 
 TEST(ServerBadStoreTest, OversizedBodyIs413AndTheServerKeepsServing) {
   auto dir = TempDir("big_body");
-  ServerProcess server(Binary(), dir.string());
+  ServerProcess server(XpoolBinary(), dir.string());
   ASSERT_TRUE(server.Start("--max-body 65536")) << server.Log();
-  auto c = Client(server, server.AdminToken());
+  auto c = server.Client(server.AdminToken());
   auto r = c->Post("/api/v1/jobs", BigJob(1), "application/json");  // ~240 KB
   ASSERT_TRUE(r) << server.Log();
   EXPECT_EQ(r->status, 413) << r->body;
   EXPECT_EQ(ErrorCode(r->body), "RESOURCE_EXHAUSTED") << r->body;
   EXPECT_NE(r->body.find("65536"), std::string::npos) << r->body;
   // The same body without a token is refused too, and a normal request still works afterwards.
-  auto anonymous = Client(server, "");
+  auto anonymous = server.Client("");
   auto a = anonymous->Post("/api/v1/jobs", BigJob(2), "application/json");
   ASSERT_TRUE(a);
   EXPECT_TRUE(a->status == 413 || a->status == 401) << a->status;
-  auto ok = Client(server, server.AdminToken())
+  auto ok = server.Client(server.AdminToken())
                 ->Post("/api/v1/jobs", R"({"name":"small","command":["true"],"resources":{"cpu":1}})",
                        "application/json");
   ASSERT_TRUE(ok);

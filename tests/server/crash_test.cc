@@ -18,32 +18,12 @@
 #include <thread>
 #include <vector>
 
-#include "server_process.h"
+#include "support/xpool_process.h"
 
 namespace xpool::testing {
 namespace {
 
 using nlohmann::json;
-
-std::string Binary() {
-  const char* dir = std::getenv("XPOOL_BINARY_DIR");
-  return std::string(dir ? dir : ".") + "/bin/xpool";
-}
-
-std::filesystem::path TempDir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("xpool_e2e_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-std::unique_ptr<httplib::Client> Client(const ServerProcess& server, const std::string& token) {
-  auto c = std::make_unique<httplib::Client>(server.url());
-  c->set_bearer_token_auth(token.c_str());
-  c->set_connection_timeout(2, 0);
-  c->set_read_timeout(20, 0);
-  return c;
-}
 
 enum class Expect { kLive, kCancelMaybe, kCancelled };
 
@@ -86,7 +66,7 @@ void ExpectAllocationsMatch(httplib::Client& c) {
 
 TEST(ServerCrashTest, AcknowledgedJobsSurviveKill9) {
   auto dir = TempDir("crash");
-  ServerProcess server(Binary(), dir.string());
+  ServerProcess server(XpoolBinary(), dir.string());
   ASSERT_TRUE(server.Start("--tick-ms 20")) << server.Log();
   std::string token = server.AdminToken();
   ASSERT_FALSE(token.empty());
@@ -95,7 +75,7 @@ TEST(ServerCrashTest, AcknowledgedJobsSurviveKill9) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(server.Log().find(token), std::string::npos) << "the token must never be logged";
 
-  auto admin = Client(server, token);
+  auto admin = server.Client(token);
   for (const char* node : {R"({"name":"n1","gpus":{"count":2,"model":"A100","memory":"80Gi"}})",
                            R"({"name":"n2","gpus":{"count":4,"model":"T4","memory":"16Gi"}})"}) {
     auto r = admin->Post("/api/v1/nodes", node, "application/json");
@@ -111,7 +91,7 @@ TEST(ServerCrashTest, AcknowledgedJobsSurviveKill9) {
     std::vector<std::thread> submitters;
     for (int t = 0; t < 4; ++t) {
       submitters.emplace_back([&, t] {
-        auto c = Client(server, token);
+        auto c = server.Client(token);
         for (int i = 0; !stop; ++i) {
           auto r = c->Post("/api/v1/jobs", kJobs[(i + t) % 4], "application/json");
           if (!r) continue;  // the server is down: keep trying until told to stop
@@ -147,7 +127,7 @@ TEST(ServerCrashTest, AcknowledgedJobsSurviveKill9) {
     ASSERT_GT(count.load(), 0);
 
     ASSERT_TRUE(server.Start("--tick-ms 20")) << server.Log();
-    auto c = Client(server, token);
+    auto c = server.Client(token);
     int checked = 0;
     for (const auto& [id, expect] : acked) {
       auto r = c->Get(("/api/v1/jobs/" + std::to_string(id)).c_str());
@@ -171,27 +151,15 @@ TEST(ServerCrashTest, AcknowledgedJobsSurviveKill9) {
   std::filesystem::remove_all(dir);
 }
 
-// Runs the xpool CLI with the given environment prefix; returns stdout, sets *rc.
-std::string RunCli(const std::string& env, const std::string& args, int* rc) {
-  std::string cmd = env + " " + Binary() + " " + args + " 2>/dev/null";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (p != nullptr && std::fgets(buf, sizeof(buf), p) != nullptr) out += buf;
-  int status = p != nullptr ? ::pclose(p) : -1;
-  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
 TEST(ServerCliTest, FirstStartTenantTokenSubmitQueuedWithReason) {
   auto dir = TempDir("cli");
-  ServerProcess server(Binary(), dir.string());
+  ServerProcess server(XpoolBinary(), dir.string());
   ASSERT_TRUE(server.Start()) << server.Log();
   std::string admin_env = "XPOOL_SERVER=" + server.url() + " XPOOL_TOKEN=" + server.AdminToken() + " HOME=" + dir.string();
   int rc = 0;
-  RunCli(admin_env, "tenants create vision", &rc);
+  RunCli({"tenants", "create", "vision"}, &rc, false, admin_env);
   ASSERT_EQ(rc, 0);
-  std::string token = RunCli(admin_env, "tokens create --tenant vision", &rc);
+  std::string token = RunCli({"tokens", "create", "--tenant", "vision"}, &rc, false, admin_env);
   ASSERT_EQ(rc, 0);
   while (!token.empty() && token.back() == '\n') token.pop_back();
   ASSERT_EQ(token.rfind("xp", 0), 0u) << token;
@@ -209,22 +177,22 @@ TEST(ServerCliTest, FirstStartTenantTokenSubmitQueuedWithReason) {
     std::fclose(f);
   }
   std::string user_env = "HOME=" + dir.string() + " XPOOL_SERVER= XPOOL_TOKEN=";
-  std::string submitted = RunCli(user_env, "submit -f " + job.string(), &rc);
+  std::string submitted = RunCli({"submit", "-f", job.string()}, &rc, false, user_env);
   ASSERT_EQ(rc, 0) << submitted;
   EXPECT_NE(submitted.find("submitted"), std::string::npos);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // one tick
-  std::string table = RunCli(user_env, "get jobs", &rc);
+  std::string table = RunCli({"get", "jobs"}, &rc, false, user_env);
   ASSERT_EQ(rc, 0);
   EXPECT_NE(table.find("ID"), std::string::npos) << table;
   EXPECT_NE(table.find("queued"), std::string::npos) << table;
   EXPECT_NE(table.find("no nodes in the cluster yet"), std::string::npos) << table;
-  std::string described = RunCli(user_env, "describe job 1", &rc);
+  std::string described = RunCli({"describe", "job", "1"}, &rc, false, user_env);
   EXPECT_EQ(rc, 0);
   EXPECT_NE(described.find("Why pending"), std::string::npos) << described;
   // Errors: unknown job → non-zero; no token → non-zero.
-  RunCli(user_env, "describe job 999", &rc);
+  RunCli({"describe", "job", "999"}, &rc, false, user_env);
   EXPECT_NE(rc, 0);
-  RunCli("HOME=/nonexistent XPOOL_TOKEN= XPOOL_SERVER=" + server.url(), "get jobs", &rc);
+  RunCli({"get", "jobs"}, &rc, false, "HOME=/nonexistent XPOOL_TOKEN= XPOOL_SERVER=" + server.url());
   EXPECT_NE(rc, 0);
   server.Stop();
   std::filesystem::remove_all(dir);

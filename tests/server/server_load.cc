@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "common/flags.h"
-#include "server_process.h"
+#include "support/xpool_process.h"
 
 namespace {
 

@@ -76,6 +76,8 @@ class FgdPolicy final : public FragmentationPolicyBase {
   TieBreak tie_break() const override { return TieBreak::kLast; }
   // With a given target the score is a function of the node and the request only.
   bool cacheable() const override { return !learning(); }
+  // The fragmentation measure reads CPU and GPU compute only.
+  bool ignores_request_memory() const override { return true; }
 
  private:
   int64_t Evaluate(const ClusterState& state, const TaskRequest& request, int node,

@@ -26,6 +26,7 @@ class GpuClusteringPolicy final : public PlacementPolicy {
   void OnPlaced(const ClusterState& state, const TaskRequest& request, const Allocation& allocation) override;
   // Score reads the node's usage and the set of classes placed there (NodeTag), which changes only in OnPlaced.
   bool cacheable() const override { return true; }
+  bool ignores_request_memory() const override { return true; }
   uint64_t NodeTag(const ClusterState& state, int node) const override;
 
  private:

@@ -17,6 +17,7 @@ class GpuPackingPolicy final : public PlacementPolicy {
   bool Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate, Rng& rng,
              int64_t* score, std::vector<int>* chosen_devices) override;
   bool cacheable() const override { return true; }  // Score reads only the node, request, max_node_*
+  bool ignores_request_memory() const override { return true; }
 };
 
 }  // namespace xpool

@@ -132,12 +132,31 @@ TEST_F(PaperPoliciesTest, DotProductPrefersTheLeastAlignedLeftover) {
   EXPECT_EQ(score_, 48);
   ASSERT_TRUE(p.Score(state_, r, All(state_, 1, r), rng_, &score_, &devices_));
   EXPECT_EQ(score_, 44);
-  // A sharing pod compares each fitting device's own free compute; here the products differ by less than one
-  // integer score step (0.9975 vs 0.9961 → 99 both), so the first fitting device wins, as published.
+  // A sharing pod compares each partly used fitting device's own free compute with all idle fitting devices
+  // together (the published simulator's `share` virtual nodes). Node b: device 3 (600 free): 600/8000 · 500/8000
+  // = 0.0047 → ⌊100·(1 − 0.0023)⌋ = 99; the 7 idle devices: 7000/8000 · 500/8000 = 0.0547 → ⌊97.27⌋ = 97.
+  // Device 3 wins.
   const TaskRequest share = Gpu(0, 1, 500);
   ASSERT_TRUE(p.Score(state_, share, All(state_, 1, share), rng_, &score_, &devices_));
   EXPECT_EQ(score_, 99);
+  EXPECT_EQ(devices_, std::vector<int>{3});
+}
+
+TEST_F(PaperPoliciesTest, DotProductScoresIdleDevicesAsOneGroup) {
+  DotProductPolicy p;
+  const TaskRequest share = Gpu(0, 1, 500);
+  // Node a, 2 idle GPUs: 2000/8000 · 500/8000 = 0.0156 → ⌊100·(1 − 0.0078)⌋ = 99, on the first idle GPU.
+  ASSERT_TRUE(p.Score(state_, share, All(state_, 0, share), rng_, &score_, &devices_));
+  EXPECT_EQ(score_, 99);
   EXPECT_EQ(devices_, std::vector<int>{0});
+  // Node b, 8 idle GPUs: 8000/8000 · 500/8000 = 0.0625 → ⌊96.875⌋ = 96 (one idle GPU alone would say 99).
+  ASSERT_TRUE(p.Score(state_, share, All(state_, 1, share), rng_, &score_, &devices_));
+  EXPECT_EQ(score_, 96);
+  EXPECT_EQ(devices_, std::vector<int>{0});
+  // A CPU-only pod has no GPU term: 32000/32000 · 16000/32000 = 0.5 → ⌊75⌋ on both nodes.
+  const TaskRequest cpu = Gpu(16000, 0, 0);
+  ASSERT_TRUE(p.Score(state_, cpu, All(state_, 1, cpu), rng_, &score_, &devices_));
+  EXPECT_EQ(score_, 75);
 }
 
 TEST_F(PaperPoliciesTest, RandomScoresEquallyAndPicksAFittingDevice) {

@@ -1,6 +1,7 @@
 #include "scheduler/policy/xpool_default.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "scheduler/policy/share_choice.h"
 
@@ -8,6 +9,9 @@ namespace xpool {
 namespace {
 constexpr int64_t kTieBits = 20;         // the best-fit term lives below the score in the low 20 bits
 constexpr int64_t kMemoryRefresh = 256;  // placements between refreshes of the per-shape mean memory
+// Weight of best fit inside the score, in sigmoid points: a node left with no free GPU gains this many points
+// over an idle node of the largest size (step 4).
+constexpr double kBestFitPoints = 2.0;
 }  // namespace
 
 int64_t DefaultPolicy::ResourceFragment(const NodeFree& node, int64_t memory_mib, const TargetWorkload& target,
@@ -42,8 +46,7 @@ int64_t DefaultPolicy::ResourceFragment(const NodeFree& node, int64_t memory_mib
       }
       if (shape.gpu_count > 1) pods_gpu = usable / shape.gpu_count;
       if (usable >= shape.gpu_count) {
-        int64_t pods_res = pods_gpu;  // m-pods the free CPU and memory can feed, at most pods_gpu
-        if (shape.cpu_milli > 0) pods_res = std::min(pods_res, node.cpu_milli / shape.cpu_milli);
+        int64_t pods_res = pods_gpu;  // m-pods the free memory can feed, at most pods_gpu
         const int64_t mem = m < shape_memory_mib.size() ? shape_memory_mib[m] : 0;
         if (mem > 0) pods_res = std::min(pods_res, memory_mib / mem);
         if (pods_res <= 0) {
@@ -107,15 +110,21 @@ int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& re
   const int64_t after = ResourceFragment(free, memory - request.memory_mib, target(), shape_memory_);
   free.cpu_milli += request.cpu_milli;
   for (int d : devices) free.gpu_milli[d] += request.device_compute_milli;
-  const int64_t score = FgdSigmoidScore(last_before_ - after, std::max<int64_t>(1, target().total_count()));
-
-  // Best fit below the score: the least free GPU left on the node, then the least free CPU (each 0..1023).
   const int64_t max_gpu = std::max<int64_t>(1, state.totals().max_node_device_compute_milli);
   const int64_t max_cpu = std::max<int64_t>(1, state.totals().max_node_cpu_milli);
   int64_t gpu_after = 0;
   for (int64_t g : free.gpu_milli) gpu_after += g;
   gpu_after -= static_cast<int64_t>(devices.size()) * request.device_compute_milli;
   const int64_t cpu_after = free.cpu_milli - request.cpu_milli;
+
+  // Step 3 + 4: FGD's bounded score of Δ plus a small best-fit term, truncated together.
+  const double delta = static_cast<double>(last_before_ - after) /
+                       static_cast<double>(std::max<int64_t>(1, target().total_count()));
+  const double fit = static_cast<double>(max_gpu - std::max<int64_t>(0, gpu_after)) / static_cast<double>(max_gpu);
+  const int64_t score =
+      static_cast<int64_t>(std::floor(100.0 / (1.0 + std::exp(-delta / 1000.0)) + kBestFitPoints * fit));
+
+  // Ties below the score: the least free GPU left on the node, then the least free CPU (each 0..1023).
   const int64_t gpu_term = std::clamp<int64_t>((max_gpu - gpu_after) * 1023 / max_gpu, 0, 1023);
   const int64_t cpu_term = std::clamp<int64_t>((max_cpu - cpu_after) * 1023 / max_cpu, 0, 1023);
   return score * (int64_t{1} << kTieBits) + gpu_term * 1024 + cpu_term;

@@ -1,20 +1,23 @@
 #pragma once
 // DefaultPolicy ("default"): xpool's own placement policy — fragmentation gradient descent (FGD, Weng et al.,
-// USENIX ATC '23) on a measure that also counts the GPU that CPU and memory can no longer feed, with an online
-// target workload and best-fit ties. Steps (docs/scheduling.md has the results):
+// USENIX ATC '23) on a measure that also counts the GPU that memory can no longer feed, with an online target
+// workload and a small best-fit term in the score. Steps (docs/scheduling.md has the results):
 //   1. Learn the target workload online: every arriving request's shape is counted (OnArrival), and the most
 //      common shapes covering 95 % of arrivals so far form the target (rebuilt when the count doubles, then
 //      every 256 arrivals). Each shape's mean memory is learned from the placed requests (OnPlaced). Nothing
 //      about future requests is used.
-//   2. Resource-aware fragment of node n for shape m, F'_n(m): FGD's F_n(m) (all idle GPU when m cannot fit or
-//      may not use the model; else the idle GPU of devices too small for m), plus, when the node's free CPU or
-//      memory feeds fewer m-pods than its usable devices could host (P_res < P_gpu), the usable devices' free
-//      GPU × (P_gpu − P_res) / P_gpu — GPU stranded by CPU or memory.
+//   2. Memory-aware fragment of node n for shape m, F'_n(m): FGD's F_n(m) (all idle GPU when m cannot fit — CPU
+//      included — or may not use the model; else the idle GPU of devices too small for m), plus, when the
+//      node's free memory feeds fewer m-pods than its usable devices could host (P_mem < P_gpu), the usable
+//      devices' free GPU × (P_gpu − P_mem) / P_gpu — GPU stranded by memory. (CPU stranding, counted the same
+//      way, cost 0.3–0.5 points on default and the GPU-sharing workloads once step 4 was in the score.)
 //   3. For each candidate node and device choice (each fitting device for a GPU-sharing request; for whole
-//      devices, the fitting devices with the least free compute) Δ = Σ_m count_m (F'_n(m) before − after),
-//      scored with FGD's bounded ⌊100·sigmoid(Δ/Σcount/1000)⌋.
-//   4. Among equal scores, best fit (a term below the score): the node left with the least free GPU, then the
-//      least free CPU; a sharing pod's equal devices go to the tightest device; then the first node.
+//      devices, the fitting devices with the least free compute) Δ = Σ_m count_m (F'_n(m) before − after).
+//   4. score = ⌊100·sigmoid(Δ/Σcount/1000) + 2·(1 − free GPU left on the node / the largest node's GPU)⌋:
+//      FGD's bounded score plus up to 2 points of best fit, truncated together, so a node that is left fuller
+//      wins over one whose Δ is better by less than ~2 points.
+//   5. Among equal scores: the node left with the least free GPU, then the least free CPU (below the score);
+//      a sharing pod's equal devices go to the tightest device; then the first node.
 // The base caches each node's score per request shape until the node's generation changes. Not thread-safe.
 #include <cstdint>
 #include <string>

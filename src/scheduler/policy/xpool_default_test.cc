@@ -53,12 +53,12 @@ int PlaceOn(const ClusterState& state, PlacementPolicy* policy, const TaskReques
   return out.allocation.node;
 }
 
-TEST(DefaultResourceFragment, CountsGpuThatCpuAndMemoryCannotFeed) {
+TEST(DefaultResourceFragment, CountsGpuThatMemoryCannotFeed) {
   const TargetWorkload target = TargetWorkload::FromCounts({{Shape(4000, 1, 1000), 1}}, 100);
-  // 8 free GPUs; CPU feeds 16000 / 4000 = 4 of the 8 possible pods: half the usable GPU is stranded.
-  EXPECT_EQ(DefaultPolicy::ResourceFragment(Free(16000, std::vector<int64_t>(8, 1000)), 0, target, {}), 4000);
-  // Enough CPU: FGD's fragment (nothing).
+  // Enough memory (or memory unknown): FGD's fragment (nothing).
   EXPECT_EQ(DefaultPolicy::ResourceFragment(Free(64000, std::vector<int64_t>(8, 1000)), 0, target, {}), 0);
+  // CPU is only FGD's fit test: 16000 feeds 4 of the 8 possible pods, yet nothing counts as stranded.
+  EXPECT_EQ(DefaultPolicy::ResourceFragment(Free(16000, std::vector<int64_t>(8, 1000)), 0, target, {}), 0);
   // Memory for 2 pods of 50 GiB: 6 of 8 pods' GPU stranded.
   EXPECT_EQ(DefaultPolicy::ResourceFragment(Free(64000, std::vector<int64_t>(8, 1000)), 100 * 1024, target,
                                             {50 * 1024}),
@@ -75,23 +75,33 @@ TEST(DefaultResourceFragment, MatchesFgdWhenNothingIsStranded) {
                             Free(64000, {500, 500, 500, 1000})}) {
     EXPECT_EQ(DefaultPolicy::ResourceFragment(n, 0, target, {}), WeightedNodeFragment(n, target));
   }
-  // Sharing shape: a 1000-free GPU hosts 2 pods of 500; CPU for 3 of the 4 → a quarter of 2000 stranded.
+  // Sharing shape: two 1000-free GPUs host 4 pods of 500; memory for 3 of the 4 → a quarter of 2000 stranded.
   const TargetWorkload half = TargetWorkload::FromCounts({{Shape(1000, 1, 500), 1}}, 100);
-  EXPECT_EQ(DefaultPolicy::ResourceFragment(Free(3000, {1000, 1000}), 0, half, {}), 500);
+  EXPECT_EQ(DefaultPolicy::ResourceFragment(Free(64000, {1000, 1000}), 3 * 1024, half, {1024}), 500);
 }
 
-TEST(DefaultPolicyTest, CpuHeavyPodGoesWhereCpuIsPlentiful) {
-  // Two 8-GPU nodes: "lean" with 4 cores per GPU, "rich" with 16. The workload's pods take 4 cores per GPU.
+TEST(DefaultPolicyTest, BestFitOutweighsASmallFragmentationDifference) {
+  // Two 8-GPU nodes: "fresh", idle, and "used", with 6 GPUs and 2 cores taken. The workload: 15 whole-GPU pods
+  // of 4 cores, 1 of 91 cores. A 4-core pod on "used" leaves 90 cores there, too few for the rare 91-core shape:
+  // Δ = −1000 / 16 milli, FGD's score 48 against 50 on "fresh". The best-fit term in the score (up to 2 points
+  // for the node left fullest) sends it to "used" anyway, keeping "fresh" whole.
   ClusterState state;
-  ASSERT_TRUE(state.AddNode(MakeNode("lean").WithCpu(32000).WithGpus(8, "G2", 16384).Build()).ok());
-  ASSERT_TRUE(state.AddNode(MakeNode("rich").WithCpu(128000).WithGpus(8, "G2", 16384).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("fresh").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("used").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
+  Allocation used;
+  used.node = 1;
+  used.cpu_milli = 2000;
+  for (int d = 0; d < 6; ++d) used.devices.push_back(DeviceGrant{d, 0, 1000});
+  ASSERT_TRUE(state.Apply(used).ok());
   DefaultPolicy policy;
-  Learn(&policy, Pod(4000, 1, 1000), 8);
-  // A 12-core one-GPU pod on "lean" would leave 20 cores for 7 GPUs (5 pods): 2 GPUs stranded. FGD sees no
-  // difference (a 4-core pod still fits on both) and its best-fit ties would take the fuller "lean".
-  EXPECT_EQ(PlaceOn(state, &policy, Pod(12000, 1, 1000)), 1);
-  // A pod that strands nothing anywhere goes by best fit: the node left with less free CPU.
-  EXPECT_EQ(PlaceOn(state, &policy, Pod(4000, 1, 1000)), 0);
+  Learn(&policy, Pod(4000, 1, 1000), 15);
+  Learn(&policy, Pod(91000, 1, 1000), 1);
+  EXPECT_EQ(PlaceOn(state, &policy, Pod(4000, 1, 1000)), 1);
+  // FGD itself (same target, no best-fit term) keeps the rare shape's room and takes "fresh".
+  FgdPolicy fgd;
+  Learn(&fgd, Pod(4000, 1, 1000), 15);
+  Learn(&fgd, Pod(91000, 1, 1000), 1);
+  EXPECT_EQ(PlaceOn(state, &fgd, Pod(4000, 1, 1000)), 0);
 }
 
 TEST(DefaultPolicyTest, MemoryHeavyPodGoesWhereMemoryIsPlentiful) {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "scheduler/fit.h"
+#include "scheduler/preemption/defrag.h"
 #include "scheduler/queue/internal/shape_table.h"
 #include "scheduler/queue/internal/unfit_frontier.h"
 #include "scheduler/queue/queue_order.h"
@@ -49,6 +50,9 @@ class Pass {
   void Consider(int j);
   bool KnownUnfit(ShapeMemo& memo, const TaskRequest& request);
   bool TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, std::string* reason);
+  bool TryMove(int j, int t, int shape);
+  void CommitMoves(int j, int t, MovePlan plan);
+  void RoomChanged(const std::vector<int>& nodes);
   void Commit(int j, int t, VictimChoice choice, bool within);
   void Decide(int j, DecisionKind kind, std::string reason,
               std::vector<Allocation> allocations = {});
@@ -69,6 +73,10 @@ class Pass {
   std::vector<ShapeMemo> shape_memo_;
   internal::UnfitFrontier frontier_;  // cleared when room appears
   std::unordered_map<int64_t, PreemptMemo> preempt_memo_;
+  std::unordered_map<int, int64_t> move_memo_;  // shape → epoch at which a move search failed
+  internal::UnfitFrontier move_frontier_;        // kAnyPriority: plain requests no move opened room for
+  int64_t move_frontier_epoch_ = -1;
+  int top_waiting_priority_ = -1;  // highest priority among jobs this pass left waiting
   // Room epoch: bumped by each suspension (the only way room appears within a pass); the nodes it
   // touched are kept, so a shape that did not fit is re-asked only when it fits one of them
   // (FitNode, cheap).
@@ -193,6 +201,7 @@ void Pass::Consider(int j) {
     if (plain) frontier_.Add(job.request, job.replicas, p.reason);
     reason = std::move(p.reason);
   }
+  if (TryMove(j, t, shape)) return;
   if (!TryPreempt(j, t, shape, demand, &reason)) Decide(j, DecisionKind::kWait, std::move(reason));
 }
 
@@ -250,6 +259,99 @@ bool Pass::TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, st
   return true;
 }
 
+bool Pass::TryMove(int j, int t, int shape) {
+  const QueueJob& job = jobs_[j];
+  if (options_.moves == MoveRule::kOff || job.replicas != 1) return false;
+  // Moves never let a job past a higher-priority one left waiting: the room they open is not its to take.
+  if (top_waiting_priority_ > job.priority) return false;
+  if (result_.stats.move_searches >= options_.max_move_searches) return false;
+  auto [memo, inserted] = move_memo_.try_emplace(shape, -1);
+  if (memo->second == epoch_) return false;
+  if (move_frontier_epoch_ != epoch_) {
+    move_frontier_.Clear();
+    move_frontier_epoch_ = epoch_;
+  }
+  // With moves of any priority every waiting job may move the same jobs, and a larger plain request needs at
+  // least as much to move: it is not searched again until a suspension changes the running set.
+  const bool frontier = options_.moves == MoveRule::kAnyPriority && internal::UnfitFrontier::Eligible(job.request);
+  if (frontier && move_frontier_.Covering(job.request, 1) != nullptr) return false;
+  // Moves only shuffle what runs: the cluster as a whole must have the room the job asks for.
+  const ClusterTotals& totals = state_.totals();
+  const TaskRequest& q = job.request;
+  if (totals.device_compute_capacity_milli - totals.device_compute_allocated_milli <
+          q.device_count * std::min<int64_t>(q.device_compute_milli, 1000) ||
+      totals.cpu_capacity_milli - totals.cpu_allocated_milli < q.cpu_milli) {
+    memo->second = epoch_;
+    return false;
+  }
+  std::vector<int> movable;
+  for (int v : by_running_order_) {
+    const QueueJob& r = jobs_[v];
+    if (taken_[v] || tenant_of_[v] < 0 || !r.preemptible || r.allocations.size() != 1 || r.replicas != 1) continue;
+    if (now_ - r.last_start < options_.rules.min_runtime ||
+        r.suspensions_last_hour >= options_.rules.max_suspensions_per_hour) {
+      continue;
+    }
+    if (options_.moves == MoveRule::kLowerPriority && r.priority >= job.priority) continue;
+    movable.push_back(v);
+  }
+  if (movable.empty()) {
+    memo->second = epoch_;
+    return false;
+  }
+  ++result_.stats.move_searches;
+  Result<MovePlan> plan = PlanMoves(state_, jobs_, movable, job, placer_, options_.max_move_nodes);
+  if (!plan.ok() || !plan->found) {
+    memo->second = epoch_;
+    if (frontier) move_frontier_.Add(job.request, 1, "");
+    return false;
+  }
+  CommitMoves(j, t, std::move(plan).value());
+  return true;
+}
+
+void Pass::CommitMoves(int j, int t, MovePlan plan) {
+  const QueueJob& job = jobs_[j];
+  for (int v : plan.moved) (void)state_.Release(jobs_[v].allocations.front());  // PlanMoves checked them
+  for (const Allocation& a : plan.allocations) (void)state_.Apply(a);
+  placer_.OnBooked(state_, job.request, plan.allocations);
+  std::string reason;
+  std::vector<int> touched;
+  for (size_t i = 0; i < plan.moved.size(); ++i) {
+    const int v = plan.moved[i];
+    const QueueJob& moved = jobs_[v];
+    for (const Allocation& a : plan.move_to[i]) (void)state_.Apply(a);
+    placer_.OnBooked(state_, moved.request, plan.move_to[i]);
+    taken_[v] = true;
+    const int from = moved.allocations.front().node;
+    const std::string route = "from node " + state_.node(from).name + " to node " +
+                              state_.node(plan.move_to[i].front().node).name;
+    if (!reason.empty()) reason += "; ";
+    reason += "moves job " + moved.id.ToString() + " (tenant " + TenantName(v) + ", priority " +
+              std::to_string(moved.priority) + ") " + route + " to open node " + state_.node(plan.node).name;
+    result_.suspensions.push_back({v, j,
+                                   "moved " + route + " to make room for job " + job.id.ToString() + " (tenant " +
+                                       TenantName(j) + ", priority " + std::to_string(job.priority) + ")",
+                                   std::move(plan.move_to[i])});
+    touched.push_back(from);
+  }
+  ledger_.Add(t, job.priority, AmountsOf(plan.allocations));
+  rerank_ = true;
+  ++epoch_;
+  RoomChanged(touched);
+  result_.stats.suspended += static_cast<int>(plan.moved.size());
+  result_.stats.moved += static_cast<int>(plan.moved.size());
+  Decide(j, DecisionKind::kPreempt, std::move(reason), std::move(plan.allocations));
+  result_.decisions.back().victims = std::move(plan.moved);
+}
+
+// Room may have appeared on `nodes`: shapes known not to fit are asked again where it did.
+void Pass::RoomChanged(const std::vector<int>& nodes) {
+  ++room_epoch_;
+  frontier_.Clear();
+  for (int n : nodes) touched_.push_back({room_epoch_, n});
+}
+
 void Pass::Commit(int j, int t, VictimChoice choice, bool within) {
   const QueueJob& job = jobs_[j];
   std::string reason;
@@ -267,7 +369,7 @@ void Pass::Commit(int j, int t, VictimChoice choice, bool within) {
     if (!reason.empty()) reason += "; ";
     reason += PreemptorReason(victim, TenantName(v), why, job, TenantName(j));
     result_.suspensions.push_back(
-        {v, j, VictimReason(victim, TenantName(v), why, job, TenantName(j))});
+        {v, j, VictimReason(victim, TenantName(v), why, job, TenantName(j)), {}});
   }
   // Valid once the victims left (ChooseVictims placed it against exactly that state).
   for (const Allocation& a : choice.allocations) (void)state_.Apply(a);
@@ -297,6 +399,7 @@ void Pass::Decide(int j, DecisionKind kind, std::string reason,
       break;
     case DecisionKind::kWait:
       ++s.waiting;
+      top_waiting_priority_ = std::max(top_waiting_priority_, jobs_[j].priority);
       break;
     case DecisionKind::kNeverFits:
       ++s.never_fits;

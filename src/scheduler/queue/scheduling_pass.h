@@ -16,6 +16,12 @@
 //      equal-priority job of a tenant above its guarantee, could make room, ChooseVictims picks the
 //      fewest victims by the rules in preemption/victim_selection.h; the victims' allocations are
 //      released and the job's booked in `state`; both sides get a reason.
+//   Before 3, with PassOptions::moves on: defragmentation — if moving a few running jobs to other nodes opens a
+//   node for the job (PlanMoves), they move and the job is booked there: a kPreempt decision whose victims are
+//   the moved jobs, each with a SuspendDecision carrying `move_to` (where it restarts at once). A caller that
+//   cannot restart at once may treat it as a plain suspension: the job returns to the queue keeping its place.
+//   Only while no job of higher priority was left waiting in this pass. Move searches have their own budget per pass (PassOptions::max_move_searches); a failed one is not repeated
+//   for the same shape, nor (moves of any priority) for a plain request at least as large, until a suspension.
 // Within a pass the state only fills up except where victims leave, so a request shape that did not
 // fit stays unfit until a suspension frees room, and then only if it fits one of the nodes that
 // suspension touched (checked with FitNode): such answers are remembered per shape, which keeps a
@@ -37,8 +43,16 @@
 
 namespace xpool {
 
+// Which running jobs a waiting job may have moved (suspended and restarted at once on another node, see
+// preemption/defrag.h) when it fits nowhere: none, those of lower priority, or any (a move never makes the moved
+// job wait; it loses its checkpoint cost). min-runtime and the suspension cap apply to moves as to victims.
+enum class MoveRule : uint8_t { kOff, kLowerPriority, kAnyPriority };
+
 struct PassOptions {
   bool preemption = true;
+  MoveRule moves = MoveRule::kOff;
+  int max_move_nodes = 8;      // candidate nodes tried per move search
+  int max_move_searches = 8;  // move searches per pass, spent from the head of the queue
   PreemptionRules rules;
   // Victim searches per pass, spent on the head of the queue (highest priority first); entitled
   // jobs after that wait for the next pass ("preemption deferred"). Bounds a pass's cost when a
@@ -67,17 +81,20 @@ struct SuspendDecision {
   int job = -1;      // the running job to suspend
   int for_job = -1;  // the waiting job it makes room for
   std::string reason;
+  std::vector<Allocation> move_to;  // a move: restarts at once here (booked in the returned state); empty: waits
 };
 
 struct PassStats {
   int placed = 0;
   int preempting = 0;
-  int suspended = 0;
+  int suspended = 0;  // victims and moved jobs
+  int moved = 0;
   int waiting = 0;
   int never_fits = 0;
   int rejected = 0;
   int64_t placer_calls = 0;
   int victim_searches = 0;
+  int move_searches = 0;
 };
 
 struct PassResult {

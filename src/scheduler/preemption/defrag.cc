@@ -1,0 +1,155 @@
+#include "scheduler/preemption/defrag.h"
+
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+#include "scheduler/fit.h"
+
+namespace xpool {
+namespace {
+
+int64_t GpuMilli(const Allocation& a) {
+  int64_t m = 0;
+  for (const DeviceGrant& g : a.devices) m += g.compute_milli;
+  return m;
+}
+
+int64_t HeldGpuMilli(const ClusterState& state, int node) {
+  int64_t m = 0;
+  for (const DeviceUsage& d : state.usage(node).devices) m += d.compute_milli;
+  return m;
+}
+
+bool FitsOn(const ClusterState& state, int node, const TaskRequest& request) {
+  NodeCandidate candidate;
+  NodeVerdict verdict;
+  return FitNode(state, node, request, /*ignore_usage=*/false, &candidate, &verdict);
+}
+
+// One node's attempt: books on `state` as it goes and undoes everything on destruction unless kept.
+class Attempt {
+ public:
+  Attempt(ClusterState& state, const std::vector<QueueJob>& jobs) : state_(state), jobs_(jobs) {}
+  Attempt(const Attempt&) = delete;
+  Attempt& operator=(const Attempt&) = delete;
+  ~Attempt() { Undo(); }
+
+  Status Leave(int v) {
+    const Allocation& a = jobs_[v].allocations.front();
+    Status s = state_.Release(a);
+    if (!s.ok()) {
+      return InternalError("job " + jobs_[v].id.ToString() +
+                           " is not booked in the cluster state as it claims: " + s.message());
+    }
+    left_.push_back(v);
+    return Status::Ok();
+  }
+  void Return(int v) {  // undo Leave(v)
+    (void)state_.Apply(jobs_[v].allocations.front());
+    left_.erase(std::find(left_.begin(), left_.end(), v));
+  }
+  bool Book(const std::vector<Allocation>& allocations) {
+    for (size_t i = 0; i < allocations.size(); ++i) {
+      if (!state_.Apply(allocations[i]).ok()) {
+        for (size_t k = 0; k < i; ++k) (void)state_.Release(allocations[k]);
+        return false;
+      }
+    }
+    booked_.push_back(allocations);
+    return true;
+  }
+  void Undo() {
+    for (auto it = booked_.rbegin(); it != booked_.rend(); ++it) {
+      for (const Allocation& a : *it) (void)state_.Release(a);
+    }
+    booked_.clear();
+    for (auto it = left_.rbegin(); it != left_.rend(); ++it) (void)state_.Apply(jobs_[*it].allocations.front());
+    left_.clear();
+  }
+  const std::vector<int>& left() const { return left_; }
+
+ private:
+  ClusterState& state_;
+  const std::vector<QueueJob>& jobs_;
+  std::vector<int> left_;
+  std::vector<std::vector<Allocation>> booked_;
+};
+
+// Steps 2 and 3 on one node; `on_node` is sorted in leaving order. Leaves `state` as found.
+Result<MovePlan> TryNode(ClusterState& state, const std::vector<QueueJob>& jobs, const std::vector<int>& on_node,
+                         int node, const QueueJob& job, JobPlacer& placer) {
+  MovePlan plan;
+  Attempt attempt(state, jobs);
+  bool fits = false;
+  for (int v : on_node) {
+    RETURN_IF_ERROR(attempt.Leave(v));
+    if ((fits = FitsOn(state, node, job.request))) break;
+  }
+  if (!fits) return plan;
+  // Put back, smallest first, each one whose leaving is not needed.
+  const std::vector<int> out = attempt.left();
+  for (auto it = out.rbegin(); it != out.rend(); ++it) {
+    attempt.Return(*it);
+    if (!FitsOn(state, node, job.request)) RETURN_IF_ERROR(attempt.Leave(*it));  // needed after all
+  }
+  JobPlacement p = placer.Probe(state, job.request, job.replicas);
+  if (p.kind != OutcomeKind::kPlaced || !attempt.Book(p.allocations)) return plan;
+  plan.allocations = std::move(p.allocations);
+  plan.node = plan.allocations.front().node;
+  for (int v : on_node) {  // most GPU first: the leaving order
+    if (std::find(attempt.left().begin(), attempt.left().end(), v) == attempt.left().end()) continue;
+    JobPlacement m = placer.Probe(state, jobs[v].request, 1);
+    if (m.kind != OutcomeKind::kPlaced || !attempt.Book(m.allocations)) return MovePlan{};
+    plan.moved.push_back(v);
+    plan.moved_gpu_milli += GpuMilli(jobs[v].allocations.front());
+    plan.move_to.push_back(std::move(m.allocations));
+  }
+  plan.found = true;
+  return plan;  // the Attempt undoes the bookings
+}
+
+}  // namespace
+
+Result<MovePlan> PlanMoves(ClusterState& state, const std::vector<QueueJob>& jobs,
+                           const std::vector<int>& movable, const QueueJob& job, JobPlacer& placer,
+                           int max_nodes) {
+  MovePlan best;
+  if (job.replicas != 1 || movable.empty() || max_nodes <= 0) return best;
+  std::vector<std::vector<int>> by_node(state.node_count());
+  for (int v : movable) {
+    if (jobs[v].allocations.size() != 1) continue;
+    const int n = jobs[v].allocations.front().node;
+    if (n >= 0 && n < state.node_count()) by_node[n].push_back(v);
+  }
+  std::vector<std::pair<int64_t, int>> candidates;  // (GPU held, node)
+  NodeCandidate candidate;
+  NodeVerdict verdict;
+  for (int n = 0; n < state.node_count(); ++n) {
+    if (by_node[n].empty() || !FitNode(state, n, job.request, /*ignore_usage=*/true, &candidate, &verdict)) {
+      continue;
+    }
+    candidates.push_back({HeldGpuMilli(state, n), n});
+  }
+  std::sort(candidates.begin(), candidates.end());
+  if (static_cast<int>(candidates.size()) > max_nodes) candidates.resize(max_nodes);
+  for (const auto& [held, n] : candidates) {
+    std::vector<int>& on_node = by_node[n];
+    std::sort(on_node.begin(), on_node.end(), [&](int a, int b) {
+      const QueueJob& x = jobs[a];
+      const QueueJob& y = jobs[b];
+      return std::make_tuple(-GpuMilli(x.allocations.front()), -x.last_start, x.id.value()) <
+             std::make_tuple(-GpuMilli(y.allocations.front()), -y.last_start, y.id.value());
+    });
+    ASSIGN_OR_RETURN(MovePlan plan, TryNode(state, jobs, on_node, n, job, placer));
+    if (!plan.found) continue;
+    if (!best.found || std::make_pair(plan.moved.size(), plan.moved_gpu_milli) <
+                           std::make_pair(best.moved.size(), best.moved_gpu_milli)) {
+      best = std::move(plan);
+      if (best.moved.size() == 1) break;
+    }
+  }
+  return best;
+}
+
+}  // namespace xpool

@@ -1,0 +1,160 @@
+#include "scheduler/preemption/defrag.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "model/node_builder.h"
+#include "scheduler/queue/internal/test_support.h"
+#include "scheduler/queue/scheduling_pass.h"
+
+namespace xpool {
+namespace {
+
+using testing_support::FirstFitPlacer;
+using testing_support::GpuRequest;
+using testing_support::MakeTenant;
+using testing_support::StartJob;
+using testing_support::Waiting;
+
+constexpr TimeMicros kMinute = 60 * kMicrosPerSecond;
+constexpr TimeMicros kNow = 1000 * kMinute;
+
+// Nodes of the given GPU counts (80 GiB GPUs, 64 cores, 256 GiB), named n0, n1, ...
+ClusterState Cluster(const std::vector<int>& gpus) {
+  ClusterState s;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    (void)s.AddNode(MakeNode("n" + std::to_string(i)).WithGpus(gpus[i], "A100", 81920).Build());
+  }
+  return s;
+}
+
+struct Scenario {
+  ClusterState state;
+  FirstFitPlacer placer;
+  std::vector<QueueJob> jobs;
+  explicit Scenario(const std::vector<int>& gpus) : state(Cluster(gpus)) {}
+  // Runs `j` (whole GPUs) on `node`, on its first idle devices.
+  void RunningOn(QueueJob j, int node, TimeMicros ran_for) {
+    Allocation a;
+    a.node = node;
+    a.cpu_milli = j.request.cpu_milli;
+    a.memory_mib = j.request.memory_mib;
+    const Node& n = state.node(node);
+    for (int d = 0; d < static_cast<int>(n.devices.size()) &&
+                    static_cast<int>(a.devices.size()) < j.request.device_count;
+         ++d) {
+      if (state.usage(node).devices[d].sharers == 0) a.devices.push_back({d, n.devices[d].memory_mib, 1000});
+    }
+    ASSERT_TRUE(state.Apply(a).ok());
+    j.allocations = {a};
+    j.state = QueueJobState::kRunning;
+    j.last_start = kNow - ran_for;
+    jobs.push_back(std::move(j));
+  }
+  std::vector<int> AllRunning() const {
+    std::vector<int> out;
+    for (int i = 0; i < static_cast<int>(jobs.size()); ++i) {
+      if (jobs[i].state == QueueJobState::kRunning) out.push_back(i);
+    }
+    return out;
+  }
+};
+
+// An 8-GPU node holds one 1-GPU job; a 2-GPU node is empty: moving the small job opens the big node.
+TEST(PlanMovesTest, MovesASmallJobToOpenAWholeNode) {
+  Scenario s({8, 2});
+  s.RunningOn(Waiting(10, 1, 90, 0, GpuRequest(1)), 0, 60 * kMinute);
+  const QueueJob big = Waiting(1, 1, 50, 5, GpuRequest(8));
+  const ClusterState before = s.state;
+  Result<MovePlan> plan = PlanMoves(s.state, s.jobs, s.AllRunning(), big, s.placer);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->found);
+  EXPECT_EQ(plan->node, 0);
+  EXPECT_EQ(plan->moved, std::vector<int>{0});
+  ASSERT_EQ(plan->move_to.size(), 1u);
+  EXPECT_EQ(plan->move_to[0][0].node, 1);
+  EXPECT_EQ(plan->moved_gpu_milli, 1000);
+  EXPECT_EQ(s.state.totals().device_compute_allocated_milli, before.totals().device_compute_allocated_milli);
+  EXPECT_EQ(s.state.usage(0).cpu_milli, before.usage(0).cpu_milli);  // left as found
+}
+
+// Node 0 holds three small jobs, node 1 one: node 1 is opened (fewest moves), its job going to node 2.
+TEST(PlanMovesTest, PrefersTheNodeNeedingFewestMoves) {
+  Scenario s({8, 8, 4});
+  for (int i = 0; i < 3; ++i) s.RunningOn(Waiting(10 + i, 1, 90, 0, GpuRequest(1)), 0, 60 * kMinute);
+  s.RunningOn(Waiting(20, 1, 90, 0, GpuRequest(2)), 1, 60 * kMinute);
+  Result<MovePlan> plan = PlanMoves(s.state, s.jobs, s.AllRunning(), Waiting(1, 1, 50, 5, GpuRequest(8)), s.placer);
+  ASSERT_TRUE(plan.ok() && plan->found);
+  EXPECT_EQ(plan->node, 1);
+  EXPECT_EQ(plan->moved, std::vector<int>{3});
+}
+
+// Only what is needed moves: the job needs 6 of 8 GPUs and three 1-GPU jobs leave 5 free: exactly one moves,
+// the one that started last (least work lost).
+TEST(PlanMovesTest, MovesNoMoreThanNeeded) {
+  Scenario s({8, 2});
+  for (int i = 0; i < 3; ++i) s.RunningOn(Waiting(10 + i, 1, 90, 0, GpuRequest(1)), 0, (60 + i) * kMinute);
+  Result<MovePlan> plan = PlanMoves(s.state, s.jobs, s.AllRunning(), Waiting(1, 1, 50, 5, GpuRequest(6)), s.placer);
+  ASSERT_TRUE(plan.ok() && plan->found);
+  ASSERT_EQ(plan->moved.size(), 1u);
+  EXPECT_EQ(s.jobs[plan->moved[0]].id, JobId(10));  // least work lost: the most recently started
+}
+
+// Nowhere to move to (the other node is full with unmovable work): no plan, state unchanged.
+TEST(PlanMovesTest, NoPlanWithoutRoomElsewhere) {
+  Scenario s({8, 2});
+  s.RunningOn(Waiting(10, 1, 90, 0, GpuRequest(1)), 0, 60 * kMinute);
+  s.RunningOn(Waiting(11, 1, 90, 0, GpuRequest(2)), 1, 60 * kMinute);
+  const int64_t held = s.state.totals().device_compute_allocated_milli;
+  Result<MovePlan> plan = PlanMoves(s.state, s.jobs, {0}, Waiting(1, 1, 50, 5, GpuRequest(8)), s.placer);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->found);
+  EXPECT_EQ(s.state.totals().device_compute_allocated_milli, held);
+  EXPECT_TRUE(s.state.CheckInvariants().ok());
+  // A gang is left to preemption.
+  Scenario g({8, 2});
+  g.RunningOn(Waiting(10, 1, 90, 0, GpuRequest(1)), 0, 60 * kMinute);
+  Result<MovePlan> gang = PlanMoves(g.state, g.jobs, {0}, Waiting(1, 1, 50, 5, GpuRequest(4), 2), g.placer);
+  ASSERT_TRUE(gang.ok());
+  EXPECT_FALSE(gang->found);
+}
+
+// Through the pass: moves are off by default; kLowerPriority may not move the LS job for a Burstable one;
+// kAnyPriority moves it (a kPreempt decision whose victim carries move_to) unless it is younger than min-runtime.
+TEST(PlanMovesTest, PassMovesByItsRule) {
+  std::vector<Tenant> tenants = {MakeTenant(1, "t")};
+  auto run = [&](MoveRule rule, TimeMicros ran_for, Scenario* out) {
+    Scenario s({8, 2});
+    s.RunningOn(Waiting(10, 1, 90, 0, GpuRequest(1)), 0, ran_for);
+    s.jobs.push_back(Waiting(1, 1, 50, 5, GpuRequest(8)));
+    PassOptions o;
+    o.moves = rule;
+    PassResult r = RunSchedulingPass(s.jobs, tenants, s.state, s.placer, kNow, o);
+    *out = std::move(s);
+    return r;
+  };
+  Scenario s({});
+  EXPECT_EQ(run(MoveRule::kOff, 60 * kMinute, &s).decisions[0].kind, DecisionKind::kWait);
+  EXPECT_EQ(run(MoveRule::kLowerPriority, 60 * kMinute, &s).decisions[0].kind, DecisionKind::kWait);
+  EXPECT_EQ(run(MoveRule::kAnyPriority, 5 * kMinute, &s).decisions[0].kind, DecisionKind::kWait);  // too young
+  PassResult r = run(MoveRule::kAnyPriority, 60 * kMinute, &s);
+  const JobDecision& d = r.decisions[0];
+  ASSERT_EQ(d.kind, DecisionKind::kPreempt) << d.reason;
+  EXPECT_EQ(d.reason, "moves job 10 (tenant t, priority 90) from node n0 to node n1 to open node n0");
+  EXPECT_EQ(d.victims, std::vector<int>{0});
+  ASSERT_EQ(r.suspensions.size(), 1u);
+  EXPECT_EQ(r.suspensions[0].reason, "moved from node n0 to node n1 to make room for job 1 (tenant t, priority 50)");
+  ASSERT_EQ(r.suspensions[0].move_to.size(), 1u);
+  EXPECT_EQ(r.suspensions[0].move_to[0].node, 1);
+  EXPECT_EQ(r.stats.moved, 1);
+  // The returned state: the big job on n0, the moved one on n1.
+  EXPECT_EQ(s.state.totals().device_compute_allocated_milli, 9000);
+  EXPECT_EQ(s.state.usage(0).devices[7].compute_milli, 1000);
+  EXPECT_EQ(s.state.usage(1).devices[0].compute_milli, 1000);
+  EXPECT_TRUE(s.state.CheckInvariants().ok());
+}
+
+}  // namespace
+}  // namespace xpool
