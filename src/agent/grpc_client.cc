@@ -58,6 +58,7 @@ Status CheckTarget(const std::string& target, const std::string& server) {
 
 struct GrpcControlPlaneClient::Impl {
   GrpcClientOptions options;
+  std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::Agent::Stub> stub;
 
   void Prepare(grpc::ClientContext* ctx) const {
@@ -70,13 +71,17 @@ GrpcControlPlaneClient::GrpcControlPlaneClient(GrpcClientOptions options) : impl
   impl_->options = std::move(options);
   grpc::ChannelArguments args;
   // gRPC's default reconnect backoff grows to 120 s; the agent retries on its own schedule, so keep the channel
-  // ready to try again within ~2 s of the server coming back.
+  // ready to try again within ~1 s of the server coming back.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 250);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 250);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetMaxReceiveMessageSize(16 << 20);
-  auto channel = grpc::CreateCustomChannel(impl_->options.target, grpc::InsecureChannelCredentials(), args);
-  impl_->stub = v1::Agent::NewStub(channel);
+  impl_->channel = grpc::CreateCustomChannel(impl_->options.target, grpc::InsecureChannelCredentials(), args);
+  impl_->stub = v1::Agent::NewStub(impl_->channel);
+}
+
+bool GrpcControlPlaneClient::Connected() {
+  return impl_->channel->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY;
 }
 
 GrpcControlPlaneClient::~GrpcControlPlaneClient() = default;

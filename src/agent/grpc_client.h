@@ -1,6 +1,6 @@
 #pragma once
 // GrpcControlPlaneClient: the agent's ControlPlaneClient over gRPC (proto/agent/v1/agent.proto, the default
-// transport of `xpool agent`). One channel per client, reconnecting by itself (at most ~2 s between attempts, so
+// transport of `xpool agent`). One channel per client, reconnecting by itself (at most ~1 s between attempts, so
 // a restarted server is found again quickly); every call carries "authorization: Bearer <token>" and a deadline.
 //
 // Errors: server unreachable (or the deadline passed) → Unavailable naming the address; UNAUTHENTICATED →
@@ -30,6 +30,8 @@ class GrpcControlPlaneClient final : public ControlPlaneClient {
   ~GrpcControlPlaneClient() override;
   Status Register(const Node& node) override;
   Result<HeartbeatReply> Heartbeat(const Node& node, const std::vector<TaskReport>& tasks) override;
+  // The channel is READY (asking it to connect when idle).
+  bool Connected() override;
 
  private:
   struct Impl;

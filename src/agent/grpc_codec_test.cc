@@ -206,6 +206,7 @@ TEST(GrpcClientTest, UnreachableServerIsUnavailableNamingTheAddress) {
   Status s = client.Register(MakeNode("n1").Build());
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
   EXPECT_NE(s.message().find("grpc://127.0.0.1:1"), std::string::npos) << s.message();
+  EXPECT_FALSE(client.Connected());
 }
 
 }  // namespace

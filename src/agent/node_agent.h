@@ -57,6 +57,10 @@ class ControlPlaneClient {
   // Reports device health and every task; returns the tasks the server wants on this node.
   virtual Result<HeartbeatReply> Heartbeat(const Node& node,
                                            const std::vector<TaskReport>& tasks) = 0;
+  // Whether the transport holds a working connection to the server now (it may try to connect). Lets the agent
+  // cut a backoff short when an unreachable server comes back, before the server's node timeout runs out.
+  // False when the transport cannot tell.
+  virtual bool Connected() { return false; }
 };
 
 class NodeAgent {

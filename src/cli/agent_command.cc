@@ -174,7 +174,15 @@ int Serve(const agent::DiscoveryReport& report, const std::string& server, const
     PrintNotices(launcher);
     for (const std::string& n : node_agent.TakeNotices()) std::fprintf(stderr, "agent: %s\n", n.c_str());
     const TimeMicros wait = s.ok() ? node_agent.interval_micros() : backoff;
+    // An unreachable server that comes back (the transport connects again) ends the backoff at once: a long
+    // backoff would otherwise outlast the restarted server's node timeout and its jobs would be requeued.
+    bool seen_down = false;
     for (TimeMicros waited = 0; waited < wait && !g_interrupted; waited += 50'000) {
+      if (s.code() == StatusCode::kUnavailable) {
+        const bool up = (*client)->Connected();
+        if (up && seen_down) break;
+        seen_down = seen_down || !up;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }

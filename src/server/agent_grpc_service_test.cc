@@ -112,6 +112,7 @@ TEST_F(AgentGrpcTest, TokensAreCheckedLikeTheHttpRoutes) {
   // The node's own token: registered, agent-run (its simulated devices shown as a label).
   auto own = Client(NodeToken("n1"));
   ASSERT_TRUE(own.Register(n1).ok());
+  EXPECT_TRUE(own.Connected());  // the channel stays up between calls
   auto view = control_->GetNode("n1");
   ASSERT_TRUE(view.ok());
   EXPECT_FALSE(view->node.simulated);
@@ -122,6 +123,14 @@ TEST_F(AgentGrpcTest, TokensAreCheckedLikeTheHttpRoutes) {
   EXPECT_EQ(Client(admin_token_).Heartbeat(n3, {}).status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(Client(admin_token_).Register(n3).ok());
   EXPECT_TRUE(Client(admin_token_).Heartbeat(n3, {}).ok());
+
+  // Counted in the API's metrics like the HTTP routes.
+  const std::string m = metrics_.Render();
+  for (const char* want : {"route=\"/xpool.agent.v1.Agent/Register\",method=\"GRPC\",code=\"401\"} 2",
+                           "route=\"/xpool.agent.v1.Agent/Register\",method=\"GRPC\",code=\"403\"} 2",
+                           "route=\"/xpool.agent.v1.Agent/Heartbeat\",method=\"GRPC\",code=\"404\"} 1"}) {
+    EXPECT_NE(m.find(want), std::string::npos) << want << "\n" << m;
+  }
 }
 
 TEST_F(AgentGrpcTest, HeartbeatAnswersWithTheWantedTaskAndKeepsLogs) {

@@ -412,6 +412,13 @@ struct Api::Impl {
     return options.agents->Heartbeat(view.node, beat.tasks);
   }
 
+  // One request in the API's metrics (gRPC agent calls too: method "GRPC", code the HTTP status of the result).
+  void Count(const std::string& route, const std::string& method, int code, std::chrono::steady_clock::time_point start) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    metrics.CounterAdd("xpool_api_requests_total", {{"route", route}, {"method", method}, {"code", std::to_string(code)}});
+    metrics.Observe("xpool_api_request_duration_seconds", {{"route", route}, {"method", method}}, seconds);
+  }
+
   // The caller of an agent call outside the route table: an admin, or the node token of `node`.
   Status AuthorizeAgent(const std::string& authorization, const std::string& node) {
     ApiRequest req;
@@ -782,22 +789,25 @@ ApiResponse Api::Handle(const ApiRequest& request) {
     std::fprintf(stderr, "xpool server: %s %s -> %d %s\n", request.method.c_str(), route.c_str(), response.status,
                  response.body.c_str());
   }
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  impl_->metrics.CounterAdd("xpool_api_requests_total",
-                            {{"route", route}, {"method", request.method}, {"code", std::to_string(response.status)}});
-  impl_->metrics.Observe("xpool_api_request_duration_seconds", {{"route", route}, {"method", request.method}}, seconds);
+  impl_->Count(route, request.method, response.status, start);
   return response;
 }
 
 Status Api::RegisterAgentNode(const std::string& authorization, Node node) {
-  RETURN_IF_ERROR(impl_->AuthorizeAgent(authorization, node.name));
-  return impl_->RegisterAgent(std::move(node));
+  const auto start = std::chrono::steady_clock::now();
+  Status s = impl_->AuthorizeAgent(authorization, node.name);
+  if (s.ok()) s = impl_->RegisterAgent(std::move(node));
+  impl_->Count("/xpool.agent.v1.Agent/Register", "GRPC", s.ok() ? 200 : HttpStatusFor(s), start);
+  return s;
 }
 
 Result<agent::HeartbeatReply> Api::AgentHeartbeat(const std::string& authorization, const std::string& node,
                                                   const agent::HeartbeatRequest& beat) {
-  RETURN_IF_ERROR(impl_->AuthorizeAgent(authorization, node));
-  return impl_->AgentBeat(node, beat);
+  const auto start = std::chrono::steady_clock::now();
+  Status s = impl_->AuthorizeAgent(authorization, node);
+  Result<agent::HeartbeatReply> reply = s.ok() ? impl_->AgentBeat(node, beat) : Result<agent::HeartbeatReply>(s);
+  impl_->Count("/xpool.agent.v1.Agent/Heartbeat", "GRPC", reply.ok() ? 200 : HttpStatusFor(reply.status()), start);
+  return reply;
 }
 
 ApiResponse Api::TooLarge() const {

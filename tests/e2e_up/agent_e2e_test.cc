@@ -44,7 +44,9 @@ class AgentE2eTest : public ::testing::Test {
     std::vector<std::string> args = {"server", "--listen", "127.0.0.1:" + std::to_string(port_), "--state-dir",
                                      (dir_ / "var").string(), "--tick-ms", "200", "--agent-listen",
                                      "127.0.0.1:" + std::to_string(agent_port_)};
-    if (node_timeout_) args.insert(args.end(), {"--node-timeout", "3"});
+    // 6 s: long enough that a restarted server is not left by its agent on a loaded machine (the agent must
+    // reconnect within it), short enough for the node-lost step.
+    if (node_timeout_) args.insert(args.end(), {"--node-timeout", "6"});
     server_args_ = args;
     ASSERT_TRUE(server_.Start(args, dir_ / "work", dir_ / "server.log"));
     client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
