@@ -12,10 +12,10 @@ dir=${1:-build-profile}
 type=${2:-Asan}
 shift $(($# < 2 ? $# : 2))
 timer=$root/scripts/compile-timer.sh
-rm -rf "$dir"
+rm -rf "$dir" && mkdir -p "$dir"
 cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DCMAKE_C_COMPILER_LAUNCHER="$timer" \
   -DCMAKE_CXX_COMPILER_LAUNCHER="$timer" -DCMAKE_C_LINKER_LAUNCHER="$timer" -DCMAKE_CXX_LINKER_LAUNCHER="$timer" \
-  "$@" >"$dir.configure.log"
+  "$@" >"$dir/configure.log"
 /usr/bin/time -f '%U %S %e' -o "$dir/build-time.txt" cmake --build "$dir" -j "${JOBS:-2}" >"$dir/build.log"
 python3 - "$dir" <<'PY'
 import collections, re, sys
