@@ -21,9 +21,9 @@ function(xpool_test)
   set_target_properties(${ARG_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   target_include_directories(${ARG_NAME} PRIVATE ${CMAKE_SOURCE_DIR}/src)
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main Threads::Threads)
-  # -DXPOOL_TEST_OPT=-O0 compiles test code at -O0 in the Asan build (the code under test, in the libraries,
-  # stays at -O1): the same checks under the same sanitizers for about half the compile CPU of a test file
-  # (docs/PERFORMANCE.md, "Build time"). Off by default until a full `make test` has passed with it.
+  # XPOOL_TEST_OPT (default -O0) compiles test code at -O0 in the Asan build (the code under test, in the
+  # libraries, stays at -O1): the same checks under the same sanitizers for about half the compile CPU of a test
+  # file (docs/PERFORMANCE.md, "Build time"). -DXPOOL_TEST_OPT= turns it off.
   if(CMAKE_BUILD_TYPE STREQUAL "Asan" AND XPOOL_TEST_OPT)
     target_compile_options(${ARG_NAME} PRIVATE ${XPOOL_TEST_OPT})
   endif()
