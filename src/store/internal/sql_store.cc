@@ -206,7 +206,7 @@ Result<TenantRecord> SqlStore::GetTenant(TenantId id) {
                                            {Int(id.value())}));
   if (r.rows.empty()) return NotFoundError("no tenant with id " + id.ToString());
   std::vector<TenantRecord> one = {TenantFromRow(r.rows[0])};
-  RETURN_IF_ERROR(AttachPriorityQuotas(one));
+  RETURN_IF_ERROR(AttachPriorityQuotas(db, one));
   return std::move(one[0]);
 }
 
@@ -218,7 +218,7 @@ Result<TenantRecord> SqlStore::FindTenant(std::string_view name) {
                                            {Text(name)}));
   if (r.rows.empty()) return NotFoundError("no tenant named '" + Printable(name) + "'");
   std::vector<TenantRecord> one = {TenantFromRow(r.rows[0])};
-  RETURN_IF_ERROR(AttachPriorityQuotas(one));
+  RETURN_IF_ERROR(AttachPriorityQuotas(db, one));
   return std::move(one[0]);
 }
 
@@ -229,19 +229,19 @@ Result<std::vector<TenantRecord>> SqlStore::ListTenants() {
                    db.Query(std::string("SELECT ") + kTenantColumns + " FROM tenants ORDER BY name", {}));
   std::vector<TenantRecord> out;
   for (const SqlRow& row : r.rows) out.push_back(TenantFromRow(row));
-  RETURN_IF_ERROR(AttachPriorityQuotas(out));
+  RETURN_IF_ERROR(AttachPriorityQuotas(db, out));
   return out;
 }
 
-Status SqlStore::AttachPriorityQuotas(std::vector<TenantRecord>& tenants) {
+Status SqlStore::AttachPriorityQuotas(SqlBackend& db, std::vector<TenantRecord>& tenants) {
   if (tenants.empty()) return Status::Ok();
   const std::string columns = "SELECT tenant_id, min_priority, max_priority, devices, device_memory_mib, "
                               "device_compute_milli, cpu_milli, memory_mib FROM tenant_priority_quotas";
   const std::string order = " ORDER BY tenant_id, min_priority, max_priority";
   ASSIGN_OR_RETURN(SqlResult r, tenants.size() == 1
-                                    ? db_->Query(columns + " WHERE tenant_id = $1" + order,
-                                                 {Int(tenants[0].id.value())})
-                                    : db_->Query(columns + order, {}));
+                                    ? db.Query(columns + " WHERE tenant_id = $1" + order,
+                                               {Int(tenants[0].id.value())})
+                                    : db.Query(columns + order, {}));
   std::map<int64_t, std::vector<TenantPriorityQuota>> by_tenant;
   for (const SqlRow& row : r.rows) {
     TenantPriorityQuota q;
@@ -341,7 +341,7 @@ Result<TenantRecord> SqlStore::Authenticate(std::string_view plaintext) {
                               {Text(hash)}));
   if (r.rows.empty()) return UnauthenticatedError("invalid token");
   std::vector<TenantRecord> one = {TenantFromRow(r.rows[0])};
-  RETURN_IF_ERROR(AttachPriorityQuotas(one));
+  RETURN_IF_ERROR(AttachPriorityQuotas(*db_, one));
   return std::move(one[0]);
 }
 

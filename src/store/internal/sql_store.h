@@ -86,8 +86,8 @@ class SqlStore final : public StateStore {
 
  private:
   Status UpdateTenantAmounts(TenantId id, const TenantQuota& amounts, std::string_view column_prefix);
-  // Fills priority_quotas of `tenants` (every tenant's rows when there are several). Caller holds mu_.
-  Status AttachPriorityQuotas(std::vector<TenantRecord>& tenants);
+  // Fills each tenant's priority_quotas, reading on `db` (a reader, or the writer with mu_ held).
+  Status AttachPriorityQuotas(SqlBackend& db, std::vector<TenantRecord>& tenants);
   struct PendingSubmit {
     TenantId tenant;
     const JobSpec* spec;
