@@ -51,6 +51,11 @@ class PlacementPolicy {
   // nor let a node's score depend on which of its alike devices holds what (the device choice may).
   virtual bool cacheable() const { return false; }
 
+  // For cacheable policies whose scores change with state learned between calls (e.g. a learned target): a
+  // value that changes whenever Score's results may have changed; a Scheduler then drops its cached scores.
+  // Between changes Score must obey the cacheable() contract. Default 0 (never changes).
+  virtual uint64_t ScoreEpoch() const { return 0; }
+
   // For cacheable policies: true when Score (the score and the device choice) never reads request.memory_mib.
   // A Scheduler then keeps one score cache for requests that differ only in memory and checks each node's free
   // memory itself (fewer request shapes to keep current). Default false.

@@ -357,6 +357,7 @@ struct Scheduler::Impl {
   ShapeMap<StaticVerdict> statics;
   int64_t seen_max_cpu = -1;
   int64_t seen_max_compute = -1;
+  uint64_t seen_epoch = 0;  // policy ScoreEpoch() the caches were built under
   std::vector<int> changed;
   std::vector<uint64_t> stamp;  // dedupes `changed`
   uint64_t stamp_clock = 0;
@@ -690,6 +691,11 @@ ScheduleOutcome Scheduler::Schedule(const TaskRequest& request, Rng& rng) {
   if (totals.max_node_cpu_milli != m.seen_max_cpu || totals.max_node_device_compute_milli != m.seen_max_compute) {
     m.seen_max_cpu = totals.max_node_cpu_milli;
     m.seen_max_compute = totals.max_node_device_compute_milli;
+    m.synced = false;
+    m.shapes.clear();
+  }
+  if (policy_.ScoreEpoch() != m.seen_epoch) {  // the policy's learned state moved: its scores may have changed
+    m.seen_epoch = policy_.ScoreEpoch();
     m.synced = false;
     m.shapes.clear();
   }

@@ -260,7 +260,8 @@ TEST(SchedulerPropertyTest, AlikeNodesShareVerdictsAndMatchTheFullScan) {
   std::vector<TaskRequest> sample;
   for (int i = 0; i < 200; ++i) sample.push_back(RandomRequest(rng));
   std::vector<std::unique_ptr<PlacementPolicy>> policies;
-  for (const char* name : {"dot-product", "gpu-packing", "gpu-clustering"}) {
+  // default learns its target and per-shape memory from OnArrival / OnPlaced and moves its ScoreEpoch.
+  for (const char* name : {"dot-product", "gpu-packing", "gpu-clustering", "default"}) {
     auto p = MakePolicy(name);
     ASSERT_TRUE(p.ok());
     policies.push_back(std::move(*p));
@@ -279,6 +280,7 @@ TEST(SchedulerPropertyTest, AlikeNodesShareVerdictsAndMatchTheFullScan) {
       TaskRequest r = RandomRequest(rng);
       r.uuid_exclude.clear();
       const size_t which = std::uniform_int_distribution<size_t>(0, policies.size() - 1)(rng);
+      policies[which]->OnArrival(r);
       Rng a(step), b(step);
       ScheduleOutcome fast = schedulers[which]->Schedule(r, a);
       ScheduleOutcome full = Schedule(state, r, *policies[which], b);
@@ -299,6 +301,7 @@ TEST(SchedulerPropertyTest, AlikeNodesShareVerdictsAndMatchTheFullScan) {
     }
   }
   EXPECT_GT(placed, 3000);
+  EXPECT_GT(policies[3]->ScoreEpoch(), 10u) << policies[3]->name();  // default's learned state moved many times
 }
 
 // A cacheable policy with flat scores and a random tie-break: the score cache spreads placements over every

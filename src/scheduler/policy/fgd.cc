@@ -40,6 +40,7 @@ void FragmentationPolicyBase::OnArrival(const TaskRequest& request) {
   if (arrivals_ >= next_rebuild_) {
     next_rebuild_ = arrivals_ < rebuild_step_ ? arrivals_ * 2 : arrivals_ + rebuild_step_;
     target_ = TargetWorkload::FromCounts(seen_);
+    ++target_rebuilds_;
     for (auto& per_shape : cache_) per_shape.clear();
   }
 }

@@ -34,6 +34,12 @@ class FragmentationPolicyBase : public PlacementPolicy {
   FragmentationPolicyBase(TargetWorkload target, bool learn, int64_t rebuild_step)
       : target_(std::move(target)), learn_(learn), rebuild_step_(rebuild_step) {}
   bool learning() const { return learn_; }
+  // Times the learned target was rebuilt (each clears the score cache).
+  uint64_t target_rebuilds() const { return target_rebuilds_; }
+  // Drops the per-(shape, node) score cache: for subclasses whose measure changed. Not from within Evaluate.
+  void ClearScoreCache() {
+    for (auto& per_shape : cache_) per_shape.clear();
+  }
 
   // Score of placing `request` on `devices` of `node`, whose free state is in scratch() and whose weighted
   // fragmentation before placement is `before`.
@@ -60,6 +66,7 @@ class FragmentationPolicyBase : public PlacementPolicy {
   std::vector<WeightedShape> seen_;  // learned counts, first-seen order
   int64_t arrivals_ = 0;
   int64_t next_rebuild_ = 1;
+  uint64_t target_rebuilds_ = 0;
 
   ShapeIndex shapes_;                      // request shapes scored so far
   std::vector<std::vector<Entry>> cache_;  // [shape id][node]

@@ -63,23 +63,32 @@ int64_t DefaultPolicy::ResourceFragment(const NodeFree& node, int64_t memory_mib
 
 void DefaultPolicy::OnPlaced(const ClusterState& /*state*/, const TaskRequest& request,
                              const Allocation& /*allocation*/) {
+  // The per-shape memory is refreshed here, not when next scored, so that it does not depend on which nodes a
+  // caller happens to score (cached or not): a target rebuilt since the last score, then every kMemoryRefresh.
+  const bool caught_up = placed_at_refresh_ >= 0 && RefreshShapeMemory();
   ++placed_;
   PodShape s = ShapeOf(request);
+  bool found = false;
   for (ShapeMemory& m : memory_seen_) {
     if (m.shape == s) {
       m.sum_mib += request.memory_mib;
       ++m.count;
-      return;
+      found = true;
+      break;
     }
   }
-  memory_seen_.push_back({std::move(s), request.memory_mib, 1});
+  if (!found) memory_seen_.push_back({std::move(s), request.memory_mib, 1});
+  if ((placed_at_refresh_ >= 0 && RefreshShapeMemory()) || caught_up) {
+    ++memory_refreshes_;
+    ClearScoreCache();
+  }
 }
 
-void DefaultPolicy::RefreshShapeMemory() {
+bool DefaultPolicy::RefreshShapeMemory() {
   const std::vector<WeightedShape>& shapes = target().shapes();
   const WeightedShape* key = shapes.empty() ? nullptr : shapes.data();
   const bool target_changed = key != target_key_ || target().total_count() != target_total_;
-  if (!target_changed && placed_at_refresh_ >= 0 && placed_ - placed_at_refresh_ < kMemoryRefresh) return;
+  if (!target_changed && placed_at_refresh_ >= 0 && placed_ - placed_at_refresh_ < kMemoryRefresh) return false;
   target_key_ = key;
   target_total_ = target().total_count();
   placed_at_refresh_ = placed_;
@@ -93,6 +102,7 @@ void DefaultPolicy::RefreshShapeMemory() {
     }
   }
   last_node_ = -1;  // the measure changed
+  return true;
 }
 
 int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& request, int node,

@@ -18,7 +18,8 @@
 //      wins over one whose Δ is better by less than ~2 points.
 //   5. Among equal scores: the node left with the least free GPU, then the least free CPU (below the score);
 //      a sharing pod's equal devices go to the tightest device; then the first node.
-// The base caches each node's score per request shape until the node's generation changes. Not thread-safe.
+// The base caches each node's score per request shape until the node's generation or the learned state changes.
+// Not thread-safe.
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -35,6 +36,10 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   DefaultPolicy() : FragmentationPolicyBase(TargetWorkload(), /*learn=*/true, 256) {}
   std::string_view name() const override { return "default"; }
   void OnPlaced(const ClusterState& state, const TaskRequest& request, const Allocation& allocation) override;
+  // Scores are a function of the node, the request and the learned state (target, per-shape memory), which
+  // changes only in OnArrival / OnPlaced; ScoreEpoch moves with it.
+  bool cacheable() const override { return true; }
+  uint64_t ScoreEpoch() const override { return target_rebuilds() + memory_refreshes_; }
 
   // Σ_m count_m F'_n(m) (step 2) for a node whose free CPU / devices are `node` and free memory `memory_mib`;
   // `shape_memory_mib[m]` is target shape m's memory (0 = unknown: memory not counted). Exposed for tests.
@@ -54,7 +59,7 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   bool PreferOnTie(const ClusterState& state, int node, int d, int best) const override {
     return state.FreeDeviceCompute(node, d) < state.FreeDeviceCompute(node, best);
   }
-  void RefreshShapeMemory();  // shape_memory_ for the current target
+  bool RefreshShapeMemory();  // shape_memory_ for the current target; true when it was recomputed
 
   std::vector<ShapeMemory> memory_seen_;  // per placed shape
   std::vector<int64_t> shape_memory_;     // per target shape (mean MiB)
@@ -62,6 +67,7 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   int64_t target_total_ = -1;
   int64_t placed_ = 0;
   int64_t placed_at_refresh_ = -1;
+  uint64_t memory_refreshes_ = 0;  // refreshes made in OnPlaced (each clears the score cache)
   // F' of the node last evaluated, reused for its other device choices.
   int last_node_ = -1;
   uint64_t last_generation_ = 0;
