@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/grpc_client.h"
+#include "agent/testdata/sample_assignment.h"
 #include "agent/v1/agent.pb.h"
 #include "model/node_builder.h"
 
@@ -119,23 +120,8 @@ TEST(GrpcCodecTest, HeartbeatRoundTripsReportsAndLogs) {
 TEST(GrpcCodecTest, ReplyRoundTrips) {
   HeartbeatReply reply;
   reply.interval_micros = 750'000;
-  TaskAssignment a;
-  a.action = TaskAssignment::Action::kSuspend;
-  a.grace_micros = 1'500'000;
-  a.spec.task_id = "job7-r1";
-  a.spec.job_id = 7;
-  a.spec.replica = 1;
-  a.spec.restart_count = 2;
-  a.spec.argv = {"/bin/sh", "-c", "echo hi"};
-  a.spec.workdir = "/w";
-  a.spec.env = {{"A", "1"}};
+  TaskAssignment a = test_data::SampleSharedSuspend();
   a.spec.vendor = Vendor::kAscend;
-  a.spec.cpu_milli = 500;
-  a.spec.memory_mib = 64;
-  a.spec.devices = {{3, 40960, 50}};
-  a.spec.shares_device = true;
-  a.spec.distributed = DistributedEnv{"h", 29400, 2, 1, 0};
-  a.spec.suspend_signal = "SIGUSR2";
   TaskAssignment whole;
   whole.spec.task_id = "job8-r0";
   whole.spec.argv = {"true"};

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/testdata/sample_assignment.h"
 #include "model/node_builder.h"
 
 namespace xpool::agent {
@@ -14,22 +15,7 @@ using Json = nlohmann::json;
 TEST(ProtocolTest, ReplyRoundTrips) {
   HeartbeatReply reply;
   reply.interval_micros = 750'000;
-  TaskAssignment a;
-  a.action = TaskAssignment::Action::kSuspend;
-  a.grace_micros = 1'500'000;
-  a.spec.task_id = "job7-r1";
-  a.spec.job_id = 7;
-  a.spec.replica = 1;
-  a.spec.restart_count = 2;
-  a.spec.argv = {"/bin/sh", "-c", "echo hi"};
-  a.spec.workdir = "/w";
-  a.spec.env = {{"A", "1"}};
-  a.spec.cpu_milli = 500;
-  a.spec.memory_mib = 64;
-  a.spec.devices = {{3, 40960, 50}};
-  a.spec.shares_device = true;
-  a.spec.distributed = DistributedEnv{"h", 29400, 2, 1, 0};
-  a.spec.suspend_signal = "SIGUSR2";
+  TaskAssignment a = test_data::SampleSharedSuspend();
   reply.tasks = {a};
   auto back = ParseHeartbeatReply(HeartbeatReplyBody(reply));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
