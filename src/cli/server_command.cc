@@ -22,7 +22,7 @@ int RunServer(const Args& args) {
   flags.String("store", &options.store, "postgres://... to keep state in PostgreSQL (default: SQLite in --state-dir)");
   flags.String("policy", &options.policy, "placement policy, any name MakePolicy knows (default best-fit)");
   flags.Int("max-body", &max_body, "largest request body in bytes (default 1 MiB); larger is 413");
-  flags.Int("threads", &threads, "HTTP worker threads (default 32)");
+  flags.Int("threads", &threads, "HTTP worker threads (default 128; each open keep-alive connection holds one)");
   flags.Int("tick-ms", &options.tick_ms, "periodic scheduling pass interval in ms (default 1000)");
   flags.Int("node-timeout", &options.node_timeout_s, "seconds without a heartbeat before a node is lost (default 30)");
   flags.Int("min-runtime", &options.min_runtime_s, "seconds a job runs before it may be suspended for others (default 600)");
