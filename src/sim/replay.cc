@@ -12,6 +12,7 @@
 #include <tuple>
 #include <utility>
 
+#include "common/text.h"
 #include "common/units.h"
 #include "model/job_spec.h"
 #include "scheduler/fit.h"
@@ -29,16 +30,6 @@ namespace {
 constexpr TimeMicros kNever = std::numeric_limits<TimeMicros>::max();
 constexpr TimeMicros kHour = 3600 * kMicrosPerSecond;
 constexpr const char* kQosNames[] = {"LS", "Guaranteed", "Burstable", "BE", "unknown"};
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
 
 // What the replay keeps per pod besides its QueueJob.
 struct PodRun {

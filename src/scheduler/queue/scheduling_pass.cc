@@ -41,6 +41,8 @@ class Pass {
         options_(options),
         ledger_(tenants),
         tenant_of_(jobs.size(), -1),
+        shape_of_(jobs.size(), -1),
+        priority_of_(jobs.size(), 0),
         taken_(jobs.size(), false) {}
 
   PassResult Run();
@@ -65,6 +67,13 @@ class Pass {
   const PassOptions& options_;
   TenantLedger ledger_;
   std::vector<int> tenant_of_;
+  // Per waiting job, filled by Setup's one sequential sweep over the jobs, so that the queue walk
+  // (in DRF order, all over memory) reads small arrays instead of the jobs: its shape and priority.
+  std::vector<int> shape_of_;
+  std::vector<int> priority_of_;
+  // Per shape: a job of that shape (its request and replicas stand for all of them) and its demand.
+  std::vector<int> shape_job_;
+  std::vector<ResourceAmounts> shape_demand_;
   std::vector<bool> taken_;  // running jobs chosen as victims in this pass
   std::vector<int> by_running_order_;
   int min_victim_priority_ = std::numeric_limits<int>::max();
@@ -102,6 +111,7 @@ std::vector<int> Pass::Setup() {
   }
   for (int j = 0; j < static_cast<int>(jobs_.size()); ++j) {
     const QueueJob& job = jobs_[j];
+    priority_of_[j] = job.priority;
     const int t = ledger_.IndexOf(job.tenant);
     Status bad = ValidateQueueJob(job);
     if (bad.ok() && t < 0)
@@ -123,8 +133,15 @@ std::vector<int> Pass::Setup() {
       }
     } else {
       waiting.push_back(j);
+      const int shape = shapes_.IdOf(job.request, job.replicas);
+      shape_of_[j] = shape;
+      if (shape == static_cast<int>(shape_job_.size())) {
+        shape_job_.push_back(j);
+        shape_demand_.push_back(DemandOf(job, largest_device_memory_));
+      }
     }
   }
+  shape_memo_.resize(shape_job_.size());
   by_running_order_ = SortRunningForPreemption(jobs_, running, now_);
   return waiting;
 }
@@ -147,26 +164,26 @@ PassResult Pass::Run() {
 }
 
 void Pass::Consider(int j) {
-  const QueueJob& job = jobs_[j];
+  const QueueJob& job = jobs_[j];  // read only to place it: the shape's job stands for it otherwise
   const int t = tenant_of_[j];
-  const ResourceAmounts demand = DemandOf(job, largest_device_memory_);
-  if (std::string limit = ledger_.LimitReason(t, job.priority, demand); !limit.empty()) {
+  const int shape = shape_of_[j];
+  const ResourceAmounts& demand = shape_demand_[shape];
+  const QueueJob& like = jobs_[shape_job_[shape]];  // same request and replicas
+  if (std::string limit = ledger_.LimitReason(t, priority_of_[j], demand); !limit.empty()) {
     Decide(j, DecisionKind::kWait, std::move(limit));
     return;
   }
-  const int shape = shapes_.IdOf(job.request, job.replicas);
-  if (shape >= static_cast<int>(shape_memo_.size())) shape_memo_.resize(shape + 1);
   ShapeMemo& memo = shape_memo_[shape];
   if (memo.never_fits) {
     Decide(j, DecisionKind::kNeverFits, memo.never_reason);
     return;
   }
   std::string reason;
-  const bool plain = internal::UnfitFrontier::Eligible(job.request);
+  const bool plain = internal::UnfitFrontier::Eligible(like.request);
   const std::string* covered = nullptr;
-  if (KnownUnfit(memo, job.request)) {
+  if (KnownUnfit(memo, like.request)) {
     reason = memo.wait_reason;
-  } else if (plain && (covered = frontier_.Covering(job.request, job.replicas)) != nullptr) {
+  } else if (plain && (covered = frontier_.Covering(like.request, like.replicas)) != nullptr) {
     reason = *covered;
   } else {
     ++result_.stats.placer_calls;
@@ -225,7 +242,7 @@ bool Pass::TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, st
   const QueueJob& job = jobs_[j];
   if (!options_.preemption) return false;
   const bool within = ledger_.WithinGuarantee(t, demand);
-  if (job.priority <= min_victim_priority_ && !within) return false;
+  if (priority_of_[j] <= min_victim_priority_ && !within) return false;
   if (result_.stats.victim_searches >= options_.max_victim_searches) {
     *reason += deferred_;
     return false;
@@ -233,7 +250,7 @@ bool Pass::TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, st
   if (shape < 0) shape = shapes_.IdOf(job.request, job.replicas);
   const int64_t key = (static_cast<int64_t>(shape) << 32) | (within ? t + 1 : 0);
   PreemptMemo& memo = preempt_memo_[key];
-  if (memo.epoch == epoch_ && memo.failed_priority >= job.priority) {
+  if (memo.epoch == epoch_ && memo.failed_priority >= priority_of_[j]) {
     if (!memo.reason.empty()) *reason += "; " + memo.reason;
     return false;
   }
@@ -419,7 +436,7 @@ void Pass::Decide(int j, DecisionKind kind, std::string reason,
       break;
     case DecisionKind::kWait:
       ++s.waiting;
-      top_waiting_priority_ = std::max(top_waiting_priority_, jobs_[j].priority);
+      top_waiting_priority_ = std::max(top_waiting_priority_, priority_of_[j]);
       break;
     case DecisionKind::kNeverFits:
       ++s.never_fits;
