@@ -43,7 +43,8 @@ class Pass {
         tenant_of_(jobs.size(), -1),
         shape_of_(jobs.size(), -1),
         priority_of_(jobs.size(), 0),
-        taken_(jobs.size(), false) {}
+        taken_(jobs.size(), false),
+        held_(jobs.size()) {}
 
   PassResult Run();
 
@@ -75,6 +76,7 @@ class Pass {
   std::vector<int> shape_job_;
   std::vector<ResourceAmounts> shape_demand_;
   std::vector<bool> taken_;  // running jobs chosen as victims in this pass
+  std::vector<ResourceAmounts> held_;  // per running job: HeldBy (victim ranking reads it often)
   std::vector<int> by_running_order_;
   int min_victim_priority_ = std::numeric_limits<int>::max();
   int64_t largest_device_memory_ = 0;
@@ -125,7 +127,8 @@ std::vector<int> Pass::Setup() {
     }
     tenant_of_[j] = t;
     if (job.state == QueueJobState::kRunning) {
-      ledger_.Add(t, job.priority, HeldBy(job));
+      held_[j] = HeldBy(job);
+      ledger_.Add(t, job.priority, held_[j]);
       running.push_back(j);
       if (job.preemptible && now_ - job.last_start >= options_.rules.min_runtime &&
           job.suspensions_last_hour < options_.rules.max_suspensions_per_hour) {
@@ -255,7 +258,7 @@ bool Pass::TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, st
     return false;
   }
   std::vector<int> ranked = RankVictims(jobs_, by_running_order_, tenant_of_, taken_, job, within,
-                                        ledger_, options_.rules, now_);
+                                        ledger_, options_.rules, now_, &held_);
   VictimChoice choice;
   choice.reason = "no running job may be suspended for it";
   if (!ranked.empty()) {
