@@ -515,7 +515,7 @@ Status Launcher::Forget(const std::string& task_id) {
     if ((*it)->status.task_id != task_id) continue;
     if ((*it)->status.running())
       return FailedPreconditionError("task " + task_id + " is still running");
-    ReapShimLocked(it->get(), /*block=*/false);
+    ReapShimLocked(it->get(), /*block=*/true);  // it exits right after recording the end
     ::unlink(FileIn((*it)->dir, kShimSpecFile).c_str());
     ::unlink(FileIn((*it)->dir, kShimControlFile).c_str());
     tasks_.erase(it);
