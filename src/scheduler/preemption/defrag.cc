@@ -82,17 +82,17 @@ class Attempt {
 };
 
 // Step 3's second hop for `v`, which found no room: on another node a movable job `w` leaves so that `v` fits
-// there, and `w` finds room elsewhere (both by the placer). Nodes in order, their jobs least GPU first; at most
-// `kMaxHops` pairs (v fits once w leaves) are tried. On success both are booked and added to `plan` (v, then w).
-constexpr int kMaxHops = 8;
+// there, and `w` finds room elsewhere (both by the placer). Nodes in order, their jobs least GPU first; such
+// pairs (v fits once w leaves) are tried while `hops_left`, the search's budget, lasts. On success both are booked
+// and added to `plan` (v, then w).
+constexpr int kMaxHopsPerSearch = 16;
 Status SecondHop(Attempt& attempt, ClusterState& state, const std::vector<QueueJob>& jobs,
                  const std::vector<std::vector<int>>& by_node, int opened, int v, JobPlacer& placer, MovePlan& plan,
-                 bool* done) {
+                 int& hops_left, bool* done) {
   *done = false;
-  int tries = 0;
-  for (int x = 0; x < static_cast<int>(by_node.size()) && tries < kMaxHops; ++x) {
+  for (int x = 0; x < static_cast<int>(by_node.size()) && hops_left > 0; ++x) {
     if (x == opened || x == jobs[v].allocations.front().node) continue;
-    for (auto it = by_node[x].rbegin(); it != by_node[x].rend() && tries < kMaxHops; ++it) {  // least GPU first
+    for (auto it = by_node[x].rbegin(); it != by_node[x].rend() && hops_left > 0; ++it) {  // least GPU first
       const int w = *it;
       if (attempt.HasLeft(w)) continue;
       RETURN_IF_ERROR(attempt.Leave(w));
@@ -100,7 +100,7 @@ Status SecondHop(Attempt& attempt, ClusterState& state, const std::vector<QueueJ
         attempt.Return(w);
         continue;
       }
-      ++tries;
+      --hops_left;
       JobPlacement mv = placer.Probe(state, jobs[v].request, 1);
       if (mv.kind == OutcomeKind::kPlaced && attempt.Book(mv.allocations)) {
         JobPlacement mw = placer.Probe(state, jobs[w].request, 1);
@@ -125,7 +125,8 @@ Status SecondHop(Attempt& attempt, ClusterState& state, const std::vector<QueueJ
 // in `misses`.
 Result<MovePlan> TryNode(ClusterState& state, const std::vector<QueueJob>& jobs,
                          const std::vector<std::vector<int>>& by_node, int node, const QueueJob& job,
-                         JobPlacer& placer, const std::vector<bool>& suspendable, MoveMisses& misses) {
+                         JobPlacer& placer, const std::vector<bool>& suspendable, int& hops_left,
+                         MoveMisses& misses) {
   const std::vector<int>& on_node = by_node[node];
   MovePlan plan;
   Attempt attempt(state, jobs);
@@ -166,7 +167,7 @@ Result<MovePlan> TryNode(ClusterState& state, const std::vector<QueueJob>& jobs,
         continue;
       }
       bool hopped = false;
-      RETURN_IF_ERROR(SecondHop(attempt, state, jobs, by_node, node, v, placer, plan, &hopped));
+      RETURN_IF_ERROR(SecondHop(attempt, state, jobs, by_node, node, v, placer, plan, hops_left, &hopped));
       if (hopped) continue;
       if (second) {
         plan.suspended.push_back(v);  // stays released: it waits in the queue
@@ -218,8 +219,9 @@ Result<MovePlan> PlanMoves(ClusterState& state, const std::vector<QueueJob>& job
   std::sort(candidates.begin(), candidates.end());
   if (static_cast<int>(candidates.size()) > max_nodes) candidates.resize(max_nodes);
   MoveMisses misses;
+  int hops_left = kMaxHopsPerSearch;
   for (const auto& [held, n] : candidates) {
-    ASSIGN_OR_RETURN(MovePlan plan, TryNode(state, jobs, by_node, n, job, placer, may_suspend, misses));
+    ASSIGN_OR_RETURN(MovePlan plan, TryNode(state, jobs, by_node, n, job, placer, may_suspend, hops_left, misses));
     if (!plan.found) continue;
     if (!best.found || std::make_tuple(plan.suspended.size(), plan.moved.size(), plan.moved_gpu_milli) <
                            std::make_tuple(best.suspended.size(), best.moved.size(), best.moved_gpu_milli)) {

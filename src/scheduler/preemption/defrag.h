@@ -13,8 +13,8 @@
 //   3. The job is placed by the JobPlacer (the policy's own choice, which must be that node or another that
 //      fits), then each job that left by the JobPlacer too, anywhere it fits: first those that must find room,
 //      then the `suspendable` ones, each most GPU first. One that finds no room gets a second hop: on another
-//      node a movable job leaves so that it fits there, and that job finds room elsewhere (at most 8 such pairs
-//      tried, smallest job first). Failing that, a suspendable job (one the rules let the waiting job preempt:
+//      node a movable job leaves so that it fits there, and that job finds room elsewhere (smallest job first; at
+//      most 16 such pairs per search). Failing that, a suspendable job (one the rules let the waiting job preempt:
 //      lower priority) is suspended instead — it waits in the queue keeping its place; any other gives the node
 //      up (the state is restored).
 //   4. The plan with the fewest suspensions wins, then the fewest moves, then the least GPU moved, then the
