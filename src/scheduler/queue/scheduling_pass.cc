@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -27,7 +28,7 @@ struct ShapeMemo {
 struct PreemptMemo {
   int64_t epoch = -1;
   int failed_priority = -1;  // the victim search failed at this priority or above: fails below too
-  std::string reason;
+  std::string reason;        // why, as appended to the job's wait reason ("; ..."), or empty
 };
 
 class Pass {
@@ -41,9 +42,9 @@ class Pass {
         options_(options),
         ledger_(tenants),
         tenant_of_(jobs.size(), -1),
-        shape_of_(jobs.size(), -1),
-        priority_of_(jobs.size(), 0),
-        taken_(jobs.size(), false) {}
+        info_(jobs.size()),
+        taken_(jobs.size(), false),
+        held_(jobs.size()) {}
 
   PassResult Run();
 
@@ -51,7 +52,7 @@ class Pass {
   std::vector<int> Setup();
   void Consider(int j);
   bool KnownUnfit(ShapeMemo& memo, const TaskRequest& request);
-  bool TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, std::string* reason);
+  bool TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, std::string_view* tail);
   bool TryMove(int j, int t, int shape);
   void CommitMoves(int j, int t, MovePlan plan);
   void RoomChanged(const std::vector<int>& nodes);
@@ -67,14 +68,19 @@ class Pass {
   const PassOptions& options_;
   TenantLedger ledger_;
   std::vector<int> tenant_of_;
-  // Per waiting job, filled by Setup's one sequential sweep over the jobs, so that the queue walk
-  // (in DRF order, all over memory) reads small arrays instead of the jobs: its shape and priority.
-  std::vector<int> shape_of_;
-  std::vector<int> priority_of_;
+  // Per job, filled by Setup's one sequential sweep over the jobs, so that the queue walk (in DRF
+  // order, all over memory) reads one small record per job instead of the job.
+  struct JobInfo {
+    int tenant = -1;
+    int shape = -1;  // waiting jobs only
+    int priority = 0;
+  };
+  std::vector<JobInfo> info_;
   // Per shape: a job of that shape (its request and replicas stand for all of them) and its demand.
   std::vector<int> shape_job_;
   std::vector<ResourceAmounts> shape_demand_;
   std::vector<bool> taken_;  // running jobs chosen as victims in this pass
+  std::vector<ResourceAmounts> held_;  // per running job: HeldBy (victim ranking reads it often)
   std::vector<int> by_running_order_;
   int min_victim_priority_ = std::numeric_limits<int>::max();
   int64_t largest_device_memory_ = 0;
@@ -111,7 +117,7 @@ std::vector<int> Pass::Setup() {
   }
   for (int j = 0; j < static_cast<int>(jobs_.size()); ++j) {
     const QueueJob& job = jobs_[j];
-    priority_of_[j] = job.priority;
+    info_[j].priority = job.priority;
     const int t = ledger_.IndexOf(job.tenant);
     Status bad = ValidateQueueJob(job);
     if (bad.ok() && t < 0)
@@ -125,7 +131,8 @@ std::vector<int> Pass::Setup() {
     }
     tenant_of_[j] = t;
     if (job.state == QueueJobState::kRunning) {
-      ledger_.Add(t, job.priority, HeldBy(job));
+      held_[j] = HeldBy(job);
+      ledger_.Add(t, job.priority, held_[j]);
       running.push_back(j);
       if (job.preemptible && now_ - job.last_start >= options_.rules.min_runtime &&
           job.suspensions_last_hour < options_.rules.max_suspensions_per_hour) {
@@ -134,7 +141,8 @@ std::vector<int> Pass::Setup() {
     } else {
       waiting.push_back(j);
       const int shape = shapes_.IdOf(job.request, job.replicas);
-      shape_of_[j] = shape;
+      info_[j].tenant = t;
+      info_[j].shape = shape;
       if (shape == static_cast<int>(shape_job_.size())) {
         shape_job_.push_back(j);
         shape_demand_.push_back(DemandOf(job, largest_device_memory_));
@@ -165,11 +173,12 @@ PassResult Pass::Run() {
 
 void Pass::Consider(int j) {
   const QueueJob& job = jobs_[j];  // read only to place it: the shape's job stands for it otherwise
-  const int t = tenant_of_[j];
-  const int shape = shape_of_[j];
+  const JobInfo& info = info_[j];
+  const int t = info.tenant;
+  const int shape = info.shape;
   const ResourceAmounts& demand = shape_demand_[shape];
   const QueueJob& like = jobs_[shape_job_[shape]];  // same request and replicas
-  if (std::string limit = ledger_.LimitReason(t, priority_of_[j], demand); !limit.empty()) {
+  if (std::string limit = ledger_.LimitReason(t, info.priority, demand); !limit.empty()) {
     Decide(j, DecisionKind::kWait, std::move(limit));
     return;
   }
@@ -178,14 +187,16 @@ void Pass::Consider(int j) {
     Decide(j, DecisionKind::kNeverFits, memo.never_reason);
     return;
   }
-  std::string reason;
+  // The wait reason: a remembered one (stays put until the job is decided) or the placer's.
+  std::string asked;
+  const std::string* reason = nullptr;
   const bool plain = internal::UnfitFrontier::Eligible(like.request);
-  const std::string* covered = nullptr;
   if (KnownUnfit(memo, like.request)) {
-    reason = memo.wait_reason;
-  } else if (plain && (covered = frontier_.Covering(like.request, like.replicas)) != nullptr) {
-    reason = *covered;
-  } else {
+    reason = &memo.wait_reason;
+  } else if (plain) {
+    reason = frontier_.Covering(like.request, like.replicas);
+  }
+  if (reason == nullptr) {
     ++result_.stats.placer_calls;
     JobPlacement p = placer_.Place(state_, job.request, job.replicas);
     if (p.kind == OutcomeKind::kPlaced) {
@@ -216,10 +227,17 @@ void Pass::Consider(int j) {
     memo.wait_epoch = room_epoch_;
     memo.wait_reason = p.reason;
     if (plain) frontier_.Add(job.request, job.replicas, p.reason);
-    reason = std::move(p.reason);
+    asked = std::move(p.reason);
+    reason = &asked;
   }
   if (TryMove(j, t, shape)) return;
-  if (!TryPreempt(j, t, shape, demand, &reason)) Decide(j, DecisionKind::kWait, std::move(reason));
+  std::string_view tail;
+  if (TryPreempt(j, t, shape, demand, &tail)) return;
+  // One allocation per waiting job: 100,000 of them per pass on a long queue.
+  std::string text;
+  text.reserve(reason->size() + tail.size());
+  text.append(*reason).append(tail);
+  Decide(j, DecisionKind::kWait, std::move(text));
 }
 
 bool Pass::KnownUnfit(ShapeMemo& memo, const TaskRequest& request) {
@@ -238,24 +256,25 @@ bool Pass::KnownUnfit(ShapeMemo& memo, const TaskRequest& request) {
   return true;
 }
 
-bool Pass::TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, std::string* reason) {
+// True when the job preempts (decided); otherwise `tail` is what its wait reason gets appended.
+bool Pass::TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, std::string_view* tail) {
   const QueueJob& job = jobs_[j];
   if (!options_.preemption) return false;
   const bool within = ledger_.WithinGuarantee(t, demand);
-  if (priority_of_[j] <= min_victim_priority_ && !within) return false;
+  if (info_[j].priority <= min_victim_priority_ && !within) return false;
   if (result_.stats.victim_searches >= options_.max_victim_searches) {
-    *reason += deferred_;
+    *tail = deferred_;
     return false;
   }
   if (shape < 0) shape = shapes_.IdOf(job.request, job.replicas);
   const int64_t key = (static_cast<int64_t>(shape) << 32) | (within ? t + 1 : 0);
   PreemptMemo& memo = preempt_memo_[key];
-  if (memo.epoch == epoch_ && memo.failed_priority >= priority_of_[j]) {
-    if (!memo.reason.empty()) *reason += "; " + memo.reason;
+  if (memo.epoch == epoch_ && memo.failed_priority >= info_[j].priority) {
+    *tail = memo.reason;
     return false;
   }
   std::vector<int> ranked = RankVictims(jobs_, by_running_order_, tenant_of_, taken_, job, within,
-                                        ledger_, options_.rules, now_);
+                                        ledger_, options_.rules, now_, &held_);
   VictimChoice choice;
   choice.reason = "no running job may be suspended for it";
   if (!ranked.empty()) {
@@ -268,8 +287,8 @@ bool Pass::TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, st
     }
   }
   if (!choice.found) {
-    memo = {epoch_, job.priority, choice.reason};
-    if (!choice.reason.empty()) *reason += "; " + choice.reason;
+    memo = {epoch_, job.priority, choice.reason.empty() ? std::string() : "; " + choice.reason};
+    *tail = memo.reason;
     return false;
   }
   Commit(j, t, std::move(choice), within);
@@ -436,7 +455,7 @@ void Pass::Decide(int j, DecisionKind kind, std::string reason,
       break;
     case DecisionKind::kWait:
       ++s.waiting;
-      top_waiting_priority_ = std::max(top_waiting_priority_, priority_of_[j]);
+      top_waiting_priority_ = std::max(top_waiting_priority_, info_[j].priority);
       break;
     case DecisionKind::kNeverFits:
       ++s.never_fits;
