@@ -98,6 +98,11 @@ bool DrfQueue::StartNextLevel() {
 }
 
 int DrfQueue::Next() {
+  const int position = NextPosition();
+  return position < 0 ? -1 : order_[position];
+}
+
+int DrfQueue::NextPosition() {
   if (last_run_ >= 0 && runs_[last_run_].begin < runs_[last_run_].end) Push(last_run_);
   last_run_ = -1;
   while (heap_.empty()) {
@@ -107,7 +112,7 @@ int DrfQueue::Next() {
   const int run = heap_.back().run;
   heap_.pop_back();
   last_run_ = run;
-  return order_[runs_[run].begin++];
+  return runs_[run].begin++;
 }
 
 void DrfQueue::RerankAll() {

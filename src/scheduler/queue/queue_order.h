@@ -34,6 +34,11 @@ class DrfQueue {
   // is re-ranked with its share as it is now, so book a placement in the ledger before asking for
   // the next job.
   int Next();
+  // As Next, but the job's position in order() (-1 when done): a caller that keeps per-job data
+  // in that order reads it nearly sequentially, where job indices come all over the place.
+  int NextPosition();
+  // Every waiting job, grouped by priority level and tenant, each group by first submit and id.
+  const std::vector<int>& order() const { return order_; }
   // Re-ranks every tenant of the current priority level (after a suspension changed other tenants'
   // shares).
   void RerankAll();
