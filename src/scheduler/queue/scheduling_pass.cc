@@ -54,7 +54,7 @@ class Pass {
   PassResult Run();
 
  private:
-  std::vector<int> Setup();
+  std::vector<DrfQueue::Waiting> Setup();
   struct JobInfo;
   void Consider(int j, const JobInfo& info);
   bool KnownUnfit(ShapeMemo& memo);
@@ -112,8 +112,8 @@ class Pass {
 };
 
 // Validates, books running jobs in the ledger, and returns the waiting jobs.
-std::vector<int> Pass::Setup() {
-  std::vector<int> waiting;
+std::vector<DrfQueue::Waiting> Pass::Setup() {
+  std::vector<DrfQueue::Waiting> waiting;
   std::vector<int> running;
   for (int n = 0; n < state_.node_count(); ++n) {
     for (const Device& d : state_.node(n).devices)
@@ -143,7 +143,7 @@ std::vector<int> Pass::Setup() {
         min_victim_priority_ = std::min(min_victim_priority_, job.priority);
       }
     } else {
-      waiting.push_back(j);
+      waiting.push_back({j, job.priority, job.first_submit, job.id.value()});
       const int shape = shapes_.IdOf(job.request, job.replicas);
       info_[j].tenant = t;
       info_[j].shape = shape;
@@ -160,11 +160,11 @@ std::vector<int> Pass::Setup() {
 }
 
 PassResult Pass::Run() {
-  std::vector<int> waiting = Setup();
+  std::vector<DrfQueue::Waiting> waiting = Setup();
   std::vector<JobDecision> rejected = std::move(result_.decisions);
   result_.decisions.clear();
   result_.decisions.reserve(waiting.size() + rejected.size());
-  DrfQueue queue(jobs_, std::move(waiting), tenant_of_, ledger_, state_.totals());
+  DrfQueue queue(waiting, tenant_of_, ledger_, state_.totals());
   // The records in queue order, gathered in one tight loop (its cache misses overlap) rather than
   // one by one as the walk reaches each job.
   const std::vector<int>& order = queue.order();
