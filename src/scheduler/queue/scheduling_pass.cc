@@ -321,16 +321,9 @@ bool Pass::TryMove(int j, int t, int shape) {
   // least as much to move: it is not searched again until a suspension changes the running set.
   const bool frontier = options_.moves == MoveRule::kAnyPriority && internal::UnfitFrontier::Eligible(job.request);
   if (frontier && move_frontier_.Covering(job.request, 1) != nullptr) return false;
-  // Moves only shuffle what runs: the cluster as a whole must have the room the job asks for.
-  const ClusterTotals& totals = state_.totals();
-  const TaskRequest& q = job.request;
-  if (totals.device_compute_capacity_milli - totals.device_compute_allocated_milli <
-          q.device_count * std::min<int64_t>(q.device_compute_milli, 1000) ||
-      totals.cpu_capacity_milli - totals.cpu_allocated_milli < q.cpu_milli) {
-    memo->second = epoch_;
-    return false;
-  }
   std::vector<int> movable;
+  std::vector<int> suspendable;  // lower priority: suspended instead when they find no room (preemption on)
+  int64_t room_gpu = 0, room_cpu = 0;  // held by the suspendable jobs
   for (int v : by_running_order_) {
     const QueueJob& r = jobs_[v];
     if (taken_[v] || tenant_of_[v] < 0 || !r.preemptible || r.allocations.size() != 1 || r.replicas != 1) continue;
@@ -340,13 +333,28 @@ bool Pass::TryMove(int j, int t, int shape) {
     }
     if (options_.moves == MoveRule::kLowerPriority && r.priority >= job.priority) continue;
     movable.push_back(v);
+    if (options_.preemption && r.priority < job.priority) {
+      suspendable.push_back(v);
+      for (const DeviceGrant& g : r.allocations.front().devices) room_gpu += g.compute_milli;
+      room_cpu += r.allocations.front().cpu_milli;
+    }
+  }
+  // Moves only shuffle what runs: the cluster as a whole must have the room the job asks for, counting what the
+  // suspendable jobs hold.
+  const ClusterTotals& totals = state_.totals();
+  const TaskRequest& q = job.request;
+  if (totals.device_compute_capacity_milli - totals.device_compute_allocated_milli + room_gpu <
+          q.device_count * std::min<int64_t>(q.device_compute_milli, 1000) ||
+      totals.cpu_capacity_milli - totals.cpu_allocated_milli + room_cpu < q.cpu_milli) {
+    memo->second = epoch_;
+    return false;
   }
   if (movable.empty()) {
     memo->second = epoch_;
     return false;
   }
   ++result_.stats.move_searches;
-  Result<MovePlan> plan = PlanMoves(state_, jobs_, movable, job, placer_, options_.max_move_nodes);
+  Result<MovePlan> plan = PlanMoves(state_, jobs_, movable, job, placer_, options_.max_move_nodes, suspendable);
   if (!plan.ok() || !plan->found) {
     memo->second = epoch_;
     if (frontier) move_frontier_.Add(job.request, 1, "");
@@ -359,6 +367,7 @@ bool Pass::TryMove(int j, int t, int shape) {
 void Pass::CommitMoves(int j, int t, MovePlan plan) {
   const QueueJob& job = jobs_[j];
   for (int v : plan.moved) (void)state_.Release(jobs_[v].allocations.front());  // PlanMoves checked them
+  for (int v : plan.suspended) (void)state_.Release(jobs_[v].allocations.front());
   for (const Allocation& a : plan.allocations) (void)state_.Apply(a);
   placer_.OnBooked(state_, job.request, plan.allocations);
   std::string reason;
@@ -381,13 +390,24 @@ void Pass::CommitMoves(int j, int t, MovePlan plan) {
                                    std::move(plan.move_to[i])});
     touched.push_back(from);
   }
+  for (int v : plan.suspended) {  // lower priority, no room elsewhere: a plain preemption
+    const QueueJob& victim = jobs_[v];
+    ledger_.Remove(tenant_of_[v], victim.priority, HeldBy(victim));
+    taken_[v] = true;
+    if (!reason.empty()) reason += "; ";
+    reason += PreemptorReason(victim, TenantName(v), VictimVerdict::kByPriority, job, TenantName(j));
+    result_.suspensions.push_back(
+        {v, j, VictimReason(victim, TenantName(v), VictimVerdict::kByPriority, job, TenantName(j)), {}});
+    touched.push_back(victim.allocations.front().node);
+  }
   ledger_.Add(t, job.priority, AmountsOf(plan.allocations));
   rerank_ = true;
   ++epoch_;
   RoomChanged(touched);
-  result_.stats.suspended += static_cast<int>(plan.moved.size());
+  result_.stats.suspended += static_cast<int>(plan.moved.size() + plan.suspended.size());
   result_.stats.moved += static_cast<int>(plan.moved.size());
   Decide(j, DecisionKind::kPreempt, std::move(reason), std::move(plan.allocations));
+  plan.moved.insert(plan.moved.end(), plan.suspended.begin(), plan.suspended.end());
   result_.decisions.back().victims = std::move(plan.moved);
 }
 
