@@ -107,6 +107,7 @@ int RunUp(const Args& args) {
   }
   agent::LauncherOptions launcher_options;
   launcher_options.state_dir = options.state_dir + "/tasks";
+  launcher_options.stop_tasks_on_exit = true;  // the whole pool stops; a crashed `xpool up` adopts its tasks
   agent::Launcher launcher(launcher_options);
   for (const std::string& n : launcher.TakeNotices()) std::fprintf(stderr, "agent: %s\n", n.c_str());
   std::error_code ec;

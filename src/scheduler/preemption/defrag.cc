@@ -76,9 +76,11 @@ class Attempt {
   std::vector<std::vector<Allocation>> booked_;
 };
 
-// Steps 2 and 3 on one node; `on_node` is sorted in leaving order. Leaves `state` as found.
+// Steps 2 and 3 on one node; `on_node` is sorted in leaving order. Leaves `state` as found. A miss is counted
+// in `misses`.
 Result<MovePlan> TryNode(ClusterState& state, const std::vector<QueueJob>& jobs, const std::vector<int>& on_node,
-                         int node, const QueueJob& job, JobPlacer& placer) {
+                         int node, const QueueJob& job, JobPlacer& placer, const std::vector<bool>& suspendable,
+                         MoveMisses& misses) {
   MovePlan plan;
   Attempt attempt(state, jobs);
   bool fits = false;
@@ -86,7 +88,10 @@ Result<MovePlan> TryNode(ClusterState& state, const std::vector<QueueJob>& jobs,
     RETURN_IF_ERROR(attempt.Leave(v));
     if ((fits = FitsOn(state, node, job.request))) break;
   }
-  if (!fits) return plan;
+  if (!fits) {
+    ++misses.pinned;
+    return plan;
+  }
   // Put back, smallest first, each one whose leaving is not needed.
   const std::vector<int> out = attempt.left();
   for (auto it = out.rbegin(); it != out.rend(); ++it) {
@@ -94,16 +99,32 @@ Result<MovePlan> TryNode(ClusterState& state, const std::vector<QueueJob>& jobs,
     if (!FitsOn(state, node, job.request)) RETURN_IF_ERROR(attempt.Leave(*it));  // needed after all
   }
   JobPlacement p = placer.Probe(state, job.request, job.replicas);
-  if (p.kind != OutcomeKind::kPlaced || !attempt.Book(p.allocations)) return plan;
+  if (p.kind != OutcomeKind::kPlaced || !attempt.Book(p.allocations)) {
+    ++misses.placer_refused;
+    return plan;
+  }
   plan.allocations = std::move(p.allocations);
   plan.node = plan.allocations.front().node;
-  for (int v : on_node) {  // most GPU first: the leaving order
-    if (std::find(attempt.left().begin(), attempt.left().end(), v) == attempt.left().end()) continue;
-    JobPlacement m = placer.Probe(state, jobs[v].request, 1);
-    if (m.kind != OutcomeKind::kPlaced || !attempt.Book(m.allocations)) return MovePlan{};
-    plan.moved.push_back(v);
-    plan.moved_gpu_milli += GpuMilli(jobs[v].allocations.front());
-    plan.move_to.push_back(std::move(m.allocations));
+  // Those that must find room first, then the suspendable ones; each group most GPU first (the leaving order).
+  for (const bool second : {false, true}) {
+    for (int v : on_node) {
+      if (suspendable[v] != second ||
+          std::find(attempt.left().begin(), attempt.left().end(), v) == attempt.left().end()) {
+        continue;
+      }
+      JobPlacement m = placer.Probe(state, jobs[v].request, 1);
+      if (m.kind == OutcomeKind::kPlaced && attempt.Book(m.allocations)) {
+        plan.moved.push_back(v);
+        plan.moved_gpu_milli += GpuMilli(jobs[v].allocations.front());
+        plan.move_to.push_back(std::move(m.allocations));
+      } else if (second) {
+        plan.suspended.push_back(v);  // stays released: it waits in the queue
+      } else {
+        const TaskRequest& q = jobs[v].request;
+        ++(q.device_count == 0 ? misses.no_room_cpu : q.exclusive() ? misses.no_room_whole : misses.no_room_shared);
+        return MovePlan{};
+      }
+    }
   }
   plan.found = true;
   return plan;  // the Attempt undoes the bookings
@@ -113,9 +134,13 @@ Result<MovePlan> TryNode(ClusterState& state, const std::vector<QueueJob>& jobs,
 
 Result<MovePlan> PlanMoves(ClusterState& state, const std::vector<QueueJob>& jobs,
                            const std::vector<int>& movable, const QueueJob& job, JobPlacer& placer,
-                           int max_nodes) {
+                           int max_nodes, const std::vector<int>& suspendable) {
   MovePlan best;
   if (job.replicas != 1 || movable.empty() || max_nodes <= 0) return best;
+  std::vector<bool> may_suspend(jobs.size(), false);
+  for (int v : suspendable) {
+    if (v >= 0 && v < static_cast<int>(jobs.size())) may_suspend[v] = true;
+  }
   std::vector<std::vector<int>> by_node(state.node_count());
   for (int v : movable) {
     if (jobs[v].allocations.size() != 1) continue;
@@ -133,6 +158,7 @@ Result<MovePlan> PlanMoves(ClusterState& state, const std::vector<QueueJob>& job
   }
   std::sort(candidates.begin(), candidates.end());
   if (static_cast<int>(candidates.size()) > max_nodes) candidates.resize(max_nodes);
+  MoveMisses misses;
   for (const auto& [held, n] : candidates) {
     std::vector<int>& on_node = by_node[n];
     std::sort(on_node.begin(), on_node.end(), [&](int a, int b) {
@@ -141,14 +167,16 @@ Result<MovePlan> PlanMoves(ClusterState& state, const std::vector<QueueJob>& job
       return std::make_tuple(-GpuMilli(x.allocations.front()), -x.last_start, x.id.value()) <
              std::make_tuple(-GpuMilli(y.allocations.front()), -y.last_start, y.id.value());
     });
-    ASSIGN_OR_RETURN(MovePlan plan, TryNode(state, jobs, on_node, n, job, placer));
+    ASSIGN_OR_RETURN(MovePlan plan, TryNode(state, jobs, on_node, n, job, placer, may_suspend, misses));
     if (!plan.found) continue;
-    if (!best.found || std::make_pair(plan.moved.size(), plan.moved_gpu_milli) <
-                           std::make_pair(best.moved.size(), best.moved_gpu_milli)) {
+    if (!best.found || std::make_tuple(plan.suspended.size(), plan.moved.size(), plan.moved_gpu_milli) <
+                           std::make_tuple(best.suspended.size(), best.moved.size(), best.moved_gpu_milli)) {
       best = std::move(plan);
-      if (best.moved.size() == 1) break;
+      if (best.suspended.empty() && best.moved.size() <= 1) break;
     }
   }
+  best.candidates = static_cast<int>(candidates.size());
+  best.misses = misses;
   return best;
 }
 

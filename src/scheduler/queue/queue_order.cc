@@ -26,39 +26,51 @@ DrfQueue::DrfQueue(const std::vector<QueueJob>& jobs, std::vector<int> waiting,
       ledger_(ledger),
       totals_(totals),
       order_(std::move(waiting)) {
-  // Sort compact keys rather than comparing through the (large) jobs.
+  // Sort compact keys rather than comparing through the (large) jobs: first into one bucket per
+  // (priority, tenant) — a counting sort, since there are few of both — then each bucket by (first
+  // submit, id), small sorts that stay in cache.
   struct Key {
-    int neg_priority;
-    int tenant;
     TimeMicros submit;
     int64_t id;
     int index;
+    int bucket;  // (kMaxPriority - priority) * tenants + tenant
   };
+  const int tenants = std::max(1, ledger_.size());
   std::vector<Key> keys;
   keys.reserve(order_.size());
+  std::vector<int> bucket_start(static_cast<size_t>(kMaxPriority + 1) * tenants + 1, 0);
   for (int i : order_) {
-    keys.push_back(
-        {-jobs_[i].priority, tenant_of_[i], jobs_[i].first_submit, jobs_[i].id.value(), i});
+    const QueueJob& job = jobs_[i];
+    const int bucket = (kMaxPriority - job.priority) * tenants + tenant_of_[i];
+    keys.push_back({job.first_submit, job.id.value(), i, bucket});
+    ++bucket_start[bucket + 1];
   }
-  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-    return std::tie(a.neg_priority, a.tenant, a.submit, a.id) <
-           std::tie(b.neg_priority, b.tenant, b.submit, b.id);
-  });
-  order_keys_.resize(keys.size());
-  for (size_t k = 0; k < keys.size(); ++k) {
-    order_[k] = keys[k].index;
-    order_keys_[k] = {keys[k].submit, keys[k].id};
+  for (size_t b = 1; b < bucket_start.size(); ++b) bucket_start[b] += bucket_start[b - 1];
+  std::vector<Key> sorted(keys.size());
+  {
+    std::vector<int> next(bucket_start.begin(), bucket_start.end() - 1);
+    for (const Key& k : keys) sorted[next[k.bucket]++] = k;
+  }
+  const auto by_submit = [](const Key& a, const Key& b) {
+    return std::tie(a.submit, a.id, a.index) < std::tie(b.submit, b.id, b.index);
+  };
+  order_keys_.resize(sorted.size());
+  int last_level = -1;
+  for (size_t b = 0; b + 1 < bucket_start.size(); ++b) {  // one run per non-empty bucket
+    const int begin = bucket_start[b];
+    const int end = bucket_start[b + 1];
+    if (begin == end) continue;
+    std::sort(sorted.begin() + begin, sorted.begin() + end, by_submit);
+    const int level = static_cast<int>(b) / tenants;
+    if (level != last_level) level_starts_.push_back(static_cast<int>(runs_.size()));
+    last_level = level;
+    runs_.push_back({begin, end, static_cast<int>(b) % tenants});
+  }
+  for (size_t k = 0; k < sorted.size(); ++k) {
+    order_[k] = sorted[k].index;
+    order_keys_[k] = {sorted[k].submit, sorted[k].id};
   }
   shares_.resize(ledger_.size());
-  const int n = static_cast<int>(order_.size());
-  for (int i = 0; i < n; ++i) {
-    const int job = order_[i];
-    const bool new_level = i == 0 || jobs_[order_[i - 1]].priority != jobs_[job].priority;
-    if (new_level) level_starts_.push_back(static_cast<int>(runs_.size()));
-    if (new_level || tenant_of_[order_[i - 1]] != tenant_of_[job])
-      runs_.push_back({i, i, tenant_of_[job]});
-    runs_.back().end = i + 1;
-  }
   level_starts_.push_back(static_cast<int>(runs_.size()));
 }
 

@@ -23,8 +23,8 @@ namespace xpool {
 
 class DrfQueue {
  public:
-  // `waiting`: indices into `jobs` to order; `tenant_of[i]`: ledger index of jobs[i]'s tenant
-  // (valid for every waiting job). `jobs`, `tenant_of`, `ledger` and `totals` must outlive the
+  // `waiting`: indices into `jobs` to order, each with a priority in 0..100 (validated);
+  // `tenant_of[i]`: ledger index of jobs[i]'s tenant (valid for every waiting job). `jobs`, `tenant_of`, `ledger` and `totals` must outlive the
   // queue; shares are read from the ledger when a tenant is (re-)ranked.
   DrfQueue(const std::vector<QueueJob>& jobs, std::vector<int> waiting,
            const std::vector<int>& tenant_of, const TenantLedger& ledger,
