@@ -115,28 +115,7 @@ TEST(GrpcCodecTest, ReplyRoundTrips) {
   EXPECT_EQ(back->interval_micros, 750'000);
   ASSERT_EQ(back->tasks.size(), 2u);
   const TaskAssignment& b = back->tasks[0];
-  EXPECT_EQ(b.action, TaskAssignment::Action::kSuspend);
-  EXPECT_EQ(b.grace_micros, 1'500'000);
-  EXPECT_EQ(b.spec.suspend_signal, "SIGUSR2");
-  EXPECT_EQ(b.spec.task_id, "job7-r1");
-  EXPECT_EQ(b.spec.job_id, 7);
-  EXPECT_EQ(b.spec.replica, 1);
-  EXPECT_EQ(b.spec.restart_count, 2);
-  EXPECT_EQ(b.spec.argv, a.spec.argv);
-  EXPECT_EQ(b.spec.workdir, "/w");
-  EXPECT_EQ(b.spec.env, a.spec.env);
-  EXPECT_EQ(b.spec.vendor, Vendor::kAscend);
-  EXPECT_EQ(b.spec.cpu_milli, 500);
-  EXPECT_EQ(b.spec.memory_mib, 64);
-  ASSERT_EQ(b.spec.devices.size(), 1u);
-  EXPECT_EQ(b.spec.devices[0].index, 3);
-  EXPECT_EQ(b.spec.devices[0].memory_mib, 40960);
-  EXPECT_EQ(b.spec.devices[0].core_percent, 50);
-  EXPECT_TRUE(b.spec.shares_device);
-  ASSERT_TRUE(b.spec.distributed.has_value());
-  EXPECT_EQ(b.spec.distributed->master_port, 29400);
-  EXPECT_EQ(b.spec.distributed->world_size, 2);
-  EXPECT_EQ(b.spec.distributed->rank, 1);
+  test_data::ExpectSameAssignment(b, a);
   // A whole device, not shared: no core limit, no runtime library, no distributed env.
   const TaskAssignment& w = back->tasks[1];
   EXPECT_EQ(w.spec.suspend_signal, "");  // none given: the agent's default

@@ -450,10 +450,17 @@ Result<ApiResponse> Api::Impl::OpenApi(const ApiRequest&, const Caller&, const P
 }
 
 ApiResponse Api::Impl::Dispatch(const ApiRequest& req, std::string* route_name) {
+  // Each route's pattern split once (every request used to split all of them).
+  static const std::vector<std::vector<std::string>> patterns = [] {
+    std::vector<std::vector<std::string>> out;
+    for (const Route& r : Routes()) out.push_back(Split(r.pattern));
+    return out;
+  }();
   const std::vector<std::string> parts = Split(req.path);
   bool path_matched = false;
-  for (const Route& r : Routes()) {
-    const std::vector<std::string> pattern = Split(r.pattern);
+  for (size_t k = 0; k < Routes().size(); ++k) {
+    const Route& r = Routes()[k];
+    const std::vector<std::string>& pattern = patterns[k];
     if (pattern.size() != parts.size()) continue;
     Params params;
     bool match = true;

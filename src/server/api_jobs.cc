@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <unordered_map>
 
 #include "agent/log_relay.h"
 #include "model/job_spec.h"
@@ -41,29 +42,29 @@ Result<JobRecord> Api::Impl::VisibleJob(const Caller& caller, const std::string&
   return job;
 }
 
-Json Api::Impl::JobJson(const JobRecord& job, bool with_placement, const std::vector<AllocationRecord>* prefetched) {
+std::string Api::Impl::JobText(const JobRecord& job, bool with_placement) {
   std::string reason = job.state == JobState::kQueued ? control.PendingReason(job.id) : "";
   if (reason.empty() && job.state == JobState::kQueued) reason = job.pending_reason;
   std::vector<AllocationRecord> placement;
-  if (prefetched != nullptr) {
-    placement = *prefetched;
-  } else if (with_placement && HoldsAllocation(job.state)) {
+  if (with_placement && HoldsAllocation(job.state)) {
     auto p = store.JobAllocations(job.id);
     if (p.ok()) placement = std::move(*p);
   }
-  return internal::JobToJson(job, TenantName(job.tenant), reason, &placement, SpecJson(job).get());
+  std::string out;
+  internal::AppendJobJson(&out, job, TenantName(job.tenant), reason, &placement, *SpecText(job));
+  return out;
 }
 
-std::shared_ptr<const Json> Api::Impl::SpecJson(const JobRecord& job) {
+std::shared_ptr<const std::string> Api::Impl::SpecText(const JobRecord& job) {
   {
     std::lock_guard lock(cache_mu);
-    auto it = spec_json.find(job.id.value());
-    if (it != spec_json.end()) return it->second;
+    auto it = spec_text.find(job.id.value());
+    if (it != spec_text.end()) return it->second;
   }
-  auto made = std::make_shared<const Json>(internal::SpecJson(job.spec));
+  auto made = std::make_shared<const std::string>(internal::SpecText(job.spec));
   std::lock_guard lock(cache_mu);
-  if (spec_json.size() >= 65536) spec_json.clear();  // a simple bound; refills on demand
-  spec_json[job.id.value()] = made;
+  if (spec_text.size() >= 65536) spec_text.clear();  // a simple bound; refills on demand
+  spec_text[job.id.value()] = made;
   return made;
 }
 
@@ -129,44 +130,64 @@ Result<ApiResponse> Api::Impl::ListJobs(const ApiRequest& req, const Caller& cal
     filter.after = JobId(*v);
   }
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store.ListJobs(filter));
-  Json out = {{"jobs", Json::array()}};
+  // The page is written straight into the body (no JSON tree per job): the same text JobToJson would give.
   const auto placements = PagePlacements(jobs);
-  const std::vector<AllocationRecord> none;
+  std::vector<JobId> queued;
   for (const JobRecord& j : jobs) {
-    const std::vector<AllocationRecord>* p = nullptr;
-    if (placements && HoldsAllocation(j.state)) {
-      auto it = placements->find(j.id);
-      p = it == placements->end() ? &none : &it->second;
-    } else if (placements) {
-      p = &none;
-    }
-    out["jobs"].push_back(JobJson(j, true, p));
+    if (j.state == JobState::kQueued) queued.push_back(j.id);
   }
-  if (filter.limit > 0 && static_cast<int>(jobs.size()) == filter.limit) out["next_after"] = jobs.back().id.value();
-  return JsonResponse(200, out);
+  const std::vector<std::string> reasons = control.PendingReasons(queued);  // one lock for the page
+  std::unordered_map<int64_t, std::string> tenant_names_here;
+  std::string body = "{\"jobs\":[";
+  body.reserve(jobs.size() * 1024);
+  size_t next_reason = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const JobRecord& j = jobs[i];
+    std::vector<AllocationRecord> own;
+    const std::vector<AllocationRecord>* p = &own;
+    if (placements) {
+      auto it = HoldsAllocation(j.state) ? placements->find(j.id) : placements->end();
+      if (it != placements->end()) p = &it->second;
+    } else if (HoldsAllocation(j.state)) {
+      auto read = store.JobAllocations(j.id);
+      if (read.ok()) own = std::move(*read);
+    }
+    std::string reason = j.state == JobState::kQueued ? reasons[next_reason++] : "";
+    if (reason.empty() && j.state == JobState::kQueued) reason = j.pending_reason;
+    auto name = tenant_names_here.find(j.tenant.value());
+    if (name == tenant_names_here.end()) name = tenant_names_here.emplace(j.tenant.value(), TenantName(j.tenant)).first;
+    if (i > 0) body.push_back(',');
+    internal::AppendJobJson(&body, j, name->second, reason, p, *SpecText(j));
+  }
+  body.push_back(']');
+  if (filter.limit > 0 && static_cast<int>(jobs.size()) == filter.limit) {
+    body += ",\"next_after\":" + std::to_string(jobs.back().id.value());
+  }
+  body.push_back('}');
+  return ApiResponse{200, internal::kJsonContentType, std::move(body)};
 }
 
 Result<ApiResponse> Api::Impl::GetJob(const ApiRequest&, const Caller& caller, const Params& p) {
   ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
-  return JsonResponse(200, JobJson(job, true));
+  return ApiResponse{200, internal::kJsonContentType, JobText(job, true)};
 }
 
 Result<ApiResponse> Api::Impl::CancelJob(const ApiRequest&, const Caller& caller, const Params& p) {
   ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
   ASSIGN_OR_RETURN(JobRecord after, control.Cancel(job.id, "cancelled by " + caller.tenant.name));
-  return JsonResponse(200, JobJson(after, false));
+  return ApiResponse{200, internal::kJsonContentType, JobText(after, false)};
 }
 
 Result<ApiResponse> Api::Impl::SuspendJob(const ApiRequest&, const Caller& caller, const Params& p) {
   ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
   ASSIGN_OR_RETURN(JobRecord after, control.Suspend(job.id));
-  return JsonResponse(200, JobJson(after, false));
+  return ApiResponse{200, internal::kJsonContentType, JobText(after, false)};
 }
 
 Result<ApiResponse> Api::Impl::ResumeJob(const ApiRequest&, const Caller& caller, const Params& p) {
   ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
   ASSIGN_OR_RETURN(JobRecord after, control.Resume(job.id));
-  return JsonResponse(200, JobJson(after, false));
+  return ApiResponse{200, internal::kJsonContentType, JobText(after, false)};
 }
 
 Result<ApiResponse> Api::Impl::PatchJob(const ApiRequest& req, const Caller& caller, const Params& p) {
@@ -182,7 +203,7 @@ Result<ApiResponse> Api::Impl::PatchJob(const ApiRequest& req, const Caller& cal
   }
   if (!priority.ok()) return InvalidArgumentError("priority must be 0..100 or low, normal, high, not " + v.dump());
   ASSIGN_OR_RETURN(JobRecord after, control.SetPriority(job.id, *priority, caller.tenant.name));
-  return JsonResponse(200, JobJson(after, false));
+  return ApiResponse{200, internal::kJsonContentType, JobText(after, false)};
 }
 
 Result<ApiResponse> Api::Impl::JobEvents(const ApiRequest&, const Caller& caller, const Params& p) {

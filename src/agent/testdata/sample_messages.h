@@ -24,9 +24,44 @@ inline TaskAssignment SampleSharedSuspend() {
   a.spec.memory_mib = 64;
   a.spec.devices = {{3, 40960, 50}};
   a.spec.shares_device = true;
-  a.spec.distributed = DistributedEnv{"h", 29400, 2, 1, 0};
+  a.spec.distributed = DistributedEnv{"h", 29400, 2, 1, 1};  // rank 1, local rank 1
   a.spec.suspend_signal = "SIGUSR2";
   return a;
+}
+
+// EXPECTs that `got` carries every field of `want`.
+inline void ExpectSameAssignment(const TaskAssignment& got, const TaskAssignment& want) {
+  EXPECT_EQ(got.action, want.action);
+  EXPECT_EQ(got.grace_micros, want.grace_micros);
+  const LaunchSpec& g = got.spec;
+  const LaunchSpec& w = want.spec;
+  EXPECT_EQ(g.task_id, w.task_id);
+  EXPECT_EQ(g.job_id, w.job_id);
+  EXPECT_EQ(g.replica, w.replica);
+  EXPECT_EQ(g.restart_count, w.restart_count);
+  EXPECT_EQ(g.argv, w.argv);
+  EXPECT_EQ(g.workdir, w.workdir);
+  EXPECT_EQ(g.env, w.env);
+  EXPECT_EQ(g.vendor, w.vendor);
+  EXPECT_EQ(g.cpu_milli, w.cpu_milli);
+  EXPECT_EQ(g.memory_mib, w.memory_mib);
+  EXPECT_EQ(g.suspend_signal, w.suspend_signal);
+  EXPECT_EQ(g.shares_device, w.shares_device);
+  ASSERT_EQ(g.devices.size(), w.devices.size());
+  for (size_t i = 0; i < w.devices.size(); ++i) {
+    SCOPED_TRACE("device " + std::to_string(i));
+    EXPECT_EQ(g.devices[i].index, w.devices[i].index);
+    EXPECT_EQ(g.devices[i].memory_mib, w.devices[i].memory_mib);
+    EXPECT_EQ(g.devices[i].core_percent, w.devices[i].core_percent);
+  }
+  ASSERT_EQ(g.distributed.has_value(), w.distributed.has_value());
+  if (w.distributed) {
+    EXPECT_EQ(g.distributed->master_addr, w.distributed->master_addr);
+    EXPECT_EQ(g.distributed->master_port, w.distributed->master_port);
+    EXPECT_EQ(g.distributed->world_size, w.distributed->world_size);
+    EXPECT_EQ(g.distributed->rank, w.distributed->rank);
+    EXPECT_EQ(g.distributed->local_rank, w.distributed->local_rank);
+  }
 }
 
 // A task that failed to start (exit 3, an exec error, logging stopped), with a log chunk at offset 100.

@@ -63,7 +63,7 @@ struct Api::Impl {
   };
   std::unordered_map<std::string, CachedAuth> auth_cache;  // by token hash; guarded by cache_mu
   std::unordered_map<int64_t, std::string> tenant_names;   // guarded by cache_mu
-  std::unordered_map<int64_t, std::shared_ptr<const Json>> spec_json;  // by job id; guarded by cache_mu
+  std::unordered_map<int64_t, std::shared_ptr<const std::string>> spec_text;  // by job id; guarded by cache_mu
 
   static const std::vector<Route>& Routes();
   ApiResponse Dispatch(const ApiRequest& req, std::string* route_name);
@@ -83,13 +83,13 @@ struct Api::Impl {
   // ---- jobs (api_jobs.cc) ----
   // A job the caller may see; others' jobs are NotFound, exactly like missing ones.
   Result<JobRecord> VisibleJob(const Caller& caller, const std::string& id_text);
-  // `prefetched`: the job's placement, read with others' (ListJobs); null = read it here.
-  Json JobJson(const JobRecord& job, bool with_placement, const std::vector<AllocationRecord>* prefetched = nullptr);
-  // A job's spec never changes after submit: its JSON is made once (dump + parse per job made up a good part of
-  // a 1,000-job list).
-  std::shared_ptr<const Json> SpecJson(const JobRecord& job);
+  // A job as the API shows it (internal::AppendJobJson); with_placement: read its placement too.
+  std::string JobText(const JobRecord& job, bool with_placement);
+  // A job's spec never changes after submit: its JSON text is made once (dump + parse per job made up a good
+  // part of a 1,000-job list).
+  std::shared_ptr<const std::string> SpecText(const JobRecord& job);
   // The placements of a page of jobs (ordered by id) in one read when the page's ids are dense, else none
-  // (JobJson reads each job's own).
+  // (ListJobs reads each job's own).
   std::optional<std::map<JobId, std::vector<AllocationRecord>>> PagePlacements(const std::vector<JobRecord>& jobs);
 
   Result<ApiResponse> SubmitJob(const ApiRequest& req, const Caller& caller, const Params&);
