@@ -113,7 +113,17 @@ int DrfQueue::Next() {
 }
 
 int DrfQueue::NextPosition() {
-  if (last_run_ >= 0 && runs_[last_run_].begin < runs_[last_run_].end) Push(last_run_);
+  if (last_run_ >= 0 && runs_[last_run_].begin < runs_[last_run_].end) {
+    // Shares change only when work is booked, so the same run often stays first (a tenant's backlog
+    // that does not fit): then it goes on without a trip through the heap. Only when strictly first,
+    // so ties go through the heap as before.
+    const Run& r = runs_[last_run_];
+    const auto& [submit, id] = order_keys_[r.begin];
+    const HeapEntry e{ShareOf(r.tenant), submit, id, last_run_};
+    if (heap_.empty() || Later()(heap_.front(), e)) return runs_[last_run_].begin++;
+    heap_.push_back(e);
+    std::push_heap(heap_.begin(), heap_.end(), Later());
+  }
   last_run_ = -1;
   while (heap_.empty()) {
     if (!StartNextLevel()) return -1;
