@@ -16,6 +16,7 @@
 #include <thread>
 #include <utility>
 
+#include "agent/internal/child_session.h"
 #include "agent/task_shim.h"
 #include "model/job_spec.h"
 
@@ -314,13 +315,7 @@ Status Launcher::SpawnShimLocked(Task* task) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     // The shim: a session of its own, detached from the agent's terminal and process group.
-    ::setsid();
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+    internal::StartOwnSessionWithDefaultSignals();
     ::dup2(devnull, 0);
     ::dup2(shim_log >= 0 ? shim_log : devnull, 1);
     ::dup2(shim_log >= 0 ? shim_log : devnull, 2);

@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 
+#include "agent/internal/child_session.h"
 #include "agent/task_log.h"
 
 namespace xpool::agent {
@@ -156,13 +157,7 @@ bool Shim::Launch() {
   }
   if (pid == 0) {
     // The task: a session (and process group) of its own, so signals to -pid reach all of it and not the shim.
-    ::setsid();
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+    internal::StartOwnSessionWithDefaultSignals();
     int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, 0);
     ::dup2(out_pipe[1], 1);

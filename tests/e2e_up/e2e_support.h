@@ -1,7 +1,8 @@
 #pragma once
 // The e2e helpers now live in tests/support/xpool_process.h (namespace xpool::testing, library
-// xpool_test_support). This header keeps the old names for the tests not converted yet (tests/e2e_timeshare,
-// tests/e2e_up/agent_e2e_test.cc); new code includes "support/xpool_process.h". Test-only.
+// xpool_test_support). This header keeps the old names for the one test not converted yet
+// (tests/e2e_up/agent_e2e_test.cc, which also keeps its own REST helpers where tests/support/rest_client.h would
+// serve); new code includes "support/xpool_process.h". Test-only.
 #include "support/xpool_process.h"
 
 namespace xpool::e2e {
