@@ -16,12 +16,13 @@ constexpr int kMaxSpareAttempts = 16;
 class Evictor {
  public:
   Evictor(ClusterState& state, const std::vector<QueueJob>& jobs, const std::vector<int>& ranked)
-      : state_(state), jobs_(jobs), ranked_(ranked), out_(ranked.size(), false) {}
+      : state_(state), jobs_(jobs), ranked_(ranked) {}
   Evictor(const Evictor&) = delete;
   Evictor& operator=(const Evictor&) = delete;
   ~Evictor() { RestoreAll(); }
 
   Status Suspend(int i) {
+    if (static_cast<size_t>(i) >= out_.size()) out_.resize(ranked_.size(), false);  // ranking grew
     if (out_[i]) return Status::Ok();
     const std::vector<Allocation>& allocs = jobs_[ranked_[i]].allocations;
     for (size_t a = 0; a < allocs.size(); ++a) {
@@ -36,21 +37,21 @@ class Evictor {
     return Status::Ok();
   }
   void Restore(int i) {
-    if (!out_[i]) return;
+    if (static_cast<size_t>(i) >= out_.size() || !out_[i]) return;
     // Re-applying what was just released cannot fail: nothing else changed in between.
     for (const Allocation& a : jobs_[ranked_[i]].allocations) (void)state_.Apply(a);
     out_[i] = false;
   }
   // Exactly the first k candidates out.
   Status SetPrefix(int k) {
-    for (int i = static_cast<int>(ranked_.size()) - 1; i >= k; --i) Restore(i);
+    for (int i = static_cast<int>(out_.size()) - 1; i >= k; --i) Restore(i);
     for (int i = 0; i < k; ++i) RETURN_IF_ERROR(Suspend(i));
     return Status::Ok();
   }
   void RestoreAll() {
-    for (int i = static_cast<int>(ranked_.size()) - 1; i >= 0; --i) Restore(i);
+    for (int i = static_cast<int>(out_.size()) - 1; i >= 0; --i) Restore(i);
   }
-  bool out(int i) const { return out_[i]; }
+  bool out(int i) const { return static_cast<size_t>(i) < out_.size() && out_[i]; }
 
  private:
   ClusterState& state_;
@@ -139,49 +140,89 @@ std::vector<int> SortRunningForPreemption(const std::vector<QueueJob>& jobs,
   return order;
 }
 
+VictimRanking::VictimRanking(const std::vector<QueueJob>& jobs,
+                             const std::vector<int>& by_running_order,
+                             const std::vector<int>& tenant_of, const std::vector<bool>& excluded,
+                             const QueueJob& preemptor, bool preemptor_within_guarantee,
+                             const TenantLedger& ledger, const PreemptionRules& rules,
+                             TimeMicros now, const std::vector<ResourceAmounts>* held)
+    : jobs_(jobs),
+      by_running_order_(by_running_order),
+      tenant_of_(tenant_of),
+      excluded_(excluded),
+      preemptor_(preemptor),
+      within_(preemptor_within_guarantee),
+      ledger_(ledger),
+      rules_(rules),
+      now_(now),
+      held_(held) {
+  remaining_.reserve(ledger.size());
+  for (int t = 0; t < ledger.size(); ++t) remaining_.push_back(ledger.usage(t));
+}
+
+size_t VictimRanking::RankUntil(size_t count) {
+  const size_t n = by_running_order_.size();
+  while (!done_ && ranked_.size() < count) {
+    if (group_ == end_) {  // start the next priority group
+      if (group_ >= n || jobs_[by_running_order_[group_]].priority > preemptor_.priority) {
+        done_ = true;
+        break;
+      }
+      const int priority = jobs_[by_running_order_[group_]].priority;
+      end_ = group_;
+      while (end_ < n && jobs_[by_running_order_[end_]].priority == priority) ++end_;
+      pass_ = 0;
+      next_ = group_;
+    }
+    if (next_ == end_) {  // tenants above their guarantee first, then the others
+      if (pass_ == 0) {
+        pass_ = 1;
+        next_ = group_;
+      } else {
+        group_ = end_;
+      }
+      continue;
+    }
+    const int v = by_running_order_[next_++];
+    const int t = tenant_of_[v];
+    if (t < 0 || (!excluded_.empty() && excluded_[v])) continue;
+    const bool above = ledger_.AboveGuarantee(t);
+    if (above != (pass_ == 0)) continue;
+    const bool still_above = AboveGuarantee(remaining_[t], ledger_.tenant(t).guaranteed);
+    const VictimVerdict verdict = JudgeVictim(preemptor_, within_, jobs_[v], still_above, rules_, now_);
+    if (!IsVictim(verdict)) continue;
+    remaining_[t].Subtract(held_ != nullptr ? (*held_)[v] : HeldBy(jobs_[v]));
+    ranked_.push_back(v);
+  }
+  return ranked_.size();
+}
+
+std::vector<int> VictimRanking::TakeAll() && {
+  RankUntil(static_cast<size_t>(-1));
+  return std::move(ranked_);
+}
+
 std::vector<int> RankVictims(const std::vector<QueueJob>& jobs,
                              const std::vector<int>& by_running_order,
                              const std::vector<int>& tenant_of, const std::vector<bool>& excluded,
                              const QueueJob& preemptor, bool preemptor_within_guarantee,
                              const TenantLedger& ledger, const PreemptionRules& rules,
                              TimeMicros now, const std::vector<ResourceAmounts>* held) {
-  const bool within = preemptor_within_guarantee;
-  std::vector<ResourceAmounts> remaining;  // tenant usage after the victims taken so far
-  remaining.reserve(ledger.size());
-  for (int t = 0; t < ledger.size(); ++t) remaining.push_back(ledger.usage(t));
-  std::vector<int> ranked;
-  const size_t n = by_running_order.size();
-  for (size_t group = 0; group < n;) {
-    const int priority = jobs[by_running_order[group]].priority;
-    if (priority > preemptor.priority) break;
-    size_t end = group;
-    while (end < n && jobs[by_running_order[end]].priority == priority) ++end;
-    for (int pass = 0; pass < 2; ++pass) {  // tenants above their guarantee first, then the others
-      for (size_t k = group; k < end; ++k) {
-        const int v = by_running_order[k];
-        const int t = tenant_of[v];
-        if (t < 0 || (!excluded.empty() && excluded[v])) continue;
-        const bool above = ledger.AboveGuarantee(t);
-        if (above != (pass == 0)) continue;
-        const bool still_above = AboveGuarantee(remaining[t], ledger.tenant(t).guaranteed);
-        const VictimVerdict verdict =
-            JudgeVictim(preemptor, within, jobs[v], still_above, rules, now);
-        if (!IsVictim(verdict)) continue;
-        remaining[t].Subtract(held != nullptr ? (*held)[v] : HeldBy(jobs[v]));
-        ranked.push_back(v);
-      }
-    }
-    group = end;
-  }
-  return ranked;
+  return VictimRanking(jobs, by_running_order, tenant_of, excluded, preemptor,
+                       preemptor_within_guarantee, ledger, rules, now, held)
+      .TakeAll();
 }
 
-Result<VictimChoice> ChooseVictims(ClusterState& state, const std::vector<QueueJob>& jobs,
-                                   const std::vector<int>& ranked, const QueueJob& preemptor,
-                                   JobPlacer& placer) {
+namespace {
+
+// Rule 3. `rank_until(k)` makes at least k candidates known in `ranked` (fewer: all are) and
+// returns how many are known.
+template <typename RankUntil>
+Result<VictimChoice> Choose(ClusterState& state, const std::vector<QueueJob>& jobs,
+                            const std::vector<int>& ranked, RankUntil rank_until,
+                            const QueueJob& preemptor, JobPlacer& placer) {
   VictimChoice choice;
-  const int n = static_cast<int>(ranked.size());
-  if (n == 0) {
+  if (rank_until(1) == 0) {
     choice.reason = "no running job may be suspended for it";
     return choice;
   }
@@ -192,7 +233,10 @@ Result<VictimChoice> ChooseVictims(ClusterState& state, const std::vector<QueueJ
   JobPlacement best;
   int lo = 0;  // 0 is known not to make room: the job was tried first
   int hi = 0;
-  for (int k = 1;; k = std::min(n, 2 * k)) {
+  for (int k = 1;; k *= 2) {
+    const int known = static_cast<int>(rank_until(static_cast<size_t>(k)));
+    const bool all = known <= k && known == static_cast<int>(rank_until(static_cast<size_t>(k) + 1));
+    k = std::min(k, known);
     RETURN_IF_ERROR(evictor.SetPrefix(k));
     JobPlacement p = place();
     if (p.kind == OutcomeKind::kPlaced) {
@@ -201,8 +245,8 @@ Result<VictimChoice> ChooseVictims(ClusterState& state, const std::vector<QueueJ
       break;
     }
     lo = k;
-    if (k == n) {
-      choice.reason = "suspending every job that may be suspended for it (" + std::to_string(n) +
+    if (all) {
+      choice.reason = "suspending every job that may be suspended for it (" + std::to_string(k) +
                       ") would not make room";
       return choice;
     }
@@ -257,6 +301,21 @@ Result<VictimChoice> ChooseVictims(ClusterState& state, const std::vector<QueueJ
   choice.found = true;
   choice.allocations = std::move(best.allocations);
   return choice;  // the Evictor restores the state
+}
+
+}  // namespace
+
+Result<VictimChoice> ChooseVictims(ClusterState& state, const std::vector<QueueJob>& jobs,
+                                   const std::vector<int>& ranked, const QueueJob& preemptor,
+                                   JobPlacer& placer) {
+  return Choose(state, jobs, ranked, [&](size_t) { return ranked.size(); }, preemptor, placer);
+}
+
+Result<VictimChoice> ChooseVictims(ClusterState& state, const std::vector<QueueJob>& jobs,
+                                   VictimRanking& ranking, const QueueJob& preemptor,
+                                   JobPlacer& placer) {
+  return Choose(state, jobs, ranking.ranked(), [&](size_t k) { return ranking.RankUntil(k); },
+                preemptor, placer);
 }
 
 std::string PreemptorReason(const QueueJob& victim, const std::string& victim_tenant,

@@ -85,6 +85,42 @@ std::vector<int> RankVictims(const std::vector<QueueJob>& jobs,
                              const TenantLedger& ledger, const PreemptionRules& rules,
                              TimeMicros now, const std::vector<ResourceAmounts>* held = nullptr);
 
+// RankVictims computed on demand: the same order, ranked only as far as a search reads (a search
+// usually needs a few victims out of thousands of running jobs). Holds references to every argument;
+// one preemptor, one thread.
+class VictimRanking {
+ public:
+  VictimRanking(const std::vector<QueueJob>& jobs, const std::vector<int>& by_running_order,
+                const std::vector<int>& tenant_of, const std::vector<bool>& excluded,
+                const QueueJob& preemptor, bool preemptor_within_guarantee,
+                const TenantLedger& ledger, const PreemptionRules& rules, TimeMicros now,
+                const std::vector<ResourceAmounts>* held = nullptr);
+  // Ranks until at least `count` victims are known or every one is; returns how many are known.
+  size_t RankUntil(size_t count);
+  const std::vector<int>& ranked() const { return ranked_; }
+  std::vector<int> TakeAll() &&;
+
+ private:
+  const std::vector<QueueJob>& jobs_;
+  const std::vector<int>& by_running_order_;
+  const std::vector<int>& tenant_of_;
+  const std::vector<bool>& excluded_;
+  const QueueJob& preemptor_;
+  const bool within_;
+  const TenantLedger& ledger_;
+  const PreemptionRules& rules_;
+  const TimeMicros now_;
+  const std::vector<ResourceAmounts>* held_;
+  std::vector<ResourceAmounts> remaining_;  // tenant usage after the victims taken so far
+  std::vector<int> ranked_;
+  // Where ranking stopped: the priority group [group_, end_), the pass over it, the next member.
+  size_t group_ = 0;
+  size_t end_ = 0;
+  int pass_ = 0;
+  size_t next_ = 0;
+  bool done_ = false;
+};
+
 struct VictimChoice {
   bool found = false;
   std::vector<int> victims;             // indices into jobs, in rank order
@@ -97,6 +133,10 @@ struct VictimChoice {
 // allocations are not booked in `state`.
 Result<VictimChoice> ChooseVictims(ClusterState& state, const std::vector<QueueJob>& jobs,
                                    const std::vector<int>& ranked, const QueueJob& preemptor,
+                                   JobPlacer& placer);
+// The same over a ranking computed as far as the search reads (identical result).
+Result<VictimChoice> ChooseVictims(ClusterState& state, const std::vector<QueueJob>& jobs,
+                                   VictimRanking& ranking, const QueueJob& preemptor,
                                    JobPlacer& placer);
 
 // Readable reasons for both sides of a suspension, e.g.

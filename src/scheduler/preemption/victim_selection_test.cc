@@ -211,6 +211,38 @@ TEST(ChooseVictimsTest, NotEnoughEvenWithEveryCandidate) {
 // priority (except by the guarantee rule, and then of equal priority from another tenant above its
 // guarantee), never too young or over the cap, and once the victims are released the preemptor's
 // allocations apply.
+// Rule 2 written out plainly (the ranking before it was computed on demand): what RankVictims and
+// VictimRanking must both give.
+std::vector<int> ReferenceRanking(const std::vector<QueueJob>& jobs, const std::vector<int>& by_order,
+                                  const std::vector<int>& tenant_of, const QueueJob& preemptor,
+                                  bool within, const TenantLedger& ledger, const PreemptionRules& rules) {
+  std::vector<ResourceAmounts> remaining;
+  for (int t = 0; t < ledger.size(); ++t) remaining.push_back(ledger.usage(t));
+  std::vector<int> ranked;
+  for (size_t group = 0; group < by_order.size();) {
+    const int priority = jobs[by_order[group]].priority;
+    if (priority > preemptor.priority) break;
+    size_t end = group;
+    while (end < by_order.size() && jobs[by_order[end]].priority == priority) ++end;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t k = group; k < end; ++k) {
+        const int v = by_order[k];
+        const int t = tenant_of[v];
+        if (t < 0 || ledger.AboveGuarantee(t) != (pass == 0)) continue;
+        const ResourceAmounts& u = remaining[t];
+        const ResourceAmounts& g = ledger.tenant(t).guaranteed;
+        const bool still_above = u.gpu_compute_milli > g.gpu_compute_milli ||
+                                 u.gpu_memory_mib > g.gpu_memory_mib || u.cpu_milli > g.cpu_milli;
+        if (!IsVictim(JudgeVictim(preemptor, within, jobs[v], still_above, rules, kNow))) continue;
+        remaining[t].Subtract(HeldBy(jobs[v]));
+        ranked.push_back(v);
+      }
+    }
+    group = end;
+  }
+  return ranked;
+}
+
 TEST(ChooseVictimsPropertyTest, VictimsAreAllowedAndMakeRoom) {
   std::mt19937_64 rng(20261130);
   int searches_with_victims = 0;
@@ -255,6 +287,29 @@ TEST(ChooseVictimsPropertyTest, VictimsAreAllowedAndMakeRoom) {
     Result<VictimChoice> choice = ChooseVictims(w.state, w.jobs, ranked, preemptor, w.placer);
     ASSERT_TRUE(choice.ok()) << choice.status().ToString();
     ASSERT_TRUE(w.state.CheckInvariants().ok());
+    {  // ranked on demand (VictimRanking holds references: named arguments only)
+      const std::vector<int> by_order = SortRunningForPreemption(w.jobs, all, kNow);
+      const std::vector<bool> none;
+      VictimRanking steps(w.jobs, by_order, tenant_of, none, preemptor, within, ledger, rules, kNow);
+      for (size_t k = 0; k <= ranked.size() + 1; ++k) {
+        ASSERT_EQ(steps.RankUntil(k), std::min(k, ranked.size()));
+      }
+      EXPECT_EQ(steps.ranked(), ranked);
+      EXPECT_EQ(ranked, ReferenceRanking(w.jobs, by_order, tenant_of, preemptor, within, ledger, rules));
+      VictimRanking lazy(w.jobs, by_order, tenant_of, none, preemptor, within, ledger, rules, kNow);
+      Result<VictimChoice> same = ChooseVictims(w.state, w.jobs, lazy, preemptor, w.placer);
+      ASSERT_TRUE(same.ok()) << same.status().ToString();
+      ASSERT_TRUE(w.state.CheckInvariants().ok());
+      EXPECT_EQ(same->found, choice->found);
+      EXPECT_EQ(same->victims, choice->victims);
+      ASSERT_EQ(same->allocations.size(), choice->allocations.size());
+      for (size_t a = 0; a < same->allocations.size(); ++a) {
+        EXPECT_EQ(same->allocations[a].node, choice->allocations[a].node);
+        EXPECT_EQ(same->allocations[a].devices.size(), choice->allocations[a].devices.size());
+      }
+      EXPECT_EQ(same->reason, choice->reason);
+      EXPECT_LE(lazy.ranked().size(), ranked.size());
+    }
     if (!choice->found) continue;
     ++searches_with_victims;
     ASSERT_FALSE(choice->victims.empty());

@@ -283,13 +283,14 @@ bool Pass::TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, st
     *tail = memo.reason;
     return false;
   }
-  std::vector<int> ranked = RankVictims(jobs_, by_running_order_, tenant_of_, taken_, job, within,
-                                        ledger_, options_.rules, now_, &held_);
+  // Ranked only as far as the search reads.
+  VictimRanking ranking(jobs_, by_running_order_, tenant_of_, taken_, job, within, ledger_,
+                        options_.rules, now_, &held_);
   VictimChoice choice;
   choice.reason = "no running job may be suspended for it";
-  if (!ranked.empty()) {
+  if (ranking.RankUntil(1) > 0) {
     ++result_.stats.victim_searches;
-    Result<VictimChoice> r = ChooseVictims(state_, jobs_, ranked, job, placer_);
+    Result<VictimChoice> r = ChooseVictims(state_, jobs_, ranking, job, placer_);
     if (r.ok()) {
       choice = std::move(r).value();
     } else {
