@@ -18,6 +18,8 @@
 // Each iteration copies the cluster (untimed), then times building the placer and one pass.
 #include <benchmark/benchmark.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <random>
 #include <string>
@@ -116,6 +118,47 @@ World MakeWorld(PlacementPolicy& policy) {
   return w;
 }
 
+// A digest of everything a pass decides (every decision's job, kind, allocations, victims and reason; every
+// suspension), shown as the benchmark's label: equal digests before and after a change of the pass's code mean
+// the same decisions on this world.
+std::string PassDigest(const PassResult& r) {
+  uint64_t h = 1469598103934665603ULL;
+  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
+  auto mix_string = [&](const std::string& s) {
+    for (char c : s) mix(static_cast<unsigned char>(c));
+    mix(s.size());
+  };
+  auto mix_allocations = [&](const std::vector<Allocation>& allocations) {
+    mix(allocations.size());
+    for (const Allocation& a : allocations) {
+      mix(static_cast<uint64_t>(a.node));
+      mix(static_cast<uint64_t>(a.cpu_milli));
+      mix(static_cast<uint64_t>(a.memory_mib));
+      for (const DeviceGrant& g : a.devices) {
+        mix(static_cast<uint64_t>(g.device));
+        mix(static_cast<uint64_t>(g.memory_mib));
+        mix(static_cast<uint64_t>(g.compute_milli));
+      }
+    }
+  };
+  for (const JobDecision& d : r.decisions) {
+    mix(static_cast<uint64_t>(d.job));
+    mix(static_cast<uint64_t>(d.kind));
+    mix_allocations(d.allocations);
+    for (int v : d.victims) mix(static_cast<uint64_t>(v));
+    mix_string(d.reason);
+  }
+  for (const SuspendDecision& s : r.suspensions) {
+    mix(static_cast<uint64_t>(s.job));
+    mix(static_cast<uint64_t>(s.for_job));
+    mix_string(s.reason);
+    mix_allocations(s.move_to);
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "digest %016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
 // "fgd" is FGD with the waiting stream's target workload (cacheable), as BM_Place measures it; the registry's "fgd"
 // learns its target from arrivals, which a pass over a fixed queue does not report.
 Result<std::unique_ptr<PlacementPolicy>> PassPolicy(const std::string& name) {
@@ -134,6 +177,7 @@ void BM_SchedulingPass(benchmark::State& bs, std::string policy_name) {
   }
   const World world = MakeWorld(**policy);
   PassStats stats;
+  std::string digest;
   for (auto _ : bs) {
     bs.PauseTiming();
     ClusterState scratch = world.cluster;
@@ -143,6 +187,9 @@ void BM_SchedulingPass(benchmark::State& bs, std::string policy_name) {
     PassResult r = RunSchedulingPass(world.jobs, world.tenants, scratch, placer, kNow);
     stats = r.stats;
     benchmark::DoNotOptimize(r.decisions.data());
+    bs.PauseTiming();
+    digest = PassDigest(r);
+    bs.ResumeTiming();
   }
   bs.counters["jobs"] = static_cast<double>(world.jobs.size());
   bs.counters["placed"] = stats.placed;
@@ -152,6 +199,7 @@ void BM_SchedulingPass(benchmark::State& bs, std::string policy_name) {
   bs.counters["never_fits"] = stats.never_fits;
   bs.counters["placer_calls"] = static_cast<double>(stats.placer_calls);
   bs.counters["victim_searches"] = stats.victim_searches;
+  bs.SetLabel(digest);
 }
 
 const bool kRegistered = [] {

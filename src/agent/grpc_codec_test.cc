@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/grpc_client.h"
-#include "agent/testdata/sample_assignment.h"
+#include "agent/testdata/sample_messages.h"
 #include "agent/v1/agent.pb.h"
 #include "model/node_builder.h"
 
@@ -71,19 +71,7 @@ TEST(GrpcCodecTest, BadNodesAreInvalidArgumentNamingTheField) {
 TEST(GrpcCodecTest, HeartbeatRoundTripsReportsAndLogs) {
   Node node = MakeNode("n1").WithGpus(2, "A100", 1024).Build();
   node.devices[0].healthy = false;
-  TaskReport r;
-  r.job_id = 42;
-  r.replica = 1;
-  r.restart_count = 3;
-  r.status.task_id = "job42-r1";
-  r.status.state = TaskState::kFailed;
-  r.status.exit_code = 3;
-  r.status.signal = 0;
-  r.status.error = "exec \"nope\": No such file or directory";
-  r.status.pid = 1234;
-  r.status.started_at = 10;
-  r.status.ended_at = 20;
-  r.log_offset = 100;
+  TaskReport r = test_data::SampleFailedReport();
   r.log_data = "step 1\nbad \xff byte\n";
   v1::HeartbeatRequest p;
   HeartbeatToProto(node, {r}, &p);
@@ -95,15 +83,7 @@ TEST(GrpcCodecTest, HeartbeatRoundTripsReportsAndLogs) {
   EXPECT_EQ(back->device_health[0], std::make_pair(0, false));
   ASSERT_EQ(back->tasks.size(), 1u);
   const TaskReport& b = back->tasks[0];
-  EXPECT_EQ(b.job_id, 42);
-  EXPECT_EQ(b.replica, 1);
-  EXPECT_EQ(b.restart_count, 3);
-  EXPECT_EQ(b.status.state, TaskState::kFailed);
-  EXPECT_EQ(b.status.exit_code, 3);
-  EXPECT_EQ(b.status.error, r.status.error);
-  EXPECT_EQ(b.status.pid, 1234);
-  EXPECT_EQ(b.status.ended_at, 20);
-  EXPECT_EQ(b.log_offset, 100);
+  test_data::ExpectSameReportButLog(b, r);
   EXPECT_EQ(b.log_data, "step 1\nbad ? byte\n");  // same length: offsets stay byte offsets
 
   v1::HeartbeatRequest bad = p;
@@ -135,28 +115,7 @@ TEST(GrpcCodecTest, ReplyRoundTrips) {
   EXPECT_EQ(back->interval_micros, 750'000);
   ASSERT_EQ(back->tasks.size(), 2u);
   const TaskAssignment& b = back->tasks[0];
-  EXPECT_EQ(b.action, TaskAssignment::Action::kSuspend);
-  EXPECT_EQ(b.grace_micros, 1'500'000);
-  EXPECT_EQ(b.spec.suspend_signal, "SIGUSR2");
-  EXPECT_EQ(b.spec.task_id, "job7-r1");
-  EXPECT_EQ(b.spec.job_id, 7);
-  EXPECT_EQ(b.spec.replica, 1);
-  EXPECT_EQ(b.spec.restart_count, 2);
-  EXPECT_EQ(b.spec.argv, a.spec.argv);
-  EXPECT_EQ(b.spec.workdir, "/w");
-  EXPECT_EQ(b.spec.env, a.spec.env);
-  EXPECT_EQ(b.spec.vendor, Vendor::kAscend);
-  EXPECT_EQ(b.spec.cpu_milli, 500);
-  EXPECT_EQ(b.spec.memory_mib, 64);
-  ASSERT_EQ(b.spec.devices.size(), 1u);
-  EXPECT_EQ(b.spec.devices[0].index, 3);
-  EXPECT_EQ(b.spec.devices[0].memory_mib, 40960);
-  EXPECT_EQ(b.spec.devices[0].core_percent, 50);
-  EXPECT_TRUE(b.spec.shares_device);
-  ASSERT_TRUE(b.spec.distributed.has_value());
-  EXPECT_EQ(b.spec.distributed->master_port, 29400);
-  EXPECT_EQ(b.spec.distributed->world_size, 2);
-  EXPECT_EQ(b.spec.distributed->rank, 1);
+  test_data::ExpectSameAssignment(b, a);
   // A whole device, not shared: no core limit, no runtime library, no distributed env.
   const TaskAssignment& w = back->tasks[1];
   EXPECT_EQ(w.spec.suspend_signal, "");  // none given: the agent's default

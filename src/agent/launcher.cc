@@ -6,7 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -16,6 +16,7 @@
 #include <thread>
 #include <utility>
 
+#include "agent/task_shim.h"
 #include "model/job_spec.h"
 
 extern char** environ;
@@ -24,17 +25,6 @@ namespace xpool::agent {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
-
-// How long a task's log pump keeps draining after its leader exited and the group was killed:
-// output still in flight is kept, but a process that escaped the group cannot hold the pump
-// forever.
-constexpr auto kDrainAfterExit = std::chrono::milliseconds(1000);
-
-// What the child tells the parent when it could not exec (over a close-on-exec pipe).
-struct ChildError {
-  int stage;  // 1 = chdir, 2 = exec
-  int err;
-};
 
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
@@ -65,12 +55,6 @@ std::string DefaultVgpuLibrary() {
   return (exe.parent_path().parent_path() / "lib" / "libxpool-vgpu.so").string();
 }
 
-std::string ExitText(const TaskStatus& s) {
-  if (s.signal > 0)
-    return "killed by signal " + std::to_string(s.signal) + " (" + strsignal(s.signal) + ")";
-  return "exited with code " + std::to_string(s.exit_code);
-}
-
 }  // namespace
 
 std::string_view TaskStateName(TaskState state) {
@@ -89,57 +73,42 @@ std::string_view TaskStateName(TaskState state) {
   return "unknown";
 }
 
-// One task's bookkeeping. The log writer belongs to the pump thread while it runs, then to the
-// launcher.
+// One task's bookkeeping: what the launcher knows of a task that its shim runs.
 struct Launcher::Task {
-  enum class Phase { kRunning, kSuspending, kStopping, kKilled };
-
   TaskStatus status;
-  std::unique_ptr<LogWriter> log;
-  std::thread pump;
-  std::atomic<bool> leader_exited{false};
-  Phase phase = Phase::kRunning;
-  TimeMicros deadline = 0;
-  TimeMicros kill_grace = 0;
-  bool stop_requested = false;
-  bool suspend_requested = false;
-  int suspend_signal = SIGUSR1;  // the job's checkpoint.signal, else the launcher's default
+  std::string dir;
+  int64_t job_id = 0;
+  int replica = 0;
+  int restart_count = 0;
+  pid_t shim_pid = 0;      // this launcher's child until reaped; 0 for an adopted shim (init reaps it)
+  uint64_t pid_start = 0;  // the task's start time, to tell it from a reused pid
   bool in_cgroup = false;
   bool reported = false;
+  bool stop_sent = false;
+  bool suspend_sent = false;
   std::string suspend_file;
-
-  ~Task() {
-    if (pump.joinable()) pump.join();
-  }
 };
 
 namespace {
 
-// Moves a task's output from its pipe to its log file until EOF, or a while after the leader
-// exited.
-void PumpLog(int fd, LogWriter* log, const std::atomic<bool>* leader_exited) {
-  char buf[16384];
-  std::optional<SteadyClock::time_point> exit_seen;
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    int r = ::poll(&p, 1, 50);
-    if (r < 0 && errno != EINTR) break;
-    if (r > 0) {
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n == 0) break;  // every writer is gone
-      if (n < 0) {
-        if (errno == EINTR || errno == EAGAIN) continue;
-        break;
-      }
-      log->Write(std::string_view(buf, static_cast<size_t>(n)));
-      continue;
-    }
-    if (leader_exited->load()) {
-      if (!exit_seen) exit_seen = SteadyClock::now();
-      if (SteadyClock::now() - *exit_seen > kDrainAfterExit) break;
-    }
-  }
+// Where a task's spec and status live (task_shim.h).
+std::string FileIn(const std::string& dir, const char* name) { return dir + "/" + name; }
+
+// The last lines of the shim's own stderr, for a shim that did not start.
+std::string ShimLogTail(const std::string& dir) {
+  std::ifstream in(FileIn(dir, kShimLogFile));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  if (text.size() > 400) text = "..." + text.substr(text.size() - 400);
+  return text.empty() ? "no output" : text;
+}
+
+// An fd at or above 10, close-on-exec (so the child's dup2 onto 0..3 never hits one of our own fds).
+int HighFd(int fd) {
+  if (fd < 0) return fd;
+  const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
   ::close(fd);
+  return high;
 }
 
 }  // namespace
@@ -147,6 +116,12 @@ void PumpLog(int fd, LogWriter* log, const std::atomic<bool>* leader_exited) {
 Launcher::Launcher(LauncherOptions options) : options_(std::move(options)) {
   vgpu_library_ = options_.vgpu_library.empty() ? DefaultVgpuLibrary() : options_.vgpu_library;
   if (!vgpu_library_.empty() && ::access(vgpu_library_.c_str(), R_OK) != 0) vgpu_library_.clear();
+  shim_command_ = options_.shim_command;
+  if (shim_command_.empty()) {
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    shim_command_ = {ec ? std::string("xpool") : exe.string(), "task-shim"};
+  }
   cgroup_ = options_.cgroup_root.empty()
                 ? CgroupV2()
                 : CgroupV2::Probe(options_.cgroup_root, options_.cgroup_parent);
@@ -157,14 +132,20 @@ Launcher::Launcher(LauncherOptions options) : options_(std::move(options)) {
 
 Launcher::~Launcher() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& task : tasks_) {
-    if (!task->status.running()) continue;
-    SignalGroupLocked(task.get(), SIGKILL);
-    int ws = 0;
-    while (::waitpid(task->status.pid, &ws, 0) < 0 && errno == EINTR) {
+  if (options_.stop_tasks_on_exit) {
+    for (auto& task : tasks_) {
+      if (task->status.running()) (void)SendShimControl(task->dir, "stop", 0);
     }
-    ReapLocked(task.get(), ws);
+    const auto until = SteadyClock::now() + std::chrono::seconds(10);
+    for (auto& task : tasks_) {
+      while (task->status.running() && SteadyClock::now() < until) {
+        RefreshLocked(task.get());
+        if (task->status.running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
   }
+  // Shims that ended are reaped; running ones are left to run (init reaps them).
+  for (auto& task : tasks_) ReapShimLocked(task.get(), /*block=*/!task->status.running());
 }
 
 TimeMicros Launcher::Now() const {
@@ -190,26 +171,44 @@ Status Launcher::Start(const LaunchSpec& spec) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = tasks_.begin(); it != tasks_.end(); ++it) {
     if ((*it)->status.task_id != spec.task_id) continue;
+    RefreshLocked(it->get());
     if ((*it)->status.running())
       return AlreadyExistsError("task " + spec.task_id + " is already running");
+    break;
+  }
+  const std::string dir = TaskDir(spec.task_id);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return UnavailableError("cannot create " + dir + ": " + ec.message());
+  // A shim that recorded its task's end exits right after; one that did not still runs the task.
+  const auto until = SteadyClock::now() + std::chrono::seconds(5);
+  while (ShimAlive(dir)) {
+    auto recorded = ReadShimStatus(dir);
+    if (!recorded.ok() || recorded->state == TaskState::kRunning || SteadyClock::now() >= until) {
+      return AlreadyExistsError("task " + spec.task_id + " is already running under a shim this agent has " +
+                                "not adopted (" + dir + ")");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (auto it = tasks_.begin(); it != tasks_.end(); ++it) {
+    if ((*it)->status.task_id != spec.task_id) continue;
+    ReapShimLocked(it->get(), /*block=*/true);
     tasks_.erase(it);  // a restart replaces the ended record
     break;
   }
   auto task = std::make_unique<Task>();
   task->status.task_id = spec.task_id;
   task->status.started_at = Now();
-  std::error_code ec;
-  std::filesystem::create_directories(TaskDir(spec.task_id), ec);
-  if (ec) return UnavailableError("cannot create " + TaskDir(spec.task_id) + ": " + ec.message());
-  task->log = std::make_unique<LogWriter>(LogPath(spec.task_id), options_.log_limits);
-  RETURN_IF_ERROR(task->log->Open());
+  task->dir = dir;
+  task->job_id = spec.job_id;
+  task->replica = spec.replica;
+  task->restart_count = spec.restart_count;
   Status s = StartLocked(spec, task.get());
   tasks_.push_back(std::move(task));
   return s;
 }
 
-// Forks and execs the task. Only async-signal-safe calls happen in the child: everything it needs
-// (argv, envp, paths) is prepared before fork.
+// Prepares the task (environment, checks, cgroup), writes its spec and starts its shim.
 Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
   TaskStatus& st = task->status;
   auto fail = [&](std::string error) {
@@ -217,7 +216,8 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
     st.exit_code = 127;
     st.error = std::move(error);
     st.ended_at = Now();
-    task->log->Note("task could not start: " + st.error);
+    LogWriter log(LogPath(spec.task_id), options_.log_limits);
+    if (log.Open().ok()) log.Note("task could not start: " + st.error);
     return Status::Ok();
   };
   // The environment: the agent's (optional), then the job's, then xpool's.
@@ -235,9 +235,9 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
   paths.shared_region = TaskDir(spec.task_id) + "/vgpu.region";
   paths.vgpu_library = vgpu_library_;
   task->suspend_file = paths.suspend_file;
-  task->suspend_signal = options_.suspend_signal;
+  int suspend_signal = options_.suspend_signal;
   if (!spec.suspend_signal.empty()) {
-    ASSIGN_OR_RETURN(task->suspend_signal, CheckpointSignalNumber(spec.suspend_signal));
+    ASSIGN_OR_RETURN(suspend_signal, CheckpointSignalNumber(spec.suspend_signal));
   }
   ::unlink(paths.suspend_file.c_str());  // a resumed task must not see its old suspend request
   if (spec.shares_device && !spec.devices.empty() && vgpu_library_.empty() &&
@@ -265,45 +265,55 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
       return fail("exec " + Quoted(spec.argv[0]) + ": command not found (PATH=" + path_list + ")");
     }
   }
-  std::string procs;
+  ShimSpec shim;
+  shim.task_id = spec.task_id;
+  shim.job_id = spec.job_id;
+  shim.replica = spec.replica;
+  shim.restart_count = spec.restart_count;
+  shim.program = program;
+  shim.argv = spec.argv;
+  for (const auto& [k, v] : env) shim.env.push_back(k + "=" + v);
+  shim.workdir = spec.workdir;
+  shim.log_limits = options_.log_limits;
+  shim.suspend_signal = suspend_signal;
+  shim.started_at = st.started_at;
   if (cgroup_.available()) {
     auto created = cgroup_.CreateTask(spec.task_id, spec.cpu_milli, spec.memory_mib);
     if (created.ok()) {
-      procs = *created;
+      shim.cgroup_dir = std::filesystem::path(*created).parent_path().string();
       task->in_cgroup = true;
     } else {
       st.cgroup_note = "running without cgroup limits: " + created.status().message();
     }
   }
-  task->log->Note("start: " + spec.argv[0] + " (restart " + std::to_string(spec.restart_count) +
-                  ")");
+  // A restart of the task id starts from clean files: no old status, no old control requests.
+  ::unlink(FileIn(task->dir, kShimStatusFile).c_str());
+  ::unlink(FileIn(task->dir, kShimControlFile).c_str());
+  if (Status w = WriteShimSpec(task->dir, shim); !w.ok()) {
+    if (task->in_cgroup) cgroup_.RemoveTask(spec.task_id);
+    return fail(w.message());
+  }
+  return SpawnShimLocked(task);
+}
 
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, argv;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_strings = spec.argv;
+// Forks and execs the shim (only async-signal-safe calls in the child: everything is prepared before fork),
+// then waits until the shim has started the task or failed to (it closes its ready fd).
+Status Launcher::SpawnShimLocked(Task* task) {
+  TaskStatus& st = task->status;
+  std::vector<std::string> argv_strings = shim_command_;
+  argv_strings.insert(argv_strings.end(), {"--ready-fd", "3", task->dir});
+  std::vector<char*> argv;
   for (auto& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
-
-  int log_pipe[2], err_pipe[2];
-  if (::pipe2(log_pipe, O_CLOEXEC) != 0)
-    return UnavailableError(std::string("pipe: ") + std::strerror(errno));
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    ::close(log_pipe[0]);
-    ::close(log_pipe[1]);
-    return UnavailableError(std::string("pipe: ") + std::strerror(errno));
-  }
+  int ready[2];
+  if (::pipe2(ready, O_CLOEXEC) != 0) return UnavailableError(std::string("pipe: ") + std::strerror(errno));
+  const int ready_w = HighFd(ready[1]);
+  const int devnull = HighFd(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  const int shim_log =
+      HighFd(::open(FileIn(task->dir, kShimLogFile).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
   const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int err = errno;
-    for (int fd : {log_pipe[0], log_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
-    return fail(std::string("fork: ") + std::strerror(err));
-  }
   if (pid == 0) {
-    // Child. A session of its own makes it the leader of a new process group: signals to -pid reach
-    // all of it.
+    // The shim: a session of its own, detached from the agent's terminal and process group.
     ::setsid();
     sigset_t none;
     sigemptyset(&none);
@@ -311,109 +321,126 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
-    int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, 0);
-    ::dup2(log_pipe[1], 1);
-    ::dup2(log_pipe[1], 2);
-    if (!procs.empty()) {
-      int fd = ::open(procs.c_str(), O_WRONLY | O_CREAT, 0644);
-      if (fd >= 0) {
-        (void)!::write(fd, "0", 1);
-        ::close(fd);
-      }
-    }
-    ChildError e{1, 0};
-    if (::chdir(spec.workdir.c_str()) != 0) {
-      e.err = errno;
-      (void)!::write(err_pipe[1], &e, sizeof e);
-      ::_exit(127);
-    }
-    ::execve(program.c_str(), argv.data(), envp.data());
-    e = ChildError{2, errno};
-    (void)!::write(err_pipe[1], &e, sizeof e);
+    ::dup2(devnull, 0);
+    ::dup2(shim_log >= 0 ? shim_log : devnull, 1);
+    ::dup2(shim_log >= 0 ? shim_log : devnull, 2);
+    ::dup2(ready_w, 3);
+    ::close_range(4, ~0U, 0);
+    ::execv(argv[0], argv.data());
+    static const char kMsg[] = "task-shim: cannot exec the shim\n";
+    (void)!::write(2, kMsg, sizeof kMsg - 1);
     ::_exit(127);
   }
-  ::close(log_pipe[1]);
-  ::close(err_pipe[1]);
-  st.pid = pid;
-  ChildError e{0, 0};
-  ssize_t n;
-  while ((n = ::read(err_pipe[0], &e, sizeof e)) < 0 && errno == EINTR) {
+  const int fork_err = errno;
+  for (int fd : {ready_w, devnull, shim_log}) {
+    if (fd >= 0) ::close(fd);
   }
-  ::close(err_pipe[0]);
-  if (n == static_cast<ssize_t>(sizeof e)) {  // the child could not exec
-    int ws = 0;
-    while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+  if (pid < 0) {
+    ::close(ready[0]);
+    st.state = TaskState::kFailed;
+    st.exit_code = 127;
+    st.error = std::string("fork: ") + std::strerror(fork_err);
+    st.ended_at = Now();
+    if (task->in_cgroup) cgroup_.RemoveTask(st.task_id);
+    return Status::Ok();
+  }
+  task->shim_pid = pid;
+  // Wait for EOF on the ready pipe (the shim closes it once the task runs, or at its exit).
+  const auto until = SteadyClock::now() + std::chrono::seconds(30);
+  for (;;) {
+    pollfd p{ready[0], POLLIN, 0};
+    const int r = ::poll(&p, 1, 100);
+    if (r > 0) {
+      char c;
+      const ssize_t n = ::read(ready[0], &c, 1);
+      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) break;
     }
-    ::close(log_pipe[0]);
-    if (task->in_cgroup) cgroup_.RemoveTask(spec.task_id);
-    return fail(e.stage == 1 ? "workdir " + Quoted(spec.workdir) + ": " + std::strerror(e.err)
-                             : "exec " + Quoted(program) + ": " + std::strerror(e.err));
+    if (SteadyClock::now() >= until) break;
   }
-  task->pump = std::thread(PumpLog, log_pipe[0], task->log.get(), &task->leader_exited);
+  ::close(ready[0]);
+  auto status = ReadShimStatus(task->dir);
+  if (status.ok()) {
+    ApplyStatusLocked(task, *status);
+    return Status::Ok();
+  }
+  if (ShimAlive(task->dir)) return Status::Ok();  // slow to start: Poll() reads its status later
+  ReapShimLocked(task, /*block=*/true);
+  st.state = TaskState::kFailed;
+  st.exit_code = 127;
+  st.error = "the task shim (" + shim_command_[0] + ") did not start: " + ShimLogTail(task->dir);
+  st.ended_at = Now();
+  if (task->in_cgroup) cgroup_.RemoveTask(st.task_id);
   return Status::Ok();
 }
 
-void Launcher::SignalGroupLocked(Task* task, int signal) {
-  if (task->status.pid > 0) ::kill(-task->status.pid, signal);
-  if (signal == SIGKILL && task->in_cgroup) cgroup_.KillTask(task->status.task_id);
-}
-
-void Launcher::ReapLocked(Task* task, int wait_status) {
+void Launcher::ApplyStatusLocked(Task* task, const ShimStatus& s) {
   TaskStatus& st = task->status;
-  if (WIFSIGNALED(wait_status)) {
-    st.signal = WTERMSIG(wait_status);
-  } else {
-    st.exit_code = WEXITSTATUS(wait_status);
-  }
-  if (task->suspend_requested) {
-    st.state = TaskState::kSuspended;
-  } else if (task->stop_requested) {
-    st.state = TaskState::kStopped;
-  } else {
-    st.state = (st.signal == 0 && st.exit_code == 0) ? TaskState::kSucceeded : TaskState::kFailed;
-  }
-  st.ended_at = Now();
-  FinishLocked(task);
+  const bool was_running = st.running();
+  st.pid = s.pid;
+  task->pid_start = s.pid_start;
+  st.log_note = s.log_note;
+  if (s.started_at > 0) st.started_at = s.started_at;
+  if (s.state == TaskState::kRunning) return;
+  st.state = s.state;
+  st.exit_code = s.exit_code;
+  st.signal = s.signal;
+  st.error = s.error;
+  st.ended_at = s.ended_at;
+  if (was_running && task->in_cgroup) cgroup_.RemoveTask(st.task_id);
 }
 
-// After the leader ended: nothing of the task may outlive it, and its last output is written before
-// anyone reads the status.
-void Launcher::FinishLocked(Task* task) {
-  SignalGroupLocked(task, SIGKILL);
-  task->leader_exited = true;
-  if (task->pump.joinable()) task->pump.join();
-  task->log->Note("task " + ExitText(task->status) + " (" +
-                  std::string(TaskStateName(task->status.state)) + ")");
-  if (task->in_cgroup) cgroup_.RemoveTask(task->status.task_id);
+void Launcher::ReapShimLocked(Task* task, bool block) {
+  if (task->shim_pid <= 0) return;
+  int ws = 0;
+  pid_t r;
+  while ((r = ::waitpid(task->shim_pid, &ws, block ? 0 : WNOHANG)) < 0 && errno == EINTR) {
+  }
+  if (r == task->shim_pid || r < 0) task->shim_pid = 0;
+}
+
+// The shim is gone without having recorded the task's end (it was killed, or the machine restarted).
+void Launcher::ShimLostLocked(Task* task) {
+  TaskStatus& st = task->status;
+  // Whatever is left of the task must not run unsupervised, but a pid that was reused is somebody else's.
+  if (st.pid > 0 && task->pid_start != 0 && ProcessStartTime(st.pid) == task->pid_start) ::kill(-st.pid, SIGKILL);
+  if (task->in_cgroup) {
+    cgroup_.KillTask(st.task_id);
+    cgroup_.RemoveTask(st.task_id);
+  }
+  st.state = TaskState::kFailed;
+  st.exit_code = -1;
+  st.error = "its task shim ended without recording the task's end (killed, or the machine restarted)";
+  st.ended_at = Now();
+}
+
+// Reads what the shim recorded. Only this launcher's own shims are reaped here; liveness is the shim's lock.
+void Launcher::RefreshLocked(Task* task) {
+  if (!task->status.running()) {
+    ReapShimLocked(task, /*block=*/false);
+    return;
+  }
+  auto status = ReadShimStatus(task->dir);
+  if (status.ok()) ApplyStatusLocked(task, *status);
+  if (!task->status.running()) {
+    ReapShimLocked(task, /*block=*/false);
+    return;
+  }
+  if (ShimAlive(task->dir)) return;
+  status = ReadShimStatus(task->dir);  // it may have ended between the two reads
+  if (status.ok()) ApplyStatusLocked(task, *status);
+  if (task->status.running()) ShimLostLocked(task);
+  ReapShimLocked(task, /*block=*/false);
 }
 
 std::vector<TaskStatus> Launcher::Poll() {
   std::lock_guard<std::mutex> lock(mu_);
-  const TimeMicros now = Now();
   std::vector<TaskStatus> ended;
   for (auto& t : tasks_) {
     Task* task = t.get();
-    if (task->status.running()) {
-      int ws = 0;
-      const pid_t r = ::waitpid(task->status.pid, &ws, WNOHANG);
-      if (r == task->status.pid) {
-        ReapLocked(task, ws);
-      } else if (task->phase == Task::Phase::kSuspending && now >= task->deadline) {
-        task->stop_requested = true;
-        SignalGroupLocked(task, SIGTERM);
-        task->phase = Task::Phase::kStopping;
-        task->deadline = now + task->kill_grace;
-      } else if (task->phase == Task::Phase::kStopping && now >= task->deadline) {
-        SignalGroupLocked(task, SIGKILL);
-        task->phase = Task::Phase::kKilled;
-      }
-    }
+    RefreshLocked(task);
     if (!task->status.running() && !task->reported) {
       task->reported = true;
-      TaskStatus copy = task->status;
-      copy.log_note = task->log->note();
-      ended.push_back(std::move(copy));
+      ended.push_back(task->status);
     }
   }
   return ended;
@@ -424,14 +451,8 @@ Status Launcher::Stop(const std::string& task_id, TimeMicros grace_micros) {
   for (auto& task : tasks_) {
     if (task->status.task_id != task_id) continue;
     if (!task->status.running()) return Status::Ok();
-    task->stop_requested = true;
-    const TimeMicros deadline = Now() + std::max<TimeMicros>(grace_micros, 0);
-    if (task->phase == Task::Phase::kStopping && task->deadline <= deadline) return Status::Ok();
-    if (task->phase == Task::Phase::kKilled) return Status::Ok();
-    SignalGroupLocked(task.get(), SIGTERM);
-    task->phase = Task::Phase::kStopping;
-    task->deadline = deadline;
-    return Status::Ok();
+    task->stop_sent = true;
+    return SendShimControl(task->dir, "stop", grace_micros);  // the shim keeps the earlier of two deadlines
   }
   return NotFoundError("no task " + task_id);
 }
@@ -442,19 +463,9 @@ Status Launcher::Suspend(const std::string& task_id, TimeMicros grace_micros) {
     if (task->status.task_id != task_id) continue;
     if (!task->status.running())
       return FailedPreconditionError("task " + task_id + " is not running");
-    if (task->phase != Task::Phase::kRunning)
-      return Status::Ok();  // already suspending or stopping
-    {
-      std::ofstream flag(task->suspend_file);
-      flag << "suspend requested at " << Now() << "\n";
-      if (!flag) return UnavailableError("cannot write suspend file " + task->suspend_file);
-    }
-    task->suspend_requested = true;
-    SignalGroupLocked(task.get(), task->suspend_signal);
-    task->phase = Task::Phase::kSuspending;
-    task->kill_grace = std::max<TimeMicros>(grace_micros, 0);
-    task->deadline = Now() + task->kill_grace;
-    return Status::Ok();
+    if (task->stop_sent || task->suspend_sent) return Status::Ok();  // already suspending or stopping
+    task->suspend_sent = true;  // the shim writes the suspend file, then sends the signal
+    return SendShimControl(task->dir, "suspend", grace_micros);
   }
   return NotFoundError("no task " + task_id);
 }
@@ -462,23 +473,15 @@ Status Launcher::Suspend(const std::string& task_id, TimeMicros grace_micros) {
 Result<TaskStatus> Launcher::WaitFor(const std::string& task_id, TimeMicros timeout_micros) {
   const auto until = SteadyClock::now() + std::chrono::microseconds(timeout_micros);
   for (;;) {
-    // Reaps and escalates without consuming the ended-task events Poll() hands to its caller.
+    // Reads the shim's status without consuming the ended-task events Poll() hands to its caller.
     {
       std::lock_guard<std::mutex> lock(mu_);
       bool found = false;
       for (auto& task : tasks_) {
         if (task->status.task_id != task_id) continue;
         found = true;
-        if (task->status.running()) {
-          int ws = 0;
-          if (::waitpid(task->status.pid, &ws, WNOHANG) == task->status.pid)
-            ReapLocked(task.get(), ws);
-        }
-        if (!task->status.running() || SteadyClock::now() >= until) {
-          TaskStatus copy = task->status;
-          copy.log_note = task->log->note();
-          return copy;
-        }
+        RefreshLocked(task.get());
+        if (!task->status.running() || SteadyClock::now() >= until) return task->status;
       }
       if (!found) return NotFoundError("no task " + task_id);
     }
@@ -489,10 +492,7 @@ Result<TaskStatus> Launcher::WaitFor(const std::string& task_id, TimeMicros time
 Result<TaskStatus> Launcher::Get(const std::string& task_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& task : tasks_) {
-    if (task->status.task_id != task_id) continue;
-    TaskStatus copy = task->status;
-    copy.log_note = task->log->note();
-    return copy;
+    if (task->status.task_id == task_id) return task->status;
   }
   return NotFoundError("no task " + task_id);
 }
@@ -500,10 +500,7 @@ Result<TaskStatus> Launcher::Get(const std::string& task_id) const {
 std::vector<TaskStatus> Launcher::List() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<TaskStatus> out;
-  for (const auto& task : tasks_) {
-    out.push_back(task->status);
-    out.back().log_note = task->log->note();
-  }
+  for (const auto& task : tasks_) out.push_back(task->status);
   return out;
 }
 
@@ -513,10 +510,49 @@ Status Launcher::Forget(const std::string& task_id) {
     if ((*it)->status.task_id != task_id) continue;
     if ((*it)->status.running())
       return FailedPreconditionError("task " + task_id + " is still running");
+    ReapShimLocked(it->get(), /*block=*/true);  // it exits right after recording the end
+    ::unlink(FileIn((*it)->dir, kShimSpecFile).c_str());
+    ::unlink(FileIn((*it)->dir, kShimControlFile).c_str());
     tasks_.erase(it);
     return Status::Ok();
   }
   return NotFoundError("no task " + task_id);
+}
+
+std::vector<AdoptedTask> Launcher::Adopt() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<AdoptedTask> adopted;
+  std::error_code ec;
+  std::vector<std::string> dirs;
+  for (const auto& entry : std::filesystem::directory_iterator(options_.state_dir, ec)) {
+    if (entry.is_directory(ec) && std::filesystem::exists(entry.path() / kShimSpecFile, ec))
+      dirs.push_back(entry.path().string());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  for (const std::string& dir : dirs) {
+    auto spec = ReadShimSpec(dir);
+    if (!spec.ok()) {
+      notices_.push_back("not adopting " + dir + ": " + spec.status().message());
+      continue;
+    }
+    if (spec->task_id != std::filesystem::path(dir).filename().string()) continue;
+    bool known = false;
+    for (const auto& t : tasks_) known = known || t->status.task_id == spec->task_id;
+    if (known) continue;
+    auto task = std::make_unique<Task>();
+    task->dir = dir;
+    task->status.task_id = spec->task_id;
+    task->status.started_at = spec->started_at;
+    task->job_id = spec->job_id;
+    task->replica = spec->replica;
+    task->restart_count = spec->restart_count;
+    task->in_cgroup = !spec->cgroup_dir.empty() && cgroup_.available();
+    task->suspend_file = dir + "/suspend";
+    RefreshLocked(task.get());  // a live shim: running; else its recorded end, or failed (shim lost)
+    adopted.push_back(AdoptedTask{task->status, task->job_id, task->replica, task->restart_count});
+    tasks_.push_back(std::move(task));
+  }
+  return adopted;
 }
 
 }  // namespace xpool::agent

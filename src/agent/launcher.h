@@ -1,27 +1,27 @@
 #pragma once
 // Launcher: starts and stops the processes of the tasks assigned to this node.
 //
-// Each task is one process started in a session (and process group) of its own, with its workdir,
-// its environment (task_env.h) and stdout+stderr captured into <state_dir>/<task_id>/output.log
-// (task_log.h). Where cgroup v2 is writable it runs in its own cgroup with the CPU and memory of
-// its request (cgroup.h).
+// Each task runs under a task shim (task_shim.h): a small supervisor process of its own (`xpool task-shim`),
+// detached from the agent, that starts the task in a session (and process group) of its own, with its workdir
+// and environment (task_env.h), writes its stdout+stderr to <state_dir>/<task_id>/output.log (task_log.h),
+// forwards stop/suspend requests and records the task's end in <state_dir>/<task_id>/status.json. Where
+// cgroup v2 is writable the task runs in its own cgroup with the CPU and memory of its request (cgroup.h).
+// So tasks outlive the agent: a launcher that ends leaves them running (unless
+// LauncherOptions::stop_tasks_on_exit), and a new launcher on the same state dir adopts them (Adopt()).
 //
-//   Stop:    SIGTERM to the group; SIGKILL to the group when the grace runs out (Poll() sends it).
+//   Stop:    SIGTERM to the group; SIGKILL to the group when the grace runs out (the shim's clock).
 //   Suspend: writes the task's XPOOL_SUSPEND_FILE and sends the suspend signal (the task's
-//   LaunchSpec::suspend_signal, else LauncherOptions::suspend_signal, default SIGUSR1) to the group;
-//            when the grace runs out the task is stopped (SIGTERM, then SIGKILL after a further
-//            grace).
-//   Exit:    the leader's exit code or signal is recorded; whatever it left behind in its group (or
-//   cgroup) is
+//            LaunchSpec::suspend_signal, else LauncherOptions::suspend_signal, default SIGUSR1) to the group;
+//            when the grace runs out the task is stopped (SIGTERM, then SIGKILL after a further grace).
+//   Exit:    the leader's exit code or signal is recorded; whatever it left behind in its group (or cgroup) is
 //            killed, so no orphan outlives its task.
 // A command that cannot be executed or a workdir that does not exist does not fail Start(): the
 // task ends at once in state kFailed with the reason in TaskStatus::error and in its log; the agent
 // carries on.
 //
-// Nothing here blocks for long: Poll() reaps exits and sends due signals; the agent calls it in its
-// loop (WaitFor is a convenience for tests and one-shot commands). A log pump thread per task moves
-// its output to the log file. Thread-safe: every public method takes the launcher's lock. The
-// destructor kills all tasks.
+// Nothing here blocks for long: Poll() reads the shims' status files (and reaps the launcher's own shims); the
+// agent calls it in its loop (WaitFor is a convenience for tests and one-shot commands). Start() waits until
+// the shim has started the task (or failed to). Thread-safe: every public method takes the launcher's lock.
 #include <sys/types.h>
 
 #include <csignal>
@@ -73,8 +73,26 @@ struct LauncherOptions {
   std::string cgroup_parent = "xpool";
   int suspend_signal = SIGUSR1;
   bool inherit_env = true;  // tasks start from the agent's environment
-  Clock* clock = nullptr;   // null = the real clock
+  Clock* clock = nullptr;   // null = the real clock (start times; grace periods run on the shim's real clock)
+  // The shim's command line, to which "--ready-fd 3 <task dir>" is appended; empty = this binary with
+  // "task-shim" (`xpool task-shim`).
+  std::vector<std::string> shim_command;
+  // The destructor stops every running task (SIGTERM, SIGKILL at once) and waits for their end: `xpool agent
+  // --run`, `xpool up`, `xpool agent --stop-tasks`, tests. Otherwise tasks keep running after the launcher
+  // ends and the next launcher on this state dir adopts them.
+  bool stop_tasks_on_exit = false;
 };
+
+// A task found in the state dir by Adopt(): running under a live shim, or ended (while no agent ran, or before
+// the previous agent reported it).
+struct AdoptedTask {
+  TaskStatus status;
+  int64_t job_id = 0;
+  int replica = 0;
+  int restart_count = 0;
+};
+
+struct ShimStatus;  // task_shim.h
 
 class Launcher {
  public:
@@ -101,8 +119,14 @@ class Launcher {
 
   Result<TaskStatus> Get(const std::string& task_id) const;
   std::vector<TaskStatus> List() const;
-  // Forgets an ended task (its files stay). FailedPrecondition while it runs.
+  // Forgets an ended task: its log files stay, its spec and status go (a later Adopt() does not see it
+  // again). FailedPrecondition while it runs.
   Status Forget(const std::string& task_id);
+  // Takes over the tasks of an earlier launcher on the same state dir that this one does not hold: running ones
+  // (their shim is alive: reported running, stoppable, suspendable) and ended ones (their recorded end, returned
+  // once more by Poll()). A task whose shim died without recording an end (a machine reboot, a SIGKILL of the
+  // shim) is failed; what is left of it is killed only when its pid still has the recorded start time.
+  std::vector<AdoptedTask> Adopt();
 
   // The task's log file (also after it ended).
   std::string LogPath(const std::string& task_id) const;
@@ -114,14 +138,17 @@ class Launcher {
  private:
   struct Task;
   Status StartLocked(const LaunchSpec& spec, Task* task);
-  void ReapLocked(Task* task, int wait_status);
-  void FinishLocked(Task* task);
-  void SignalGroupLocked(Task* task, int signal);
+  Status SpawnShimLocked(Task* task);
+  void RefreshLocked(Task* task);
+  void ApplyStatusLocked(Task* task, const ShimStatus& status);
+  void ShimLostLocked(Task* task);
+  void ReapShimLocked(Task* task, bool block);
   TimeMicros Now() const;
   std::string TaskDir(const std::string& task_id) const;
 
   const LauncherOptions options_;
   std::string vgpu_library_;  // resolved; empty when not found
+  std::vector<std::string> shim_command_;  // resolved
   mutable std::mutex mu_;
   CgroupV2 cgroup_;                           // guarded by mu_
   std::vector<std::unique_ptr<Task>> tasks_;  // guarded by mu_

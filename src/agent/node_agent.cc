@@ -24,7 +24,18 @@ constexpr size_t kResendTailBytes = LogRelay::kMaxChunkBytes;
 }  // namespace
 
 NodeAgent::NodeAgent(Node node, ControlPlaneClient* client, Launcher* launcher)
-    : node_(std::move(node)), client_(client), launcher_(launcher) {}
+    : node_(std::move(node)), client_(client), launcher_(launcher) {
+  // Tasks of an earlier agent on this state dir: reported with the next heartbeat (running ones keep running).
+  int running = 0, ended = 0;
+  for (const AdoptedTask& t : launcher_->Adopt()) {
+    meta_[t.status.task_id] = Meta{t.job_id, t.replica, t.restart_count, /*adopted=*/true};
+    (t.status.running() ? running : ended)++;
+  }
+  if (running + ended > 0) {
+    notices_.push_back("adopted " + std::to_string(running) + " running and " + std::to_string(ended) +
+                       " ended task(s) of an earlier agent");
+  }
+}
 
 void NodeAgent::AttachLog(TaskReport* report) {
   LogShip& ship = logs_[report->status.task_id];
@@ -135,7 +146,7 @@ void NodeAgent::StartTask(const TaskAssignment& a) {
   const std::string& id = a.spec.task_id;
   Status s = launcher_->Start(a.spec);
   if (s.ok()) {
-    meta_[id] = Meta{a.spec.job_id, a.spec.replica, a.spec.restart_count};
+    meta_[id] = Meta{a.spec.job_id, a.spec.replica, a.spec.restart_count, /*adopted=*/false};
     start_errors_.erase(id);
     return;
   }
@@ -164,9 +175,24 @@ void NodeAgent::Reconcile(const HeartbeatReply& reply) {
           const auto failed = start_errors_.find(id);
           if (failed == start_errors_.end() || failed->second.restart_count < a.spec.restart_count)
             StartTask(a);
-        } else if (!current->running() && meta != meta_.end() &&
-                   meta->second.restart_count < a.spec.restart_count) {
-          StartTask(a);  // a restart of an ended task
+        } else if (meta != meta_.end() && meta->second.restart_count < a.spec.restart_count) {
+          // The server restarted the job (e.g. it requeued it while this agent was away): the earlier run is
+          // stale. It is stopped first; the new run starts once it has ended, never beside it.
+          if (current->running()) {
+            if (stale_stopping_.insert(id).second) {
+              notices_.push_back("task " + id + ": stopping its run " + std::to_string(meta->second.restart_count) +
+                                 ", the server restarted it as run " + std::to_string(a.spec.restart_count));
+            }
+            (void)launcher_->Stop(id, a.grace_micros);
+          } else {
+            stale_stopping_.erase(id);
+            StartTask(a);  // a restart of an ended task
+          }
+        } else if (!current->running() && current->state == TaskState::kStopped && meta != meta_.end() &&
+                   meta->second.adopted && meta->second.restart_count == a.spec.restart_count) {
+          // Stopped with the earlier agent (`xpool agent --stop-tasks`, `xpool up` ending), not by the server,
+          // which still wants it: it runs again, as a restarted agent always did before tasks were adopted.
+          StartTask(a);
         }
         break;
       case TaskAssignment::Action::kStop:
@@ -186,6 +212,7 @@ void NodeAgent::Reconcile(const HeartbeatReply& reply) {
       (void)launcher_->Forget(st.task_id);
       meta_.erase(st.task_id);
       logs_.erase(st.task_id);
+      stale_stopping_.erase(st.task_id);
     }
   }
   for (auto it = start_errors_.begin(); it != start_errors_.end();) {

@@ -13,6 +13,7 @@
 // (agent/http_client.h) and tests use a fake. NodeAgent is owned by the agent's main loop; not
 // thread-safe.
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,7 +66,10 @@ class ControlPlaneClient {
 
 class NodeAgent {
  public:
-  // `client` and `launcher` outlive the agent.
+  // `client` and `launcher` outlive the agent. Adopts the tasks an earlier agent left in the launcher's state
+  // dir (Launcher::Adopt): the first heartbeat reports them — running ones with their task ids, ended ones with
+  // their recorded end — and the reply decides (kept, stopped as no longer wanted, or stopped and run again
+  // when the server restarted the job meanwhile).
   NodeAgent(Node node, ControlPlaneClient* client, Launcher* launcher);
 
   // Registers the node. Also makes the next heartbeat re-send the tail of every task's log (a server that forgot
@@ -92,6 +96,7 @@ class NodeAgent {
     int64_t job_id = 0;
     int replica = 0;
     int restart_count = 0;
+    bool adopted = false;  // found running or ended when this agent started (Launcher::Adopt)
   };
   Node node_;
   ControlPlaneClient* client_;
@@ -109,6 +114,7 @@ class NodeAgent {
     bool noted = false;    // its log note was shown
   };
   std::map<std::string, LogShip> logs_;
+  std::set<std::string> stale_stopping_;  // earlier runs being stopped for a restart the server wants
   std::vector<std::string> notices_;
   // Set by a failed heartbeat or a (re)registration: the server may have restarted and lost its in-memory copy
   // of the tasks' output (LogRelay), so the next heartbeat re-sends each task's acknowledged tail first; the

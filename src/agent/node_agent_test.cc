@@ -4,11 +4,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <thread>
 
 #include "agent/log_relay.h"
+#include "agent/task_shim.h"
 #include "model/node_builder.h"
 
 namespace xpool::agent {
@@ -53,9 +56,25 @@ class NodeAgentTest : public testing::Test {
            "_" + std::to_string(getpid());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
+    launcher_ = std::make_unique<Launcher>(Options());
+    agent_ = std::make_unique<NodeAgent>(
+        MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build(), &server_, launcher_.get());
+  }
+  LauncherOptions Options() {
     LauncherOptions o;
     o.state_dir = dir_ + "/state";
     o.cgroup_root = "";
+    o.shim_command = {XPOOL_TEST_SHIM_PATH};
+    o.stop_tasks_on_exit = true;
+    return o;
+  }
+  // An agent whose tasks survive it (as `xpool agent` ending on SIGTERM), on the same state dir: it adopts what
+  // an earlier one left there.
+  void StartAgent(bool stop_tasks_on_exit) {
+    agent_.reset();
+    launcher_.reset();
+    LauncherOptions o = Options();
+    o.stop_tasks_on_exit = stop_tasks_on_exit;
     launcher_ = std::make_unique<Launcher>(o);
     agent_ = std::make_unique<NodeAgent>(
         MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build(), &server_, launcher_.get());
@@ -246,6 +265,58 @@ TEST_F(NodeAgentTest, LogDiskFullIsSaidOnceAndTheTaskRuns) {
   ASSERT_TRUE(agent_->Tick().ok());
   EXPECT_TRUE(agent_->TakeNotices().empty());  // said once
   EXPECT_TRUE(launcher_->Get("full")->running());
+}
+
+TEST_F(NodeAgentTest, RestartedAgentAdoptsRunningAndEndedTasks) {
+  StartAgent(/*stop_tasks_on_exit=*/false);
+  // job13 waits for a file, then exits 3.
+  const std::string go = dir_ + "/go";
+  server_.wanted = {Run("job12-r0", "exec sleep 30"),
+                    Run("job13-r0", "i=0; while [ ! -f " + go + " ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i+1)); done; exit 3")};
+  server_.wanted[1].spec.job_id = 13;
+  ASSERT_TRUE(TickUntil("job12-r0", TaskState::kRunning));
+  ASSERT_TRUE(TickUntil("job13-r0", TaskState::kRunning));
+  const pid_t pid = server_.Report("job12-r0")->status.pid;
+  ASSERT_GT(pid, 0);
+  // The agent ends; job13 exits 3 while no agent runs (its shim records it); a new agent starts.
+  agent_.reset();
+  launcher_.reset();
+  std::ofstream(go) << "go\n";
+  bool recorded = false;
+  for (int i = 0; i < 500 && !recorded; ++i) {
+    auto st = ReadShimStatus(dir_ + "/state/job13-r0");
+    recorded = st.ok() && st->state == TaskState::kFailed;
+    if (!recorded) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(recorded);
+  EXPECT_EQ(::kill(pid, 0), 0) << "the running task died with its agent";
+  StartAgent(/*stop_tasks_on_exit=*/true);
+  ASSERT_TRUE(agent_->Tick().ok());
+  const TaskReport* long_run = server_.Report("job12-r0");
+  ASSERT_NE(long_run, nullptr);
+  EXPECT_EQ(long_run->status.state, TaskState::kRunning);
+  EXPECT_EQ(long_run->status.pid, pid);  // the same process, not a new run
+  EXPECT_EQ(long_run->job_id, 12);
+  ASSERT_NE(server_.Report("job13-r0"), nullptr);
+  EXPECT_EQ(server_.Report("job13-r0")->status.state, TaskState::kFailed);
+  EXPECT_EQ(server_.Report("job13-r0")->status.exit_code, 3);
+  EXPECT_EQ(server_.Report("job13-r0")->job_id, 13);
+  const auto notices = agent_->TakeNotices();
+  ASSERT_FALSE(notices.empty());
+  EXPECT_NE(notices[0].find("adopted"), std::string::npos) << notices[0];
+
+  // The server restarted job 12 meanwhile (it requeued it): the stale run is stopped, then run 1 starts.
+  server_.wanted = {Run("job12-r0", "echo second run; exec sleep 30", 1)};
+  bool rerun = false;
+  for (int i = 0; i < 500 && !rerun; ++i) {
+    ASSERT_TRUE(agent_->Tick().ok());
+    const TaskReport* r = server_.Report("job12-r0");
+    rerun = r && r->restart_count == 1 && r->status.running();
+    if (!rerun) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(rerun);
+  EXPECT_NE(server_.Report("job12-r0")->status.pid, pid);
+  EXPECT_NE(::kill(pid, 0), 0) << "the stale run still runs beside the new one";
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/testdata/sample_assignment.h"
+#include "agent/testdata/sample_messages.h"
 #include "model/node_builder.h"
 
 namespace xpool::agent {
@@ -23,21 +23,8 @@ TEST(ProtocolTest, ReplyRoundTrips) {
   EXPECT_EQ(back->interval_micros, 750'000);
   ASSERT_EQ(back->tasks.size(), 1u);
   const TaskAssignment& b = back->tasks[0];
-  EXPECT_EQ(b.action, TaskAssignment::Action::kSuspend);
+  test_data::ExpectSameAssignment(b, a);
   EXPECT_EQ(b.grace_micros, 1'500'000);  // grace_ms keeps sub-second graces
-  EXPECT_EQ(b.spec.suspend_signal, "SIGUSR2");
-  EXPECT_EQ(b.spec.task_id, "job7-r1");
-  EXPECT_EQ(b.spec.restart_count, 2);
-  EXPECT_EQ(b.spec.argv, a.spec.argv);
-  EXPECT_EQ(b.spec.env, a.spec.env);
-  EXPECT_EQ(b.spec.cpu_milli, 500);
-  ASSERT_EQ(b.spec.devices.size(), 1u);
-  EXPECT_EQ(b.spec.devices[0].index, 3);
-  EXPECT_EQ(b.spec.devices[0].memory_mib, 40960);
-  EXPECT_EQ(b.spec.devices[0].core_percent, 50);
-  EXPECT_TRUE(b.spec.shares_device);
-  ASSERT_TRUE(b.spec.distributed.has_value());
-  EXPECT_EQ(b.spec.distributed->world_size, 2);
 
   // A whole device, not shared: no core limit, no runtime library.
   reply.tasks[0].spec.devices = {{0, 0, 0}};
@@ -76,17 +63,7 @@ TEST(ProtocolTest, ReplyWithoutTaskListSaysSo) {
 
 TEST(ProtocolTest, HeartbeatBodyRoundTripsWithLogChunk) {
   Node node = MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build();
-  TaskReport r;
-  r.job_id = 12;
-  r.replica = 1;
-  r.restart_count = 3;
-  r.status.task_id = "job12-r1";
-  r.status.state = TaskState::kFailed;
-  r.status.exit_code = 127;
-  r.status.error = "exec \"nope\": command not found";
-  r.status.log_note = "logging stopped";
-  r.log_offset = 4096;
-  r.log_data = "step 1\nstep 2\n";
+  const TaskReport r = test_data::SampleFailedReport();
   auto req = ParseHeartbeatBody(HeartbeatBody(node, {r}));
   ASSERT_TRUE(req.ok()) << req.status().ToString();
   EXPECT_TRUE(req->has_tasks);
@@ -94,14 +71,7 @@ TEST(ProtocolTest, HeartbeatBodyRoundTripsWithLogChunk) {
   EXPECT_TRUE(req->device_health[1].second);
   ASSERT_EQ(req->tasks.size(), 1u);
   const TaskReport& b = req->tasks[0];
-  EXPECT_EQ(b.job_id, 12);
-  EXPECT_EQ(b.replica, 1);
-  EXPECT_EQ(b.restart_count, 3);
-  EXPECT_EQ(b.status.state, TaskState::kFailed);
-  EXPECT_EQ(b.status.exit_code, 127);
-  EXPECT_EQ(b.status.error, r.status.error);
-  EXPECT_EQ(b.status.log_note, "logging stopped");
-  EXPECT_EQ(b.log_offset, 4096);
+  test_data::ExpectSameReportButLog(b, r);
   EXPECT_EQ(b.log_data, r.log_data);
 }
 

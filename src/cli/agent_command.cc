@@ -6,7 +6,10 @@
 //   xpool agent --server grpc://127.0.0.1:8471 --token-file var/admin.token [--simulate
 //   4xA100-80GB]
 //       registers the node and runs what the server assigns (heartbeats, task reports) until
-//       Ctrl-C.
+//       Ctrl-C. Its tasks keep running after it (under their shims) and the next agent adopts them,
+//       unless --stop-tasks.
+//   xpool agent --stop-tasks --state-dir var/agent
+//       stops every task left running there (a drain) and exits.
 //   xpool agent --simulate 2xA100-80GB --run --devices 1 --gpumem 8192 --gpucores 50 -- python3
 //   train.py
 //       runs one task through the launcher as the agent would (env, process group, logs) and
@@ -67,6 +70,7 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::Ta
                const std::string& workdir, int64_t grace_s) {
   agent::LauncherOptions options;
   options.state_dir = state_dir;
+  options.stop_tasks_on_exit = true;  // a foreground run: its task ends with it
   agent::Launcher launcher(options);
   PrintNotices(launcher);
   agent::LaunchSpec spec;
@@ -115,6 +119,7 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::Ta
       if (!st.error.empty()) std::fprintf(stderr, " — %s", st.error.c_str());
       if (!st.log_note.empty()) std::fprintf(stderr, " — %s", st.log_note.c_str());
       std::fprintf(stderr, "\nlog: %s\n", launcher.LogPath(spec.task_id).c_str());
+      (void)launcher.Forget(spec.task_id);  // an agent on this state dir must not adopt it later
       if (st.signal > 0) return 128 + st.signal;
       return st.exit_code;
     }
@@ -126,9 +131,10 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::Ta
 // doubling to 30 s; the tasks keep running meanwhile) and said once, in words: an unreachable or unknown server,
 // a rejected token (the agent keeps trying: an admin may create the token after the agent starts).
 int Serve(const agent::DiscoveryReport& report, const std::string& server, const std::string& token,
-          const std::string& state_dir) {
+          const std::string& state_dir, bool stop_tasks) {
   agent::LauncherOptions options;
   options.state_dir = state_dir;
+  options.stop_tasks_on_exit = stop_tasks;
   agent::Launcher launcher(options);
   PrintNotices(launcher);
   auto client = agent::MakeControlPlaneClient(server, token, 5 * kMicrosPerSecond);
@@ -186,7 +192,42 @@ int Serve(const agent::DiscoveryReport& report, const std::string& server, const
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
-  std::fprintf(stderr, "agent: stopping; its tasks are stopped with it\n");
+  if (stop_tasks) {
+    std::fprintf(stderr, "agent: stopping; --stop-tasks: its tasks are stopped with it\n");
+  } else {
+    std::fprintf(stderr,
+                 "agent: stopping; its tasks keep running under their shims (an agent started again on %s adopts "
+                 "them; `xpool agent --stop-tasks --state-dir %s` stops them)\n",
+                 state_dir.c_str(), state_dir.c_str());
+  }
+  return 0;
+}
+
+// `xpool agent --stop-tasks` without --server: stops every task an agent left running on this state dir (a node
+// drain), waits for their ends, and exits.
+int StopLeftTasks(const std::string& state_dir, int64_t grace_s) {
+  agent::LauncherOptions options;
+  options.state_dir = state_dir;
+  options.cgroup_root = "";  // only stops: no cgroup probing, no notice
+  options.stop_tasks_on_exit = true;
+  agent::Launcher launcher(options);
+  int stopping = 0;
+  for (const agent::AdoptedTask& t : launcher.Adopt()) {
+    if (!t.status.running()) continue;
+    if (Status s = launcher.Stop(t.status.task_id, grace_s * kMicrosPerSecond); !s.ok()) {
+      std::fprintf(stderr, "error: %s: %s\n", t.status.task_id.c_str(), s.message().c_str());
+      continue;
+    }
+    ++stopping;
+  }
+  for (const agent::TaskStatus& t : launcher.List()) {
+    auto st = launcher.WaitFor(t.task_id, (grace_s + 10) * kMicrosPerSecond);
+    if (st.ok() && !t.running()) continue;  // ended before: not ours to say
+    if (st.ok()) {
+      std::fprintf(stderr, "task %s: %s\n", t.task_id.c_str(), std::string(agent::TaskStateName(st->state)).c_str());
+    }
+  }
+  std::fprintf(stderr, "agent: stopped %d task(s) in %s\n", stopping, state_dir.c_str());
   return 0;
 }
 
@@ -200,7 +241,7 @@ int RunAgent(const Args& args) {
       "prints the devices (--print-devices) or runs one task locally (--run -- CMD ARGS...).");
   std::string simulate, node_file, nvml_library = "libnvidia-ml.so.1", name, devices_list;
   std::string state_dir = "var/agent", workdir = ".", server, token, token_file;
-  bool print_devices = false, run = false;
+  bool print_devices = false, run = false, stop_tasks = false;
   int64_t gpumem = 0, gpucores = 0, grace = 10;
   flags.String("simulate", &simulate,
                "simulated devices, e.g. 4xA100-80GB or 2xA100-80GB,2xT4-16GB");
@@ -221,13 +262,17 @@ int RunAgent(const Args& args) {
   flags.Int("gpucores", &gpucores, "with --run: compute limit per device in percent (0 = none)");
   flags.String("state-dir", &state_dir, "where task logs and files go");
   flags.String("workdir", &workdir, "with --run: the task's working directory");
-  flags.Int("grace", &grace, "with --run: seconds between SIGTERM and SIGKILL on Ctrl-C");
+  flags.Int("grace", &grace, "with --run: seconds between SIGTERM and SIGKILL on Ctrl-C; with --stop-tasks: per task");
+  flags.Bool("stop-tasks", &stop_tasks,
+             "with --server: stop the tasks when the agent stops (by default they keep running and the next agent "
+             "adopts them); alone: stop every task left running in --state-dir (a drain) and exit");
   int code = 0;
   if (!ParseFlagsOrExit(flags, args, &code)) return code;
   if (gpumem < 0 || gpucores < 0 || gpucores > 100 || grace < 0) {
     std::fprintf(stderr, "error: --gpumem and --grace must be >= 0, --gpucores 0..100\n");
     return 2;
   }
+  if (stop_tasks && server.empty() && !run && !print_devices) return StopLeftTasks(state_dir, grace);
   if (!print_devices && !run && server.empty()) {
     std::fprintf(stderr, "error: give --server URL (serve), --print-devices or --run\n\n%s",
                  flags.Usage().c_str());
@@ -264,7 +309,7 @@ int RunAgent(const Args& args) {
   if (!server.empty()) {
     if (!print_devices && !report->note.empty())
       std::fprintf(stderr, "agent: %s\n", report->note.c_str());
-    return Serve(*report, server, token, state_dir);
+    return Serve(*report, server, token, state_dir, stop_tasks);
   }
   if (!run) return 0;
   auto devices = ParseDevices(devices_list, *report, gpumem, gpucores);

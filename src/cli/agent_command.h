@@ -7,5 +7,7 @@
 namespace xpool::cli {
 
 int RunAgent(const Args& args);
+// `xpool task-shim`: internal, the per-task supervisor the agent starts (task_shim_command.cc).
+int RunTaskShimCommand(const Args& args);
 
 }  // namespace xpool::cli

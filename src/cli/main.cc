@@ -40,6 +40,7 @@ const Command kCommands[] = {
     {"nodes", "register, cordon or uncordon nodes (admin)", RunNodes},
     {"k8s", "Kubernetes: scheduler extender, device plugin, admission webhook (docs/kubernetes.md)", RunK8s},
     {"agent", "node agent: serve a server (--server URL --token-file F), --print-devices, --run", RunAgent},
+    {"task-shim", "internal: supervises one task for the agent (docs/agent.md)", RunTaskShimCommand},
     {"sim", "simulate scheduling on a trace (fill, validate)", RunSim},
     {"up", "run xpool on this machine: server + agent (simulated 4xA100-80GB without NVML)", RunUp},
 };

@@ -92,21 +92,7 @@ void KubeCluster::UpsertNodeLocked(const KubeNode& kube) {
       }
       booking.allocations.clear();
       booking.index = *added;
-      for (const ContainerAssignment& c : booking.assignment.containers) {
-        Allocation a;
-        a.node = *added;
-        for (const AssignedDevice& d : c.devices) {
-          const auto& devices = state_.node(*added).devices;
-          auto found = std::find_if(devices.begin(), devices.end(), [&](const Device& x) { return x.uuid == d.uuid; });
-          if (found == devices.end()) continue;
-          a.devices.push_back({static_cast<int>(found - devices.begin()), d.memory_mib, d.compute_milli});
-        }
-        if (state_.Apply(a).ok()) {
-          booking.allocations.push_back(std::move(a));
-        } else {
-          ++counters_.observed_conflicts;
-        }
-      }
+      BookContainersLocked(&booking, booking.assignment.containers);
     }
     RetireIndexLocked(old);
   }
@@ -187,23 +173,27 @@ void KubeCluster::ObservePodLocked(const PodInfo& pod) {
   booking.index = node->second;
   booking.confirmed = true;
   booking.reserved_at = clock_->NowMicros();
-  const auto& devices = state_.node(booking.index).devices;
-  for (const ContainerAssignment& c : assignment->containers) {
+  BookContainersLocked(&booking, assignment->containers);
+  booking.assignment = std::move(assignment).value();
+  bookings_.emplace(pod.uid, std::move(booking));
+}
+
+void KubeCluster::BookContainersLocked(Booking* booking, const std::vector<ContainerAssignment>& containers) {
+  const auto& devices = state_.node(booking->index).devices;
+  for (const ContainerAssignment& c : containers) {
     Allocation a;
-    a.node = booking.index;
+    a.node = booking->index;
     for (const AssignedDevice& d : c.devices) {
       auto found = std::find_if(devices.begin(), devices.end(), [&](const Device& x) { return x.uuid == d.uuid; });
       if (found == devices.end()) continue;
       a.devices.push_back({static_cast<int>(found - devices.begin()), d.memory_mib, d.compute_milli});
     }
     if (state_.Apply(a).ok()) {
-      booking.allocations.push_back(std::move(a));
+      booking->allocations.push_back(std::move(a));
     } else {
       ++counters_.observed_conflicts;  // recorded elsewhere but no longer fits here: do not over-allocate
     }
   }
-  booking.assignment = std::move(assignment).value();
-  bookings_.emplace(pod.uid, std::move(booking));
 }
 
 void KubeCluster::ObservePod(const PodInfo& pod) {

@@ -110,6 +110,9 @@ class KubeCluster {
   void RetireIndexLocked(int index);
   void ReleaseLocked(const std::string& uid);
   void ObservePodLocked(const PodInfo& pod);
+  // Applies `containers` (recorded device uuids) to the state on booking->index, adding to its allocations: a
+  // uuid the node no longer has is skipped, a container that no longer fits counts as an observed conflict.
+  void BookContainersLocked(Booking* booking, const std::vector<ContainerAssignment>& containers);
   Result<PlacementPolicy*> PolicyLocked(const std::string& name);
   // Evaluates (and with `commit`, applies) the demand on one node index.
   NodeFit FitLocked(const PodDemand& demand, int index, bool commit, std::vector<Allocation>* applied);

@@ -1,15 +1,19 @@
-// ParseJobSpec: reads a JobSpec from YAML or JSON with yaml-cpp, checking every field's type, then applies
-// ValidateJobSpec for the limits. Errors name the field path and the reason.
+// ParseJobSpec: reads a JobSpec from YAML (yaml-cpp) or, for a JSON object (API bodies, the store's canonical
+// form), with nlohmann's SAX parser, checking every field's type through one walker, then applies ValidateJobSpec
+// for the limits. Errors name the field path and the reason, the same for both readers.
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <nlohmann/json.hpp>
+
 #include <exception>
-#include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "common/units.h"
 #include "model/internal/job_spec_limits.h"
+#include "model/internal/job_spec_parse.h"
 #include "model/job_spec.h"
 
 namespace xpool {
@@ -21,31 +25,95 @@ std::string Join(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : parent + "." + key;
 }
 
-std::string_view KindName(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null: return "null";
-    case YAML::NodeType::Scalar: return "a scalar";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a mapping";
-    case YAML::NodeType::Undefined: break;
+// The walker below reads a spec through a small view of a parsed document: YamlView (yaml-cpp, any YAML or
+// JSON) or JsonView (a JSON object read with nlohmann's SAX parser, the fast path for API bodies). Both show a
+// value as null, a scalar with its source text, a list or a mapping, so there is one walker and one set of
+// error messages for both.
+enum class Kind { kUndefined, kNull, kScalar, kSequence, kMap };
+
+class YamlView {
+ public:
+  explicit YamlView(YAML::Node node) : node_(std::move(node)) {}
+  Kind kind() const {
+    switch (node_.Type()) {
+      case YAML::NodeType::Null: return Kind::kNull;
+      case YAML::NodeType::Scalar: return Kind::kScalar;
+      case YAML::NodeType::Sequence: return Kind::kSequence;
+      case YAML::NodeType::Map: return Kind::kMap;
+      case YAML::NodeType::Undefined: break;
+    }
+    return Kind::kUndefined;
+  }
+  const std::string& Scalar() const { return node_.Scalar(); }
+  size_t size() const { return node_.size(); }
+  YamlView operator[](size_t i) const { return YamlView(node_[i]); }
+  // f(key, value) per entry of a mapping; key is null when it is not a scalar.
+  template <typename F>
+  Status ForEachEntry(F&& f) const {
+    for (const auto& entry : node_) {
+      RETURN_IF_ERROR(f(entry.first.IsScalar() ? &entry.first.Scalar() : nullptr, YamlView(entry.second)));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  YAML::Node node_;
+};
+
+// A JSON document as the walker sees it: scalars keep the text YAML would read (numbers as written, true/false).
+struct JsonValue {
+  Kind kind = Kind::kNull;
+  std::string text;              // kScalar
+  std::vector<JsonValue> items;  // kSequence: the items; kMap: the values, in order
+  std::vector<std::string> keys;  // kMap: the keys, parallel to items
+};
+
+class JsonView {
+ public:
+  explicit JsonView(const JsonValue& value) : value_(&value) {}
+  Kind kind() const { return value_->kind; }
+  const std::string& Scalar() const { return value_->text; }
+  size_t size() const { return value_->items.size(); }
+  JsonView operator[](size_t i) const { return JsonView(value_->items[i]); }
+  template <typename F>
+  Status ForEachEntry(F&& f) const {
+    for (size_t i = 0; i < value_->items.size(); ++i) RETURN_IF_ERROR(f(&value_->keys[i], JsonView(value_->items[i])));
+    return Status::Ok();
+  }
+
+ private:
+  const JsonValue* value_;
+};
+
+template <typename N>
+std::string_view KindName(const N& node) {
+  switch (node.kind()) {
+    case Kind::kNull: return "null";
+    case Kind::kScalar: return "a scalar";
+    case Kind::kSequence: return "a list";
+    case Kind::kMap: return "a mapping";
+    case Kind::kUndefined: break;
   }
   return "undefined";
 }
 
-Result<std::string> ReadScalar(const YAML::Node& node, const std::string& path, std::string_view what) {
-  if (!node.IsScalar()) {
+template <typename N>
+Result<std::string> ReadScalar(const N& node, const std::string& path, std::string_view what) {
+  if (node.kind() != Kind::kScalar) {
     return InvalidArgumentError(path + " must be " + std::string(what) + ", not " + std::string(KindName(node)));
   }
   return node.Scalar();
 }
 
-Result<std::string> ReadString(const YAML::Node& node, const std::string& path, size_t min_len, size_t max_len) {
+template <typename N>
+Result<std::string> ReadString(const N& node, const std::string& path, size_t min_len, size_t max_len) {
   ASSIGN_OR_RETURN(std::string s, ReadScalar(node, path, "a string"));
   RETURN_IF_ERROR(CheckText(s, path, min_len, max_len));
   return s;
 }
 
-Result<int64_t> ReadInt(const YAML::Node& node, const std::string& path, int64_t lo, int64_t hi,
+template <typename N>
+Result<int64_t> ReadInt(const N& node, const std::string& path, int64_t lo, int64_t hi,
                         std::string_view range) {
   ASSIGN_OR_RETURN(std::string s, ReadScalar(node, path, "an integer"));
   Result<int64_t> n = ParseNonNegativeInt(s);
@@ -62,7 +130,8 @@ Result<int64_t> ReadInt(const YAML::Node& node, const std::string& path, int64_t
   return *n;
 }
 
-Result<bool> ReadBool(const YAML::Node& node, const std::string& path) {
+template <typename N>
+Result<bool> ReadBool(const N& node, const std::string& path) {
   ASSIGN_OR_RETURN(std::string s, ReadScalar(node, path, "true or false"));
   if (s == "true" || s == "True" || s == "TRUE") return true;
   if (s == "false" || s == "False" || s == "FALSE") return false;
@@ -70,14 +139,15 @@ Result<bool> ReadBool(const YAML::Node& node, const std::string& path) {
 }
 
 // A string or a list of strings.
-Result<std::vector<std::string>> ReadStringList(const YAML::Node& node, const std::string& path) {
+template <typename N>
+Result<std::vector<std::string>> ReadStringList(const N& node, const std::string& path) {
   std::vector<std::string> out;
-  if (node.IsScalar()) {
+  if (node.kind() == Kind::kScalar) {
     ASSIGN_OR_RETURN(std::string s, ReadString(node, path, 1, kMaxSelectorLength));
     out.push_back(std::move(s));
     return out;
   }
-  if (!node.IsSequence()) {
+  if (node.kind() != Kind::kSequence) {
     return InvalidArgumentError(path + " must be a string or a list of strings, not " +
                                 std::string(KindName(node)));
   }
@@ -93,37 +163,37 @@ Result<std::vector<std::string>> ReadStringList(const YAML::Node& node, const st
 }
 
 // Calls `field(key, value, path)` for every entry of a mapping, refusing non-scalar and duplicate keys.
-Status ForEachField(const YAML::Node& map, const std::string& path,
-                    const std::function<Status(const std::string&, const YAML::Node&, const std::string&)>& field) {
-  if (!map.IsMap()) {
+template <typename N, typename F>
+Status ForEachField(const N& map, const std::string& path, F&& field) {
+  if (map.kind() != Kind::kMap) {
     return InvalidArgumentError((path.empty() ? std::string("the spec") : path) + " must be a mapping, not " +
                                 std::string(KindName(map)));
   }
   std::set<std::string> seen;
-  for (const auto& entry : map) {
-    if (!entry.first.IsScalar()) {
+  return map.ForEachEntry([&](const std::string* key, const N& value) -> Status {
+    if (key == nullptr) {
       return InvalidArgumentError((path.empty() ? std::string("the spec") : path) +
                                   " has a key that is not a string");
     }
-    const std::string& key = entry.first.Scalar();
-    const std::string child = Join(path, Printable(key));
-    if (!seen.insert(key).second) return InvalidArgumentError("duplicate field '" + child + "'");
-    RETURN_IF_ERROR(field(key, entry.second, child));
-  }
-  return Status::Ok();
+    const std::string child = Join(path, Printable(*key));
+    if (!seen.insert(*key).second) return InvalidArgumentError("duplicate field '" + child + "'");
+    return field(*key, value, child);
+  });
 }
 
 Status UnknownField(const std::string& path) { return InvalidArgumentError("unknown field '" + path + "'"); }
 
-Result<int64_t> ReadMemory(const YAML::Node& node, const std::string& path) {
+template <typename N>
+Result<int64_t> ReadMemory(const N& node, const std::string& path) {
   ASSIGN_OR_RETURN(std::string s, ReadScalar(node, path, "a memory size like \"8Gi\""));
   Result<int64_t> mib = ParseMemoryMiB(s);
   if (!mib.ok()) return InvalidArgumentError(path + ": " + Printable(mib.status().message(), 200));
   return *mib;
 }
 
-Status ReadResources(const YAML::Node& node, ResourceSpec* r) {
-  return ForEachField(node, "resources", [r](const std::string& key, const YAML::Node& v,
+template <typename N>
+Status ReadResources(const N& node, ResourceSpec* r) {
+  return ForEachField(node, "resources", [r](const std::string& key, const N& v,
                                               const std::string& path) -> Status {
     if (key == "cpu") {
       ASSIGN_OR_RETURN(std::string s, ReadScalar(v, path, "a cpu amount like \"500m\" or 2"));
@@ -165,15 +235,16 @@ Status ReadResources(const YAML::Node& node, ResourceSpec* r) {
   });
 }
 
-Status ReadCommand(const YAML::Node& node, JobSpec* spec) {
+template <typename N>
+Status ReadCommand(const N& node, JobSpec* spec) {
   spec->command.clear();
-  if (node.IsScalar()) {
+  if (node.kind() == Kind::kScalar) {
     ASSIGN_OR_RETURN(std::string s, ReadString(node, "command", 1, kMaxShellCommandLength));
     spec->command.push_back(std::move(s));
     spec->command_is_shell = true;
     return Status::Ok();
   }
-  if (!node.IsSequence()) {
+  if (node.kind() != Kind::kSequence) {
     return InvalidArgumentError("command must be a list of arguments or a string, not " +
                                 std::string(KindName(node)));
   }
@@ -190,11 +261,12 @@ Status ReadCommand(const YAML::Node& node, JobSpec* spec) {
   return Status::Ok();
 }
 
-Status ReadEnv(const YAML::Node& node, JobSpec* spec) {
-  if (node.IsMap() && node.size() > static_cast<size_t>(kMaxEnv)) {
+template <typename N>
+Status ReadEnv(const N& node, JobSpec* spec) {
+  if (node.kind() == Kind::kMap && node.size() > static_cast<size_t>(kMaxEnv)) {
     return InvalidArgumentError("env must have at most " + std::to_string(kMaxEnv) + " variables");
   }
-  return ForEachField(node, "env", [spec](const std::string& key, const YAML::Node& v,
+  return ForEachField(node, "env", [spec](const std::string& key, const N& v,
                                           const std::string& path) -> Status {
     RETURN_IF_ERROR(CheckEnvName(key));
     ASSIGN_OR_RETURN(std::string value, ReadString(v, path, 0, kMaxEnvValueLength));
@@ -204,7 +276,8 @@ Status ReadEnv(const YAML::Node& node, JobSpec* spec) {
 }
 
 // Seconds as an integer, or with a unit: "45s", "5m".
-Result<int64_t> ReadGrace(const YAML::Node& node, const std::string& path) {
+template <typename N>
+Result<int64_t> ReadGrace(const N& node, const std::string& path) {
   ASSIGN_OR_RETURN(std::string s, ReadScalar(node, path, "seconds"));
   std::string_view digits = s;
   int64_t scale = 1;
@@ -220,9 +293,10 @@ Result<int64_t> ReadGrace(const YAML::Node& node, const std::string& path) {
   return *n * scale;
 }
 
-Status ReadTopLevel(const YAML::Node& root, JobSpec* spec) {
+template <typename N>
+Status ReadTopLevel(const N& root, JobSpec* spec) {
   bool has_name = false, has_command = false, has_resources = false;
-  RETURN_IF_ERROR(ForEachField(root, "", [&](const std::string& key, const YAML::Node& v,
+  RETURN_IF_ERROR(ForEachField(root, "", [&](const std::string& key, const N& v,
                                              const std::string& path) -> Status {
     if (key == "name") {
       ASSIGN_OR_RETURN(spec->name, ReadScalar(v, path, "a string"));
@@ -254,7 +328,7 @@ Status ReadTopLevel(const YAML::Node& root, JobSpec* spec) {
     } else if (key == "preemptible") {
       ASSIGN_OR_RETURN(spec->preemptible, ReadBool(v, path));
     } else if (key == "checkpoint") {
-      RETURN_IF_ERROR(ForEachField(v, path, [spec](const std::string& k, const YAML::Node& g,
+      RETURN_IF_ERROR(ForEachField(v, path, [spec](const std::string& k, const N& g,
                                                    const std::string& p) -> Status {
         if (k == "signal") {
           ASSIGN_OR_RETURN(spec->checkpoint_signal, ReadString(g, p, 1, 16));
@@ -302,20 +376,108 @@ bool HasSeveralDocuments(const std::string& text) {
   return documents > 1;
 }
 
-}  // namespace
+// Builds a JsonValue from nlohmann's SAX events. Refuses (returns false, so the caller falls back to yaml-cpp)
+// what it cannot show exactly as YAML reads it: nesting deeper than any spec needs, long keys, binary values,
+// and "-0" (read as the integer 0, but the scalar "-0" in YAML). nlohmann itself refuses numbers beyond a double
+// (1e400): yaml-cpp reads those too.
+class JsonBuilder {
+ public:
+  using number_integer_t = nlohmann::json::number_integer_t;
+  using number_unsigned_t = nlohmann::json::number_unsigned_t;
+  using number_float_t = nlohmann::json::number_float_t;
+  using string_t = nlohmann::json::string_t;
+  using binary_t = nlohmann::json::binary_t;
+  static constexpr size_t kMaxDepth = 16;
+  // yaml-cpp refuses keys over 1,024 characters as written (a YAML limit); a key of 160 bytes is at most 962
+  // characters with \uXXXX escapes and quotes. Longer ones (no field is named so) go to yaml-cpp.
+  static constexpr size_t kMaxKeyBytes = 160;
 
-Result<JobSpec> ParseJobSpec(std::string_view text) {
+  explicit JsonBuilder(std::string_view text) : text_(text) {}
+  JsonValue& root() { return root_; }
+
+  bool null() { return Add(Kind::kNull, ""); }
+  bool boolean(bool v) { return Add(Kind::kScalar, v ? "true" : "false"); }
+  bool number_integer(number_integer_t v) { return (v != 0 || !MayHaveMinusZero()) && Add(Kind::kScalar, std::to_string(v)); }
+  bool number_unsigned(number_unsigned_t v) { return (v != 0 || !MayHaveMinusZero()) && Add(Kind::kScalar, std::to_string(v)); }
+  bool number_float(number_float_t, const string_t& text) { return Add(Kind::kScalar, text); }
+  bool string(string_t& v) { return Add(Kind::kScalar, std::move(v)); }
+  bool binary(binary_t&) { return false; }
+  bool start_object(size_t) { return Open(Kind::kMap); }
+  bool key(string_t& k) {
+    if (k.size() > kMaxKeyBytes) return false;
+    open_.back()->keys.push_back(std::move(k));
+    return true;
+  }
+  bool end_object() { return Close(); }
+  bool start_array(size_t) { return Open(Kind::kSequence); }
+  bool end_array() { return Close(); }
+  bool parse_error(size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+
+ private:
+  bool MayHaveMinusZero() const { return text_.find("-0") != std::string_view::npos; }
+  // The new value: the root, or the next item of the innermost open container (which does not grow while a child
+  // of it is open, so the pointers in open_ stay valid).
+  JsonValue* Next() {
+    if (open_.empty()) return &root_;
+    open_.back()->items.emplace_back();
+    return &open_.back()->items.back();
+  }
+  bool Add(Kind kind, std::string text) {
+    JsonValue* v = Next();
+    v->kind = kind;
+    v->text = std::move(text);
+    return true;
+  }
+  bool Open(Kind kind) {
+    if (open_.size() >= kMaxDepth) return false;
+    JsonValue* v = Next();
+    v->kind = kind;
+    open_.push_back(v);
+    return true;
+  }
+  bool Close() {
+    open_.pop_back();
+    return true;
+  }
+
+  std::string_view text_;
+  JsonValue root_;
+  std::vector<JsonValue*> open_;
+};
+
+// yaml-cpp decodes a \uD800-\uDFFF escape on its own (no surrogate pairs); nlohmann pairs them. Such texts take
+// the YAML path so both paths agree.
+bool HasSurrogateEscape(std::string_view text) {
+  for (size_t i = text.find("\\u"); i != std::string_view::npos; i = text.find("\\u", i + 1)) {
+    if (i + 3 < text.size() && (text[i + 2] == 'd' || text[i + 2] == 'D') &&
+        std::string_view("89abAB").find(text[i + 3]) != std::string_view::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Status CheckSize(std::string_view text) {
   if (text.size() > kMaxJobSpecBytes) {
     return InvalidArgumentError("the spec is larger than " + std::to_string(kMaxJobSpecBytes) + " bytes");
   }
   if (!IsValidUtf8(text)) return InvalidArgumentError("the spec is not valid UTF-8");
+  return Status::Ok();
+}
+
+}  // namespace
+
+namespace job_spec_parse {
+
+Result<JobSpec> ParseWithYaml(std::string_view text) {
+  RETURN_IF_ERROR(CheckSize(text));
   JobSpec spec;
   try {
     const std::string owned(text);
     if (HasSeveralDocuments(owned)) return InvalidArgumentError("the spec must be a single YAML document");
     const YAML::Node root = YAML::Load(owned);
     if (!root.IsDefined() || root.IsNull()) return InvalidArgumentError("the spec is empty");
-    RETURN_IF_ERROR(ReadTopLevel(root, &spec));
+    RETURN_IF_ERROR(ReadTopLevel(YamlView(root), &spec));
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) return InvalidArgumentError("malformed YAML/JSON: " + Printable(e.msg, 200));
     return InvalidArgumentError("malformed YAML/JSON at line " + std::to_string(e.mark.line + 1) + ", column " +
@@ -325,6 +487,30 @@ Result<JobSpec> ParseJobSpec(std::string_view text) {
   }
   RETURN_IF_ERROR(ValidateJobSpec(spec));
   return spec;
+}
+
+std::optional<Result<JobSpec>> ParseAsJson(std::string_view text) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || text[first] != '{') return std::nullopt;
+  if (Status s = CheckSize(text); !s.ok()) return Result<JobSpec>(s);
+  if (HasSurrogateEscape(text)) return std::nullopt;
+  JsonBuilder builder(text);
+  if (!nlohmann::json::sax_parse(text.begin(), text.end(), &builder, nlohmann::json::input_format_t::json,
+                                 /*strict=*/true)) {
+    return std::nullopt;  // not JSON (a YAML flow mapping, say), or not readable exactly: yaml-cpp decides
+  }
+  JobSpec spec;
+  RETURN_IF_ERROR(ReadTopLevel(JsonView(builder.root()), &spec));
+  RETURN_IF_ERROR(ValidateJobSpec(spec));
+  return spec;
+}
+
+}  // namespace job_spec_parse
+
+Result<JobSpec> ParseJobSpec(std::string_view text) {
+  std::optional<Result<JobSpec>> json = job_spec_parse::ParseAsJson(text);
+  if (json) return std::move(*json);
+  return job_spec_parse::ParseWithYaml(text);
 }
 
 }  // namespace xpool

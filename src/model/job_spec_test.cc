@@ -6,8 +6,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
+
+#include "model/internal/job_spec_parse.h"
 
 namespace xpool {
 namespace {
@@ -230,6 +234,109 @@ TEST(JobSpecTest, CheckpointSignalByName) {
   JobSpec built = *plain;
   built.checkpoint_signal = "SIGKILL";
   EXPECT_NE(ValidateJobSpec(built).message().find("checkpoint.signal must be SIGUSR1, SIGUSR2"), std::string::npos);
+}
+
+// The JSON fast path (nlohmann) and yaml-cpp read the same text into the same spec or the same error. Returns
+// whether the fast path took the text.
+bool ExpectSameAsYaml(const std::string& text) {
+  SCOPED_TRACE(text);
+  std::optional<Result<JobSpec>> fast = job_spec_parse::ParseAsJson(text);
+  if (!fast) return false;
+  Result<JobSpec> yaml = job_spec_parse::ParseWithYaml(text);
+  EXPECT_EQ(fast->ok(), yaml.ok()) << "json: " << (fast->ok() ? std::string("ok") : fast->status().ToString())
+                                   << "\nyaml: " << (yaml.ok() ? std::string("ok") : yaml.status().ToString());
+  if (fast->ok() && yaml.ok()) {
+    EXPECT_EQ(**fast, *yaml);
+  } else if (!fast->ok() && !yaml.ok()) {
+    EXPECT_EQ(fast->status().ToString(), yaml.status().ToString());
+  }
+  return true;
+}
+
+TEST(JobSpecTest, JsonFastPathAgreesWithYamlOnEveryFieldAndValue) {
+  const std::vector<std::string> fields = {
+      "name", "tenant", "priority", "replicas", "command", "workdir", "env", "preemptible", "checkpoint",
+      "checkpoint.grace", "checkpoint.signal", "resources", "resources.cpu", "resources.memory", "resources.gpu",
+      "resources.gpumem", "resources.gpumem-percentage", "resources.gpucores", "resources.gpu-type",
+      "resources.gpu-type-exclude", "resources.gpu-uuid", "resources.numa-bind", "resources.vendor",
+      "resources.modle", "nmae", "env.A", "env.1A"};
+  const std::vector<std::string> values = {
+      "null", "true", "false", "0", "1", "2", "-1", "64", "65", "100", "101", "1024", "1025", "1.5", "1.50", "1e3",
+      "-0.0", "18446744073709551616", "1e400", "\"\"", "\"x\"", "\"500m\"", "\"1.5\"", "\"8Gi\"", "\"0\"", "\"high\"",
+      "\"nvidia\"", "\"SIGUSR2\"", "\"5m\"", "\"45s\"", "\"/data\"", "\"\\u00e9\\n\\t\\\"\\\\\\/\"", "\"a\\u0000b\"",
+      "[]", "[\"a\"]", "[\"a\", 1]", "[\"a\", null]", "[[\"a\"]]", "{}", "{\"A\": \"b\"}", "{\"grace\": 5}",
+      "{\"a\": {\"b\": [1, {\"c\": 2}]}}", "\"" + std::string(300, 'n') + "\""};
+  for (const std::string& field : fields) {
+    for (const std::string& value : values) {
+      // name, resources and command first; the field under test replaces its own default or is added.
+      std::string name = "\"job\"", resources = "{\"cpu\": 1}", command = "[\"true\"]", extra;
+      const size_t dot = field.find('.');
+      const std::string top = field.substr(0, dot);
+      const std::string sub = dot == std::string::npos ? "" : field.substr(dot + 1);
+      if (field == "name") name = value;
+      else if (field == "resources") resources = value;
+      else if (field == "command") command = value;
+      else if (top == "resources") resources = "{\"cpu\": 1, \"" + sub + "\": " + value + "}";
+      else if (!sub.empty()) extra = ", \"" + top + "\": {\"" + sub + "\": " + value + "}";
+      else extra = ", \"" + field + "\": " + value;
+      const std::string text =
+          "{\"name\": " + name + ", \"resources\": " + resources + ", \"command\": " + command + extra + "}";
+      // Every one is a JSON object the fast path reads, but nlohmann refuses numbers beyond a double.
+      EXPECT_EQ(ExpectSameAsYaml(text), value != "1e400") << text;
+    }
+  }
+}
+
+TEST(JobSpecTest, JsonFastPathAgreesWithYamlOnStructure) {
+  const std::vector<std::string> taken = {
+      R"({"name": "a", "resources": {"cpu": 1}, "command": "x"})",
+      "{\"name\":\"a\",\"resources\":{\"gpu\":1,\"gpumem\":\"4Gi\"},\"command\":[\"x\"]}",
+      "  \n{\n\t\"name\": \"a\",\r\n  \"resources\": {\"cpu\": 1}, \"command\": [\"x\"]\n}\n\n",
+      R"({"name": "a", "name": "b", "resources": {"cpu": 1}, "command": "x"})",      // duplicate field
+      R"({"name": "a", "resources": {"cpu": 1, "cpu": 2}, "command": "x"})",
+      R"({"name": "a", "resources": {"cpu": 1}, "command": "x", "env": {"A": "1", "A": "2"}})",
+      R"({})", R"({"resources": {"cpu": 1}, "command": "x"})", R"({"name": "a", "command": "x"})",
+      R"({"name": "a", "resources": {"cpu": 1}})",
+      R"({"name": "a", "resources": {"cpu": 1}, "command": "x", "": 1})",
+      R"({"name": "a\u00e9", "resources": {"cpu": 1}, "command": ["\u00e9", "\u0041"]})",
+      R"({"name": "a", "resources": {"cpu": 1}, "command": "x", "env": {")" + std::string(160, 'K') + R"(": "v"}})",
+      R"({"name": "é", "resources": {"cpu": 1}, "command": "x"})",
+      R"({"name": "a", "resources": {"cpu": 1}, "command": ["x"], "priority": 0, "replicas": 1e0})",
+  };
+  for (const std::string& text : taken) EXPECT_TRUE(ExpectSameAsYaml(text)) << text;
+  // Not JSON the fast path reads exactly: yaml-cpp decides (ParseJobSpec gives its answer).
+  const std::vector<std::string> yaml_only = {
+      "{name: a, resources: {cpu: 1}, command: x}",                          // a YAML flow mapping
+      R"({"name": "a", "resources": {"cpu": 1}, "command": "x"} trailing)",  // not one JSON value
+      R"({"name": "a", "resources": {"cpu": 1}, "command": "x"}
+---
+{})",
+      R"({"name": "a", "resources": {"gpu": -0}, "command": "x"})",  // "-0": YAML reads the text
+      R"({"name": "a", "resources": {"cpu": 1}, "command": ["\ud83d\ude00"]})",  // a surrogate pair
+      R"({"name": "a", "resources": {"cpu": 1}, "command": ["\ud83d"]})",         // a lone one
+      R"({"name": "a", "resources": {"cpu": 1}, "command": "x", "env": {")" + std::string(2000, 'K') + R"(": "v"}})",
+      R"({"name": "a", "resources": {"cpu": 1e400}, "command": "x"})",
+      "{\"name\": \"a\", \"env\": " + std::string(40, '[') + std::string(40, ']') + "}",  // deeper than a spec
+      "name: a\nresources: {cpu: 1}\ncommand: x\n", "[1, 2]", "\"x\"", "", "   ", "{",
+  };
+  for (const std::string& text : yaml_only) {
+    SCOPED_TRACE(text);
+    EXPECT_FALSE(job_spec_parse::ParseAsJson(text).has_value());
+    Result<JobSpec> spec = ParseJobSpec(text);
+    Result<JobSpec> yaml = job_spec_parse::ParseWithYaml(text);
+    EXPECT_EQ(spec.ok() ? std::string("ok") : spec.status().ToString(),
+              yaml.ok() ? std::string("ok") : yaml.status().ToString());
+  }
+}
+
+TEST(JobSpecTest, JsonFastPathReadsCanonicalJson) {
+  // The store keeps specs as JobSpecToJson and reads them back through ParseJobSpec: the fast path.
+  Result<JobSpec> full = ParseJobSpec(kFullYaml);
+  ASSERT_TRUE(full.ok());
+  std::optional<Result<JobSpec>> again = job_spec_parse::ParseAsJson(JobSpecToJson(*full));
+  ASSERT_TRUE(again.has_value());
+  ASSERT_TRUE(again->ok()) << again->status().ToString();
+  EXPECT_EQ(**again, *full);
 }
 
 TEST(JobSpecTest, ValidateCatchesSpecsBuiltInCode) {

@@ -13,6 +13,7 @@
 #include "model/node_builder.h"
 #include "server/agent_service.h"
 #include "server/api.h"
+#include "server/api_test_fixture.h"
 #include "store/token.h"
 
 namespace xpool::server {
@@ -20,29 +21,17 @@ namespace {
 
 using nlohmann::json;
 
-class AgentGrpcTest : public ::testing::Test {
+class AgentGrpcTest : public ApiFixture {
  protected:
+  AgentGrpcTest() : ApiFixture("xpool_agent_grpc_test_") {}
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("xpool_agent_grpc_test_" + std::to_string(::getpid()) + "_" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    auto s = OpenStateStore((dir_ / "xpool.db").string());
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    store_ = std::move(*s);
-    auto admin = store_->CreateTenant("admin", true, TenantQuota{}, clock_.NowMicros());
-    ASSERT_TRUE(admin.ok());
-    admin_token_ = *GenerateToken();
-    ASSERT_TRUE(store_->AddToken(admin->id, admin_token_, "test", clock_.NowMicros()).ok());
-    Api::DeclareMetrics(metrics_);
-    metrics_.DeclareGauge("xpool_queue_length", "Queued jobs per tenant.");
-    control_ = std::make_unique<ControlPlane>(*store_, clock_, &metrics_, ControlPlaneOptions{});
-    ASSERT_TRUE(control_->Rebuild().ok());
+    ApiFixture::SetUp();
+    if (HasFatalFailure()) return;
     agents_ = std::make_unique<AgentService>(*control_, *store_, dir_.string());
     ApiOptions options;
     options.agents = agents_.get();
     options.logs = &logs_;
-    api_ = std::make_unique<Api>(*store_, *control_, metrics_, clock_, options);
+    MakeApi(options);
     auto server = AgentGrpcServer::Start("127.0.0.1:0", *api_);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     grpc_ = std::move(*server);
@@ -52,38 +41,16 @@ class AgentGrpcTest : public ::testing::Test {
     grpc_.reset();
     api_.reset();
     agents_.reset();
-    control_.reset();
-    store_.reset();
-    std::filesystem::remove_all(dir_);
+    ApiFixture::TearDown();
   }
 
   agent::GrpcControlPlaneClient Client(const std::string& token) {
     return agent::GrpcControlPlaneClient({"127.0.0.1:" + std::to_string(grpc_->port()), token, 5 * kMicrosPerSecond});
   }
-  ApiResponse Call(const std::string& method, const std::string& path, const std::string& body = "") {
-    ApiRequest r;
-    r.method = method;
-    r.path = path;
-    r.authorization = "Bearer " + admin_token_;
-    r.body = body;
-    return api_->Handle(r);
-  }
-  std::string NodeToken(const std::string& node) {
-    ApiResponse r = Call("POST", "/api/v1/nodes/" + node + "/tokens", "{}");
-    EXPECT_EQ(r.status, 201) << r.body;
-    return json::parse(r.body)["token"].get<std::string>();
-  }
 
-  std::filesystem::path dir_;
-  FakeClock clock_{1'700'000'000'000'000};
-  MetricsRegistry metrics_;
-  std::unique_ptr<StateStore> store_;
-  std::unique_ptr<ControlPlane> control_;
   std::unique_ptr<AgentService> agents_;
   agent::LogRelay logs_;
-  std::unique_ptr<Api> api_;
   std::unique_ptr<AgentGrpcServer> grpc_;
-  std::string admin_token_;
 };
 
 TEST_F(AgentGrpcTest, TokensAreCheckedLikeTheHttpRoutes) {
@@ -102,11 +69,7 @@ TEST_F(AgentGrpcTest, TokensAreCheckedLikeTheHttpRoutes) {
   EXPECT_EQ(Client(other).Heartbeat(n1, {}).status().code(), StatusCode::kPermissionDenied);
 
   // A tenant's (non-admin) token is not an agent's.
-  ApiResponse t = Call("POST", "/api/v1/tenants", json{{"name", "team"}}.dump());
-  ASSERT_EQ(t.status, 201) << t.body;
-  ApiResponse k = Call("POST", "/api/v1/tenants/team/tokens", "{}");
-  ASSERT_EQ(k.status, 201) << k.body;
-  s = Client(json::parse(k.body)["token"].get<std::string>()).Register(n1);
+  s = Client(NewTenant("team")).Register(n1);
   EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << s.ToString();
 
   // The node's own token: registered, agent-run (its simulated devices shown as a label).
@@ -137,13 +100,13 @@ TEST_F(AgentGrpcTest, HeartbeatAnswersWithTheWantedTaskAndKeepsLogs) {
   const Node n1 = MakeNode("n1").WithCpu(8000).WithMemory(16384).WithGpus(1, "A100", 81920).Build();
   auto client = Client(NodeToken("n1"));
   ASSERT_TRUE(client.Register(n1).ok());
-  ApiResponse sub = Call("POST", "/api/v1/jobs",
+  ApiResponse sub = Call("POST", "/api/v1/jobs", admin_token_,
                          json{{"name", "j"},
                               {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"gpu", 1}, {"gpumem-percentage", 50}}},
                               {"command", "echo hi"}}
                              .dump());
   ASSERT_EQ(sub.status, 201) << sub.body;
-  const int64_t id = json::parse(sub.body)["id"].get<int64_t>();
+  const int64_t id = Body(sub)["id"].get<int64_t>();
   control_->RunPass(/*full=*/true);
   auto reply = client.Heartbeat(n1, {});
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();

@@ -4,16 +4,13 @@
 #include <cstdio>
 #include <map>
 #include <memory>
-#include <optional>
-#include <sstream>
 
-#include "model/job_spec.h"
-#include "model/job_state.h"
 #include "agent/log_relay.h"
 #include "agent/protocol.h"
 #include "server/agent_service.h"
 #include "server/auth.h"
 #include "server/http_status.h"
+#include "server/internal/api_impl.h"
 #include "server/internal/json_codec.h"
 #include "server/usage_history.h"
 #include "store/token.h"
@@ -21,10 +18,11 @@
 namespace xpool::server {
 namespace {
 
+using internal::Access;
+using internal::ErrorResponse;
 using internal::Json;
-
-// kNode: an admin token, or the node token of the node the route names (agent routes only).
-enum class Access { kPublic, kTenant, kAdmin, kNode };
+using internal::JsonResponse;
+using internal::kJsonContentType;
 
 // Node tokens belong to this tenant and read "xpn.<node>.<secret>": the node they serve is part of the
 // authenticated text, so it cannot be changed without the token failing. They open the agent routes only.
@@ -62,10 +60,9 @@ std::vector<std::string> Split(const std::string& path) {
   return parts;
 }
 
-// With the charset parameter Debian's cpp-httplib (0.11, built with Brotli) does not compress API answers: it
-// picks Brotli at its slowest setting whenever a client (every browser) accepts it, which made a 1,000-job list
-// take ~7 s instead of ~0.5 s. API answers go to local clients and Studio; bandwidth is not the constraint.
-constexpr const char* kJsonContentType = "application/json; charset=utf-8";
+}  // namespace
+
+namespace internal {
 
 ApiResponse JsonResponse(int status, const Json& body) {
   return ApiResponse{status, kJsonContentType, body.dump(-1, ' ', false, Json::error_handler_t::replace)};
@@ -75,561 +72,294 @@ ApiResponse ErrorResponse(const Status& s) {
   return ApiResponse{HttpStatusFor(s), kJsonContentType, ErrorBody(s)};
 }
 
-Result<JobId> ParseJobId(const std::string& text) {
-  int64_t v = 0;
-  if (text.empty() || text.size() > 18) return NotFoundError("job " + text + " not found");
-  for (char c : text) {
-    if (c < '0' || c > '9') return NotFoundError("job " + text + " not found");
-    v = v * 10 + (c - '0');
+}  // namespace internal
+
+Result<Api::Impl::Caller> Api::Impl::Authenticate(const ApiRequest& req) {
+  auto token = BearerToken(req.authorization);
+  if (!token) return UnauthenticatedError("missing bearer token (Authorization: Bearer <token>)");
+  std::string hash = Sha256Hex(*token);
+  const TimeMicros now = clock.NowMicros();
+  {
+    std::lock_guard lock(cache_mu);
+    auto it = auth_cache.find(hash);
+    if (it != auth_cache.end() && it->second.expires_us > now) return WithNode(it->second.tenant, *token);
   }
-  return JobId(v);
+  auto tenant = store.Authenticate(*token);
+  if (!tenant.ok()) {
+    if (tenant.status().code() == StatusCode::kUnavailable) return tenant.status();
+    return UnauthenticatedError("invalid token");
+  }
+  std::lock_guard lock(cache_mu);
+  if (auth_cache.size() > 10000) auth_cache.clear();
+  auth_cache[hash] = CachedAuth{*tenant, now + options.auth_cache_ttl};
+  return WithNode(*tenant, *token);
 }
 
-}  // namespace
+Result<Api::Impl::Caller> Api::Impl::WithNode(const TenantRecord& tenant, const std::string& token) {
+  Caller caller{tenant, ""};
+  if (tenant.name == kNodeTenant && !tenant.admin) {
+    caller.node = NodeOfToken(token);
+    if (caller.node.empty()) return UnauthenticatedError("invalid node token");
+  }
+  return caller;
+}
 
-struct Api::Impl {
-  struct Caller {
-    TenantRecord tenant;
-    std::string node;  // set for a node token: the node it serves
-  };
-  using Params = std::vector<std::string>;
-  using Handler = Result<ApiResponse> (Impl::*)(const ApiRequest&, const Caller&, const Params&);
-  struct Route {
-    const char* method;
-    const char* pattern;
-    Access access;
-    Handler handler;
-    const char* summary;
-  };
+Status Api::Impl::CheckNode(const Caller& caller, const std::string& node) {
+  if (caller.tenant.admin || caller.node == node) return Status::Ok();
+  return PermissionDeniedError("this node token is for node " + caller.node + ", not " + node);
+}
 
-  Impl(StateStore& s, ControlPlane& c, MetricsRegistry& m, Clock& k, ApiOptions o)
-      : store(s), control(c), metrics(m), clock(k), options(o) {}
-
-  StateStore& store;
-  ControlPlane& control;
-  MetricsRegistry& metrics;
-  Clock& clock;
-  ApiOptions options;
-
-  std::mutex cache_mu;
-  struct CachedAuth {
-    TenantRecord tenant;
-    TimeMicros expires_us;
-  };
-  std::unordered_map<std::string, CachedAuth> auth_cache;  // by token hash; guarded by cache_mu
-  std::unordered_map<int64_t, std::string> tenant_names;   // guarded by cache_mu
-  std::unordered_map<int64_t, std::shared_ptr<const Json>> spec_json;  // by job id; guarded by cache_mu
-
-  static const std::vector<Route>& Routes();
-
-  // ---- plumbing ----
-  Result<Caller> Authenticate(const ApiRequest& req) {
-    auto token = BearerToken(req.authorization);
-    if (!token) return UnauthenticatedError("missing bearer token (Authorization: Bearer <token>)");
-    std::string hash = Sha256Hex(*token);
-    const TimeMicros now = clock.NowMicros();
-    {
-      std::lock_guard lock(cache_mu);
-      auto it = auth_cache.find(hash);
-      if (it != auth_cache.end() && it->second.expires_us > now) return WithNode(it->second.tenant, *token);
-    }
-    auto tenant = store.Authenticate(*token);
-    if (!tenant.ok()) {
-      if (tenant.status().code() == StatusCode::kUnavailable) return tenant.status();
-      return UnauthenticatedError("invalid token");
-    }
+std::string Api::Impl::TenantName(TenantId id) {
+  {
     std::lock_guard lock(cache_mu);
-    if (auth_cache.size() > 10000) auth_cache.clear();
-    auth_cache[hash] = CachedAuth{*tenant, now + options.auth_cache_ttl};
-    return WithNode(*tenant, *token);
+    auto it = tenant_names.find(id.value());
+    if (it != tenant_names.end()) return it->second;
   }
+  auto t = store.GetTenant(id);
+  if (!t.ok()) return id.ToString();
+  std::lock_guard lock(cache_mu);
+  tenant_names[id.value()] = t->name;
+  return t->name;
+}
 
-  static Result<Caller> WithNode(const TenantRecord& tenant, const std::string& token) {
-    Caller caller{tenant, ""};
-    if (tenant.name == kNodeTenant && !tenant.admin) {
-      caller.node = NodeOfToken(token);
-      if (caller.node.empty()) return UnauthenticatedError("invalid node token");
-    }
-    return caller;
+Result<int64_t> Api::Impl::ParseNonNegativeIntText(const std::string& text) {
+  if (text.empty() || text.size() > 18) return InvalidArgumentError("not a number");
+  int64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return InvalidArgumentError("not a number");
+    v = v * 10 + (c - '0');
   }
+  return v;
+}
 
-  // Node routes: an admin, or the node token of `node`.
-  static Status CheckNode(const Caller& caller, const std::string& node) {
-    if (caller.tenant.admin || caller.node == node) return Status::Ok();
-    return PermissionDeniedError("this node token is for node " + caller.node + ", not " + node);
+Result<ApiResponse> Api::Impl::ListNodes(const ApiRequest&, const Caller&, const Params&) {
+  Json out = {{"nodes", Json::array()}};
+  for (const NodeView& v : control.Nodes()) out["nodes"].push_back(internal::NodeViewToJson(v));
+  return JsonResponse(200, out);
+}
+
+Result<ApiResponse> Api::Impl::GetNode(const ApiRequest&, const Caller&, const Params& p) {
+  ASSIGN_OR_RETURN(NodeView v, control.GetNode(p[0]));
+  return JsonResponse(200, internal::NodeViewToJson(v));
+}
+
+Result<ApiResponse> Api::Impl::RegisterNode(const ApiRequest& req, const Caller& caller, const Params&) {
+  ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
+  ASSIGN_OR_RETURN(Node node, internal::NodeFromJson(body));
+  std::string name = node.name;
+  RETURN_IF_ERROR(CheckNode(caller, name));
+  auto agent = req.query.find("agent");
+  if (!caller.node.empty() || (agent != req.query.end() && agent->second == "1")) {
+    RETURN_IF_ERROR(RegisterAgent(std::move(node)));
+  } else {
+    RETURN_IF_ERROR(control.RegisterNode(std::move(node)));
   }
+  ASSIGN_OR_RETURN(NodeView v, control.GetNode(name));
+  return JsonResponse(201, internal::NodeViewToJson(v));
+}
 
-  std::string TenantName(TenantId id) {
-    {
-      std::lock_guard lock(cache_mu);
-      auto it = tenant_names.find(id.value());
-      if (it != tenant_names.end()) return it->second;
-    }
-    auto t = store.GetTenant(id);
-    if (!t.ok()) return id.ToString();
-    std::lock_guard lock(cache_mu);
-    tenant_names[id.value()] = t->name;
-    return t->name;
+Result<ApiResponse> Api::Impl::Heartbeat(const ApiRequest& req, const Caller& caller, const Params& p) {
+  RETURN_IF_ERROR(CheckNode(caller, p[0]));
+  ASSIGN_OR_RETURN(agent::HeartbeatRequest beat, agent::ParseHeartbeatBody(req.body));
+  if (!beat.has_tasks || options.agents == nullptr) {
+    RETURN_IF_ERROR(control.Heartbeat(p[0]));
+    return JsonResponse(200, Json{{"name", p[0]}, {"ok", true}});
   }
+  ASSIGN_OR_RETURN(agent::HeartbeatReply reply, AgentBeat(p[0], beat));
+  return ApiResponse{200, kJsonContentType, agent::HeartbeatReplyBody(reply)};
+}
 
-  // A job the caller may see; others' jobs are NotFound, exactly like missing ones.
-  Result<JobRecord> VisibleJob(const Caller& caller, const std::string& id_text) {
-    ASSIGN_OR_RETURN(JobId id, ParseJobId(id_text));
-    auto job = store.GetJob(id);
-    if (!job.ok()) {
-      if (job.status().code() == StatusCode::kNotFound) return NotFoundError("job " + id_text + " not found");
-      return job.status();
-    }
-    if (!caller.tenant.admin && job->tenant != caller.tenant.id) return NotFoundError("job " + id_text + " not found");
-    return job;
+Status Api::Impl::RegisterAgent(Node node) {
+  if (node.simulated) node.labels["xpool.io/simulated"] = "true";
+  if (options.agents != nullptr) return options.agents->Register(node);
+  node.simulated = false;
+  return control.RegisterNode(std::move(node));
+}
+
+Result<agent::HeartbeatReply> Api::Impl::AgentBeat(const std::string& node, const agent::HeartbeatRequest& beat) {
+  if (options.agents == nullptr) return FailedPreconditionError("this server does not run agents");
+  ASSIGN_OR_RETURN(NodeView view, control.GetNode(node));
+  if (options.logs != nullptr) {
+    for (const agent::TaskReport& r : beat.tasks) options.logs->Append(r.status.task_id, r.log_offset, r.log_data);
   }
+  return options.agents->Heartbeat(view.node, beat.tasks);
+}
 
-  // `prefetched`: the job's placement, read with others' (ListJobs); null = read it here.
-  Json JobJson(const JobRecord& job, bool with_placement, const std::vector<AllocationRecord>* prefetched = nullptr) {
-    std::string reason = job.state == JobState::kQueued ? control.PendingReason(job.id) : "";
-    if (reason.empty() && job.state == JobState::kQueued) reason = job.pending_reason;
-    std::vector<AllocationRecord> placement;
-    if (prefetched != nullptr) {
-      placement = *prefetched;
-    } else if (with_placement && HoldsAllocation(job.state)) {
-      auto p = store.JobAllocations(job.id);
-      if (p.ok()) placement = std::move(*p);
-    }
-    return internal::JobToJson(job, TenantName(job.tenant), reason, &placement, SpecJson(job).get());
+void Api::Impl::Count(const std::string& route, const std::string& method, int code, std::chrono::steady_clock::time_point start) {
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  metrics.CounterAdd("xpool_api_requests_total", {{"route", route}, {"method", method}, {"code", std::to_string(code)}});
+  metrics.Observe("xpool_api_request_duration_seconds", {{"route", route}, {"method", method}}, seconds);
+}
+
+Status Api::Impl::AuthorizeAgent(const std::string& authorization, const std::string& node) {
+  ApiRequest req;
+  req.authorization = authorization;
+  ASSIGN_OR_RETURN(Caller caller, Authenticate(req));
+  if (!caller.tenant.admin && caller.node.empty()) return PermissionDeniedError("this needs an admin or node token");
+  return CheckNode(caller, node);
+}
+
+Result<ApiResponse> Api::Impl::CreateNodeToken(const ApiRequest&, const Caller&, const Params& p) {
+  if (!ValidNodeName(p[0])) return InvalidArgumentError("node name must be 1..253 of [A-Za-z0-9._-]");
+  auto t = store.FindTenant(kNodeTenant);
+  if (!t.ok() && t.status().code() == StatusCode::kNotFound) {
+    t = store.CreateTenant(kNodeTenant, /*admin=*/false, TenantQuota{}, clock.NowMicros());
+    if (!t.ok() && t.status().code() == StatusCode::kAlreadyExists) t = store.FindTenant(kNodeTenant);
   }
+  if (!t.ok()) return t.status();
+  if (t->admin) return FailedPreconditionError(std::string("tenant ") + kNodeTenant + " must not be an admin");
+  ASSIGN_OR_RETURN(std::string secret, GenerateToken());
+  const std::string token = kNodeTokenPrefix + p[0] + "." + secret;
+  ASSIGN_OR_RETURN(int64_t id, store.AddToken(t->id, token, "node " + p[0], clock.NowMicros()));
+  return JsonResponse(201, Json{{"id", id}, {"node", p[0]}, {"token", token}});
+}
 
-  // A job's spec never changes after submit: its JSON is made once (dump + parse per job made up a good part of
-  // a 1,000-job list).
-  std::shared_ptr<const Json> SpecJson(const JobRecord& job) {
-    {
-      std::lock_guard lock(cache_mu);
-      auto it = spec_json.find(job.id.value());
-      if (it != spec_json.end()) return it->second;
-    }
-    auto made = std::make_shared<const Json>(internal::SpecJson(job.spec));
-    std::lock_guard lock(cache_mu);
-    if (spec_json.size() >= 65536) spec_json.clear();  // a simple bound; refills on demand
-    spec_json[job.id.value()] = made;
-    return made;
+Result<ApiResponse> Api::Impl::Cordon(const ApiRequest&, const Caller&, const Params& p) {
+  RETURN_IF_ERROR(control.SetCordoned(p[0], true));
+  ASSIGN_OR_RETURN(NodeView v, control.GetNode(p[0]));
+  return JsonResponse(200, internal::NodeViewToJson(v));
+}
+
+Result<ApiResponse> Api::Impl::Uncordon(const ApiRequest&, const Caller&, const Params& p) {
+  RETURN_IF_ERROR(control.SetCordoned(p[0], false));
+  ASSIGN_OR_RETURN(NodeView v, control.GetNode(p[0]));
+  return JsonResponse(200, internal::NodeViewToJson(v));
+}
+
+Result<ApiResponse> Api::Impl::ListTenants(const ApiRequest&, const Caller&, const Params&) {
+  ASSIGN_OR_RETURN(std::vector<TenantRecord> tenants, store.ListTenants());
+  Json out = {{"tenants", Json::array()}};
+  for (const TenantRecord& t : tenants) out["tenants"].push_back(internal::TenantToJson(t));
+  return JsonResponse(200, out);
+}
+
+Result<ApiResponse> Api::Impl::CreateTenant(const ApiRequest& req, const Caller&, const Params&) {
+  ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
+  RETURN_IF_ERROR(internal::CheckKeys(body, "", {"name", "quota", "guaranteed", "admin", "priority_quota"}));
+  if (!body.contains("name") || !body["name"].is_string()) return InvalidArgumentError("name: a string is required");
+  TenantQuota quota;
+  if (body.contains("quota")) {
+    ASSIGN_OR_RETURN(quota, internal::QuotaFromJson(body["quota"], "quota", quota));
   }
-
-  // The placements of a page of jobs (ordered by id) in one read when the page's ids are dense, else none
-  // (JobJson reads each job's own).
-  std::optional<std::map<JobId, std::vector<AllocationRecord>>> PagePlacements(const std::vector<JobRecord>& jobs) {
-    size_t holding = 0;
-    for (const JobRecord& j : jobs) holding += HoldsAllocation(j.state) ? 1 : 0;
-    if (holding < 2 || jobs.back().id.value() - jobs.front().id.value() >= 4 * static_cast<int64_t>(jobs.size())) {
-      return std::nullopt;
-    }
-    auto all = store.JobAllocationsBetween(jobs.front().id, jobs.back().id);
-    if (!all.ok()) return std::nullopt;
-    std::map<JobId, std::vector<AllocationRecord>> out;
-    for (AllocationRecord& a : *all) out[a.job].push_back(std::move(a));
-    return out;
+  bool admin = false;
+  if (body.contains("admin")) {
+    if (!body["admin"].is_boolean()) return InvalidArgumentError("admin must be true or false");
+    admin = body["admin"].get<bool>();
   }
-
-  // ---- jobs ----
-  Result<ApiResponse> SubmitJob(const ApiRequest& req, const Caller& caller, const Params&) {
-    ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpec(req.body));
-    TenantId tenant = caller.tenant.id;
-    if (!spec.tenant.empty() && spec.tenant != caller.tenant.name) {
-      if (!caller.tenant.admin) {
-        return PermissionDeniedError("tenant: your token belongs to tenant " + caller.tenant.name +
-                                     ", not " + spec.tenant);
-      }
-      auto t = store.FindTenant(spec.tenant);
-      if (!t.ok()) return InvalidArgumentError("tenant: no tenant named " + spec.tenant);
-      tenant = t->id;
-    }
-    ASSIGN_OR_RETURN(JobRecord job, control.Submit(tenant, spec));
-    return JsonResponse(201, Json{{"id", job.id.value()}, {"state", std::string(JobStateName(job.state))}});
+  TenantQuota guaranteed;
+  if (body.contains("guaranteed")) {
+    ASSIGN_OR_RETURN(guaranteed, internal::QuotaFromJson(body["guaranteed"], "guaranteed", guaranteed));
   }
-
-  Result<ApiResponse> ListJobs(const ApiRequest& req, const Caller& caller, const Params&) {
-    JobFilter filter;
-    if (!caller.tenant.admin) filter.tenant = caller.tenant.id;
-    if (auto it = req.query.find("tenant"); it != req.query.end() && !it->second.empty()) {
-      if (caller.tenant.admin) {
-        auto t = store.FindTenant(it->second);
-        if (!t.ok()) return InvalidArgumentError("tenant: no tenant named " + it->second);
-        filter.tenant = t->id;
-      } else if (it->second != caller.tenant.name) {
-        return JsonResponse(200, Json{{"jobs", Json::array()}});
-      }
-    }
-    if (auto it = req.query.find("state"); it != req.query.end() && !it->second.empty()) {
-      std::stringstream states(it->second);
-      std::string one;
-      while (std::getline(states, one, ',')) {
-        auto s = ParseJobState(one);
-        if (!s.ok()) return InvalidArgumentError("state: " + s.status().message());
-        filter.states.push_back(*s);
-      }
-    }
-    filter.limit = options.default_list_limit;
-    if (auto it = req.query.find("limit"); it != req.query.end()) {
-      auto v = ParseNonNegativeIntText(it->second);
-      if (!v.ok() || *v < 1 || *v > 100000) return InvalidArgumentError("limit must be 1..100000");
-      filter.limit = static_cast<int>(*v);
-    }
-    if (auto it = req.query.find("after"); it != req.query.end()) {
-      auto v = ParseNonNegativeIntText(it->second);
-      if (!v.ok()) return InvalidArgumentError("after must be a job id");
-      filter.after = JobId(*v);
-    }
-    ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store.ListJobs(filter));
-    Json out = {{"jobs", Json::array()}};
-    const auto placements = PagePlacements(jobs);
-    const std::vector<AllocationRecord> none;
-    for (const JobRecord& j : jobs) {
-      const std::vector<AllocationRecord>* p = nullptr;
-      if (placements && HoldsAllocation(j.state)) {
-        auto it = placements->find(j.id);
-        p = it == placements->end() ? &none : &it->second;
-      } else if (placements) {
-        p = &none;
-      }
-      out["jobs"].push_back(JobJson(j, true, p));
-    }
-    if (filter.limit > 0 && static_cast<int>(jobs.size()) == filter.limit) out["next_after"] = jobs.back().id.value();
-    return JsonResponse(200, out);
+  RETURN_IF_ERROR(internal::CheckGuaranteeWithinQuota(guaranteed, quota));
+  std::vector<TenantPriorityQuota> priority_quotas;
+  if (body.contains("priority_quota")) {
+    ASSIGN_OR_RETURN(priority_quotas, internal::PriorityQuotasFromJson(body["priority_quota"], "priority_quota"));
   }
-
-  static Result<int64_t> ParseNonNegativeIntText(const std::string& text) {
-    if (text.empty() || text.size() > 18) return InvalidArgumentError("not a number");
-    int64_t v = 0;
-    for (char c : text) {
-      if (c < '0' || c > '9') return InvalidArgumentError("not a number");
-      v = v * 10 + (c - '0');
-    }
-    return v;
+  ASSIGN_OR_RETURN(TenantRecord t, store.CreateTenant(body["name"].get<std::string>(), admin, quota, clock.NowMicros()));
+  if (body.contains("guaranteed")) {
+    RETURN_IF_ERROR(store.UpdateTenantGuarantee(t.id, guaranteed));
+    t.guaranteed = guaranteed;
   }
-
-  Result<ApiResponse> GetJob(const ApiRequest&, const Caller& caller, const Params& p) {
-    ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
-    return JsonResponse(200, JobJson(job, true));
+  if (!priority_quotas.empty()) {
+    RETURN_IF_ERROR(store.SetTenantPriorityQuotas(t.id, priority_quotas));
+    t.priority_quotas = priority_quotas;
   }
+  return JsonResponse(201, internal::TenantToJson(t));
+}
 
-  Result<ApiResponse> CancelJob(const ApiRequest&, const Caller& caller, const Params& p) {
-    ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
-    ASSIGN_OR_RETURN(JobRecord after, control.Cancel(job.id, "cancelled by " + caller.tenant.name));
-    return JsonResponse(200, JobJson(after, false));
+Result<TenantRecord> Api::Impl::NamedTenant(const Caller& caller, const std::string& name) {
+  auto t = store.FindTenant(name);
+  if (!t.ok() || (!caller.tenant.admin && t->id != caller.tenant.id)) {
+    if (t.ok() || t.status().code() == StatusCode::kNotFound) return NotFoundError("tenant " + name + " not found");
+    return t.status();
   }
+  return t;
+}
 
-  Result<ApiResponse> SuspendJob(const ApiRequest&, const Caller& caller, const Params& p) {
-    ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
-    ASSIGN_OR_RETURN(JobRecord after, control.Suspend(job.id));
-    return JsonResponse(200, JobJson(after, false));
+Result<ApiResponse> Api::Impl::GetTenant(const ApiRequest&, const Caller& caller, const Params& p) {
+  ASSIGN_OR_RETURN(TenantRecord t, NamedTenant(caller, p[0]));
+  return JsonResponse(200, internal::TenantToJson(t));
+}
+
+Result<ApiResponse> Api::Impl::PatchTenant(const ApiRequest& req, const Caller& caller, const Params& p) {
+  ASSIGN_OR_RETURN(TenantRecord t, NamedTenant(caller, p[0]));
+  ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
+  RETURN_IF_ERROR(internal::CheckKeys(body, "", {"name", "quota", "guaranteed", "priority_quota"}));
+  if (body.contains("name") && body["name"] != t.name) return InvalidArgumentError("name: tenants cannot be renamed");
+  // Both parsed before either is written: a bad "guaranteed" leaves the quota untouched too.
+  TenantQuota quota = t.quota;
+  TenantQuota guaranteed = t.guaranteed;
+  if (body.contains("quota")) {
+    ASSIGN_OR_RETURN(quota, internal::QuotaFromJson(body["quota"], "quota", t.quota));
   }
-
-  Result<ApiResponse> ResumeJob(const ApiRequest&, const Caller& caller, const Params& p) {
-    ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
-    ASSIGN_OR_RETURN(JobRecord after, control.Resume(job.id));
-    return JsonResponse(200, JobJson(after, false));
+  if (body.contains("guaranteed")) {
+    ASSIGN_OR_RETURN(guaranteed, internal::QuotaFromJson(body["guaranteed"], "guaranteed", t.guaranteed));
   }
+  RETURN_IF_ERROR(internal::CheckGuaranteeWithinQuota(guaranteed, quota));
+  std::vector<TenantPriorityQuota> priority_quotas = t.priority_quotas;
+  if (body.contains("priority_quota")) {
+    ASSIGN_OR_RETURN(priority_quotas, internal::PriorityQuotasFromJson(body["priority_quota"], "priority_quota"));
+  }
+  if (body.contains("quota")) {
+    RETURN_IF_ERROR(store.UpdateTenantQuota(t.id, quota));
+    t.quota = quota;
+  }
+  if (body.contains("guaranteed")) {
+    RETURN_IF_ERROR(store.UpdateTenantGuarantee(t.id, guaranteed));
+    t.guaranteed = guaranteed;
+  }
+  if (body.contains("priority_quota")) {
+    RETURN_IF_ERROR(store.SetTenantPriorityQuotas(t.id, priority_quotas));
+    t.priority_quotas = priority_quotas;
+  }
+  return JsonResponse(200, internal::TenantToJson(t));
+}
 
-  // PATCH {"priority": 0..100 | "low" | "normal" | "high"} (admin): an event records old -> new and by whom.
-  Result<ApiResponse> PatchJob(const ApiRequest& req, const Caller& caller, const Params& p) {
-    ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
+Result<ApiResponse> Api::Impl::CreateToken(const ApiRequest& req, const Caller&, const Params& p) {
+  auto t = store.FindTenant(p[0]);
+  if (!t.ok()) return t.status().code() == StatusCode::kNotFound ? NotFoundError("tenant " + p[0] + " not found") : t.status();
+  std::string label;
+  if (!req.body.empty()) {
     ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
-    RETURN_IF_ERROR(internal::CheckKeys(body, "", {"priority"}));
-    if (!body.contains("priority")) return InvalidArgumentError("priority: required (the only field to change)");
-    const Json& v = body["priority"];
-    Result<int> priority = InvalidArgumentError("");
-    if (v.is_string()) priority = ParsePriority(v.get<std::string>());
-    if (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxPriority) {
-      priority = static_cast<int>(v.get<int64_t>());
+    RETURN_IF_ERROR(internal::CheckKeys(body, "", {"label"}));
+    if (body.contains("label")) {
+      if (!body["label"].is_string()) return InvalidArgumentError("label must be a string");
+      label = body["label"].get<std::string>();
     }
-    if (!priority.ok()) return InvalidArgumentError("priority must be 0..100 or low, normal, high, not " + v.dump());
-    ASSIGN_OR_RETURN(JobRecord after, control.SetPriority(job.id, *priority, caller.tenant.name));
-    return JsonResponse(200, JobJson(after, false));
   }
+  ASSIGN_OR_RETURN(std::string token, GenerateToken());
+  ASSIGN_OR_RETURN(int64_t id, store.AddToken(t->id, token, label, clock.NowMicros()));
+  return JsonResponse(201, Json{{"id", id}, {"tenant", t->name}, {"token", token}});
+}
 
-  Result<ApiResponse> JobEvents(const ApiRequest&, const Caller& caller, const Params& p) {
-    ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
-    ASSIGN_OR_RETURN(std::vector<EventRecord> events, store.JobEvents(job.id));
-    Json out = {{"events", Json::array()}};
-    for (const EventRecord& e : events) out["events"].push_back(internal::EventToJson(e));
-    return JsonResponse(200, out);
+Result<ApiResponse> Api::Impl::WhoAmI(const ApiRequest&, const Caller& caller, const Params&) {
+  return JsonResponse(200, internal::TenantToJson(caller.tenant));
+}
+
+Result<ApiResponse> Api::Impl::UsageHistoryRoute(const ApiRequest& req, const Caller&, const Params&) {
+  if (options.usage_history == nullptr) return NotFoundError("this server keeps no usage history");
+  TimeMicros since = 0;
+  if (auto it = req.query.find("since_us"); it != req.query.end()) {
+    auto v = ParseNonNegativeIntText(it->second);
+    if (!v.ok()) return InvalidArgumentError("since_us must be a time in microseconds since the epoch");
+    since = *v;
   }
+  return ApiResponse{200, kJsonContentType, options.usage_history->RenderJson(since)};
+}
 
-  // ---- nodes ----
-  Result<ApiResponse> ListNodes(const ApiRequest&, const Caller&, const Params&) {
-    Json out = {{"nodes", Json::array()}};
-    for (const NodeView& v : control.Nodes()) out["nodes"].push_back(internal::NodeViewToJson(v));
-    return JsonResponse(200, out);
-  }
+Result<ApiResponse> Api::Impl::Healthz(const ApiRequest&, const Caller&, const Params&) {
+  return ApiResponse{200, "text/plain; charset=utf-8", "ok\n"};
+}
 
-  Result<ApiResponse> GetNode(const ApiRequest&, const Caller&, const Params& p) {
-    ASSIGN_OR_RETURN(NodeView v, control.GetNode(p[0]));
-    return JsonResponse(200, internal::NodeViewToJson(v));
-  }
+Result<ApiResponse> Api::Impl::Readyz(const ApiRequest&, const Caller&, const Params&) {
+  RETURN_IF_ERROR(store.Ping());
+  return ApiResponse{200, "text/plain; charset=utf-8", "ready\n"};
+}
 
-  Result<ApiResponse> RegisterNode(const ApiRequest& req, const Caller& caller, const Params&) {
-    ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
-    ASSIGN_OR_RETURN(Node node, internal::NodeFromJson(body));
-    std::string name = node.name;
-    RETURN_IF_ERROR(CheckNode(caller, name));
-    auto agent = req.query.find("agent");
-    if (!caller.node.empty() || (agent != req.query.end() && agent->second == "1")) {
-      RETURN_IF_ERROR(RegisterAgent(std::move(node)));
-    } else {
-      RETURN_IF_ERROR(control.RegisterNode(std::move(node)));
-    }
-    ASSIGN_OR_RETURN(NodeView v, control.GetNode(name));
-    return JsonResponse(201, internal::NodeViewToJson(v));
-  }
-
-  // A bare heartbeat marks the node seen; an agent's (with "tasks") applies its task reports, keeps its log
-  // chunks and answers with every task wanted on the node (AgentService, the code `xpool up` uses in-process).
-  Result<ApiResponse> Heartbeat(const ApiRequest& req, const Caller& caller, const Params& p) {
-    RETURN_IF_ERROR(CheckNode(caller, p[0]));
-    ASSIGN_OR_RETURN(agent::HeartbeatRequest beat, agent::ParseHeartbeatBody(req.body));
-    if (!beat.has_tasks || options.agents == nullptr) {
-      RETURN_IF_ERROR(control.Heartbeat(p[0]));
-      return JsonResponse(200, Json{{"name", p[0]}, {"ok", true}});
-    }
-    ASSIGN_OR_RETURN(agent::HeartbeatReply reply, AgentBeat(p[0], beat));
-    return ApiResponse{200, kJsonContentType, agent::HeartbeatReplyBody(reply)};
-  }
-
-  // The agent protocol, for both transports (this route table and Api::RegisterAgentNode/AgentHeartbeat).
-  // An agent runs this node: its jobs wait for its reports. Simulated devices stay visible as a label.
-  Status RegisterAgent(Node node) {
-    if (node.simulated) node.labels["xpool.io/simulated"] = "true";
-    if (options.agents != nullptr) return options.agents->Register(node);
-    node.simulated = false;
-    return control.RegisterNode(std::move(node));
-  }
-
-  // Keeps the reports' log chunks and answers with the tasks wanted on `node` (AgentService).
-  Result<agent::HeartbeatReply> AgentBeat(const std::string& node, const agent::HeartbeatRequest& beat) {
-    if (options.agents == nullptr) return FailedPreconditionError("this server does not run agents");
-    ASSIGN_OR_RETURN(NodeView view, control.GetNode(node));
-    if (options.logs != nullptr) {
-      for (const agent::TaskReport& r : beat.tasks) options.logs->Append(r.status.task_id, r.log_offset, r.log_data);
-    }
-    return options.agents->Heartbeat(view.node, beat.tasks);
-  }
-
-  // One request in the API's metrics (gRPC agent calls too: method "GRPC", code the HTTP status of the result).
-  void Count(const std::string& route, const std::string& method, int code, std::chrono::steady_clock::time_point start) {
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    metrics.CounterAdd("xpool_api_requests_total", {{"route", route}, {"method", method}, {"code", std::to_string(code)}});
-    metrics.Observe("xpool_api_request_duration_seconds", {{"route", route}, {"method", method}}, seconds);
-  }
-
-  // The caller of an agent call outside the route table: an admin, or the node token of `node`.
-  Status AuthorizeAgent(const std::string& authorization, const std::string& node) {
-    ApiRequest req;
-    req.authorization = authorization;
-    ASSIGN_OR_RETURN(Caller caller, Authenticate(req));
-    if (!caller.tenant.admin && caller.node.empty()) return PermissionDeniedError("this needs an admin or node token");
-    return CheckNode(caller, node);
-  }
-
-  // A node token for one node: tenant kNodeTenant (created on first use), text "xpn.<node>.<secret>".
-  Result<ApiResponse> CreateNodeToken(const ApiRequest&, const Caller&, const Params& p) {
-    if (!ValidNodeName(p[0])) return InvalidArgumentError("node name must be 1..253 of [A-Za-z0-9._-]");
-    auto t = store.FindTenant(kNodeTenant);
-    if (!t.ok() && t.status().code() == StatusCode::kNotFound) {
-      t = store.CreateTenant(kNodeTenant, /*admin=*/false, TenantQuota{}, clock.NowMicros());
-      if (!t.ok() && t.status().code() == StatusCode::kAlreadyExists) t = store.FindTenant(kNodeTenant);
-    }
-    if (!t.ok()) return t.status();
-    if (t->admin) return FailedPreconditionError(std::string("tenant ") + kNodeTenant + " must not be an admin");
-    ASSIGN_OR_RETURN(std::string secret, GenerateToken());
-    const std::string token = kNodeTokenPrefix + p[0] + "." + secret;
-    ASSIGN_OR_RETURN(int64_t id, store.AddToken(t->id, token, "node " + p[0], clock.NowMicros()));
-    return JsonResponse(201, Json{{"id", id}, {"node", p[0]}, {"token", token}});
-  }
-
-  // Output of one replica, from the agents' log chunks (agent::LogRelay). Query: replica (default 0), offset
-  // (default: the last `limit` bytes), limit (default 1 MiB).
-  Result<ApiResponse> JobLogs(const ApiRequest& req, const Caller& caller, const Params& p) {
-    ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
-    int64_t replica = 0, offset = -1, limit = 1 << 20;
-    const std::pair<const char*, int64_t*> fields[] = {{"replica", &replica}, {"offset", &offset}, {"limit", &limit}};
-    for (const auto& [key, out] : fields) {
-      auto it = req.query.find(key);
-      if (it == req.query.end()) continue;
-      auto v = ParseNonNegativeIntText(it->second);
-      if (!v.ok()) return InvalidArgumentError(std::string(key) + " must be a non-negative number");
-      *out = *v;
-    }
-    if (replica >= job.spec.replicas) {
-      return InvalidArgumentError("replica " + std::to_string(replica) + ": job " + p[0] + " has " +
-                                  std::to_string(job.spec.replicas) + " replica(s)");
-    }
-    const std::string task = "job" + std::to_string(job.id.value()) + "-r" + std::to_string(replica);
-    Json out = {{"job_id", job.id.value()}, {"replica", replica}, {"task_id", task},
-                {"state", std::string(JobStateName(job.state))}, {"done", IsTerminal(job.state)},
-                {"first_offset", 0}, {"offset", std::max<int64_t>(offset, 0)},
-                {"next_offset", std::max<int64_t>(offset, 0)}, {"data", ""}};
-    if (options.logs == nullptr) return NotFoundError("this server keeps no task logs");
-    auto slice = options.logs->Read(task, offset, std::max<int64_t>(limit, 1));
-    if (slice.ok()) {
-      out["first_offset"] = slice->first_offset;
-      out["offset"] = slice->offset;
-      out["next_offset"] = slice->next_offset;
-      out["data"] = std::move(slice->data);
-    }
-    return JsonResponse(200, out);
-  }
-
-  Result<ApiResponse> Cordon(const ApiRequest&, const Caller&, const Params& p) {
-    RETURN_IF_ERROR(control.SetCordoned(p[0], true));
-    ASSIGN_OR_RETURN(NodeView v, control.GetNode(p[0]));
-    return JsonResponse(200, internal::NodeViewToJson(v));
-  }
-
-  Result<ApiResponse> Uncordon(const ApiRequest&, const Caller&, const Params& p) {
-    RETURN_IF_ERROR(control.SetCordoned(p[0], false));
-    ASSIGN_OR_RETURN(NodeView v, control.GetNode(p[0]));
-    return JsonResponse(200, internal::NodeViewToJson(v));
-  }
-
-  // ---- tenants and tokens ----
-  Result<ApiResponse> ListTenants(const ApiRequest&, const Caller&, const Params&) {
-    ASSIGN_OR_RETURN(std::vector<TenantRecord> tenants, store.ListTenants());
-    Json out = {{"tenants", Json::array()}};
-    for (const TenantRecord& t : tenants) out["tenants"].push_back(internal::TenantToJson(t));
-    return JsonResponse(200, out);
-  }
-
-  Result<ApiResponse> CreateTenant(const ApiRequest& req, const Caller&, const Params&) {
-    ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
-    RETURN_IF_ERROR(internal::CheckKeys(body, "", {"name", "quota", "guaranteed", "admin", "priority_quota"}));
-    if (!body.contains("name") || !body["name"].is_string()) return InvalidArgumentError("name: a string is required");
-    TenantQuota quota;
-    if (body.contains("quota")) {
-      ASSIGN_OR_RETURN(quota, internal::QuotaFromJson(body["quota"], "quota", quota));
-    }
-    bool admin = false;
-    if (body.contains("admin")) {
-      if (!body["admin"].is_boolean()) return InvalidArgumentError("admin must be true or false");
-      admin = body["admin"].get<bool>();
-    }
-    TenantQuota guaranteed;
-    if (body.contains("guaranteed")) {
-      ASSIGN_OR_RETURN(guaranteed, internal::QuotaFromJson(body["guaranteed"], "guaranteed", guaranteed));
-    }
-    RETURN_IF_ERROR(internal::CheckGuaranteeWithinQuota(guaranteed, quota));
-    std::vector<TenantPriorityQuota> priority_quotas;
-    if (body.contains("priority_quota")) {
-      ASSIGN_OR_RETURN(priority_quotas, internal::PriorityQuotasFromJson(body["priority_quota"], "priority_quota"));
-    }
-    ASSIGN_OR_RETURN(TenantRecord t, store.CreateTenant(body["name"].get<std::string>(), admin, quota, clock.NowMicros()));
-    if (body.contains("guaranteed")) {
-      RETURN_IF_ERROR(store.UpdateTenantGuarantee(t.id, guaranteed));
-      t.guaranteed = guaranteed;
-    }
-    if (!priority_quotas.empty()) {
-      RETURN_IF_ERROR(store.SetTenantPriorityQuotas(t.id, priority_quotas));
-      t.priority_quotas = priority_quotas;
-    }
-    return JsonResponse(201, internal::TenantToJson(t));
-  }
-
-  Result<TenantRecord> NamedTenant(const Caller& caller, const std::string& name) {
-    auto t = store.FindTenant(name);
-    if (!t.ok() || (!caller.tenant.admin && t->id != caller.tenant.id)) {
-      if (t.ok() || t.status().code() == StatusCode::kNotFound) return NotFoundError("tenant " + name + " not found");
-      return t.status();
-    }
-    return t;
-  }
-
-  Result<ApiResponse> GetTenant(const ApiRequest&, const Caller& caller, const Params& p) {
-    ASSIGN_OR_RETURN(TenantRecord t, NamedTenant(caller, p[0]));
-    return JsonResponse(200, internal::TenantToJson(t));
-  }
-
-  Result<ApiResponse> PatchTenant(const ApiRequest& req, const Caller& caller, const Params& p) {
-    ASSIGN_OR_RETURN(TenantRecord t, NamedTenant(caller, p[0]));
-    ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
-    RETURN_IF_ERROR(internal::CheckKeys(body, "", {"name", "quota", "guaranteed", "priority_quota"}));
-    if (body.contains("name") && body["name"] != t.name) return InvalidArgumentError("name: tenants cannot be renamed");
-    // Both parsed before either is written: a bad "guaranteed" leaves the quota untouched too.
-    TenantQuota quota = t.quota;
-    TenantQuota guaranteed = t.guaranteed;
-    if (body.contains("quota")) {
-      ASSIGN_OR_RETURN(quota, internal::QuotaFromJson(body["quota"], "quota", t.quota));
-    }
-    if (body.contains("guaranteed")) {
-      ASSIGN_OR_RETURN(guaranteed, internal::QuotaFromJson(body["guaranteed"], "guaranteed", t.guaranteed));
-    }
-    RETURN_IF_ERROR(internal::CheckGuaranteeWithinQuota(guaranteed, quota));
-    std::vector<TenantPriorityQuota> priority_quotas = t.priority_quotas;
-    if (body.contains("priority_quota")) {
-      ASSIGN_OR_RETURN(priority_quotas, internal::PriorityQuotasFromJson(body["priority_quota"], "priority_quota"));
-    }
-    if (body.contains("quota")) {
-      RETURN_IF_ERROR(store.UpdateTenantQuota(t.id, quota));
-      t.quota = quota;
-    }
-    if (body.contains("guaranteed")) {
-      RETURN_IF_ERROR(store.UpdateTenantGuarantee(t.id, guaranteed));
-      t.guaranteed = guaranteed;
-    }
-    if (body.contains("priority_quota")) {
-      RETURN_IF_ERROR(store.SetTenantPriorityQuotas(t.id, priority_quotas));
-      t.priority_quotas = priority_quotas;
-    }
-    return JsonResponse(200, internal::TenantToJson(t));
-  }
-
-  Result<ApiResponse> CreateToken(const ApiRequest& req, const Caller&, const Params& p) {
-    auto t = store.FindTenant(p[0]);
-    if (!t.ok()) return t.status().code() == StatusCode::kNotFound ? NotFoundError("tenant " + p[0] + " not found") : t.status();
-    std::string label;
-    if (!req.body.empty()) {
-      ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
-      RETURN_IF_ERROR(internal::CheckKeys(body, "", {"label"}));
-      if (body.contains("label")) {
-        if (!body["label"].is_string()) return InvalidArgumentError("label must be a string");
-        label = body["label"].get<std::string>();
-      }
-    }
-    ASSIGN_OR_RETURN(std::string token, GenerateToken());
-    ASSIGN_OR_RETURN(int64_t id, store.AddToken(t->id, token, label, clock.NowMicros()));
-    return JsonResponse(201, Json{{"id", id}, {"tenant", t->name}, {"token", token}});
-  }
-
-  Result<ApiResponse> WhoAmI(const ApiRequest&, const Caller& caller, const Params&) {
-    return JsonResponse(200, internal::TenantToJson(caller.tenant));
-  }
-
-  Result<ApiResponse> UsageHistoryRoute(const ApiRequest& req, const Caller&, const Params&) {
-    if (options.usage_history == nullptr) return NotFoundError("this server keeps no usage history");
-    TimeMicros since = 0;
-    if (auto it = req.query.find("since_us"); it != req.query.end()) {
-      auto v = ParseNonNegativeIntText(it->second);
-      if (!v.ok()) return InvalidArgumentError("since_us must be a time in microseconds since the epoch");
-      since = *v;
-    }
-    return ApiResponse{200, kJsonContentType, options.usage_history->RenderJson(since)};
-  }
-
-  // ---- operations ----
-  Result<ApiResponse> Healthz(const ApiRequest&, const Caller&, const Params&) {
-    return ApiResponse{200, "text/plain; charset=utf-8", "ok\n"};
-  }
-
-  Result<ApiResponse> Readyz(const ApiRequest&, const Caller&, const Params&) {
-    RETURN_IF_ERROR(store.Ping());
-    return ApiResponse{200, "text/plain; charset=utf-8", "ready\n"};
-  }
-
-  Result<ApiResponse> Metrics(const ApiRequest&, const Caller&, const Params&) {
-    control.ExportGauges(metrics);
-    return ApiResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics.Render()};
-  }
-
-  Result<ApiResponse> OpenApi(const ApiRequest&, const Caller&, const Params&);
-
-  ApiResponse Dispatch(const ApiRequest& req, std::string* route_name);
-};
+Result<ApiResponse> Api::Impl::Metrics(const ApiRequest&, const Caller&, const Params&) {
+  control.ExportGauges(metrics);
+  return ApiResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics.Render()};
+}
 
 const std::vector<Api::Impl::Route>& Api::Impl::Routes() {
   using I = Api::Impl;
@@ -720,10 +450,17 @@ Result<ApiResponse> Api::Impl::OpenApi(const ApiRequest&, const Caller&, const P
 }
 
 ApiResponse Api::Impl::Dispatch(const ApiRequest& req, std::string* route_name) {
+  // Each route's pattern split once (every request used to split all of them).
+  static const std::vector<std::vector<std::string>> patterns = [] {
+    std::vector<std::vector<std::string>> out;
+    for (const Route& r : Routes()) out.push_back(Split(r.pattern));
+    return out;
+  }();
   const std::vector<std::string> parts = Split(req.path);
   bool path_matched = false;
-  for (const Route& r : Routes()) {
-    const std::vector<std::string> pattern = Split(r.pattern);
+  for (size_t k = 0; k < Routes().size(); ++k) {
+    const Route& r = Routes()[k];
+    const std::vector<std::string>& pattern = patterns[k];
     if (pattern.size() != parts.size()) continue;
     Params params;
     bool match = true;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "server/api_test_fixture.h"
 #include "store/token.h"
 
 namespace xpool::server {
@@ -12,71 +13,16 @@ namespace {
 
 using nlohmann::json;
 
-class ApiTest : public ::testing::Test {
+class ApiTest : public ApiFixture {
  protected:
+  ApiTest() : ApiFixture("xpool_api_test_") {}
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("xpool_api_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    auto s = OpenStateStore((dir_ / "xpool.db").string());
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    store_ = std::move(*s);
-    auto admin = store_->CreateTenant("admin", true, TenantQuota{}, clock_.NowMicros());
-    ASSERT_TRUE(admin.ok());
-    auto token = GenerateToken();
-    ASSERT_TRUE(token.ok());
-    admin_token_ = *token;
-    ASSERT_TRUE(store_->AddToken(admin->id, admin_token_, "test", clock_.NowMicros()).ok());
-    Api::DeclareMetrics(metrics_);
-    metrics_.DeclareGauge("xpool_queue_length", "Queued jobs per tenant.");
-    control_ = std::make_unique<ControlPlane>(*store_, clock_, &metrics_, ControlPlaneOptions{});
-    ASSERT_TRUE(control_->Rebuild().ok());
+    ApiFixture::SetUp();
+    if (HasFatalFailure()) return;
     ApiOptions options;
     options.max_body_bytes = 4096;
-    api_ = std::make_unique<Api>(*store_, *control_, metrics_, clock_, options);
+    MakeApi(options);
   }
-  void TearDown() override {
-    api_.reset();
-    control_.reset();
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
-  ApiResponse Call(const std::string& method, const std::string& target, const std::string& token,
-                   const std::string& body = "") {
-    ApiRequest r;
-    r.method = method;
-    size_t q = target.find('?');
-    r.path = target.substr(0, q);
-    if (q != std::string::npos) {
-      std::string query = target.substr(q + 1);
-      size_t eq = query.find('=');
-      r.query[query.substr(0, eq)] = query.substr(eq + 1);
-    }
-    if (!token.empty()) r.authorization = "Bearer " + token;
-    r.body = body;
-    return api_->Handle(r);
-  }
-  static json Body(const ApiResponse& r) { return json::parse(r.body); }
-
-  // Creates a tenant and returns a token for it, through the API.
-  std::string NewTenant(const std::string& name) {
-    ApiResponse t = Call("POST", "/api/v1/tenants", admin_token_, json{{"name", name}}.dump());
-    EXPECT_EQ(t.status, 201) << t.body;
-    ApiResponse k = Call("POST", "/api/v1/tenants/" + name + "/tokens", admin_token_, "{}");
-    EXPECT_EQ(k.status, 201) << k.body;
-    return Body(k)["token"].get<std::string>();
-  }
-
-  std::filesystem::path dir_;
-  FakeClock clock_{1'700'000'000'000'000};
-  MetricsRegistry metrics_;
-  std::unique_ptr<StateStore> store_;
-  std::unique_ptr<ControlPlane> control_;
-  std::unique_ptr<Api> api_;
-  std::string admin_token_;
 };
 
 constexpr const char* kJob = R"(name: train

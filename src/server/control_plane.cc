@@ -258,6 +258,17 @@ std::string ControlPlane::PendingReason(JobId id) const {
   return it == queued_.end() ? "" : it->second.reason;
 }
 
+std::vector<std::string> ControlPlane::PendingReasons(const std::vector<JobId>& ids) const {
+  std::vector<std::string> out;
+  out.reserve(ids.size());
+  std::lock_guard lock(mu_);
+  for (JobId id : ids) {
+    auto it = queued_.find(id);
+    out.push_back(it == queued_.end() ? "" : it->second.reason);
+  }
+  return out;
+}
+
 Status ControlPlane::RegisterNode(Node node) {
   RETURN_IF_ERROR(ValidateNode(node));
   const TimeMicros now = clock_.NowMicros();
@@ -374,10 +385,22 @@ void ControlPlane::Loop() {
 
 int ControlPlane::RunPass(bool full) {
   std::lock_guard pass(pass_mu_);
-  // Tenants (quotas) are read before the lock: a small table, read once per pass.
-  auto tenant_records = store_.ListTenants();
   std::vector<std::pair<JobId, std::string>> reason_writes;
   std::vector<PendingCommit> commits;
+  BookPass(full, &commits, &reason_writes);
+  // The placements' commits (an fsync each) run outside the lock, so API reads, heartbeats and submissions do
+  // not wait for them.
+  const int placed = CommitPlacements(commits);
+  // "Why pending" is kept in the store too (a restart shows it); outside the lock. A job that left the queue
+  // meanwhile is refused by the store or has its reason cleared by its transition.
+  if (!reason_writes.empty()) (void)store_.SetPendingReasons(reason_writes);  // one transaction
+  return placed;
+}
+
+void ControlPlane::BookPass(bool full, std::vector<PendingCommit>* commits,
+                            std::vector<std::pair<JobId, std::string>>* reason_writes) {
+  // Tenants (quotas) are read before the lock: a small table, read once per pass.
+  auto tenant_records = store_.ListTenants();
   {
     std::lock_guard lock(mu_);
     if (tenant_records.ok()) {
@@ -403,24 +426,17 @@ int ControlPlane::RunPass(bool full) {
     } else if (!waiting.empty() && !tenant_records.ok()) {
       std::fprintf(stderr, "xpool server: scheduling pass skipped: %s\n", tenant_records.status().ToString().c_str());
     } else if (!waiting.empty()) {
-      PassLocked(waiting, *tenant_records, &commits);
+      PassLocked(waiting, *tenant_records, commits);
     }
     for (JobId id : waiting) {
       auto it = queued_.find(id);
       if (it == queued_.end() || it->second.reason == it->second.persisted) continue;
       // Bounded per pass, so a first pass over a long queue does not make one huge transaction.
-      if (reason_writes.size() >= kMaxReasonWritesPerPass) break;
+      if (reason_writes->size() >= kMaxReasonWritesPerPass) break;
       it->second.persisted = it->second.reason;
-      reason_writes.emplace_back(id, it->second.reason);
+      reason_writes->emplace_back(id, it->second.reason);
     }
   }
-  // The placements' commits (an fsync each) run outside the lock, so API reads, heartbeats and submissions do
-  // not wait for them.
-  const int placed = CommitPlacements(commits);
-  // "Why pending" is kept in the store too (a restart shows it); outside the lock. A job that left the queue
-  // meanwhile is refused by the store or has its reason cleared by its transition.
-  if (!reason_writes.empty()) (void)store_.SetPendingReasons(reason_writes);  // one transaction
-  return placed;
 }
 
 void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vector<TenantRecord>& tenant_records,
@@ -620,9 +636,12 @@ int ControlPlane::CommitPlacements(std::vector<PendingCommit>& commits) {
       continue;
     }
     if (!ours) continue;
+    // SetPriority may have changed it while the commit was in flight (it updates held_): requeue with that one.
+    const int priority = h->second.priority;
     ReleaseLocked(p.id);
     if (outcome[i] == Outcome::kStoreDown) {
       // Back in the queue: the store refused the placement, so the job is still queued there.
+      p.queued.priority = priority;
       p.queued.reason = "the store is unavailable: " + down;
       queued_[p.id] = std::move(p.queued);
     }

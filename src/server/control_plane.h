@@ -36,6 +36,7 @@
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -104,6 +105,8 @@ class ControlPlane {
   std::vector<JobId> JobsOnNode(std::string_view node) const;
   // The scheduler's last reason for a queued job; "" when none.
   std::string PendingReason(JobId id) const;
+  // PendingReason of each of `ids` (in order) under one lock (a page of the job list).
+  std::vector<std::string> PendingReasons(const std::vector<JobId>& ids) const;
 
   // ---- Nodes ----
   // Inserts or replaces a node (persisted). A replaced node must keep its device count while it holds
@@ -131,6 +134,7 @@ class ControlPlane {
   size_t queue_length() const;
 
  private:
+  friend class ControlPlaneTestPeer;  // control_plane_test.cc: a pass stopped between booking and commit
   // A job waiting in the queue (queued in the store).
   struct QueuedJob {
     TenantId tenant;
@@ -180,6 +184,10 @@ class ControlPlane {
   // reason when they no longer fit.
   bool BookLocked(JobId id, const std::vector<Allocation>& allocations, std::string* reason,
                   std::vector<PendingCommit>* commits);
+  // The first half of RunPass (the caller holds pass_mu_): under mu_, books placements into `commits` and
+  // collects the changed "why pending" reasons to write.
+  void BookPass(bool full, std::vector<PendingCommit>* commits,
+                std::vector<std::pair<JobId, std::string>>* reason_writes);
   // Commits each booked placement to the store (without mu_), then under mu_ confirms it or undoes the booking
   // (cancelled meanwhile: dropped; store down: back in the queue). Returns the number committed.
   int CommitPlacements(std::vector<PendingCommit>& commits);

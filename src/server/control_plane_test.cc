@@ -3,11 +3,31 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "model/node_builder.h"
 #include "store/internal/sql_store.h"
 
 namespace xpool::server {
+
+// Splits a pass at the commit: books the placements (RunPass's first half), runs `between`, then commits them.
+class ControlPlaneTestPeer {
+ public:
+  static int BookThenCommit(ControlPlane& c, const std::function<void()>& between) {
+    std::lock_guard pass(c.pass_mu_);
+    std::vector<ControlPlane::PendingCommit> commits;
+    std::vector<std::pair<JobId, std::string>> reasons;
+    c.BookPass(true, &commits, &reasons);
+    between();
+    return c.CommitPlacements(commits);
+  }
+  static int QueuedPriority(const ControlPlane& c, JobId id) {
+    std::lock_guard lock(c.mu_);
+    auto it = c.queued_.find(id);
+    return it == c.queued_.end() ? -1 : it->second.priority;
+  }
+};
+
 namespace {
 
 class ControlPlaneTest : public ::testing::Test {
@@ -172,6 +192,28 @@ TEST_F(ControlPlaneTest, AFailedPlacementCommitPutsTheJobBackInTheQueue) {
   EXPECT_EQ(control_->RunPass(true), 1);
   EXPECT_EQ(StateOf(j.id), JobState::kRunning);
   EXPECT_EQ(DeviceMemoryUsed(), 1024);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+}
+
+TEST_F(ControlPlaneTest, AFailedCommitRequeuesWithThePriorityChangedWhileItWasInFlight) {
+  JobRecord a = Submit(Spec("a", 1, 1, 50, /*gpucores=*/100));  // all of the one device
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(1, "A100", 81920).Simulated().Build()).ok());
+  auto* sql = dynamic_cast<store_internal::SqlStore*>(store_.get());
+  ASSERT_NE(sql, nullptr);
+  const int placed = ControlPlaneTestPeer::BookThenCommit(*control_, [&] {
+    ASSERT_TRUE(control_->SetPriority(a.id, 90, "admin").ok());        // while the commit is in flight
+    ASSERT_TRUE(sql->QueryForTesting("PRAGMA query_only = ON").ok());  // and then the store refuses it
+  });
+  EXPECT_EQ(placed, 0);
+  EXPECT_EQ(StateOf(a.id), JobState::kQueued);
+  EXPECT_EQ(ControlPlaneTestPeer::QueuedPriority(*control_, a.id), 90);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+  // The queue orders by the new priority: a (90) goes before b (70) on the one device.
+  ASSERT_TRUE(sql->QueryForTesting("PRAGMA query_only = OFF").ok());
+  JobRecord b = Submit(Spec("b", 1, 1, 70, /*gpucores=*/100));
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(a.id), JobState::kRunning);
+  EXPECT_EQ(StateOf(b.id), JobState::kQueued);
   EXPECT_TRUE(control_->CheckConsistency().ok());
 }
 

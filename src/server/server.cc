@@ -188,9 +188,12 @@ Status Server::Run(const std::function<void(int port)>& on_listening) {
   s.http.set_tcp_nodelay(true);
   // Debian's libcpp-httplib listens with a backlog of 5: a burst of new connections (agents reporting in) would
   // see dropped SYNs and 1 s retransmits. Remember the listening socket and widen its backlog after binding.
+  // Only SO_REUSEADDR: Debian's httplib also sets SO_REUSEPORT by default, with which a second `xpool server` on
+  // the same port started without error and took a share of the connections.
   int listen_fd = -1;
   s.http.set_socket_options([&listen_fd](socket_t sock) {
-    httplib::default_socket_options(sock);
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     listen_fd = static_cast<int>(sock);
   });
   s.http.set_keep_alive_max_count(100000);
@@ -236,12 +239,19 @@ Status Server::Run(const std::function<void(int port)>& on_listening) {
     res.set_content("{\"error\":{\"code\":\"INTERNAL\",\"message\":\"unexpected error\"}}", "application/json");
   });
   int port = host_port.second;
+  errno = 0;
   if (port == 0) {
     port = s.http.bind_to_any_port(host_port.first);
   } else if (!s.http.bind_to_port(host_port.first, port)) {
     port = -1;
   }
-  if (port < 0) return UnavailableError("cannot listen on " + s.options.listen + " (address in use?)");
+  if (port < 0 && errno == EADDRINUSE) {
+    return UnavailableError("cannot listen on " + s.options.listen +
+                            ": address already in use (another xpool server? choose another --listen)");
+  }
+  if (port < 0) {
+    return UnavailableError("cannot listen on " + s.options.listen + (errno != 0 ? ": " + std::string(std::strerror(errno)) : ""));
+  }
   if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
   std::fprintf(stderr, "xpool server: listening on http://%s:%d (store: %s, state: %s)\n", host_port.first.c_str(),
                port, std::string(s.store->Kind()).c_str(), s.options.state_dir.c_str());

@@ -32,7 +32,10 @@ struct ServerOptions {
   std::string store;                      // "" = SQLite at STATE_DIR/xpool.db; or postgres://...
   std::string policy = "best-fit";
   size_t max_body_bytes = 1 << 20;
-  int threads = 32;
+  // HTTP workers. httplib gives each open keep-alive connection a worker until it closes or idles 5 s, so this
+  // bounds the concurrent keep-alive clients (Studio tabs hold ~6, the CLI one briefly; agents use gRPC): idle
+  // workers cost only their stacks' address space.
+  int threads = 128;
   int64_t tick_ms = 1000;
   int64_t node_timeout_s = 30;            // a non-simulated node silent this long is lost; its jobs requeue
   int64_t min_runtime_s = 600;            // time-sharing: a job that started less than this ago is not a victim

@@ -12,11 +12,13 @@
 #include <tuple>
 #include <utility>
 
+#include "common/text.h"
 #include "common/units.h"
 #include "model/job_spec.h"
 #include "scheduler/fit.h"
 #include "scheduler/fragmentation.h"
 #include "scheduler/policy.h"
+#include "scheduler/preemption/defrag.h"
 #include "scheduler/queue/scheduler_job_placer.h"
 #include "scheduler/queue/scheduling_pass.h"
 #include "sim/fill.h"
@@ -28,16 +30,6 @@ namespace {
 constexpr TimeMicros kNever = std::numeric_limits<TimeMicros>::max();
 constexpr TimeMicros kHour = 3600 * kMicrosPerSecond;
 constexpr const char* kQosNames[] = {"LS", "Guaranteed", "Burstable", "BE", "unknown"};
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
 
 // What the replay keeps per pod besides its QueueJob.
 struct PodRun {
@@ -102,7 +94,8 @@ class Replayer {
   void NextWake(TimeMicros now);
   void Accumulate(TimeMicros from, TimeMicros to);
   void Finish(TimeMicros end);
-  void Explain();
+  void Explain(TimeMicros now);
+  std::string ExplainMoves(int head, TimeMicros now);
   void FinishExplain(TimeMicros end);
   std::string ShapeLabel(int pod) const;
 
@@ -388,7 +381,7 @@ Result<ReplayResult> Replayer::Run() {
     }
     wake_ = kNever;
     if (changed && waiting_ > 0) RETURN_IF_ERROR(Schedule(now));
-    if (options_.explain && waiting_ > 0) Explain();
+    if (options_.explain && waiting_ > 0) Explain(now);
     steps_.push_back({now - origin, state_.totals().device_compute_allocated_milli, requested_running_milli_,
                       waiting_});
   }
@@ -410,7 +403,7 @@ std::string Replayer::ShapeLabel(int pod) const {
 
 // The cause of the queue head's wait (for the idle GPU from now to the next event), and a first cause for every
 // pod seen waiting for the first time.
-void Replayer::Explain() {
+void Replayer::Explain(TimeMicros now) {
   std::vector<const QueueJob*> running;
   int head = -1;
   for (size_t j = 0; j < jobs_.size(); ++j) {
@@ -449,8 +442,59 @@ void Replayer::Explain() {
       c.candidate_nodes = 0;  // keep the label coarse
       std::string d = DescribeWaitCause(c);
       head_cause_ = ShapeLabel(pod_of_[j]) + ": " + d.substr(0, d.rfind(" ("));
+      if (options_.moves != MoveRule::kOff && c.block != WaitBlock::kFits) head_cause_ += "; " + ExplainMoves(head, now);
     }
   }
+}
+
+// Why no move (or move-and-suspend, preemption/defrag.h) opened a node for the queue head `head`: the cluster
+// lacks the room even counting what lower-priority work holds, the rules (min-runtime, the suspension cap) pin
+// the jobs that would have to leave, or no plan exists even if every job could leave — with the stage where the
+// candidate nodes failed. Runs PlanMoves on state_ (left as found) with the pass's rules for the head.
+std::string Replayer::ExplainMoves(int head, TimeMicros now) {
+  const QueueJob& job = jobs_[head];
+  if (job.replicas != 1) return "moves: a gang";
+  std::vector<int> movable, suspendable, any, any_suspendable;
+  int64_t room = 0;
+  for (int v = 0; v < static_cast<int>(jobs_.size()); ++v) {
+    const QueueJob& r = jobs_[v];
+    if (r.state != QueueJobState::kRunning || !r.preemptible || r.allocations.size() != 1) continue;
+    if (options_.moves == MoveRule::kLowerPriority && r.priority >= job.priority) continue;
+    const bool lower = options_.preemption && r.priority < job.priority;
+    any.push_back(v);
+    if (lower) any_suspendable.push_back(v);
+    if (now - r.last_start < pass_options_.rules.min_runtime ||
+        r.suspensions_last_hour >= pass_options_.rules.max_suspensions_per_hour) {
+      continue;
+    }
+    movable.push_back(v);
+    if (!lower) continue;
+    suspendable.push_back(v);
+    for (const DeviceGrant& g : r.allocations.front().devices) room += g.compute_milli;
+  }
+  const ClusterTotals& totals = state_.totals();
+  const TaskRequest& q = job.request;
+  if (totals.device_compute_capacity_milli - totals.device_compute_allocated_milli + room <
+      q.device_count * std::min<int64_t>(q.device_compute_milli, 1000)) {
+    return "moves: cluster lacks free GPU";
+  }
+  const int max_nodes = pass_options_.max_move_nodes;
+  Result<MovePlan> ruled = PlanMoves(state_, jobs_, movable, job, placer_, max_nodes, suspendable);
+  if (ruled.ok() && ruled->found) return "moves: a plan exists (not searched in this pass)";
+  Result<MovePlan> free = PlanMoves(state_, jobs_, any, job, placer_, max_nodes, any_suspendable);
+  if (!free.ok()) return "moves: " + free.status().message();
+  if (free->found) return "moves: min-runtime/cap pin the jobs to move";
+  const MoveMisses& m = free->misses;
+  std::string s = "moves: no plan even unpinned (" + std::to_string(free->candidates) + " nodes:";
+  auto add = [&](int n, const char* what) {
+    if (n > 0) s += " " + std::to_string(n) + " " + what;
+  };
+  add(m.pinned, "unmovable work");
+  add(m.placer_refused, "policy veto");
+  add(m.no_room_whole, "no room for a moved whole-GPU job");
+  add(m.no_room_shared, "no room for a moved fractional job");
+  add(m.no_room_cpu, "no room for a moved CPU job");
+  return s + ")";
 }
 
 void Replayer::FinishExplain(TimeMicros end) {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/units.h"
+#include "sim/internal/csv_text.h"
 
 namespace xpool::sim {
 namespace {
@@ -24,20 +25,6 @@ const std::pair<std::string_view, std::string_view> kLabels[] = {
     {"01-Random", "random"},           {"02-DotProd", "dot-product"}, {"03-GpuClustering", "gpu-clustering"},
     {"04-GpuPacking", "gpu-packing"}, {"05-BestFit", "best-fit"},    {"06-FGD", "fgd"},
 };
-
-std::vector<std::string_view> Split(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (true) {
-    size_t pos = line.find(',', start);
-    if (pos == std::string_view::npos) {
-      out.push_back(line.substr(start));
-      return out;
-    }
-    out.push_back(line.substr(start, pos - start));
-    start = pos + 1;
-  }
-}
 
 }  // namespace
 
@@ -99,18 +86,9 @@ std::string PublishedLabelForPolicy(std::string_view policy) {
 
 Result<std::vector<PublishedRow>> ParsePublished(std::string_view text, std::string_view file) {
   std::vector<PublishedRow> rows;
-  int line_no = 0;
-  size_t start = 0;
   int first_value = -1;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) continue;
-    std::vector<std::string_view> f = Split(line);
+  Status s = internal::ForEachLine(text, [&](std::string_view line, int line_no) -> Status {
+    std::vector<std::string_view> f = internal::SplitFields(line, ',');
     auto error = [&](const std::string& what) {
       return InvalidArgumentError(std::string(file) + ":" + std::to_string(line_no) + ": " + what);
     };
@@ -122,7 +100,7 @@ Result<std::vector<PublishedRow>> ParsePublished(std::string_view text, std::str
       if (static_cast<int>(f.size()) <= first_value || f[first_value] != "0") {
         return error("header: the arrived-% columns must start at 0");
       }
-      continue;
+      return Status::Ok();
     }
     PublishedRow row;
     row.workload = std::string(f[0]);
@@ -140,7 +118,9 @@ Result<std::vector<PublishedRow>> ParsePublished(std::string_view text, std::str
       row.values.push_back(d);
     }
     rows.push_back(std::move(row));
-  }
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
   if (first_value < 0) return InvalidArgumentError(std::string(file) + ": empty results file");
   return rows;
 }

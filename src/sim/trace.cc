@@ -4,47 +4,19 @@
 #include <sstream>
 
 #include "common/units.h"
+#include "sim/internal/csv_text.h"
 
 namespace xpool::sim {
 namespace {
+
+using internal::ForEachLine;
+using internal::SplitFields;
 
 constexpr std::string_view kNodeHeader = "sn,cpu_milli,memory_mib,gpu,model";
 constexpr std::string_view kPodHeader5 = "name,cpu_milli,memory_mib,num_gpu,gpu_milli";
 constexpr std::string_view kPodHeader11 =
     "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
     "scheduled_time";
-
-std::vector<std::string_view> SplitFields(std::string_view line, char sep) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (true) {
-    size_t pos = line.find(sep, start);
-    if (pos == std::string_view::npos) {
-      out.push_back(line.substr(start));
-      return out;
-    }
-    out.push_back(line.substr(start, pos - start));
-    start = pos + 1;
-  }
-}
-
-// Iterates the lines of `text`, dropping a trailing '\r' and skipping blank lines; calls fn(line, line_no).
-template <typename Fn>
-Status ForEachLine(std::string_view text, Fn fn) {
-  int line_no = 0;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) continue;
-    RETURN_IF_ERROR(fn(line, line_no));
-  }
-  return Status::Ok();
-}
 
 Status LineError(std::string_view file, int line_no, std::string_view what) {
   return InvalidArgumentError(std::string(file) + ":" + std::to_string(line_no) + ": " + std::string(what));

@@ -2,6 +2,7 @@
 // (internal/real_table.h); no exception leaves this file (the library is built with -fno-exceptions).
 #include <string.h>
 
+#include "vgpu/internal/array_bytes.h"
 #include "vgpu/internal/real_table.h"
 #include "vgpu/log.h"
 #include "vgpu/runtime.h"
@@ -70,25 +71,7 @@ CUresult Released(AllocKind kind, uint64_t handle, Call call) {
   return rc;
 }
 
-uint64_t FormatBytes(CUarray_format format) {
-  switch (format) {
-    case CU_AD_FORMAT_UNSIGNED_INT16:
-    case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF:
-      return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32:
-    case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT:
-      return 4;
-    default:
-      return 1;  // 8-bit and packed/compressed formats: at least one byte per element
-  }
-}
-
-uint64_t ArrayBytes(uint64_t width, uint64_t height, uint64_t depth, CUarray_format format, unsigned channels) {
-  uint64_t elements = width * (height == 0 ? 1 : height) * (depth == 0 ? 1 : depth);
-  return elements * FormatBytes(format) * (channels == 0 ? 1 : channels);
-}
+using xpool::vgpu::internal::ArrayBytes;
 
 template <typename Call>
 CUresult ArrayAlloc(CUarray* handle, uint64_t bytes, Call call) {

@@ -25,6 +25,9 @@ TEST(TrainExampleTest, SuspendCheckpointsAndResumes) {
   LauncherOptions o;
   o.state_dir = dir + "/state";
   o.cgroup_root = "";
+  const char* bin = std::getenv("XPOOL_BINARY_DIR");
+  o.shim_command = {std::string(bin ? bin : ".") + "/bin/xpool", "task-shim"};  // tasks run under `xpool task-shim`
+  o.stop_tasks_on_exit = true;
   Launcher launcher(o);
   LaunchSpec spec;
   spec.task_id = "job1-r0";

@@ -6,13 +6,18 @@
 // - a job exiting 3 is failed; a command that does not exist fails with the exec error and the agent lives on;
 //   cancel stops a running job's process;
 // - the server restarts → the tasks keep running and `xpool logs` shows their output again (re-sent tails);
-// - the agent stops → its node is lost after --node-timeout and its jobs requeue; it starts again → they run.
+// - the agent stops (its tasks keep running) → its node is lost after --node-timeout and its jobs requeue; it
+//   starts again → it adopts the old runs, stops them and runs the requeued ones (restart 1);
+// - an agent killed (SIGKILL) and restarted adopts its tasks: a running job goes on (same process, same restart
+//   count) to succeed; a job that exited meanwhile is reported with its exit code.
 // Bad input: a rejected token (the agent says so and retries; also through the HTTP fallback), a node token used
 // for another node (PERMISSION_DENIED over gRPC, 403 over HTTP), an unreachable server (the agent says so and
 // retries), another tenant's logs (404).
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <csignal>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -59,6 +64,9 @@ class AgentE2eTest : public ::testing::Test {
 
   void TearDown() override {
     agent_.Stop();
+    // The agent's tasks outlive it (under their shims): a drain stops what a test left running.
+    int code = -1;
+    RunCli({"agent", "--stop-tasks", "--grace", "1", "--state-dir", (dir_ / "agent").string()}, &code);
     server_.Stop();
     std::error_code ec;
     fs::remove_all(dir_, ec);
@@ -248,13 +256,16 @@ TEST_F(AgentE2eTest, RemoteAgentRunsJobsShipsLogsAndSurvivesNodeLoss) {
   // The restarted server lost its in-memory copy of the output; the agent re-sent each task's tail.
   LogsContaining(ids[1], "ENV-END");
 
-  // The agent stops (its tasks with it) → the node is lost → the jobs requeue; it starts again → they run again.
+  // The agent stops; its tasks keep running under their shims → the node is lost → the jobs requeue (restart 1);
+  // it starts again → it adopts the old runs, stops them (the server restarted those jobs) and runs restart 1,
+  // never both at once.
   if (!node_timeout_) {
     GTEST_SKIP() << "node-lost step skipped: `xpool server` has no --node-timeout yet (the server's node-lost "
                     "requeue, ControlPlane::CheckNodeTimeouts, has not landed)";
   }
   agent_.Stop();
-  for (size_t i = 1; i < pids.size(); ++i) EXPECT_FALSE(ProcessAlive(pids[i])) << "task " << i << " outlived its agent";
+  EXPECT_TRUE(agent_.WaitForLog("keep running", 1)) << agent_.Log();
+  for (size_t i = 1; i < pids.size(); ++i) EXPECT_TRUE(ProcessAlive(pids[i])) << "task " << i << " died with its agent";
   ASSERT_TRUE(WaitNodeReady(false, 15)) << server_.Log();
   for (size_t i = 1; i < ids.size(); ++i) {
     Json j = WaitState(ids[i], "queued", 15);
@@ -266,7 +277,68 @@ TEST_F(AgentE2eTest, RemoteAgentRunsJobsShipsLogsAndSurvivesNodeLoss) {
     Json j = WaitState(ids[i], "running", 20);
     EXPECT_GE(j.value("restart_count", 0), 1) << j.dump();
   }
+  for (size_t i = 1; i < pids.size(); ++i) {
+    for (int k = 0; k < 100 && ProcessAlive(pids[i]); ++k) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_FALSE(ProcessAlive(pids[i])) << "task " << i << "'s stale run 0 still runs beside its run 1";
+  }
+  EXPECT_TRUE(agent_.WaitForLog("the server restarted it as run 1", 1)) << agent_.Log();
   LogsContaining(ids[1], "XPOOL_RESTART_COUNT=1");  // the rerun's env, after the first run's output
+}
+
+// A restarted agent adopts its tasks: a job keeps running through an agent's SIGKILL and restart (the same process,
+// its log keeps counting, restart count unchanged) and then succeeds; a job that exits while no agent runs is
+// reported with its real exit code.
+TEST_F(AgentE2eTest, RestartedAgentAdoptsItsTasks) {
+  if (!node_timeout_) GTEST_SKIP() << "needs `xpool server --node-timeout`";
+  ASSERT_TRUE(StartAgent(NodeTokenFile(kNode)));
+  ASSERT_TRUE(agent_.WaitForLog("registered with", 20)) << agent_.Log();
+  const std::string finish = (dir_ / "finish").string(), go = (dir_ / "go").string();
+  // Each waits for its file (at most ~60 s, so nothing outlives a failed test for long).
+  const int64_t counter = Submit(
+      "counter", "echo $$ > " + (dir_ / "counter.pid").string() +
+                     "; i=0; while [ ! -f " + finish + " ] && [ $i -lt 600 ]; do echo count $i; i=$((i+1)); "
+                     "sleep 0.1; done; echo done");
+  const int64_t exits = Submit(
+      "exits7", "echo $$ > " + (dir_ / "exits.pid").string() + "; i=0; while [ ! -f " + go + " ] && [ $i -lt 600 ]; "
+                "do i=$((i+1)); sleep 0.05; done; echo leaving; exit 7");
+  WaitState(counter, "running");
+  WaitState(exits, "running");
+  LogsContaining(counter, "count 3");
+  const pid_t counter_pid = static_cast<pid_t>(std::stol("0" + ReadFile(dir_ / "counter.pid")));
+  const pid_t exits_pid = static_cast<pid_t>(std::stol("0" + ReadFile(dir_ / "exits.pid")));
+  ASSERT_GT(counter_pid, 0);
+  ASSERT_GT(exits_pid, 0);
+
+  agent_.Stop(SIGKILL);
+  std::ofstream(go) << "go\n";  // exits 7 while no agent runs
+  for (int k = 0; k < 50 && ProcessAlive(exits_pid); ++k) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(ProcessAlive(exits_pid));
+  EXPECT_TRUE(ProcessAlive(counter_pid)) << "the task died with its agent";
+  // Back well within the server's --node-timeout (6 s): the node is not lost, nothing is requeued.
+  ASSERT_TRUE(StartAgent(dir_ / (std::string(kNode) + ".token")));
+  EXPECT_TRUE(agent_.WaitForLog("adopted 1 running and 1 ended task(s)", 20)) << agent_.Log();
+  Json failed = WaitState(exits, "failed");
+  EXPECT_NE(failed.value("state_reason", "").find("exited with code 7"), std::string::npos) << failed.dump();
+  EXPECT_EQ(failed.value("restart_count", -1), 0) << failed.dump();
+  LogsContaining(exits, "leaving");
+  Json running = Job(counter);
+  EXPECT_EQ(running.value("state", ""), "running") << running.dump();
+  EXPECT_EQ(running.value("restart_count", -1), 0) << running.dump();
+  EXPECT_TRUE(ProcessAlive(counter_pid));
+  // The same process keeps counting into the same log: later counts, and only one start.
+  const std::string before = LogsContaining(counter, "count 3");
+  const size_t last = before.rfind("count ");
+  const int seen = std::stoi(before.substr(last + 6));
+  const std::string later = "count " + std::to_string(seen + 5) + "\n";
+  const std::string out = LogsContaining(counter, later, 20);
+  size_t starts = 0;
+  for (size_t at = out.find("[xpool] start:"); at != std::string::npos; at = out.find("[xpool] start:", at + 1))
+    ++starts;
+  EXPECT_EQ(starts, 1u) << out;
+  std::ofstream(finish) << "finish\n";
+  Json done = WaitState(counter, "succeeded");
+  EXPECT_EQ(done.value("restart_count", -1), 0) << done.dump();
+  LogsContaining(counter, "done");
 }
 
 TEST_F(AgentE2eTest, BadTokensUnreachableServerAndOtherTenantsLogs) {

@@ -10,14 +10,13 @@
 #include <thread>
 
 #include <gtest/gtest.h>
-#include <httplib.h>
-#include <nlohmann/json.hpp>
 
+#include "support/rest_client.h"
 #include "support/xpool_process.h"
 
 namespace {
 
-using Json = nlohmann::json;
+using xpool::testing::Json;
 namespace fs = std::filesystem;
 
 using xpool::testing::ReadFile;
@@ -30,11 +29,8 @@ class UpTest : public ::testing::Test {
     // --listen 127.0.0.1:0: UpProcess learns the port from the hint `xpool up` prints, which must name it.
     ASSERT_TRUE(up_->Start({"--simulate", "4xA100-80GB", "--node-name", "e2e-node"}))
         << "xpool up did not come up; log:\n" << up_->Log();
-    port_ = up_->port();
-    token_ = up_->token();
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
-    client_->set_connection_timeout(2, 0);
-    client_->set_read_timeout(10, 0);
+    rest_ = std::make_unique<xpool::testing::RestClient>(up_->port(), up_->token());
+    rest_->set_diagnostics([this] { return "log:\n" + up_->Log(); });
   }
 
   void TearDown() override {
@@ -43,47 +39,15 @@ class UpTest : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
 
-  httplib::Headers Auth() const { return {{"Authorization", "Bearer " + token_}}; }
-
-  Json Get(const std::string& path) {
-    auto r = client_->Get(path.c_str(), Auth());
-    if (!r || r->status != 200) return Json();
-    return Json::parse(r->body, nullptr, false);
-  }
-
   int64_t Submit(const std::string& name, const std::string& command) {
-    Json spec = {{"name", name},
-                 {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"gpu", 1}, {"gpumem-percentage", 50}}},
-                 {"command", command}};
-    auto r = client_->Post("/api/v1/jobs", Auth(), spec.dump(), "application/json");
-    if (!r || r->status != 201) {
-      ADD_FAILURE() << "submit " << name << ": " << (r ? r->body : std::string("no answer"));
-      return -1;
-    }
-    return Json::parse(r->body)["id"].get<int64_t>();
+    return rest_->Submit(xpool::testing::HalfGpuJob(name, command));
   }
-
-  Json Job(int64_t id) { return Get("/api/v1/jobs/" + std::to_string(id)); }
-
-  // Waits until the job is in `state`; returns its last JSON.
-  Json WaitState(int64_t id, const std::string& state, int seconds = 20) {
-    Json j;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (std::chrono::steady_clock::now() < deadline) {
-      j = Job(id);
-      if (j.is_object() && j.value("state", "") == state) return j;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    ADD_FAILURE() << "job " << id << " did not reach " << state << ": " << j.dump() << "\nlog:\n"
-                  << up_->Log();
-    return j;
-  }
+  Json Job(int64_t id) { return rest_->Job(id); }
+  Json WaitState(int64_t id, const std::string& state) { return rest_->WaitState(id, state); }
 
   fs::path dir_;
   std::unique_ptr<xpool::testing::UpProcess> up_;
-  int port_ = 0;
-  std::string token_;
-  std::unique_ptr<httplib::Client> client_;
+  std::unique_ptr<xpool::testing::RestClient> rest_;
 };
 
 TEST_F(UpTest, EightHalfGpuJobsRunTwoPerDeviceExit3FailsCancelStops) {
@@ -119,7 +83,7 @@ TEST_F(UpTest, EightHalfGpuJobsRunTwoPerDeviceExit3FailsCancelStops) {
   EXPECT_EQ(Job(ninth).value("state", ""), "queued");
 
   // Cancel stops the process; its half device goes to the ninth job, which exits 3 → failed.
-  auto r = client_->Delete(("/api/v1/jobs/" + std::to_string(ids[0])).c_str(), Auth());
+  auto r = rest_->http().Delete(("/api/v1/jobs/" + std::to_string(ids[0])).c_str(), rest_->Auth());
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
   bool gone = false;
@@ -138,9 +102,8 @@ TEST_F(UpTest, EightHalfGpuJobsRunTwoPerDeviceExit3FailsCancelStops) {
   std::string out;
   for (int k = 0; k < 50 && out.find("failing") == std::string::npos; ++k) {
     int code = -1;
-    out = xpool::testing::RunCli({"logs", std::to_string(ninth), "--server", "http://127.0.0.1:" + std::to_string(port_),
-                              "--token", token_},
-                             &code);
+    out = xpool::testing::RunCli({"logs", std::to_string(ninth), "--server", up_->url(), "--token", up_->token()},
+                                 &code);
     EXPECT_EQ(code, 0) << out;
     if (out.find("failing") == std::string::npos) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

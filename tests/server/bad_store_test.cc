@@ -3,6 +3,7 @@
 //   the reason, reads (list, get, events, nodes, healthz) keep answering 200, nothing crashes, and after a restart
 //   without the cap every job that got a 201 is there and new submissions land again.
 // - A body over --max-body answers 413 with a JSON error, and the server keeps serving.
+// - A second server on a port in use exits with "address already in use" (no SO_REUSEPORT sharing).
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -114,6 +115,29 @@ TEST(ServerBadStoreTest, OversizedBodyIs413AndTheServerKeepsServing) {
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 201) << ok->body;
   server.Stop();
+  std::filesystem::remove_all(dir);
+}
+
+// Debian's httplib sets SO_REUSEPORT: a second server on the same port used to start and steal connections.
+TEST(ServerBadStoreTest, ASecondServerOnTheSamePortFailsWithAClearError) {
+  auto dir = TempDir("same_port");
+  std::filesystem::create_directories(dir / "first");
+  std::filesystem::create_directories(dir / "second");
+  ServerProcess first(XpoolBinary(), (dir / "first").string());
+  ASSERT_TRUE(first.Start()) << first.Log();
+  int code = 0;
+  // `timeout`: without the fix the second server would serve (and never exit).
+  const std::string out = RunCli({"server", "--listen", "127.0.0.1:" + std::to_string(first.port()), "--state-dir",
+                                  (dir / "second").string(), "--agent-listen", "off"},
+                                 &code, /*with_stderr=*/true, "timeout 30");
+  EXPECT_NE(code, 0) << out;
+  EXPECT_NE(code, 124) << "the second server kept running:\n" << out;
+  EXPECT_NE(out.find("address already in use"), std::string::npos) << out;
+  // The first one still answers.
+  auto r = first.Client(first.AdminToken())->Get("/api/v1/jobs");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  first.Stop();
   std::filesystem::remove_all(dir);
 }
 

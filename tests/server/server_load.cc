@@ -217,6 +217,7 @@ int main(int argc, char** argv) {
       auto dir = std::filesystem::temp_directory_path() /
                  ("xpool_load_" + scenario + "_" + std::to_string(::getpid()) + "_" + std::to_string(run));
       std::filesystem::remove_all(dir);
+      std::filesystem::create_directories(dir);  // ServerProcess logs into it
       xpool::testing::ServerProcess server(xpool, dir.string());
       // Enough HTTP workers for every keep-alive connection of the tool (each holds a worker while open).
       if (!server.Start("--threads " + std::to_string(std::max<int64_t>(64, clients + 32)) + " " + server_flags)) {

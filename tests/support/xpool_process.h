@@ -5,10 +5,7 @@
 //
 // What needs no HTTP (ports, files, XpoolProcess, RunCli) is inline: a test that uses only that part need not
 // link the library. TempDir, XpoolProcess::WaitHealthy, ServerProcess and UpProcess are in xpool_process.cc.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,29 +22,13 @@
 #include <thread>
 #include <vector>
 
+#include "common/testing/free_port.h"  // FreePort(), shared with src/store/testing
+
 namespace httplib {
 class Client;
 }  // namespace httplib
 
 namespace xpool::testing {
-
-// A TCP port on 127.0.0.1 that was free a moment ago (0 when none could be found).
-inline int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
 
 // The file's text without trailing newlines and blanks; "" when it cannot be read.
 inline std::string ReadFile(const std::filesystem::path& path) {

@@ -2,18 +2,10 @@
 
 #include <cctype>
 
+#include "common/text.h"
+
 namespace xpool::k8s::internal {
 namespace {
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
 
 std::string Join(std::string_view where, std::string_view name) {
   return where.empty() ? std::string(name) : std::string(where) + "." + std::string(name);

@@ -130,30 +130,37 @@ TEST_F(PaperPoliciesTest, DotProductPrefersTheLeastAlignedLeftover) {
   // score ⌊100·(1 − 1.03125/2)⌋ = 48. Node b: 1 + (7600/8000)·(1000/8000) = 1.11875 → ⌊44.06⌋ = 44.
   ASSERT_TRUE(p.Score(state_, r, All(state_, 0, r), rng_, &score_, &devices_));
   EXPECT_EQ(score_, 48);
+  EXPECT_EQ(devices_, std::vector<int>{0});
   ASSERT_TRUE(p.Score(state_, r, All(state_, 1, r), rng_, &score_, &devices_));
   EXPECT_EQ(score_, 44);
-  // A sharing pod compares each partly used fitting device's own free compute with all idle fitting devices
-  // together (the published simulator's `share` virtual nodes). Node b: device 3 (600 free): 600/8000 · 500/8000
-  // = 0.0047 → ⌊100·(1 − 0.0023)⌋ = 99; the 7 idle devices: 7000/8000 · 500/8000 = 0.0547 → ⌊97.27⌋ = 97.
-  // Device 3 wins.
-  const TaskRequest share = Gpu(0, 1, 500);
-  ASSERT_TRUE(p.Score(state_, share, All(state_, 1, share), rng_, &score_, &devices_));
-  EXPECT_EQ(score_, 99);
-  EXPECT_EQ(devices_, std::vector<int>{3});
+  EXPECT_EQ(devices_, std::vector<int>{0});  // the first idle device
 }
 
-TEST_F(PaperPoliciesTest, DotProductScoresIdleDevicesAsOneGroup) {
+TEST_F(PaperPoliciesTest, DotProductMergesTheNodesFreeGpuIntoOneDimension) {
   DotProductPolicy p;
   const TaskRequest share = Gpu(0, 1, 500);
-  // Node a, 2 idle GPUs: 2000/8000 · 500/8000 = 0.0156 → ⌊100·(1 − 0.0078)⌋ = 99, on the first idle GPU.
+  // The published runs use `dimExtMethod: merge`: the GPU dimension is the node's whole free GPU compute.
+  // Node a, 2 idle GPUs: 2000/8000 · 500/8000 = 0.015625 → ⌊100·(1 − 0.0078)⌋ = 99, on the first GPU.
   ASSERT_TRUE(p.Score(state_, share, All(state_, 0, share), rng_, &score_, &devices_));
   EXPECT_EQ(score_, 99);
   EXPECT_EQ(devices_, std::vector<int>{0});
-  // Node b, 8 idle GPUs: 8000/8000 · 500/8000 = 0.0625 → ⌊96.875⌋ = 96 (one idle GPU alone would say 99).
+  // Node b, 8 idle GPUs: 8000/8000 · 500/8000 = 0.0625 → ⌊96.875⌋ = 96.
   ASSERT_TRUE(p.Score(state_, share, All(state_, 1, share), rng_, &score_, &devices_));
   EXPECT_EQ(score_, 96);
   EXPECT_EQ(devices_, std::vector<int>{0});
-  // A CPU-only pod has no GPU term: 32000/32000 · 16000/32000 = 0.5 → ⌊75⌋ on both nodes.
+  // Node b with device 3 at 600 free: 7600/8000 · 500/8000 = 0.059375 → ⌊97.03⌋ = 97 (the `share` variant
+  // scored device 3 alone: 600/8000 · 500/8000 → 99); the device is the tightest that fits, device 3.
+  Use(&state_, 1, 3, 400);
+  ASSERT_TRUE(p.Score(state_, share, All(state_, 1, share), rng_, &score_, &devices_));
+  EXPECT_EQ(score_, 97);
+  EXPECT_EQ(devices_, std::vector<int>{3});
+  // Device 3 at 300 free no longer fits the 500 pod but still counts in the node's free GPU:
+  // 7300/8000 · 500/8000 = 0.05703 → ⌊97.15⌋ = 97, on the first idle device.
+  Use(&state_, 1, 3, 300);
+  ASSERT_TRUE(p.Score(state_, share, All(state_, 1, share), rng_, &score_, &devices_));
+  EXPECT_EQ(score_, 97);
+  EXPECT_EQ(devices_, std::vector<int>{0});
+  // A CPU-only pod has no GPU term: 32000/32000 · 16000/32000 = 0.5 → ⌊75⌋.
   const TaskRequest cpu = Gpu(16000, 0, 0);
   ASSERT_TRUE(p.Score(state_, cpu, All(state_, 1, cpu), rng_, &score_, &devices_));
   EXPECT_EQ(score_, 75);

@@ -156,5 +156,117 @@ TEST(PlanMovesTest, PassMovesByItsRule) {
   EXPECT_TRUE(s.state.CheckInvariants().ok());
 }
 
+// The 8-GPU node holds an LS job (priority 90) and a BE job (priority 10); the 2-GPU node has room for one
+// 1-GPU job. Moving alone cannot open the big node (no room for both), nor can preemption alone (the LS job may
+// not be suspended for a priority-50 job): together they can — the LS job moves, the BE job is suspended.
+TEST(PlanMovesTest, SuspendsALowerPriorityJobThatFindsNoRoom) {
+  Scenario s({8, 2});
+  s.RunningOn(Waiting(10, 1, 90, 0, GpuRequest(1)), 0, 60 * kMinute);
+  s.RunningOn(Waiting(11, 1, 10, 0, GpuRequest(1)), 0, 60 * kMinute);
+  s.RunningOn(Waiting(12, 1, 90, 0, GpuRequest(1)), 1, 60 * kMinute);
+  const QueueJob big = Waiting(1, 1, 50, 5, GpuRequest(8));
+  const ClusterState before = s.state;
+  Result<MovePlan> moves_only = PlanMoves(s.state, s.jobs, {0, 1}, big, s.placer);
+  ASSERT_TRUE(moves_only.ok());
+  EXPECT_FALSE(moves_only->found);
+  EXPECT_EQ(moves_only->candidates, 1);
+  EXPECT_EQ(moves_only->misses.no_room_whole, 1);
+  EXPECT_EQ(moves_only->misses.total(), 1);
+  Result<MovePlan> plan = PlanMoves(s.state, s.jobs, {0, 1}, big, s.placer, 8, /*suspendable=*/{1});
+  ASSERT_TRUE(plan.ok() && plan->found);
+  EXPECT_EQ(plan->node, 0);
+  EXPECT_EQ(plan->moved, std::vector<int>{0});  // the LS job finds room first
+  ASSERT_EQ(plan->move_to.size(), 1u);
+  EXPECT_EQ(plan->move_to[0][0].node, 1);
+  EXPECT_EQ(plan->suspended, std::vector<int>{1});
+  EXPECT_EQ(s.state.totals().device_compute_allocated_milli, before.totals().device_compute_allocated_milli);
+  EXPECT_TRUE(s.state.CheckInvariants().ok());
+  // A suspendable job that does find room moves rather than waits.
+  Scenario r({8, 4});
+  r.RunningOn(Waiting(10, 1, 90, 0, GpuRequest(1)), 0, 60 * kMinute);
+  r.RunningOn(Waiting(11, 1, 10, 0, GpuRequest(1)), 0, 60 * kMinute);
+  Result<MovePlan> roomy = PlanMoves(r.state, r.jobs, {0, 1}, big, r.placer, 8, {1});
+  ASSERT_TRUE(roomy.ok() && roomy->found);
+  EXPECT_EQ(roomy->moved.size(), 2u);
+  EXPECT_TRUE(roomy->suspended.empty());
+}
+
+// A second hop: the 2-GPU job on the big node has no 2-GPU hole anywhere (1 GPU free on each small node), but once
+// the 1-GPU job on node 1 moves to node 2, it fits on node 1.
+TEST(PlanMovesTest, SecondHopMakesRoomForAMovedJob) {
+  Scenario s({8, 2, 1});
+  s.RunningOn(Waiting(10, 1, 90, 0, GpuRequest(2)), 0, 60 * kMinute);
+  s.RunningOn(Waiting(11, 1, 90, 0, GpuRequest(1)), 1, 60 * kMinute);
+  const QueueJob big = Waiting(1, 1, 50, 5, GpuRequest(8));
+  const ClusterState before = s.state;
+  Result<MovePlan> one_hop = PlanMoves(s.state, s.jobs, {0}, big, s.placer);  // job 11 may not move
+  ASSERT_TRUE(one_hop.ok());
+  EXPECT_FALSE(one_hop->found);
+  EXPECT_EQ(one_hop->misses.no_room_whole, 1);
+  Result<MovePlan> plan = PlanMoves(s.state, s.jobs, {0, 1}, big, s.placer);
+  ASSERT_TRUE(plan.ok() && plan->found);
+  EXPECT_EQ(plan->node, 0);
+  EXPECT_EQ(plan->moved, (std::vector<int>{0, 1}));
+  ASSERT_EQ(plan->move_to.size(), 2u);
+  EXPECT_EQ(plan->move_to[0][0].node, 1);
+  EXPECT_EQ(plan->move_to[1][0].node, 2);
+  EXPECT_EQ(plan->moved_gpu_milli, 3000);
+  EXPECT_TRUE(plan->suspended.empty());
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(s.state.usage(n).cpu_milli, before.usage(n).cpu_milli);  // left as found
+  EXPECT_EQ(s.state.totals().device_compute_allocated_milli, before.totals().device_compute_allocated_milli);
+  EXPECT_TRUE(s.state.CheckInvariants().ok());
+}
+
+// A node whose unmovable work keeps the job out is counted as pinned, not as a missing destination.
+TEST(PlanMovesTest, CountsPinnedNodes) {
+  Scenario s({8, 8});
+  s.RunningOn(Waiting(10, 1, 90, 0, GpuRequest(1)), 0, 60 * kMinute);
+  s.RunningOn(Waiting(11, 1, 90, 0, GpuRequest(1)), 0, 60 * kMinute);
+  s.RunningOn(Waiting(12, 1, 90, 0, GpuRequest(4)), 1, 60 * kMinute);
+  s.RunningOn(Waiting(13, 1, 90, 0, GpuRequest(1)), 1, 60 * kMinute);
+  // Only job 10 may move: node 0 stays pinned by job 11, node 1 by job 12.
+  Result<MovePlan> plan = PlanMoves(s.state, s.jobs, {0, 3}, Waiting(1, 1, 50, 5, GpuRequest(8)), s.placer);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->found);
+  EXPECT_EQ(plan->candidates, 2);
+  EXPECT_EQ(plan->misses.pinned, 2);
+}
+
+// Through the pass: with preemption on, the BE job is suspended (no move_to) and the LS job moves; with
+// preemption off the job waits; an equal-priority job is never suspended — it must find room or block the plan.
+TEST(PlanMovesTest, PassCombinesMovesAndPreemption) {
+  std::vector<Tenant> tenants = {MakeTenant(1, "t")};
+  auto run = [&](bool preemption, int other_priority) {
+    Scenario s({8, 2});
+    s.RunningOn(Waiting(10, 1, 90, 0, GpuRequest(1)), 0, 60 * kMinute);
+    s.RunningOn(Waiting(11, 1, other_priority, 0, GpuRequest(1)), 0, 60 * kMinute);
+    s.RunningOn(Waiting(12, 1, 90, 0, GpuRequest(1)), 1, 60 * kMinute);
+    s.jobs.push_back(Waiting(1, 1, 50, 5, GpuRequest(8)));
+    PassOptions o;
+    o.moves = MoveRule::kAnyPriority;
+    o.preemption = preemption;
+    PassResult r = RunSchedulingPass(s.jobs, tenants, s.state, s.placer, kNow, o);
+    EXPECT_TRUE(s.state.CheckInvariants().ok());
+    return std::make_pair(std::move(r), s.state.totals().device_compute_allocated_milli);
+  };
+  auto [r, held] = run(true, 10);
+  const JobDecision& d = r.decisions[0];
+  ASSERT_EQ(d.kind, DecisionKind::kPreempt) << d.reason;
+  EXPECT_EQ(d.victims, (std::vector<int>{0, 1}));
+  ASSERT_EQ(r.suspensions.size(), 2u);
+  EXPECT_EQ(r.suspensions[0].job, 0);
+  ASSERT_EQ(r.suspensions[0].move_to.size(), 1u);
+  EXPECT_EQ(r.suspensions[0].move_to[0].node, 1);
+  EXPECT_EQ(r.suspensions[1].job, 1);
+  EXPECT_TRUE(r.suspensions[1].move_to.empty());
+  EXPECT_NE(d.reason.find("moves job 10"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("suspends job 11"), std::string::npos) << d.reason;
+  EXPECT_EQ(r.stats.moved, 1);
+  EXPECT_EQ(r.stats.suspended, 2);
+  EXPECT_EQ(held, 10000);  // the big job, the moved one, the one already on n1; the BE job's GPU released
+  EXPECT_EQ(run(false, 10).first.decisions[0].kind, DecisionKind::kWait);
+  EXPECT_EQ(run(true, 50).first.decisions[0].kind, DecisionKind::kWait);
+}
+
 }  // namespace
 }  // namespace xpool

@@ -144,7 +144,7 @@ std::vector<int> RankVictims(const std::vector<QueueJob>& jobs,
                              const std::vector<int>& tenant_of, const std::vector<bool>& excluded,
                              const QueueJob& preemptor, bool preemptor_within_guarantee,
                              const TenantLedger& ledger, const PreemptionRules& rules,
-                             TimeMicros now) {
+                             TimeMicros now, const std::vector<ResourceAmounts>* held) {
   const bool within = preemptor_within_guarantee;
   std::vector<ResourceAmounts> remaining;  // tenant usage after the victims taken so far
   remaining.reserve(ledger.size());
@@ -167,7 +167,7 @@ std::vector<int> RankVictims(const std::vector<QueueJob>& jobs,
         const VictimVerdict verdict =
             JudgeVictim(preemptor, within, jobs[v], still_above, rules, now);
         if (!IsVictim(verdict)) continue;
-        remaining[t].Subtract(HeldBy(jobs[v]));
+        remaining[t].Subtract(held != nullptr ? (*held)[v] : HeldBy(jobs[v]));
         ranked.push_back(v);
       }
     }

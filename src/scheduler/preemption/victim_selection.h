@@ -75,13 +75,15 @@ std::vector<int> SortRunningForPreemption(const std::vector<QueueJob>& jobs,
 // The eligible victims for `preemptor`, in rank order (rules 1 and 2 above). `by_running_order`
 // comes from SortRunningForPreemption; `preemptor_within_guarantee` as for JudgeVictim;
 // `tenant_of[i]` is the ledger index of jobs[i]'s tenant (-1: unknown, never a victim);
-// `excluded[i]` (optional, may be empty) marks jobs already taken by an earlier decision.
+// `excluded[i]` (optional, may be empty) marks jobs already taken by an earlier decision;
+// `held[i]` (optional) is HeldBy(jobs[i]) for every running job, computed once by a caller that
+// ranks many times.
 std::vector<int> RankVictims(const std::vector<QueueJob>& jobs,
                              const std::vector<int>& by_running_order,
                              const std::vector<int>& tenant_of, const std::vector<bool>& excluded,
                              const QueueJob& preemptor, bool preemptor_within_guarantee,
                              const TenantLedger& ledger, const PreemptionRules& rules,
-                             TimeMicros now);
+                             TimeMicros now, const std::vector<ResourceAmounts>* held = nullptr);
 
 struct VictimChoice {
   bool found = false;

@@ -18,47 +18,69 @@ struct Later {
 
 }  // namespace
 
-DrfQueue::DrfQueue(const std::vector<QueueJob>& jobs, std::vector<int> waiting,
+namespace {
+
+std::vector<DrfQueue::Waiting> WaitingOf(const std::vector<QueueJob>& jobs, const std::vector<int>& waiting) {
+  std::vector<DrfQueue::Waiting> out;
+  out.reserve(waiting.size());
+  for (int i : waiting) out.push_back({i, jobs[i].priority, jobs[i].first_submit, jobs[i].id.value()});
+  return out;
+}
+
+}  // namespace
+
+DrfQueue::DrfQueue(const std::vector<QueueJob>& jobs, const std::vector<int>& waiting,
                    const std::vector<int>& tenant_of, const TenantLedger& ledger,
                    const ClusterTotals& totals)
-    : jobs_(jobs),
-      tenant_of_(tenant_of),
-      ledger_(ledger),
-      totals_(totals),
-      order_(std::move(waiting)) {
-  // Sort compact keys rather than comparing through the (large) jobs.
+    : DrfQueue(WaitingOf(jobs, waiting), tenant_of, ledger, totals) {}
+
+DrfQueue::DrfQueue(const std::vector<Waiting>& waiting, const std::vector<int>& tenant_of,
+                   const TenantLedger& ledger, const ClusterTotals& totals)
+    : tenant_of_(tenant_of), ledger_(ledger), totals_(totals), order_(waiting.size()) {
+  // Sort compact keys rather than comparing through the (large) jobs: first into one bucket per
+  // (priority, tenant) — a counting sort, since there are few of both — then each bucket by (first
+  // submit, id), small sorts that stay in cache.
   struct Key {
-    int neg_priority;
-    int tenant;
     TimeMicros submit;
     int64_t id;
     int index;
+    int bucket;  // (kMaxPriority - priority) * tenants + tenant
   };
+  const int tenants = std::max(1, ledger_.size());
   std::vector<Key> keys;
-  keys.reserve(order_.size());
-  for (int i : order_) {
-    keys.push_back(
-        {-jobs_[i].priority, tenant_of_[i], jobs_[i].first_submit, jobs_[i].id.value(), i});
+  keys.reserve(waiting.size());
+  std::vector<int> bucket_start(static_cast<size_t>(kMaxPriority + 1) * tenants + 1, 0);
+  for (const Waiting& w : waiting) {
+    const int bucket = (kMaxPriority - w.priority) * tenants + tenant_of_[w.index];
+    keys.push_back({w.first_submit, w.id, w.index, bucket});
+    ++bucket_start[bucket + 1];
   }
-  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-    return std::tie(a.neg_priority, a.tenant, a.submit, a.id) <
-           std::tie(b.neg_priority, b.tenant, b.submit, b.id);
-  });
-  order_keys_.resize(keys.size());
-  for (size_t k = 0; k < keys.size(); ++k) {
-    order_[k] = keys[k].index;
-    order_keys_[k] = {keys[k].submit, keys[k].id};
+  for (size_t b = 1; b < bucket_start.size(); ++b) bucket_start[b] += bucket_start[b - 1];
+  std::vector<Key> sorted(keys.size());
+  {
+    std::vector<int> next(bucket_start.begin(), bucket_start.end() - 1);
+    for (const Key& k : keys) sorted[next[k.bucket]++] = k;
+  }
+  const auto by_submit = [](const Key& a, const Key& b) {
+    return std::tie(a.submit, a.id, a.index) < std::tie(b.submit, b.id, b.index);
+  };
+  order_keys_.resize(sorted.size());
+  int last_level = -1;
+  for (size_t b = 0; b + 1 < bucket_start.size(); ++b) {  // one run per non-empty bucket
+    const int begin = bucket_start[b];
+    const int end = bucket_start[b + 1];
+    if (begin == end) continue;
+    std::sort(sorted.begin() + begin, sorted.begin() + end, by_submit);
+    const int level = static_cast<int>(b) / tenants;
+    if (level != last_level) level_starts_.push_back(static_cast<int>(runs_.size()));
+    last_level = level;
+    runs_.push_back({begin, end, static_cast<int>(b) % tenants});
+  }
+  for (size_t k = 0; k < sorted.size(); ++k) {
+    order_[k] = sorted[k].index;
+    order_keys_[k] = {sorted[k].submit, sorted[k].id};
   }
   shares_.resize(ledger_.size());
-  const int n = static_cast<int>(order_.size());
-  for (int i = 0; i < n; ++i) {
-    const int job = order_[i];
-    const bool new_level = i == 0 || jobs_[order_[i - 1]].priority != jobs_[job].priority;
-    if (new_level) level_starts_.push_back(static_cast<int>(runs_.size()));
-    if (new_level || tenant_of_[order_[i - 1]] != tenant_of_[job])
-      runs_.push_back({i, i, tenant_of_[job]});
-    runs_.back().end = i + 1;
-  }
   level_starts_.push_back(static_cast<int>(runs_.size()));
 }
 
@@ -86,6 +108,11 @@ bool DrfQueue::StartNextLevel() {
 }
 
 int DrfQueue::Next() {
+  const int position = NextPosition();
+  return position < 0 ? -1 : order_[position];
+}
+
+int DrfQueue::NextPosition() {
   if (last_run_ >= 0 && runs_[last_run_].begin < runs_[last_run_].end) Push(last_run_);
   last_run_ = -1;
   while (heap_.empty()) {
@@ -95,7 +122,7 @@ int DrfQueue::Next() {
   const int run = heap_.back().run;
   heap_.pop_back();
   last_run_ = run;
-  return order_[runs_[run].begin++];
+  return runs_[run].begin++;
 }
 
 void DrfQueue::RerankAll() {
@@ -122,7 +149,7 @@ std::vector<int> OrderQueue(const std::vector<QueueJob>& jobs, const std::vector
       waiting.push_back(static_cast<int>(i));
     }
   }
-  DrfQueue queue(jobs, std::move(waiting), tenant_of, ledger, totals);
+  DrfQueue queue(jobs, waiting, tenant_of, ledger, totals);
   std::vector<int> order;
   for (int j = queue.Next(); j >= 0; j = queue.Next()) order.push_back(j);
   return order;

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "scheduler/queue/internal/test_support.h"
@@ -99,6 +101,60 @@ TEST(DrfQueueTest, TenantsTakeTurnsWithinAPass) {
   EXPECT_EQ(placed, (std::vector<int64_t>{1, 101, 2, 102, 3, 103, 4, 104}));
   EXPECT_EQ(r.stats.placed, 8);
   EXPECT_EQ(r.stats.waiting, 4);
+}
+
+// DrfQueue against a straightforward reference on seeded random queues: at each step, among the
+// waiting jobs of the highest priority left, the tenant with the lowest dominant share as it is
+// now, then the earliest (first submit, id) head, gives its earliest job. Between steps the tenant
+// just served sometimes gains usage (as a placement books it), which changes its share.
+TEST(DrfQueueTest, MatchesAReferenceOnRandomQueues) {
+  std::mt19937_64 rng(17);
+  ClusterTotals totals;
+  totals.device_compute_capacity_milli = 64000;
+  totals.device_memory_capacity_mib = 64 * 81920;
+  totals.cpu_capacity_milli = 512000;
+  for (int round = 0; round < 40; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const int tenant_count = 1 + static_cast<int>(rng() % 12);
+    std::vector<Tenant> tenants;
+    for (int t = 0; t < tenant_count; ++t) tenants.push_back(MakeTenant(1 + t, "t" + std::to_string(t)));
+    TenantLedger ledger(tenants);
+    std::vector<QueueJob> jobs;
+    std::vector<int> tenant_of;
+    std::vector<int> waiting;
+    const int n = 1 + static_cast<int>(rng() % 300);
+    const int priorities[] = {0, 10, 50, 50, 90, 100};
+    for (int i = 0; i < n; ++i) {
+      const int t = static_cast<int>(rng() % tenant_count);
+      // Ids unique but not in submit order; submits often tie.
+      jobs.push_back(Waiting(1000 - i, 1 + t, priorities[rng() % 6], static_cast<TimeMicros>(rng() % 20),
+                             GpuRequest(1)));
+      tenant_of.push_back(t);
+      if (rng() % 5 != 0) waiting.push_back(i);
+    }
+    for (int t = 0; t < tenant_count; ++t) {
+      ledger.Add(t, 50, {static_cast<int64_t>(rng() % 8) * 1000, static_cast<int64_t>(rng() % 8) * 81920,
+                         static_cast<int64_t>(rng() % 64) * 1000, 1});
+    }
+    DrfQueue queue(jobs, waiting, tenant_of, ledger, totals);
+    std::vector<bool> done(jobs.size(), true);
+    for (int i : waiting) done[i] = false;
+    for (size_t step = 0; step < waiting.size(); ++step) {
+      int best = -1;
+      auto key = [&](int i) {
+        return std::make_tuple(-jobs[i].priority, ledger.DominantSharePpb(tenant_of[i], totals), jobs[i].first_submit,
+                               jobs[i].id.value());
+      };
+      for (size_t i = 0; i < jobs.size(); ++i) {
+        if (!done[i] && (best < 0 || key(static_cast<int>(i)) < key(best))) best = static_cast<int>(i);
+      }
+      const int got = queue.Next();
+      ASSERT_EQ(got, best) << "step " << step;
+      done[best] = true;
+      if (rng() % 2 == 0) ledger.Add(tenant_of[best], jobs[best].priority, {1000, 81920, 8000, 1});
+    }
+    EXPECT_EQ(queue.Next(), -1);
+  }
 }
 
 }  // namespace

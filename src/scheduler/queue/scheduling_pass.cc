@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -19,6 +20,11 @@ namespace {
 // What the pass remembers about a request shape (see the header: answers stay true until the next
 // suspension, which bumps the epoch).
 struct ShapeMemo {
+  // What the shape is (filled by Setup): a job of that shape (its request and replicas stand for
+  // all of them), its demand, whether the unfit frontier may answer it.
+  int job = -1;
+  ResourceAmounts demand;
+  bool plain = false;
   int64_t wait_epoch = -1;  // placement answered kWait at this room epoch
   std::string wait_reason;
   bool never_fits = false;
@@ -27,7 +33,7 @@ struct ShapeMemo {
 struct PreemptMemo {
   int64_t epoch = -1;
   int failed_priority = -1;  // the victim search failed at this priority or above: fails below too
-  std::string reason;
+  std::string reason;        // why, as appended to the job's wait reason ("; ..."), or empty
 };
 
 class Pass {
@@ -41,15 +47,18 @@ class Pass {
         options_(options),
         ledger_(tenants),
         tenant_of_(jobs.size(), -1),
-        taken_(jobs.size(), false) {}
+        info_(jobs.size()),
+        taken_(jobs.size(), false),
+        held_(jobs.size()) {}
 
   PassResult Run();
 
  private:
-  std::vector<int> Setup();
-  void Consider(int j);
-  bool KnownUnfit(ShapeMemo& memo, const TaskRequest& request);
-  bool TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, std::string* reason);
+  std::vector<DrfQueue::Waiting> Setup();
+  struct JobInfo;
+  void Consider(int j, const JobInfo& info);
+  bool KnownUnfit(ShapeMemo& memo);
+  bool TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, std::string_view* tail);
   bool TryMove(int j, int t, int shape);
   void CommitMoves(int j, int t, MovePlan plan);
   void RoomChanged(const std::vector<int>& nodes);
@@ -65,7 +74,17 @@ class Pass {
   const PassOptions& options_;
   TenantLedger ledger_;
   std::vector<int> tenant_of_;
+  // Per job, filled by Setup's one sequential sweep over the jobs, so that the queue walk (in DRF
+  // order, all over memory) reads one small record per job instead of the job.
+  struct JobInfo {
+    int tenant = -1;
+    int shape = -1;  // waiting jobs only
+    int priority = 0;
+  };
+  std::vector<JobInfo> info_;
+  int current_priority_ = 0;  // of the job being considered
   std::vector<bool> taken_;  // running jobs chosen as victims in this pass
+  std::vector<ResourceAmounts> held_;  // per running job: HeldBy (victim ranking reads it often)
   std::vector<int> by_running_order_;
   int min_victim_priority_ = std::numeric_limits<int>::max();
   int64_t largest_device_memory_ = 0;
@@ -93,8 +112,8 @@ class Pass {
 };
 
 // Validates, books running jobs in the ledger, and returns the waiting jobs.
-std::vector<int> Pass::Setup() {
-  std::vector<int> waiting;
+std::vector<DrfQueue::Waiting> Pass::Setup() {
+  std::vector<DrfQueue::Waiting> waiting;
   std::vector<int> running;
   for (int n = 0; n < state_.node_count(); ++n) {
     for (const Device& d : state_.node(n).devices)
@@ -102,6 +121,7 @@ std::vector<int> Pass::Setup() {
   }
   for (int j = 0; j < static_cast<int>(jobs_.size()); ++j) {
     const QueueJob& job = jobs_[j];
+    info_[j].priority = job.priority;
     const int t = ledger_.IndexOf(job.tenant);
     Status bad = ValidateQueueJob(job);
     if (bad.ok() && t < 0)
@@ -115,14 +135,24 @@ std::vector<int> Pass::Setup() {
     }
     tenant_of_[j] = t;
     if (job.state == QueueJobState::kRunning) {
-      ledger_.Add(t, job.priority, HeldBy(job));
+      held_[j] = HeldBy(job);
+      ledger_.Add(t, job.priority, held_[j]);
       running.push_back(j);
       if (job.preemptible && now_ - job.last_start >= options_.rules.min_runtime &&
           job.suspensions_last_hour < options_.rules.max_suspensions_per_hour) {
         min_victim_priority_ = std::min(min_victim_priority_, job.priority);
       }
     } else {
-      waiting.push_back(j);
+      waiting.push_back({j, job.priority, job.first_submit, job.id.value()});
+      const int shape = shapes_.IdOf(job.request, job.replicas);
+      info_[j].tenant = t;
+      info_[j].shape = shape;
+      if (shape == static_cast<int>(shape_memo_.size())) {
+        ShapeMemo& memo = shape_memo_.emplace_back();
+        memo.job = j;
+        memo.demand = DemandOf(job, largest_device_memory_);
+        memo.plain = internal::UnfitFrontier::Eligible(job.request);
+      }
     }
   }
   by_running_order_ = SortRunningForPreemption(jobs_, running, now_);
@@ -130,13 +160,18 @@ std::vector<int> Pass::Setup() {
 }
 
 PassResult Pass::Run() {
-  std::vector<int> waiting = Setup();
+  std::vector<DrfQueue::Waiting> waiting = Setup();
   std::vector<JobDecision> rejected = std::move(result_.decisions);
   result_.decisions.clear();
   result_.decisions.reserve(waiting.size() + rejected.size());
-  DrfQueue queue(jobs_, std::move(waiting), tenant_of_, ledger_, state_.totals());
-  for (int j = queue.Next(); j >= 0; j = queue.Next()) {
-    Consider(j);
+  DrfQueue queue(waiting, tenant_of_, ledger_, state_.totals());
+  // The records in queue order, gathered in one tight loop (its cache misses overlap) rather than
+  // one by one as the walk reaches each job.
+  const std::vector<int>& order = queue.order();
+  std::vector<JobInfo> info_in_order(order.size());
+  for (size_t k = 0; k < order.size(); ++k) info_in_order[k] = info_[order[k]];
+  for (int k = queue.NextPosition(); k >= 0; k = queue.NextPosition()) {
+    Consider(order[k], info_in_order[k]);
     if (rerank_) {
       queue.RerankAll();
       rerank_ = false;
@@ -146,29 +181,32 @@ PassResult Pass::Run() {
   return std::move(result_);
 }
 
-void Pass::Consider(int j) {
-  const QueueJob& job = jobs_[j];
-  const int t = tenant_of_[j];
-  const ResourceAmounts demand = DemandOf(job, largest_device_memory_);
-  if (std::string limit = ledger_.LimitReason(t, job.priority, demand); !limit.empty()) {
+void Pass::Consider(int j, const JobInfo& info) {
+  const QueueJob& job = jobs_[j];  // read only to place it: the shape's job stands for it otherwise
+  current_priority_ = info.priority;
+  const int t = info.tenant;
+  const int shape = info.shape;
+  ShapeMemo& memo = shape_memo_[shape];
+  const ResourceAmounts& demand = memo.demand;
+  if (std::string limit = ledger_.LimitReason(t, info.priority, demand); !limit.empty()) {
     Decide(j, DecisionKind::kWait, std::move(limit));
     return;
   }
-  const int shape = shapes_.IdOf(job.request, job.replicas);
-  if (shape >= static_cast<int>(shape_memo_.size())) shape_memo_.resize(shape + 1);
-  ShapeMemo& memo = shape_memo_[shape];
   if (memo.never_fits) {
     Decide(j, DecisionKind::kNeverFits, memo.never_reason);
     return;
   }
-  std::string reason;
-  const bool plain = internal::UnfitFrontier::Eligible(job.request);
-  const std::string* covered = nullptr;
-  if (KnownUnfit(memo, job.request)) {
-    reason = memo.wait_reason;
-  } else if (plain && (covered = frontier_.Covering(job.request, job.replicas)) != nullptr) {
-    reason = *covered;
-  } else {
+  // The wait reason: a remembered one (stays put until the job is decided) or the placer's.
+  std::string asked;
+  const std::string* reason = nullptr;
+  const bool plain = memo.plain;
+  if (KnownUnfit(memo)) {
+    reason = &memo.wait_reason;
+  } else if (plain) {
+    const QueueJob& like = jobs_[memo.job];  // same request and replicas
+    reason = frontier_.Covering(like.request, like.replicas);
+  }
+  if (reason == nullptr) {
     ++result_.stats.placer_calls;
     JobPlacement p = placer_.Place(state_, job.request, job.replicas);
     if (p.kind == OutcomeKind::kPlaced) {
@@ -199,19 +237,27 @@ void Pass::Consider(int j) {
     memo.wait_epoch = room_epoch_;
     memo.wait_reason = p.reason;
     if (plain) frontier_.Add(job.request, job.replicas, p.reason);
-    reason = std::move(p.reason);
+    asked = std::move(p.reason);
+    reason = &asked;
   }
   if (TryMove(j, t, shape)) return;
-  if (!TryPreempt(j, t, shape, demand, &reason)) Decide(j, DecisionKind::kWait, std::move(reason));
+  std::string_view tail;
+  if (TryPreempt(j, t, shape, demand, &tail)) return;
+  // One allocation per waiting job: 100,000 of them per pass on a long queue.
+  std::string text;
+  text.reserve(reason->size() + tail.size());
+  text.append(*reason).append(tail);
+  Decide(j, DecisionKind::kWait, std::move(text));
 }
 
-bool Pass::KnownUnfit(ShapeMemo& memo, const TaskRequest& request) {
+bool Pass::KnownUnfit(ShapeMemo& memo) {
   if (memo.wait_epoch < 0) return false;
   if (memo.wait_epoch == room_epoch_) return true;
   // Room appeared only on nodes touched since: if no replica fits any of them, nothing changed for
   // this shape.
   auto it = std::upper_bound(touched_.begin(), touched_.end(),
                              std::make_pair(memo.wait_epoch, std::numeric_limits<int>::max()));
+  const TaskRequest& request = jobs_[memo.job].request;
   NodeCandidate candidate;
   NodeVerdict verdict;
   for (; it != touched_.end(); ++it) {
@@ -221,24 +267,24 @@ bool Pass::KnownUnfit(ShapeMemo& memo, const TaskRequest& request) {
   return true;
 }
 
-bool Pass::TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, std::string* reason) {
+// True when the job preempts (decided); otherwise `tail` is what its wait reason gets appended.
+bool Pass::TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, std::string_view* tail) {
   const QueueJob& job = jobs_[j];
   if (!options_.preemption) return false;
   const bool within = ledger_.WithinGuarantee(t, demand);
-  if (job.priority <= min_victim_priority_ && !within) return false;
+  if (current_priority_ <= min_victim_priority_ && !within) return false;
   if (result_.stats.victim_searches >= options_.max_victim_searches) {
-    *reason += deferred_;
+    *tail = deferred_;
     return false;
   }
-  if (shape < 0) shape = shapes_.IdOf(job.request, job.replicas);
   const int64_t key = (static_cast<int64_t>(shape) << 32) | (within ? t + 1 : 0);
   PreemptMemo& memo = preempt_memo_[key];
-  if (memo.epoch == epoch_ && memo.failed_priority >= job.priority) {
-    if (!memo.reason.empty()) *reason += "; " + memo.reason;
+  if (memo.epoch == epoch_ && memo.failed_priority >= current_priority_) {
+    *tail = memo.reason;
     return false;
   }
   std::vector<int> ranked = RankVictims(jobs_, by_running_order_, tenant_of_, taken_, job, within,
-                                        ledger_, options_.rules, now_);
+                                        ledger_, options_.rules, now_, &held_);
   VictimChoice choice;
   choice.reason = "no running job may be suspended for it";
   if (!ranked.empty()) {
@@ -251,8 +297,8 @@ bool Pass::TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, st
     }
   }
   if (!choice.found) {
-    memo = {epoch_, job.priority, choice.reason};
-    if (!choice.reason.empty()) *reason += "; " + choice.reason;
+    memo = {epoch_, job.priority, choice.reason.empty() ? std::string() : "; " + choice.reason};
+    *tail = memo.reason;
     return false;
   }
   Commit(j, t, std::move(choice), within);
@@ -275,16 +321,9 @@ bool Pass::TryMove(int j, int t, int shape) {
   // least as much to move: it is not searched again until a suspension changes the running set.
   const bool frontier = options_.moves == MoveRule::kAnyPriority && internal::UnfitFrontier::Eligible(job.request);
   if (frontier && move_frontier_.Covering(job.request, 1) != nullptr) return false;
-  // Moves only shuffle what runs: the cluster as a whole must have the room the job asks for.
-  const ClusterTotals& totals = state_.totals();
-  const TaskRequest& q = job.request;
-  if (totals.device_compute_capacity_milli - totals.device_compute_allocated_milli <
-          q.device_count * std::min<int64_t>(q.device_compute_milli, 1000) ||
-      totals.cpu_capacity_milli - totals.cpu_allocated_milli < q.cpu_milli) {
-    memo->second = epoch_;
-    return false;
-  }
   std::vector<int> movable;
+  std::vector<int> suspendable;  // lower priority: suspended instead when they find no room (preemption on)
+  int64_t room_gpu = 0, room_cpu = 0;  // held by the suspendable jobs
   for (int v : by_running_order_) {
     const QueueJob& r = jobs_[v];
     if (taken_[v] || tenant_of_[v] < 0 || !r.preemptible || r.allocations.size() != 1 || r.replicas != 1) continue;
@@ -294,13 +333,28 @@ bool Pass::TryMove(int j, int t, int shape) {
     }
     if (options_.moves == MoveRule::kLowerPriority && r.priority >= job.priority) continue;
     movable.push_back(v);
+    if (options_.preemption && r.priority < job.priority) {
+      suspendable.push_back(v);
+      for (const DeviceGrant& g : r.allocations.front().devices) room_gpu += g.compute_milli;
+      room_cpu += r.allocations.front().cpu_milli;
+    }
+  }
+  // Moves only shuffle what runs: the cluster as a whole must have the room the job asks for, counting what the
+  // suspendable jobs hold.
+  const ClusterTotals& totals = state_.totals();
+  const TaskRequest& q = job.request;
+  if (totals.device_compute_capacity_milli - totals.device_compute_allocated_milli + room_gpu <
+          q.device_count * std::min<int64_t>(q.device_compute_milli, 1000) ||
+      totals.cpu_capacity_milli - totals.cpu_allocated_milli + room_cpu < q.cpu_milli) {
+    memo->second = epoch_;
+    return false;
   }
   if (movable.empty()) {
     memo->second = epoch_;
     return false;
   }
   ++result_.stats.move_searches;
-  Result<MovePlan> plan = PlanMoves(state_, jobs_, movable, job, placer_, options_.max_move_nodes);
+  Result<MovePlan> plan = PlanMoves(state_, jobs_, movable, job, placer_, options_.max_move_nodes, suspendable);
   if (!plan.ok() || !plan->found) {
     memo->second = epoch_;
     if (frontier) move_frontier_.Add(job.request, 1, "");
@@ -313,6 +367,7 @@ bool Pass::TryMove(int j, int t, int shape) {
 void Pass::CommitMoves(int j, int t, MovePlan plan) {
   const QueueJob& job = jobs_[j];
   for (int v : plan.moved) (void)state_.Release(jobs_[v].allocations.front());  // PlanMoves checked them
+  for (int v : plan.suspended) (void)state_.Release(jobs_[v].allocations.front());
   for (const Allocation& a : plan.allocations) (void)state_.Apply(a);
   placer_.OnBooked(state_, job.request, plan.allocations);
   std::string reason;
@@ -335,13 +390,24 @@ void Pass::CommitMoves(int j, int t, MovePlan plan) {
                                    std::move(plan.move_to[i])});
     touched.push_back(from);
   }
+  for (int v : plan.suspended) {  // lower priority, no room elsewhere: a plain preemption
+    const QueueJob& victim = jobs_[v];
+    ledger_.Remove(tenant_of_[v], victim.priority, HeldBy(victim));
+    taken_[v] = true;
+    if (!reason.empty()) reason += "; ";
+    reason += PreemptorReason(victim, TenantName(v), VictimVerdict::kByPriority, job, TenantName(j));
+    result_.suspensions.push_back(
+        {v, j, VictimReason(victim, TenantName(v), VictimVerdict::kByPriority, job, TenantName(j)), {}});
+    touched.push_back(victim.allocations.front().node);
+  }
   ledger_.Add(t, job.priority, AmountsOf(plan.allocations));
   rerank_ = true;
   ++epoch_;
   RoomChanged(touched);
-  result_.stats.suspended += static_cast<int>(plan.moved.size());
+  result_.stats.suspended += static_cast<int>(plan.moved.size() + plan.suspended.size());
   result_.stats.moved += static_cast<int>(plan.moved.size());
   Decide(j, DecisionKind::kPreempt, std::move(reason), std::move(plan.allocations));
+  plan.moved.insert(plan.moved.end(), plan.suspended.begin(), plan.suspended.end());
   result_.decisions.back().victims = std::move(plan.moved);
 }
 
@@ -399,7 +465,7 @@ void Pass::Decide(int j, DecisionKind kind, std::string reason,
       break;
     case DecisionKind::kWait:
       ++s.waiting;
-      top_waiting_priority_ = std::max(top_waiting_priority_, jobs_[j].priority);
+      top_waiting_priority_ = std::max(top_waiting_priority_, current_priority_);
       break;
     case DecisionKind::kNeverFits:
       ++s.never_fits;

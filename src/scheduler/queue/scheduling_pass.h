@@ -18,7 +18,9 @@
 //      released and the job's booked in `state`; both sides get a reason.
 //   Before 3, with PassOptions::moves on: defragmentation — if moving a few running jobs to other nodes opens a
 //   node for the job (PlanMoves), they move and the job is booked there: a kPreempt decision whose victims are
-//   the moved jobs, each with a SuspendDecision carrying `move_to` (where it restarts at once). A caller that
+//   the moved jobs, each with a SuspendDecision carrying `move_to` (where it restarts at once). With preemption
+//   on, a lower-priority job on that node that finds no room elsewhere is suspended instead (a victim without
+//   `move_to`), so moves and preemption combine on one node. A caller that
 //   cannot restart at once may treat it as a plain suspension: the job returns to the queue keeping its place.
 //   Only while no job of higher priority was left waiting in this pass. Move searches have their own budget per pass (PassOptions::max_move_searches); a failed one is not repeated
 //   for the same shape, nor (moves of any priority) for a plain request at least as large, until a suspension.

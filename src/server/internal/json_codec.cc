@@ -1,5 +1,6 @@
 #include "server/internal/json_codec.h"
 
+#include <charconv>
 #include <cstdio>
 #include <ctime>
 
@@ -336,6 +337,103 @@ Json JobToJson(const JobRecord& job, const std::string& tenant_name, const std::
     }
   }
   return j;
+}
+
+std::string SpecText(const JobSpec& spec) { return SpecJson(spec).dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+namespace {
+
+// `s` as a JSON string exactly as nlohmann's dump writes it (the replace handler, no ASCII escaping): plain
+// printable ASCII directly, anything else through nlohmann itself.
+void AppendString(std::string* out, std::string_view s) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) {
+      out->append(Json(std::string(s)).dump(-1, ' ', false, Json::error_handler_t::replace));
+      return;
+    }
+  }
+  out->push_back('"');
+  out->append(s);
+  out->push_back('"');
+}
+
+void AppendInt(std::string* out, int64_t v) {
+  char buf[24];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  out->append(buf, end);
+}
+
+}  // namespace
+
+void AppendJobJson(std::string* out, const JobRecord& job, const std::string& tenant_name, const std::string& reason,
+                   const std::vector<AllocationRecord>* placement, std::string_view spec_text) {
+  // nlohmann's objects keep their keys sorted: the same order here.
+  out->append("{\"id\":");
+  AppendInt(out, job.id.value());
+  out->append(",\"name\":");
+  AppendString(out, job.spec.name);
+  out->append(",\"placement\":[");
+  if (placement != nullptr) {
+    for (size_t i = 0; i < placement->size(); ++i) {
+      const AllocationRecord& a = (*placement)[i];
+      out->append(i == 0 ? "{\"cpu_milli\":" : ",{\"cpu_milli\":");
+      AppendInt(out, a.cpu_milli);
+      out->append(",\"devices\":[");
+      for (size_t k = 0; k < a.devices.size(); ++k) {
+        const DeviceGrantRecord& d = a.devices[k];
+        out->append(k == 0 ? "{\"compute_milli\":" : ",{\"compute_milli\":");
+        AppendInt(out, d.compute_milli);
+        out->append(",\"memory_mib\":");
+        AppendInt(out, d.memory_mib);
+        out->append(",\"uuid\":");
+        AppendString(out, d.device_uuid);
+        out->push_back('}');
+      }
+      out->append("],\"memory_mib\":");
+      AppendInt(out, a.memory_mib);
+      out->append(",\"node\":");
+      AppendString(out, a.node);
+      out->append(",\"replica\":");
+      AppendInt(out, a.replica);
+      out->push_back('}');
+    }
+  }
+  out->append("],\"priority\":");
+  AppendInt(out, job.priority);
+  out->append(",\"reason\":");
+  AppendString(out, reason);
+  out->append(",\"replicas\":");
+  AppendInt(out, job.spec.replicas);
+  const ResourceSpec& r = job.spec.resources;
+  out->append(",\"resources\":{\"cpu_milli\":");
+  AppendInt(out, r.cpu_milli);
+  out->append(",\"gpu\":");
+  AppendInt(out, r.gpu);
+  out->append(",\"gpucores\":");
+  AppendInt(out, r.gpucores);
+  out->append(",\"gpumem_mib\":");
+  AppendInt(out, r.gpumem_mib);
+  out->append(",\"gpumem_percent\":");
+  AppendInt(out, r.gpumem_percentage);
+  out->append(",\"memory_mib\":");
+  AppendInt(out, r.memory_mib);
+  out->append("},\"restart_count\":");
+  AppendInt(out, job.restart_count);
+  out->append(",\"spec\":");
+  out->append(spec_text);
+  out->append(",\"state\":");
+  AppendString(out, JobStateName(job.state));
+  out->append(",\"state_reason\":");
+  AppendString(out, job.state_reason);
+  out->append(",\"submitted_at\":");
+  AppendString(out, FormatTime(job.submitted_us));
+  out->append(",\"submitted_at_us\":");
+  AppendInt(out, job.submitted_us);
+  out->append(",\"tenant\":");
+  AppendString(out, tenant_name);
+  out->append(",\"updated_at\":");
+  AppendString(out, FormatTime(job.updated_us));
+  out->push_back('}');
 }
 
 Json EventToJson(const EventRecord& e) {

@@ -41,8 +41,14 @@ Json TenantToJson(const TenantRecord& tenant);
 // `spec`: the job's spec as JSON when the caller has it (SpecJson), else it is made here.
 Json JobToJson(const JobRecord& job, const std::string& tenant_name, const std::string& reason,
                const std::vector<AllocationRecord>* placement, const Json* spec = nullptr);
-// The spec as the API shows it (JobSpecToJson's canonical form as a JSON value).
+// The text of JobToJson(...).dump(-1, ' ', false, replace), appended to `out` without building the tree (the API
+// writes job lists of up to 1,000 jobs this way); `spec_text` is SpecText(job.spec). json_codec_test checks
+// that both agree.
+void AppendJobJson(std::string* out, const JobRecord& job, const std::string& tenant_name, const std::string& reason,
+                   const std::vector<AllocationRecord>* placement, std::string_view spec_text);
+// The spec as the API shows it (JobSpecToJson's canonical form as a JSON value), and as compact text.
 Json SpecJson(const JobSpec& spec);
+std::string SpecText(const JobSpec& spec);
 Json EventToJson(const EventRecord& event);
 
 // RFC 3339 UTC with milliseconds: "2026-11-30T13:05:51.123Z".

@@ -98,6 +98,18 @@ Result<EventRecord> EventFromRow(const SqlRow& r) {
   return e;
 }
 
+// The events a SELECT of (id, time_us, job_id, kind, from_state, to_state, reason) returns, in its order.
+Result<std::vector<EventRecord>> QueryEvents(SqlBackend& db, const std::string& sql,
+                                             const std::vector<SqlValue>& params) {
+  ASSIGN_OR_RETURN(SqlResult r, db.Query(sql, params));
+  std::vector<EventRecord> out;
+  for (const SqlRow& row : r.rows) {
+    ASSIGN_OR_RETURN(EventRecord e, EventFromRow(row));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 std::string StateText(std::optional<JobState> s) { return s ? std::string(JobStateName(*s)) : std::string(); }
 
 }  // namespace
@@ -731,13 +743,7 @@ Result<std::vector<EventRecord>> SqlStore::JobEvents(JobId job, int limit) {
   } else {
     sql += " ORDER BY id";
   }
-  ASSIGN_OR_RETURN(SqlResult r, db.Query(sql, params));
-  std::vector<EventRecord> out;
-  for (const SqlRow& row : r.rows) {
-    ASSIGN_OR_RETURN(EventRecord e, EventFromRow(row));
-    out.push_back(std::move(e));
-  }
-  return out;
+  return QueryEvents(db, sql, params);
 }
 
 Result<std::vector<EventRecord>> SqlStore::EventsSince(int64_t after_id, int limit) {
@@ -750,13 +756,7 @@ Result<std::vector<EventRecord>> SqlStore::EventsSince(int64_t after_id, int lim
     sql += " LIMIT $2";
     params.push_back(Int(limit));
   }
-  ASSIGN_OR_RETURN(SqlResult r, db.Query(sql, params));
-  std::vector<EventRecord> out;
-  for (const SqlRow& row : r.rows) {
-    ASSIGN_OR_RETURN(EventRecord e, EventFromRow(row));
-    out.push_back(std::move(e));
-  }
-  return out;
+  return QueryEvents(db, sql, params);
 }
 
 }  // namespace xpool::store_internal

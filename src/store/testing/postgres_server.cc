@@ -1,10 +1,7 @@
 #include "store/testing/postgres_server.h"
 
-#include <arpa/inet.h>
 #include <libpq-fe.h>
-#include <netinet/in.h>
 #include <pwd.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -12,29 +9,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/testing/free_port.h"
+
 namespace xpool::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
 bool IsExecutable(const fs::path& p) { return ::access(p.c_str(), X_OK) == 0; }
-
-int FreeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -94,7 +76,7 @@ Result<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
   }
   // A free port can be taken between our probe and the server's bind; retry a few times.
   for (int attempt = 0; attempt < 5 && !server->started_; ++attempt) {
-    server->port_ = FreeLoopbackPort();
+    server->port_ = FreePort();
     const std::string server_log = server->dir_ + "/server.log";
     cmd = server->run_as_ + server->bin_dir_ + "/pg_ctl -D " + data + " -l " + server_log + " -w -t 60 -o \"-c " +
           "listen_addresses=127.0.0.1 -p " + std::to_string(server->port_) + " -k " + server->dir_ +

@@ -14,6 +14,7 @@
 
 #include "vgpu/cuda_abi.h"
 #include "vgpu/fake_driver/fake_devices.h"
+#include "vgpu/internal/array_bytes.h"
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -21,6 +22,7 @@ namespace {
 
 using xpool::vgpu::fake::Devices;
 using xpool::vgpu::fake::kMaxFakeDevices;
+using xpool::vgpu::internal::ArrayBytes;
 
 struct CUctx_st_fake {
   int device;
@@ -94,24 +96,9 @@ CUresult Free(uint64_t key) {
   return CUDA_SUCCESS;
 }
 
-uint64_t ElementBytes(CUarray_format format) {
-  switch (format) {
-    case CU_AD_FORMAT_UNSIGNED_INT16:
-    case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF:
-      return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32:
-    case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT:
-      return 4;
-    default:
-      return 1;
-  }
-}
-
 CUresult CreateArray(uint64_t w, uint64_t h, uint64_t d, CUarray_format format, unsigned channels,
                      unsigned long long* key) {
-  uint64_t bytes = w * (h ? h : 1) * (d ? d : 1) * ElementBytes(format) * (channels ? channels : 1);
+  uint64_t bytes = ArrayBytes(w, h, d, format, channels);
   return Allocate(CurrentDevice(), bytes, false, false, key);
 }
 
@@ -436,7 +423,7 @@ FAKE_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* handle, const CUDA
   uint64_t bytes = 0;
   uint64_t w = d->Width, h = d->Height, z = d->Depth;
   for (unsigned int level = 0; level < levels && level < 32; ++level) {
-    bytes += w * (h ? h : 1) * (z ? z : 1) * ElementBytes(d->Format) * (d->NumChannels ? d->NumChannels : 1);
+    bytes += ArrayBytes(w, h, z, d->Format, d->NumChannels);
     w = w > 1 ? w / 2 : 1;
     h = h > 1 ? h / 2 : h;
     z = z > 1 ? z / 2 : z;

@@ -1,12 +1,16 @@
 #pragma once
 // ShapeTable: gives equal (TaskRequest, replicas) pairs the same small integer, so a pass can
-// remember per shape what the placer answered. Holds pointers into the caller's jobs, which must
-// outlive it. Not thread-safe.
+// remember per shape what the placer answered. Requests without type / uuid selectors (nearly all)
+// are kept by value in a flat open-addressing table (a pass asks once per waiting job: 100,000
+// lookups must not chase pointers into the jobs); the others go to a map keyed by pointers into the
+// caller's jobs, which must outlive the table. Not thread-safe.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "model/task_request.h"
@@ -16,12 +20,58 @@ namespace xpool::internal {
 class ShapeTable {
  public:
   int IdOf(const TaskRequest& request, int replicas) {
-    auto [it, inserted] = ids_.try_emplace(Key{&request, replicas}, static_cast<int>(ids_.size()));
-    return it->second;
+    if (!request.type_include.empty() || !request.type_exclude.empty() ||
+        !request.uuid_include.empty() || !request.uuid_exclude.empty()) {
+      auto [it, inserted] = ids_.try_emplace(Key{&request, replicas}, size_);
+      if (inserted) ++size_;
+      return it->second;
+    }
+    const Flat key = {request.cpu_milli,
+                      request.memory_mib,
+                      request.device_count,
+                      request.device_memory_mib,
+                      request.device_memory_percent,
+                      request.device_compute_milli,
+                      request.vendor ? static_cast<int64_t>(*request.vendor) + 1 : 0,
+                      request.numa_bind ? 1 : 0,
+                      replicas};
+    if (2 * (flat_keys_.size() + 1) > slots_.size()) Grow();
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = HashFlat(key) & mask;; i = (i + 1) & mask) {
+      const int32_t k = slots_[i];
+      if (k < 0) {
+        slots_[i] = static_cast<int32_t>(flat_keys_.size());
+        flat_keys_.push_back(key);
+        flat_ids_.push_back(size_);
+        return size_++;
+      }
+      if (flat_keys_[k] == key) return flat_ids_[k];
+    }
   }
-  int size() const { return static_cast<int>(ids_.size()); }
+  int size() const { return size_; }
 
  private:
+  using Flat = std::array<int64_t, 9>;
+  static size_t HashFlat(const Flat& k) {
+    uint64_t h = 0x9e3779b97f4a7c15ULL;
+    for (int64_t v : k) {
+      h ^= static_cast<uint64_t>(v);
+      h *= 0xff51afd7ed558ccdULL;
+      h ^= h >> 32;
+    }
+    return static_cast<size_t>(h);
+  }
+  void Grow() {
+    std::vector<int32_t> slots(slots_.empty() ? 64 : 2 * slots_.size(), -1);
+    const size_t mask = slots.size() - 1;
+    for (size_t k = 0; k < flat_keys_.size(); ++k) {
+      size_t i = HashFlat(flat_keys_[k]) & mask;
+      while (slots[i] >= 0) i = (i + 1) & mask;
+      slots[i] = static_cast<int32_t>(k);
+    }
+    slots_ = std::move(slots);
+  }
+
   struct Key {
     const TaskRequest* request;
     int replicas;
@@ -64,7 +114,11 @@ class ShapeTable {
              x.uuid_exclude == y.uuid_exclude;
     }
   };
-  std::unordered_map<Key, int, Hash, Equal> ids_;
+  int size_ = 0;
+  std::vector<int32_t> slots_;  // index into flat_keys_, -1 empty; at most half full
+  std::vector<Flat> flat_keys_;
+  std::vector<int> flat_ids_;  // parallel to flat_keys_
+  std::unordered_map<Key, int, Hash, Equal> ids_;  // requests with selectors
 };
 
 }  // namespace xpool::internal

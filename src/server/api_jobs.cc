@@ -1,0 +1,248 @@
+// The job routes of the REST API (Api::Impl, internal/api_impl.h): submit, list, get, cancel, suspend,
+// resume, priority, events and logs.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <unordered_map>
+
+#include "agent/log_relay.h"
+#include "model/job_spec.h"
+#include "model/job_state.h"
+#include "server/internal/api_impl.h"
+#include "server/internal/json_codec.h"
+
+namespace xpool::server {
+namespace {
+
+using internal::Json;
+using internal::JsonResponse;
+
+Result<JobId> ParseJobId(const std::string& text) {
+  int64_t v = 0;
+  if (text.empty() || text.size() > 18) return NotFoundError("job " + text + " not found");
+  for (char c : text) {
+    if (c < '0' || c > '9') return NotFoundError("job " + text + " not found");
+    v = v * 10 + (c - '0');
+  }
+  return JobId(v);
+}
+
+}  // namespace
+
+Result<JobRecord> Api::Impl::VisibleJob(const Caller& caller, const std::string& id_text) {
+  ASSIGN_OR_RETURN(JobId id, ParseJobId(id_text));
+  auto job = store.GetJob(id);
+  if (!job.ok()) {
+    if (job.status().code() == StatusCode::kNotFound) return NotFoundError("job " + id_text + " not found");
+    return job.status();
+  }
+  if (!caller.tenant.admin && job->tenant != caller.tenant.id) return NotFoundError("job " + id_text + " not found");
+  return job;
+}
+
+std::string Api::Impl::JobText(const JobRecord& job, bool with_placement) {
+  std::string reason = job.state == JobState::kQueued ? control.PendingReason(job.id) : "";
+  if (reason.empty() && job.state == JobState::kQueued) reason = job.pending_reason;
+  std::vector<AllocationRecord> placement;
+  if (with_placement && HoldsAllocation(job.state)) {
+    auto p = store.JobAllocations(job.id);
+    if (p.ok()) placement = std::move(*p);
+  }
+  std::string out;
+  internal::AppendJobJson(&out, job, TenantName(job.tenant), reason, &placement, *SpecText(job));
+  return out;
+}
+
+std::shared_ptr<const std::string> Api::Impl::SpecText(const JobRecord& job) {
+  {
+    std::lock_guard lock(cache_mu);
+    auto it = spec_text.find(job.id.value());
+    if (it != spec_text.end()) return it->second;
+  }
+  auto made = std::make_shared<const std::string>(internal::SpecText(job.spec));
+  std::lock_guard lock(cache_mu);
+  if (spec_text.size() >= 65536) spec_text.clear();  // a simple bound; refills on demand
+  spec_text[job.id.value()] = made;
+  return made;
+}
+
+std::optional<std::map<JobId, std::vector<AllocationRecord>>> Api::Impl::PagePlacements(const std::vector<JobRecord>& jobs) {
+  size_t holding = 0;
+  for (const JobRecord& j : jobs) holding += HoldsAllocation(j.state) ? 1 : 0;
+  if (holding < 2 || jobs.back().id.value() - jobs.front().id.value() >= 4 * static_cast<int64_t>(jobs.size())) {
+    return std::nullopt;
+  }
+  auto all = store.JobAllocationsBetween(jobs.front().id, jobs.back().id);
+  if (!all.ok()) return std::nullopt;
+  std::map<JobId, std::vector<AllocationRecord>> out;
+  for (AllocationRecord& a : *all) out[a.job].push_back(std::move(a));
+  return out;
+}
+
+Result<ApiResponse> Api::Impl::SubmitJob(const ApiRequest& req, const Caller& caller, const Params&) {
+  ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpec(req.body));
+  TenantId tenant = caller.tenant.id;
+  if (!spec.tenant.empty() && spec.tenant != caller.tenant.name) {
+    if (!caller.tenant.admin) {
+      return PermissionDeniedError("tenant: your token belongs to tenant " + caller.tenant.name +
+                                   ", not " + spec.tenant);
+    }
+    auto t = store.FindTenant(spec.tenant);
+    if (!t.ok()) return InvalidArgumentError("tenant: no tenant named " + spec.tenant);
+    tenant = t->id;
+  }
+  ASSIGN_OR_RETURN(JobRecord job, control.Submit(tenant, spec));
+  return JsonResponse(201, Json{{"id", job.id.value()}, {"state", std::string(JobStateName(job.state))}});
+}
+
+Result<ApiResponse> Api::Impl::ListJobs(const ApiRequest& req, const Caller& caller, const Params&) {
+  JobFilter filter;
+  if (!caller.tenant.admin) filter.tenant = caller.tenant.id;
+  if (auto it = req.query.find("tenant"); it != req.query.end() && !it->second.empty()) {
+    if (caller.tenant.admin) {
+      auto t = store.FindTenant(it->second);
+      if (!t.ok()) return InvalidArgumentError("tenant: no tenant named " + it->second);
+      filter.tenant = t->id;
+    } else if (it->second != caller.tenant.name) {
+      return JsonResponse(200, Json{{"jobs", Json::array()}});
+    }
+  }
+  if (auto it = req.query.find("state"); it != req.query.end() && !it->second.empty()) {
+    std::stringstream states(it->second);
+    std::string one;
+    while (std::getline(states, one, ',')) {
+      auto s = ParseJobState(one);
+      if (!s.ok()) return InvalidArgumentError("state: " + s.status().message());
+      filter.states.push_back(*s);
+    }
+  }
+  filter.limit = options.default_list_limit;
+  if (auto it = req.query.find("limit"); it != req.query.end()) {
+    auto v = ParseNonNegativeIntText(it->second);
+    if (!v.ok() || *v < 1 || *v > 100000) return InvalidArgumentError("limit must be 1..100000");
+    filter.limit = static_cast<int>(*v);
+  }
+  if (auto it = req.query.find("after"); it != req.query.end()) {
+    auto v = ParseNonNegativeIntText(it->second);
+    if (!v.ok()) return InvalidArgumentError("after must be a job id");
+    filter.after = JobId(*v);
+  }
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store.ListJobs(filter));
+  // The page is written straight into the body (no JSON tree per job): the same text JobToJson would give.
+  const auto placements = PagePlacements(jobs);
+  std::vector<JobId> queued;
+  for (const JobRecord& j : jobs) {
+    if (j.state == JobState::kQueued) queued.push_back(j.id);
+  }
+  const std::vector<std::string> reasons = control.PendingReasons(queued);  // one lock for the page
+  std::unordered_map<int64_t, std::string> tenant_names_here;
+  std::string body = "{\"jobs\":[";
+  body.reserve(jobs.size() * 1024);
+  size_t next_reason = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const JobRecord& j = jobs[i];
+    std::vector<AllocationRecord> own;
+    const std::vector<AllocationRecord>* p = &own;
+    if (placements) {
+      auto it = HoldsAllocation(j.state) ? placements->find(j.id) : placements->end();
+      if (it != placements->end()) p = &it->second;
+    } else if (HoldsAllocation(j.state)) {
+      auto read = store.JobAllocations(j.id);
+      if (read.ok()) own = std::move(*read);
+    }
+    std::string reason = j.state == JobState::kQueued ? reasons[next_reason++] : "";
+    if (reason.empty() && j.state == JobState::kQueued) reason = j.pending_reason;
+    auto name = tenant_names_here.find(j.tenant.value());
+    if (name == tenant_names_here.end()) name = tenant_names_here.emplace(j.tenant.value(), TenantName(j.tenant)).first;
+    if (i > 0) body.push_back(',');
+    internal::AppendJobJson(&body, j, name->second, reason, p, *SpecText(j));
+  }
+  body.push_back(']');
+  if (filter.limit > 0 && static_cast<int>(jobs.size()) == filter.limit) {
+    body += ",\"next_after\":" + std::to_string(jobs.back().id.value());
+  }
+  body.push_back('}');
+  return ApiResponse{200, internal::kJsonContentType, std::move(body)};
+}
+
+Result<ApiResponse> Api::Impl::GetJob(const ApiRequest&, const Caller& caller, const Params& p) {
+  ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
+  return ApiResponse{200, internal::kJsonContentType, JobText(job, true)};
+}
+
+Result<ApiResponse> Api::Impl::CancelJob(const ApiRequest&, const Caller& caller, const Params& p) {
+  ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
+  ASSIGN_OR_RETURN(JobRecord after, control.Cancel(job.id, "cancelled by " + caller.tenant.name));
+  return ApiResponse{200, internal::kJsonContentType, JobText(after, false)};
+}
+
+Result<ApiResponse> Api::Impl::SuspendJob(const ApiRequest&, const Caller& caller, const Params& p) {
+  ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
+  ASSIGN_OR_RETURN(JobRecord after, control.Suspend(job.id));
+  return ApiResponse{200, internal::kJsonContentType, JobText(after, false)};
+}
+
+Result<ApiResponse> Api::Impl::ResumeJob(const ApiRequest&, const Caller& caller, const Params& p) {
+  ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
+  ASSIGN_OR_RETURN(JobRecord after, control.Resume(job.id));
+  return ApiResponse{200, internal::kJsonContentType, JobText(after, false)};
+}
+
+Result<ApiResponse> Api::Impl::PatchJob(const ApiRequest& req, const Caller& caller, const Params& p) {
+  ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
+  ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
+  RETURN_IF_ERROR(internal::CheckKeys(body, "", {"priority"}));
+  if (!body.contains("priority")) return InvalidArgumentError("priority: required (the only field to change)");
+  const Json& v = body["priority"];
+  Result<int> priority = InvalidArgumentError("");
+  if (v.is_string()) priority = ParsePriority(v.get<std::string>());
+  if (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxPriority) {
+    priority = static_cast<int>(v.get<int64_t>());
+  }
+  if (!priority.ok()) return InvalidArgumentError("priority must be 0..100 or low, normal, high, not " + v.dump());
+  ASSIGN_OR_RETURN(JobRecord after, control.SetPriority(job.id, *priority, caller.tenant.name));
+  return ApiResponse{200, internal::kJsonContentType, JobText(after, false)};
+}
+
+Result<ApiResponse> Api::Impl::JobEvents(const ApiRequest&, const Caller& caller, const Params& p) {
+  ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
+  ASSIGN_OR_RETURN(std::vector<EventRecord> events, store.JobEvents(job.id));
+  Json out = {{"events", Json::array()}};
+  for (const EventRecord& e : events) out["events"].push_back(internal::EventToJson(e));
+  return JsonResponse(200, out);
+}
+
+Result<ApiResponse> Api::Impl::JobLogs(const ApiRequest& req, const Caller& caller, const Params& p) {
+  ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
+  int64_t replica = 0, offset = -1, limit = 1 << 20;
+  const std::pair<const char*, int64_t*> fields[] = {{"replica", &replica}, {"offset", &offset}, {"limit", &limit}};
+  for (const auto& [key, out] : fields) {
+    auto it = req.query.find(key);
+    if (it == req.query.end()) continue;
+    auto v = ParseNonNegativeIntText(it->second);
+    if (!v.ok()) return InvalidArgumentError(std::string(key) + " must be a non-negative number");
+    *out = *v;
+  }
+  if (replica >= job.spec.replicas) {
+    return InvalidArgumentError("replica " + std::to_string(replica) + ": job " + p[0] + " has " +
+                                std::to_string(job.spec.replicas) + " replica(s)");
+  }
+  const std::string task = "job" + std::to_string(job.id.value()) + "-r" + std::to_string(replica);
+  Json out = {{"job_id", job.id.value()}, {"replica", replica}, {"task_id", task},
+              {"state", std::string(JobStateName(job.state))}, {"done", IsTerminal(job.state)},
+              {"first_offset", 0}, {"offset", std::max<int64_t>(offset, 0)},
+              {"next_offset", std::max<int64_t>(offset, 0)}, {"data", ""}};
+  if (options.logs == nullptr) return NotFoundError("this server keeps no task logs");
+  auto slice = options.logs->Read(task, offset, std::max<int64_t>(limit, 1));
+  if (slice.ok()) {
+    out["first_offset"] = slice->first_offset;
+    out["offset"] = slice->offset;
+    out["next_offset"] = slice->next_offset;
+    out["data"] = std::move(slice->data);
+  }
+  return JsonResponse(200, out);
+}
+
+}  // namespace xpool::server

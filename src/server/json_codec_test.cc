@@ -1,0 +1,65 @@
+#include "server/internal/json_codec.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "model/job_state.h"
+
+namespace xpool::server::internal {
+namespace {
+
+// AppendJobJson writes a job list without a JSON tree per job; its text must be JobToJson's dump, byte for byte
+// (clients and the e2e tests read these fields).
+TEST(JsonCodecTest, AppendJobJsonWritesJobToJsonsText) {
+  const std::vector<std::string> texts = {
+      "",      "train", "with \"quotes\" and \\ backslash", "tab\tnew\nline\r\x01\x1f", "caf\xc3\xa9 \xe6\x97\xa5",
+      "bad \xff utf-8 \xc3", "del \x7f", std::string("nul\0in", 6), std::string(300, 'x')};
+  std::vector<AllocationRecord> placement(2);
+  placement[0].replica = 0;
+  placement[0].node = "node-a";
+  placement[0].cpu_milli = 1500;
+  placement[0].memory_mib = 4096;
+  placement[0].devices = {{"GPU-1", 20480, 500}, {"GPU-\"2\"", 0, 1000}};
+  placement[1].replica = 1;
+  placement[1].node = "n\xc3\xa9";
+  int variant = 0;
+  for (const std::string& text : texts) {
+    for (JobState state : kAllJobStates) {
+      ++variant;
+      JobRecord job;
+      job.id = JobId(variant * 7919);
+      job.tenant = TenantId(variant % 3);
+      job.state = state;
+      job.priority = variant % 101;
+      job.submitted_us = variant % 2 ? 1'700'000'000'123'456 + variant : 0;
+      job.updated_us = variant % 3 ? 1'700'000'100'000'000 : 0;
+      job.restart_count = variant % 4;
+      job.state_reason = text;
+      job.spec.name = text;
+      job.spec.replicas = 1 + variant % 3;
+      job.spec.command = {"python", text};
+      job.spec.env["K"] = text;
+      job.spec.resources.cpu_milli = variant * 250;
+      job.spec.resources.memory_mib = int64_t{1} << (variant % 40);
+      job.spec.resources.gpu = variant % 9;
+      job.spec.resources.gpumem_mib = variant % 2 ? 81920 : 0;
+      job.spec.resources.gpumem_percentage = variant % 101;
+      job.spec.resources.gpucores = variant % 100;
+      for (int p = 0; p < 3; ++p) {
+        std::vector<AllocationRecord> empty;
+        const std::vector<AllocationRecord>* where = p == 0 ? nullptr : p == 1 ? &empty : &placement;
+        SCOPED_TRACE("variant " + std::to_string(variant) + " placement " + std::to_string(p));
+        const std::string want =
+            JobToJson(job, text + "-tenant", text, where).dump(-1, ' ', false, Json::error_handler_t::replace);
+        std::string got = "[";
+        AppendJobJson(&got, job, text + "-tenant", text, where, SpecText(job.spec));
+        ASSERT_EQ(got, "[" + want);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace xpool::server::internal
