@@ -457,6 +457,14 @@ bool HasSurrogateEscape(std::string_view text) {
   return false;
 }
 
+// yaml-cpp can refuse JSON whose tokens are separated by a CR without LF (found by tests/fuzz/job_spec_fuzz).
+bool HasLoneCarriageReturn(std::string_view text) {
+  for (size_t i = text.find('\r'); i != std::string_view::npos; i = text.find('\r', i + 1)) {
+    if (i + 1 >= text.size() || text[i + 1] != '\n') return true;
+  }
+  return false;
+}
+
 Status CheckSize(std::string_view text) {
   if (text.size() > kMaxJobSpecBytes) {
     return InvalidArgumentError("the spec is larger than " + std::to_string(kMaxJobSpecBytes) + " bytes");
@@ -493,7 +501,10 @@ std::optional<Result<JobSpec>> ParseAsJson(std::string_view text) {
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos || text[first] != '{') return std::nullopt;
   if (Status s = CheckSize(text); !s.ok()) return Result<JobSpec>(s);
-  if (HasSurrogateEscape(text)) return std::nullopt;
+  // nlohmann's lexer ends the input at a NUL byte (what follows would be ignored); yaml-cpp reads all of it.
+  if (HasSurrogateEscape(text) || HasLoneCarriageReturn(text) || text.find('\0') != std::string_view::npos) {
+    return std::nullopt;
+  }
   JsonBuilder builder(text);
   if (!nlohmann::json::sax_parse(text.begin(), text.end(), &builder, nlohmann::json::input_format_t::json,
                                  /*strict=*/true)) {
