@@ -464,12 +464,7 @@ Status Launcher::Suspend(const std::string& task_id, TimeMicros grace_micros) {
     if (!task->status.running())
       return FailedPreconditionError("task " + task_id + " is not running");
     if (task->stop_sent || task->suspend_sent) return Status::Ok();  // already suspending or stopping
-    {
-      std::ofstream flag(task->suspend_file);
-      flag << "suspend requested at " << Now() << "\n";
-      if (!flag) return UnavailableError("cannot write suspend file " + task->suspend_file);
-    }
-    task->suspend_sent = true;
+    task->suspend_sent = true;  // the shim writes the suspend file, then sends the signal
     return SendShimControl(task->dir, "suspend", grace_micros);
   }
   return NotFoundError("no task " + task_id);
@@ -515,7 +510,7 @@ Status Launcher::Forget(const std::string& task_id) {
     if ((*it)->status.task_id != task_id) continue;
     if ((*it)->status.running())
       return FailedPreconditionError("task " + task_id + " is still running");
-    ReapShimLocked(it->get(), /*block=*/false);
+    ReapShimLocked(it->get(), /*block=*/true);  // it exits right after recording the end
     ::unlink(FileIn((*it)->dir, kShimSpecFile).c_str());
     ::unlink(FileIn((*it)->dir, kShimControlFile).c_str());
     tasks_.erase(it);

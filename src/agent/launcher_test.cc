@@ -286,7 +286,7 @@ TEST_F(LauncherTest, SuspendThatIsIgnoredEndsInStopAndKill) {
   ASSERT_TRUE(WaitUntil([&] { return ReadFile(work_ + "/ready") == "ready\n"; }));
   const auto suspend_at = std::chrono::steady_clock::now();
   ASSERT_TRUE(launcher.Suspend("deaf", 300'000).ok());  // → SIGTERM (ignored) after 0.3 s → SIGKILL after 0.3 s
-  EXPECT_TRUE(std::filesystem::exists(dir_ + "/state/deaf/suspend"));
+  EXPECT_TRUE(WaitUntil([&] { return std::filesystem::exists(dir_ + "/state/deaf/suspend"); }));
   auto st = launcher.WaitFor("deaf", kWait);
   EXPECT_EQ(st->state, TaskState::kSuspended);
   EXPECT_EQ(st->signal, SIGKILL);

@@ -241,6 +241,9 @@ void Shim::Apply(const std::string& action, TimeMicros grace) {
   } else if (action == "suspend") {
     if (phase_ != Phase::kRunning) return;  // already suspending or stopping
     suspend_requested_ = true;
+    // The file and the signal back to back: a task that sees the file first and exits must not meet the signal
+    // long after, while its handler is already gone.
+    std::ofstream(dir_ + "/suspend") << "suspend requested\n";
     Signal(spec_.suspend_signal);
     phase_ = Phase::kSuspending;
     kill_grace_ = grace;

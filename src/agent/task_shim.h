@@ -13,8 +13,8 @@
 //   - forks the task in a session of its own (the task's pgid is its pid) and owns its stdout+stderr pipe,
 //     writing the size-capped rotated log (task_log.h) with the launcher's [xpool] notes;
 //   - follows <task dir>/control, lines appended by an agent ("stop <grace_us>", "suspend <grace_us>"), polled
-//     every 50 ms: SIGTERM to the task's group and SIGKILL after the grace; the suspend signal, then SIGTERM
-//     after the grace, then SIGKILL. SIGTERM/SIGINT sent to the shim itself stop the task (grace 10 s);
+//     every 50 ms: SIGTERM to the task's group and SIGKILL after the grace; the suspend file
+//     (XPOOL_SUSPEND_FILE) and at once the suspend signal, then SIGTERM after the grace, then SIGKILL. SIGTERM/SIGINT sent to the shim itself stop the task (grace 10 s);
 //   - waits for the task, kills what it left in its group (and cgroup), and writes <task dir>/status.json
 //     (write to a temporary file + rename, so a reader never sees half a file): `running` with the task's pid
 //     and its /proc start time as soon as it runs, the end (state, exit code or signal, error) when it ended;

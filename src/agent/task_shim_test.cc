@@ -160,7 +160,7 @@ TEST_F(TaskShimTest, RunningTaskOutlivesItsLauncherAndIsAdopted) {
   EXPECT_EQ(third.Start(Shell("job7-r1", "exit 0")).code(), StatusCode::kAlreadyExists);
   // The adopter can suspend and stop it.
   ASSERT_TRUE(second.Suspend("job7-r1", 0).ok());
-  EXPECT_TRUE(std::filesystem::exists(TaskDir("job7-r1") + "/suspend"));
+  EXPECT_TRUE(WaitUntil([&] { return std::filesystem::exists(TaskDir("job7-r1") + "/suspend"); }));
   auto st = second.WaitFor("job7-r1", kWait);
   EXPECT_EQ(st->state, TaskState::kSuspended);
   EXPECT_FALSE(IsRunning(task));

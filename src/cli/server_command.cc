@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/control_commands.h"
+#include "cli/server_flags.h"
 #include "cli/stop_signals.h"
 #include "common/flags.h"
 #include "server/server.h"
@@ -24,10 +25,7 @@ int RunServer(const Args& args) {
   flags.Int("max-body", &max_body, "largest request body in bytes (default 1 MiB); larger is 413");
   flags.Int("threads", &threads, "HTTP worker threads (default 128; each open keep-alive connection holds one)");
   flags.Int("tick-ms", &options.tick_ms, "periodic scheduling pass interval in ms (default 1000)");
-  flags.Int("node-timeout", &options.node_timeout_s, "seconds without a heartbeat before a node is lost (default 30)");
-  flags.Int("min-runtime", &options.min_runtime_s, "seconds a job runs before it may be suspended for others (default 600)");
-  flags.Int("max-suspensions-per-hour", &options.max_suspensions_per_hour, "suspensions per job per hour (default 3)");
-  flags.String("web-dir", &options.web_dir, "Studio's built web UI (default: BIN/../web, else the build's web/)");
+  AddSharedServerFlags(flags, &options);
   int code = 0;
   if (!ParseFlagsOrExit(flags, args, &code)) return code;
   if (max_body < 1024 || threads < 1 || threads > 1024 || options.tick_ms < 10) {

@@ -3,6 +3,7 @@
 // HTTP. NVML devices when present; otherwise a simulated 4xA100-80GB node, said clearly. The tasks run as real
 // processes (the agent's launcher, logs in STATE_DIR/tasks/<task>/output.log).
 #include "cli/up_command.h"
+#include "cli/server_flags.h"
 #include "cli/stop_signals.h"
 
 #include <atomic>
@@ -75,10 +76,7 @@ int RunUp(const Args& args) {
   flags.String("simulate", &simulate, "simulate these devices instead of discovering, e.g. 4xA100-80GB");
   flags.String("nvml-library", &nvml_library, "the NVML library to load (default libnvidia-ml.so.1)");
   flags.String("node-name", &name, "this node's name (default: the host name)");
-  flags.Int("node-timeout", &options.node_timeout_s, "seconds without a heartbeat before a node is lost (default 30)");
-  flags.Int("min-runtime", &options.min_runtime_s, "seconds a job runs before it may be suspended for others (default 600)");
-  flags.Int("max-suspensions-per-hour", &options.max_suspensions_per_hour, "suspensions per job per hour (default 3)");
-  flags.String("web-dir", &options.web_dir, "Studio's built web UI (default: BIN/../web, else the build's web/)");
+  AddSharedServerFlags(flags, &options);
   int code = 0;
   if (!ParseFlagsOrExit(flags, args, &code)) return code;
 

@@ -129,6 +129,48 @@ TEST(ReplayTest, MovesOpenAWholeNode) {
   EXPECT_EQ(on->placed, 3);
 }
 
+// Moves and preemption together: `small` (LS) and `be` (BE, V100 only) run on the 8-GPU node, the 2-GPU T4 node
+// has one GPU free from 500 s. At 1000 s `big` (Burstable, 8 GPUs) needs the 8-GPU node: `small` moves to the T4
+// (ends 5000 + 60 = 5060 s), `be` has nowhere to go and is suspended (restarts when `big` leaves at 2000 s with
+// 5000 − 1000 + 60 s to run: ends 6060 s). With preemption off nothing may suspend `be`: `big` waits until 5000 s,
+// and --explain says why no move plan was found.
+TEST(ReplayTest, MovesAndPreemptionOpenANodeTogether) {
+  Result<std::vector<TraceNode>> nodes = LoadNodeList(Fixture("replay_moves_nodes.csv"));
+  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+  Result<ClusterState> cluster = BuildCluster(*nodes);
+  ASSERT_TRUE(cluster.ok());
+  Result<std::vector<TracePod>> pods = LoadPodList(Fixture("replay_move_suspend.csv"));
+  ASSERT_TRUE(pods.ok()) << pods.status().ToString();
+  ReplayOptions o;
+  o.checkpoint_cost_s = 60;
+  o.moves = MoveRule::kAnyPriority;
+  Result<ReplayResult> on = RunReplay(*cluster, *pods, o);
+  ASSERT_TRUE(on.ok());
+  EXPECT_EQ(on->moves, 1);
+  EXPECT_EQ(on->suspensions, 2);
+  EXPECT_DOUBLE_EQ(Group(on->by_qos, "Burstable")->max_s, 0.0);
+  EXPECT_EQ(on->makespan_s, 6060);
+  EXPECT_NEAR(on->gpu_hours_lost, 120.0 / 3600.0, 1e-12);
+  EXPECT_DOUBLE_EQ(on->queued_s, 1000.0);  // be waits on [1000, 2000)
+  o.preemption = false;
+  o.explain = true;
+  Result<ReplayResult> off = RunReplay(*cluster, *pods, o);
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->moves, 0);
+  EXPECT_EQ(off->suspensions, 0);
+  EXPECT_DOUBLE_EQ(Group(off->by_qos, "Burstable")->max_s, 4000.0);
+  EXPECT_EQ(off->makespan_s, 6000);
+  // Until `fill` leaves at 3000 s the cluster has 7 GPUs free (`be` may not be suspended); then 8, but `be`
+  // (V100 only) has nowhere to move.
+  ASSERT_EQ(off->wait_causes.size(), 2u);
+  for (const WaitCauseRow& w : off->wait_causes) EXPECT_DOUBLE_EQ(w.queued_s, 2000.0) << w.cause;
+  std::string causes = off->wait_causes[0].cause + " | " + off->wait_causes[1].cause;
+  EXPECT_NE(causes.find("moves: cluster lacks free GPU"), std::string::npos) << causes;
+  EXPECT_NE(causes.find("moves: no plan even unpinned (1 nodes: 1 no room for a moved whole-GPU job)"),
+            std::string::npos)
+      << causes;
+}
+
 // b (BE) arrives before c (LS); both wait for a. FIFO starts b first, priority starts c first.
 TEST(ReplayTest, PriorityQueueStartsHigherQosFirst) {
   ReplayOptions fifo;

@@ -3,6 +3,11 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -58,6 +63,44 @@ TEST(AgentCliTest, RunReportsExitCodeAndEnv) {
   CliRun missing = Xpool("agent --simulate 1xT4-16GB --run --state-dir " + state + " -- xpool-no-such-command");
   EXPECT_EQ(missing.code, 127) << missing.output;
   EXPECT_NE(missing.output.find("command not found"), std::string::npos) << missing.output;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A task an agent left running under `xpool task-shim` (here: a shim started by hand on a task.json) is stopped by
+// the drain `xpool agent --stop-tasks --state-dir DIR`.
+TEST(AgentCliTest, StopTasksDrainsTasksLeftRunning) {
+  const std::string state = testing::TempDir() + "xpool_agent_cli_drain";
+  const std::string task = state + "/job5-r0";
+  std::filesystem::remove_all(state);
+  std::filesystem::create_directories(task);
+  std::ofstream(task + "/task.json")
+      << R"({"task_id": "job5-r0", "job_id": 5, "replica": 0, "restart_count": 0, "program": "/bin/sh",
+             "argv": ["sh", "-c", "echo started; exec sleep 30"], "env": ["PATH=/usr/bin:/bin"], "workdir": "/",
+             "log_max_bytes": 1048576, "log_keep": 1, "cgroup_dir": "", "suspend_signal": 10, "started_at": 0})";
+  CliRun shim = Xpool("task-shim " + task + " > /dev/null 2>&1 &");
+  ASSERT_EQ(shim.code, 0) << shim.output;
+  bool running = false;
+  for (int i = 0; i < 200 && !running; ++i) {
+    running = Slurp(task + "/status.json").find("\"running\"") != std::string::npos &&
+              Slurp(task + "/output.log").find("started") != std::string::npos;
+    if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(running) << Slurp(task + "/shim.log");
+  CliRun drain = Xpool("agent --stop-tasks --grace 1 --state-dir " + state);
+  EXPECT_EQ(drain.code, 0) << drain.output;
+  EXPECT_NE(drain.output.find("stopped 1 task(s)"), std::string::npos) << drain.output;
+  EXPECT_NE(Slurp(task + "/status.json").find("\"stopped\""), std::string::npos) << Slurp(task + "/status.json");
+  EXPECT_NE(Slurp(task + "/output.log").find("killed by signal 15 (Terminated) (stopped)"), std::string::npos)
+      << Slurp(task + "/output.log");
+  CliRun usage = Xpool("task-shim");
+  EXPECT_EQ(usage.code, 2) << usage.output;
+  std::filesystem::remove_all(state);
 }
 
 TEST(AgentCliTest, UnreachableServerAndBadTokenAreClear) {

@@ -94,6 +94,16 @@ class TimeshareTest : public ::testing::Test {
     return out;
   }
 
+  // Waits up to `seconds` for the task's output to show `text`.
+  bool OutputShows(int64_t id, const std::string& text, int seconds = 20) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (TaskOutput(id).find(text) == std::string::npos) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return true;
+  }
+
   // The step the job's last checkpoint holds (-1 when none).
   int CheckpointStep(int64_t id) {
     Json c = Json::parse(ReadFile(dir_ / ("checkpoint-job" + std::to_string(id) + "-r0.json")), nullptr, false);
@@ -118,11 +128,7 @@ TEST_F(TimeshareTest, HighPrioritySuspendsLowWhichResumesFromItsCheckpoint) {
   WaitState(coop, "running");
   WaitState(stubborn, "running");
   // Let the cooperative job make progress (its log shows steps).
-  const auto progress_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (TaskOutput(coop).find("step 5/") == std::string::npos && std::chrono::steady_clock::now() < progress_deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_NE(TaskOutput(coop).find("step 5/"), std::string::npos) << TaskOutput(coop);
+  ASSERT_TRUE(OutputShows(coop, "step 5/")) << TaskOutput(coop);
 
   const int64_t high1 = Submit(SleepSpec("urgent1", "high", 3));
   const int64_t high2 = Submit(SleepSpec("urgent2", "high", 3));
@@ -156,12 +162,7 @@ TEST_F(TimeshareTest, HighPrioritySuspendsLowWhichResumesFromItsCheckpoint) {
   WaitRunningAgain(coop);
   WaitRunningAgain(stubborn);
   const std::string resumed = "resuming from step " + std::to_string(saved) + " (restart 1)";
-  const auto resume_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (TaskOutput(coop).find(resumed) == std::string::npos && std::chrono::steady_clock::now() < resume_deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  EXPECT_NE(TaskOutput(coop).find(resumed), std::string::npos) << "wanted '" << resumed << "' in:\n"
-                                                                 << TaskOutput(coop);
+  EXPECT_TRUE(OutputShows(coop, resumed)) << "wanted '" << resumed << "' in:\n" << TaskOutput(coop);
   EXPECT_EQ(back.value("submitted_at_us", int64_t{0}), Job(coop).value("submitted_at_us", int64_t{-1}));
 }
 
@@ -185,6 +186,7 @@ TEST_F(TimeshareTest, TenantLimitSuspendByHandAndBadSuspend) {
   EXPECT_EQ(bad->status, 409) << bad->body;
   EXPECT_NE(bad->body.find("only a running job can be suspended"), std::string::npos) << bad->body;
 
+  ASSERT_TRUE(OutputShows(first, "starting at step 0")) << TaskOutput(first);  // its suspend handler is set
   // By hand: suspend → the task checkpoints → suspended (held); the next job of the tenant runs meanwhile.
   auto s = rest_->Post("/api/v1/jobs/" + std::to_string(first) + "/suspend", "", token);
   ASSERT_TRUE(s);
@@ -216,6 +218,9 @@ TEST_F(TimeshareTest, TenantUnderItsGuaranteePreemptsAnOverGuaranteeTenantAtEqua
     WaitState(fill.back(), "running");
   }
   const int64_t youngest = fill.back();
+  // Its suspend handler is in place once it prints its first line: a suspend before that kills it (seen at load
+  // 20: "stopped by signal 12"), which is not what this case is about.
+  ASSERT_TRUE(OutputShows(youngest, "starting at step 0")) << TaskOutput(youngest);
 
   // Same priority: only the guarantee entitles the vip job to preempt.
   const int64_t v = Submit(SleepSpec("vip-job", "normal", 2), vip);

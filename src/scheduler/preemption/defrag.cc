@@ -67,7 +67,12 @@ class Attempt {
     for (auto it = left_.rbegin(); it != left_.rend(); ++it) (void)state_.Apply(jobs_[*it].allocations.front());
     left_.clear();
   }
+  void Unbook() {  // undo the last Book
+    for (const Allocation& a : booked_.back()) (void)state_.Release(a);
+    booked_.pop_back();
+  }
   const std::vector<int>& left() const { return left_; }
+  bool HasLeft(int v) const { return std::find(left_.begin(), left_.end(), v) != left_.end(); }
 
  private:
   ClusterState& state_;
@@ -76,11 +81,53 @@ class Attempt {
   std::vector<std::vector<Allocation>> booked_;
 };
 
+// Step 3's second hop for `v`, which found no room: on another node a movable job `w` leaves so that `v` fits
+// there, and `w` finds room elsewhere (both by the placer). Nodes in order, their jobs least GPU first; such
+// pairs (v fits once w leaves) are tried while `hops_left`, the search's budget, lasts. On success both are booked
+// and added to `plan` (v, then w).
+constexpr int kMaxHopsPerSearch = 16;
+Status SecondHop(Attempt& attempt, ClusterState& state, const std::vector<QueueJob>& jobs,
+                 const std::vector<std::vector<int>>& by_node, int opened, int v, JobPlacer& placer, MovePlan& plan,
+                 int& hops_left, bool* done) {
+  *done = false;
+  for (int x = 0; x < static_cast<int>(by_node.size()) && hops_left > 0; ++x) {
+    if (x == opened || x == jobs[v].allocations.front().node) continue;
+    for (auto it = by_node[x].rbegin(); it != by_node[x].rend() && hops_left > 0; ++it) {  // least GPU first
+      const int w = *it;
+      if (attempt.HasLeft(w)) continue;
+      RETURN_IF_ERROR(attempt.Leave(w));
+      if (!FitsOn(state, x, jobs[v].request)) {
+        attempt.Return(w);
+        continue;
+      }
+      --hops_left;
+      JobPlacement mv = placer.Probe(state, jobs[v].request, 1);
+      if (mv.kind == OutcomeKind::kPlaced && attempt.Book(mv.allocations)) {
+        JobPlacement mw = placer.Probe(state, jobs[w].request, 1);
+        if (mw.kind == OutcomeKind::kPlaced && attempt.Book(mw.allocations)) {
+          for (auto [job, to] : {std::pair{v, &mv}, std::pair{w, &mw}}) {
+            plan.moved.push_back(job);
+            plan.moved_gpu_milli += GpuMilli(jobs[job].allocations.front());
+            plan.move_to.push_back(std::move(to->allocations));
+          }
+          *done = true;
+          return Status::Ok();
+        }
+        attempt.Unbook();
+      }
+      attempt.Return(w);
+    }
+  }
+  return Status::Ok();
+}
+
 // Steps 2 and 3 on one node; `on_node` is sorted in leaving order. Leaves `state` as found. A miss is counted
 // in `misses`.
-Result<MovePlan> TryNode(ClusterState& state, const std::vector<QueueJob>& jobs, const std::vector<int>& on_node,
-                         int node, const QueueJob& job, JobPlacer& placer, const std::vector<bool>& suspendable,
+Result<MovePlan> TryNode(ClusterState& state, const std::vector<QueueJob>& jobs,
+                         const std::vector<std::vector<int>>& by_node, int node, const QueueJob& job,
+                         JobPlacer& placer, const std::vector<bool>& suspendable, int& hops_left,
                          MoveMisses& misses) {
+  const std::vector<int>& on_node = by_node[node];
   MovePlan plan;
   Attempt attempt(state, jobs);
   bool fits = false;
@@ -117,7 +164,12 @@ Result<MovePlan> TryNode(ClusterState& state, const std::vector<QueueJob>& jobs,
         plan.moved.push_back(v);
         plan.moved_gpu_milli += GpuMilli(jobs[v].allocations.front());
         plan.move_to.push_back(std::move(m.allocations));
-      } else if (second) {
+        continue;
+      }
+      bool hopped = false;
+      RETURN_IF_ERROR(SecondHop(attempt, state, jobs, by_node, node, v, placer, plan, hops_left, &hopped));
+      if (hopped) continue;
+      if (second) {
         plan.suspended.push_back(v);  // stays released: it waits in the queue
       } else {
         const TaskRequest& q = jobs[v].request;
@@ -147,6 +199,14 @@ Result<MovePlan> PlanMoves(ClusterState& state, const std::vector<QueueJob>& job
     const int n = jobs[v].allocations.front().node;
     if (n >= 0 && n < state.node_count()) by_node[n].push_back(v);
   }
+  for (std::vector<int>& on_node : by_node) {  // the leaving order: most GPU first, then least work lost
+    std::sort(on_node.begin(), on_node.end(), [&](int a, int b) {
+      const QueueJob& x = jobs[a];
+      const QueueJob& y = jobs[b];
+      return std::make_tuple(-GpuMilli(x.allocations.front()), -x.last_start, x.id.value()) <
+             std::make_tuple(-GpuMilli(y.allocations.front()), -y.last_start, y.id.value());
+    });
+  }
   std::vector<std::pair<int64_t, int>> candidates;  // (GPU held, node)
   NodeCandidate candidate;
   NodeVerdict verdict;
@@ -159,15 +219,9 @@ Result<MovePlan> PlanMoves(ClusterState& state, const std::vector<QueueJob>& job
   std::sort(candidates.begin(), candidates.end());
   if (static_cast<int>(candidates.size()) > max_nodes) candidates.resize(max_nodes);
   MoveMisses misses;
+  int hops_left = kMaxHopsPerSearch;
   for (const auto& [held, n] : candidates) {
-    std::vector<int>& on_node = by_node[n];
-    std::sort(on_node.begin(), on_node.end(), [&](int a, int b) {
-      const QueueJob& x = jobs[a];
-      const QueueJob& y = jobs[b];
-      return std::make_tuple(-GpuMilli(x.allocations.front()), -x.last_start, x.id.value()) <
-             std::make_tuple(-GpuMilli(y.allocations.front()), -y.last_start, y.id.value());
-    });
-    ASSIGN_OR_RETURN(MovePlan plan, TryNode(state, jobs, on_node, n, job, placer, may_suspend, misses));
+    ASSIGN_OR_RETURN(MovePlan plan, TryNode(state, jobs, by_node, n, job, placer, may_suspend, hops_left, misses));
     if (!plan.found) continue;
     if (!best.found || std::make_tuple(plan.suspended.size(), plan.moved.size(), plan.moved_gpu_milli) <
                            std::make_tuple(best.suspended.size(), best.moved.size(), best.moved_gpu_milli)) {

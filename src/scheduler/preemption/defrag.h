@@ -12,9 +12,11 @@
 //      that left is put back, smallest first, if the job still fits without its leaving.
 //   3. The job is placed by the JobPlacer (the policy's own choice, which must be that node or another that
 //      fits), then each job that left by the JobPlacer too, anywhere it fits: first those that must find room,
-//      then the `suspendable` ones, each most GPU first. A suspendable job (one the rules let the waiting job
-//      preempt: lower priority) that finds no room is suspended instead — it waits in the queue keeping its
-//      place; any other that finds no room gives the node up (the state is restored).
+//      then the `suspendable` ones, each most GPU first. One that finds no room gets a second hop: on another
+//      node a movable job leaves so that it fits there, and that job finds room elsewhere (smallest job first; at
+//      most 16 such pairs per search). Failing that, a suspendable job (one the rules let the waiting job preempt:
+//      lower priority) is suspended instead — it waits in the queue keeping its place; any other gives the node
+//      up (the state is restored).
 //   4. The plan with the fewest suspensions wins, then the fewest moves, then the least GPU moved, then the
 //      earliest node tried.
 // Which running jobs are movable or suspendable is the caller's rule (see PassOptions::moves): movable jobs must

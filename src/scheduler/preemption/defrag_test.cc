@@ -191,6 +191,32 @@ TEST(PlanMovesTest, SuspendsALowerPriorityJobThatFindsNoRoom) {
   EXPECT_TRUE(roomy->suspended.empty());
 }
 
+// A second hop: the 2-GPU job on the big node has no 2-GPU hole anywhere (1 GPU free on each small node), but once
+// the 1-GPU job on node 1 moves to node 2, it fits on node 1.
+TEST(PlanMovesTest, SecondHopMakesRoomForAMovedJob) {
+  Scenario s({8, 2, 1});
+  s.RunningOn(Waiting(10, 1, 90, 0, GpuRequest(2)), 0, 60 * kMinute);
+  s.RunningOn(Waiting(11, 1, 90, 0, GpuRequest(1)), 1, 60 * kMinute);
+  const QueueJob big = Waiting(1, 1, 50, 5, GpuRequest(8));
+  const ClusterState before = s.state;
+  Result<MovePlan> one_hop = PlanMoves(s.state, s.jobs, {0}, big, s.placer);  // job 11 may not move
+  ASSERT_TRUE(one_hop.ok());
+  EXPECT_FALSE(one_hop->found);
+  EXPECT_EQ(one_hop->misses.no_room_whole, 1);
+  Result<MovePlan> plan = PlanMoves(s.state, s.jobs, {0, 1}, big, s.placer);
+  ASSERT_TRUE(plan.ok() && plan->found);
+  EXPECT_EQ(plan->node, 0);
+  EXPECT_EQ(plan->moved, (std::vector<int>{0, 1}));
+  ASSERT_EQ(plan->move_to.size(), 2u);
+  EXPECT_EQ(plan->move_to[0][0].node, 1);
+  EXPECT_EQ(plan->move_to[1][0].node, 2);
+  EXPECT_EQ(plan->moved_gpu_milli, 3000);
+  EXPECT_TRUE(plan->suspended.empty());
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(s.state.usage(n).cpu_milli, before.usage(n).cpu_milli);  // left as found
+  EXPECT_EQ(s.state.totals().device_compute_allocated_milli, before.totals().device_compute_allocated_milli);
+  EXPECT_TRUE(s.state.CheckInvariants().ok());
+}
+
 // A node whose unmovable work keeps the job out is counted as pinned, not as a missing destination.
 TEST(PlanMovesTest, CountsPinnedNodes) {
   Scenario s({8, 8});

@@ -18,14 +18,25 @@ struct Later {
 
 }  // namespace
 
-DrfQueue::DrfQueue(const std::vector<QueueJob>& jobs, std::vector<int> waiting,
+namespace {
+
+std::vector<DrfQueue::Waiting> WaitingOf(const std::vector<QueueJob>& jobs, const std::vector<int>& waiting) {
+  std::vector<DrfQueue::Waiting> out;
+  out.reserve(waiting.size());
+  for (int i : waiting) out.push_back({i, jobs[i].priority, jobs[i].first_submit, jobs[i].id.value()});
+  return out;
+}
+
+}  // namespace
+
+DrfQueue::DrfQueue(const std::vector<QueueJob>& jobs, const std::vector<int>& waiting,
                    const std::vector<int>& tenant_of, const TenantLedger& ledger,
                    const ClusterTotals& totals)
-    : jobs_(jobs),
-      tenant_of_(tenant_of),
-      ledger_(ledger),
-      totals_(totals),
-      order_(std::move(waiting)) {
+    : DrfQueue(WaitingOf(jobs, waiting), tenant_of, ledger, totals) {}
+
+DrfQueue::DrfQueue(const std::vector<Waiting>& waiting, const std::vector<int>& tenant_of,
+                   const TenantLedger& ledger, const ClusterTotals& totals)
+    : tenant_of_(tenant_of), ledger_(ledger), totals_(totals), order_(waiting.size()) {
   // Sort compact keys rather than comparing through the (large) jobs: first into one bucket per
   // (priority, tenant) — a counting sort, since there are few of both — then each bucket by (first
   // submit, id), small sorts that stay in cache.
@@ -37,12 +48,11 @@ DrfQueue::DrfQueue(const std::vector<QueueJob>& jobs, std::vector<int> waiting,
   };
   const int tenants = std::max(1, ledger_.size());
   std::vector<Key> keys;
-  keys.reserve(order_.size());
+  keys.reserve(waiting.size());
   std::vector<int> bucket_start(static_cast<size_t>(kMaxPriority + 1) * tenants + 1, 0);
-  for (int i : order_) {
-    const QueueJob& job = jobs_[i];
-    const int bucket = (kMaxPriority - job.priority) * tenants + tenant_of_[i];
-    keys.push_back({job.first_submit, job.id.value(), i, bucket});
+  for (const Waiting& w : waiting) {
+    const int bucket = (kMaxPriority - w.priority) * tenants + tenant_of_[w.index];
+    keys.push_back({w.first_submit, w.id, w.index, bucket});
     ++bucket_start[bucket + 1];
   }
   for (size_t b = 1; b < bucket_start.size(); ++b) bucket_start[b] += bucket_start[b - 1];
@@ -98,6 +108,11 @@ bool DrfQueue::StartNextLevel() {
 }
 
 int DrfQueue::Next() {
+  const int position = NextPosition();
+  return position < 0 ? -1 : order_[position];
+}
+
+int DrfQueue::NextPosition() {
   if (last_run_ >= 0 && runs_[last_run_].begin < runs_[last_run_].end) Push(last_run_);
   last_run_ = -1;
   while (heap_.empty()) {
@@ -107,7 +122,7 @@ int DrfQueue::Next() {
   const int run = heap_.back().run;
   heap_.pop_back();
   last_run_ = run;
-  return order_[runs_[run].begin++];
+  return runs_[run].begin++;
 }
 
 void DrfQueue::RerankAll() {
@@ -134,7 +149,7 @@ std::vector<int> OrderQueue(const std::vector<QueueJob>& jobs, const std::vector
       waiting.push_back(static_cast<int>(i));
     }
   }
-  DrfQueue queue(jobs, std::move(waiting), tenant_of, ledger, totals);
+  DrfQueue queue(jobs, waiting, tenant_of, ledger, totals);
   std::vector<int> order;
   for (int j = queue.Next(); j >= 0; j = queue.Next()) order.push_back(j);
   return order;

@@ -26,14 +26,29 @@ class DrfQueue {
   // `waiting`: indices into `jobs` to order, each with a priority in 0..100 (validated);
   // `tenant_of[i]`: ledger index of jobs[i]'s tenant (valid for every waiting job). `jobs`, `tenant_of`, `ledger` and `totals` must outlive the
   // queue; shares are read from the ledger when a tenant is (re-)ranked.
-  DrfQueue(const std::vector<QueueJob>& jobs, std::vector<int> waiting,
+  DrfQueue(const std::vector<QueueJob>& jobs, const std::vector<int>& waiting,
            const std::vector<int>& tenant_of, const TenantLedger& ledger,
            const ClusterTotals& totals);
+  // The same, from what the order needs of each waiting job, read by the caller (a pass reads
+  // every job once anyway, so the queue does not read them again).
+  struct Waiting {
+    int index;     // into the jobs
+    int priority;  // 0..100
+    TimeMicros first_submit;
+    int64_t id;
+  };
+  DrfQueue(const std::vector<Waiting>& waiting, const std::vector<int>& tenant_of,
+           const TenantLedger& ledger, const ClusterTotals& totals);
 
   // The next job index, or -1 when every waiting job was returned. The tenant of the previous job
   // is re-ranked with its share as it is now, so book a placement in the ledger before asking for
   // the next job.
   int Next();
+  // As Next, but the job's position in order() (-1 when done): a caller that keeps per-job data
+  // in that order reads it nearly sequentially, where job indices come all over the place.
+  int NextPosition();
+  // Every waiting job, grouped by priority level and tenant, each group by first submit and id.
+  const std::vector<int>& order() const { return order_; }
   // Re-ranks every tenant of the current priority level (after a suspension changed other tenants'
   // shares).
   void RerankAll();
@@ -54,7 +69,6 @@ class DrfQueue {
   int64_t ShareOf(int tenant);
   bool StartNextLevel();
 
-  const std::vector<QueueJob>& jobs_;
   const std::vector<int>& tenant_of_;
   const TenantLedger& ledger_;
   const ClusterTotals& totals_;

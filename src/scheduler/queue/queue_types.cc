@@ -60,16 +60,17 @@ Status ValidateTenant(const Tenant& t) {
 }
 
 Status ValidateQueueJob(const QueueJob& job) {
-  const std::string who = "job " + job.id.ToString();
+  // Named only on error: a pass validates every job of a long queue.
+  const auto who = [&job] { return "job " + job.id.ToString(); };
   if (job.priority < kMinPriority || job.priority > kMaxPriority) {
-    return InvalidArgumentError(who + ": priority " + std::to_string(job.priority) +
+    return InvalidArgumentError(who() + ": priority " + std::to_string(job.priority) +
                                 " is out of range 0..100");
   }
-  if (job.replicas < 1) return InvalidArgumentError(who + ": replicas must be at least 1");
-  if (Status s = ValidateTaskRequest(job.request); !s.ok()) return s.WithContext(who);
+  if (job.replicas < 1) return InvalidArgumentError(who() + ": replicas must be at least 1");
+  if (Status s = ValidateTaskRequest(job.request); !s.ok()) return s.WithContext(who());
   if (job.state == QueueJobState::kRunning &&
       static_cast<int>(job.allocations.size()) != job.replicas) {
-    return InvalidArgumentError(who + ": running with " + std::to_string(job.allocations.size()) +
+    return InvalidArgumentError(who() + ": running with " + std::to_string(job.allocations.size()) +
                                 " allocations for " + std::to_string(job.replicas) + " replicas");
   }
   return Status::Ok();

@@ -20,6 +20,11 @@ namespace {
 // What the pass remembers about a request shape (see the header: answers stay true until the next
 // suspension, which bumps the epoch).
 struct ShapeMemo {
+  // What the shape is (filled by Setup): a job of that shape (its request and replicas stand for
+  // all of them), its demand, whether the unfit frontier may answer it.
+  int job = -1;
+  ResourceAmounts demand;
+  bool plain = false;
   int64_t wait_epoch = -1;  // placement answered kWait at this room epoch
   std::string wait_reason;
   bool never_fits = false;
@@ -49,9 +54,10 @@ class Pass {
   PassResult Run();
 
  private:
-  std::vector<int> Setup();
-  void Consider(int j);
-  bool KnownUnfit(ShapeMemo& memo, const TaskRequest& request);
+  std::vector<DrfQueue::Waiting> Setup();
+  struct JobInfo;
+  void Consider(int j, const JobInfo& info);
+  bool KnownUnfit(ShapeMemo& memo);
   bool TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, std::string_view* tail);
   bool TryMove(int j, int t, int shape);
   void CommitMoves(int j, int t, MovePlan plan);
@@ -76,9 +82,7 @@ class Pass {
     int priority = 0;
   };
   std::vector<JobInfo> info_;
-  // Per shape: a job of that shape (its request and replicas stand for all of them) and its demand.
-  std::vector<int> shape_job_;
-  std::vector<ResourceAmounts> shape_demand_;
+  int current_priority_ = 0;  // of the job being considered
   std::vector<bool> taken_;  // running jobs chosen as victims in this pass
   std::vector<ResourceAmounts> held_;  // per running job: HeldBy (victim ranking reads it often)
   std::vector<int> by_running_order_;
@@ -108,8 +112,8 @@ class Pass {
 };
 
 // Validates, books running jobs in the ledger, and returns the waiting jobs.
-std::vector<int> Pass::Setup() {
-  std::vector<int> waiting;
+std::vector<DrfQueue::Waiting> Pass::Setup() {
+  std::vector<DrfQueue::Waiting> waiting;
   std::vector<int> running;
   for (int n = 0; n < state_.node_count(); ++n) {
     for (const Device& d : state_.node(n).devices)
@@ -139,29 +143,35 @@ std::vector<int> Pass::Setup() {
         min_victim_priority_ = std::min(min_victim_priority_, job.priority);
       }
     } else {
-      waiting.push_back(j);
+      waiting.push_back({j, job.priority, job.first_submit, job.id.value()});
       const int shape = shapes_.IdOf(job.request, job.replicas);
       info_[j].tenant = t;
       info_[j].shape = shape;
-      if (shape == static_cast<int>(shape_job_.size())) {
-        shape_job_.push_back(j);
-        shape_demand_.push_back(DemandOf(job, largest_device_memory_));
+      if (shape == static_cast<int>(shape_memo_.size())) {
+        ShapeMemo& memo = shape_memo_.emplace_back();
+        memo.job = j;
+        memo.demand = DemandOf(job, largest_device_memory_);
+        memo.plain = internal::UnfitFrontier::Eligible(job.request);
       }
     }
   }
-  shape_memo_.resize(shape_job_.size());
   by_running_order_ = SortRunningForPreemption(jobs_, running, now_);
   return waiting;
 }
 
 PassResult Pass::Run() {
-  std::vector<int> waiting = Setup();
+  std::vector<DrfQueue::Waiting> waiting = Setup();
   std::vector<JobDecision> rejected = std::move(result_.decisions);
   result_.decisions.clear();
   result_.decisions.reserve(waiting.size() + rejected.size());
-  DrfQueue queue(jobs_, std::move(waiting), tenant_of_, ledger_, state_.totals());
-  for (int j = queue.Next(); j >= 0; j = queue.Next()) {
-    Consider(j);
+  DrfQueue queue(waiting, tenant_of_, ledger_, state_.totals());
+  // The records in queue order, gathered in one tight loop (its cache misses overlap) rather than
+  // one by one as the walk reaches each job.
+  const std::vector<int>& order = queue.order();
+  std::vector<JobInfo> info_in_order(order.size());
+  for (size_t k = 0; k < order.size(); ++k) info_in_order[k] = info_[order[k]];
+  for (int k = queue.NextPosition(); k >= 0; k = queue.NextPosition()) {
+    Consider(order[k], info_in_order[k]);
     if (rerank_) {
       queue.RerankAll();
       rerank_ = false;
@@ -171,18 +181,17 @@ PassResult Pass::Run() {
   return std::move(result_);
 }
 
-void Pass::Consider(int j) {
+void Pass::Consider(int j, const JobInfo& info) {
   const QueueJob& job = jobs_[j];  // read only to place it: the shape's job stands for it otherwise
-  const JobInfo& info = info_[j];
+  current_priority_ = info.priority;
   const int t = info.tenant;
   const int shape = info.shape;
-  const ResourceAmounts& demand = shape_demand_[shape];
-  const QueueJob& like = jobs_[shape_job_[shape]];  // same request and replicas
+  ShapeMemo& memo = shape_memo_[shape];
+  const ResourceAmounts& demand = memo.demand;
   if (std::string limit = ledger_.LimitReason(t, info.priority, demand); !limit.empty()) {
     Decide(j, DecisionKind::kWait, std::move(limit));
     return;
   }
-  ShapeMemo& memo = shape_memo_[shape];
   if (memo.never_fits) {
     Decide(j, DecisionKind::kNeverFits, memo.never_reason);
     return;
@@ -190,10 +199,11 @@ void Pass::Consider(int j) {
   // The wait reason: a remembered one (stays put until the job is decided) or the placer's.
   std::string asked;
   const std::string* reason = nullptr;
-  const bool plain = internal::UnfitFrontier::Eligible(like.request);
-  if (KnownUnfit(memo, like.request)) {
+  const bool plain = memo.plain;
+  if (KnownUnfit(memo)) {
     reason = &memo.wait_reason;
   } else if (plain) {
+    const QueueJob& like = jobs_[memo.job];  // same request and replicas
     reason = frontier_.Covering(like.request, like.replicas);
   }
   if (reason == nullptr) {
@@ -240,13 +250,14 @@ void Pass::Consider(int j) {
   Decide(j, DecisionKind::kWait, std::move(text));
 }
 
-bool Pass::KnownUnfit(ShapeMemo& memo, const TaskRequest& request) {
+bool Pass::KnownUnfit(ShapeMemo& memo) {
   if (memo.wait_epoch < 0) return false;
   if (memo.wait_epoch == room_epoch_) return true;
   // Room appeared only on nodes touched since: if no replica fits any of them, nothing changed for
   // this shape.
   auto it = std::upper_bound(touched_.begin(), touched_.end(),
                              std::make_pair(memo.wait_epoch, std::numeric_limits<int>::max()));
+  const TaskRequest& request = jobs_[memo.job].request;
   NodeCandidate candidate;
   NodeVerdict verdict;
   for (; it != touched_.end(); ++it) {
@@ -261,15 +272,14 @@ bool Pass::TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, st
   const QueueJob& job = jobs_[j];
   if (!options_.preemption) return false;
   const bool within = ledger_.WithinGuarantee(t, demand);
-  if (info_[j].priority <= min_victim_priority_ && !within) return false;
+  if (current_priority_ <= min_victim_priority_ && !within) return false;
   if (result_.stats.victim_searches >= options_.max_victim_searches) {
     *tail = deferred_;
     return false;
   }
-  if (shape < 0) shape = shapes_.IdOf(job.request, job.replicas);
   const int64_t key = (static_cast<int64_t>(shape) << 32) | (within ? t + 1 : 0);
   PreemptMemo& memo = preempt_memo_[key];
-  if (memo.epoch == epoch_ && memo.failed_priority >= info_[j].priority) {
+  if (memo.epoch == epoch_ && memo.failed_priority >= current_priority_) {
     *tail = memo.reason;
     return false;
   }
@@ -455,7 +465,7 @@ void Pass::Decide(int j, DecisionKind kind, std::string reason,
       break;
     case DecisionKind::kWait:
       ++s.waiting;
-      top_waiting_priority_ = std::max(top_waiting_priority_, info_[j].priority);
+      top_waiting_priority_ = std::max(top_waiting_priority_, current_priority_);
       break;
     case DecisionKind::kNeverFits:
       ++s.never_fits;
