@@ -320,6 +320,7 @@ TEST(JobSpecTest, JsonFastPathAgreesWithYamlOnStructure) {
       // nlohmann stops at a NUL byte (found by tests/fuzz/job_spec_fuzz): the rest must not be ignored.
       std::string("{\"name\": \"t\"}\0\0 \"prtenant:[\n :res", 33),
       "{\"name\": \"Ti,=`=====8Gnant\"\r\r\r\r}\n",  // yaml-cpp refuses this one
+      "{\"name\": \"a\", \"resources\": {\"cpu\": 1}, \"command\": \"x\", \"preemptible\"\n : true}",  // key, break, ':'
       "name: a\nresources: {cpu: 1}\ncommand: x\n", "[1, 2]", "\"x\"", "", "   ", "{",
   };
   for (const std::string& text : yaml_only) {
