@@ -9,6 +9,8 @@
 //                         320, 650), the rest take 1-8 whole GPUs (1: 88 %, 2: 4 %, 4: 4 %, 8: 4 %); CPU and
 //                         memory in proportion. Fixed seed. The cluster is filled to 80 % with best-fit before
 //                         timing, whatever the policy measured.
+//   cluster openb-trace:  the openb cluster, with the stream drawn from the real openb pods (default pod list,
+//                         with replacement, fixed seed); skipped when the trace is absent.
 // BM_PlaceScan/openb/<policy> runs the free Schedule() (a full scan per placement) for comparison. "fgd" is FGD
 // with the stream's target workload (see BenchPolicy).
 #include <benchmark/benchmark.h>
@@ -28,6 +30,7 @@
 #include "scheduler/policy/fgd.h"
 #include "scheduler/schedule.h"
 #include "scheduler/scheduler.h"
+#include "sim/trace.h"
 #include "openb_workload.h"
 
 namespace xpool {
@@ -77,9 +80,31 @@ class Churn {
   std::vector<Allocation> running_;
 };
 
+// The real openb pods (default pod list), drawn with replacement from a fixed seed: 91 request shapes without
+// memory, against ~600 in OpenbShapedStream (whose CPU is drawn per pod). Empty when the trace is absent.
+std::vector<TaskRequest> OpenbTraceStream(size_t n, uint64_t seed) {
+  const char* dir = std::getenv("XPOOL_TRACE_DIR");
+  if (dir == nullptr) return {};
+  Result<std::vector<sim::TracePod>> pods =
+      sim::LoadPodList(std::string(dir) + "/alibaba-gpu-v2023/openb_pod_list_default.csv");
+  if (!pods.ok() || pods->empty()) return {};
+  Rng rng(seed);
+  std::uniform_int_distribution<size_t> pick(0, pods->size() - 1);
+  std::vector<TaskRequest> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) out.push_back(sim::PodRequest((*pods)[pick(rng)]));
+  return out;
+}
+
+const std::vector<TaskRequest>& Stream(bool trace) {
+  static const std::vector<TaskRequest> shaped = OpenbShapedStream(1 << 16, 42);
+  static const std::vector<TaskRequest> real = OpenbTraceStream(1 << 16, 42);
+  return trace ? real : shaped;
+}
+
 template <typename PlaceFn>
-void RunPlacements(benchmark::State& bs, ClusterState& cluster, PlaceFn place) {
-  const std::vector<TaskRequest> stream = OpenbShapedStream(1 << 16, 42);
+void RunPlacements(benchmark::State& bs, ClusterState& cluster, const std::vector<TaskRequest>& stream,
+                   PlaceFn place) {
   Churn churn(&cluster, 7);
   size_t next = 0;
   // Fill to about 80 % before timing, with best-fit's fast path whatever the policy measured (a full-scan policy
@@ -114,23 +139,29 @@ void RunPlacements(benchmark::State& bs, ClusterState& cluster, PlaceFn place) {
 // The policy measured. "fgd" is the paper's FGD, whose target workload is the request stream's (as the fill
 // experiment derives it from the sampled pods), so its scores are cacheable; the registry's "fgd" learns the
 // target from OnArrival, which this loop does not call.
-Result<std::unique_ptr<PlacementPolicy>> BenchPolicy(const std::string& name) {
+Result<std::unique_ptr<PlacementPolicy>> BenchPolicy(const std::string& name,
+                                                     const std::vector<TaskRequest>& stream) {
   if (name == "fgd") {
-    const std::vector<TaskRequest> stream = OpenbShapedStream(1 << 16, 42);
     return std::unique_ptr<PlacementPolicy>(std::make_unique<FgdPolicy>(TargetWorkload::FromRequests(stream)));
   }
   return MakePolicy(name);
 }
 
 void BM_Place(benchmark::State& bs, std::string cluster_name, std::string policy_name) {
-  ClusterState cluster = cluster_name == "openb" ? OpenbCluster() : SyntheticCluster(10000);
-  auto policy = BenchPolicy(policy_name);
+  const bool trace = cluster_name == "openb-trace";
+  const std::vector<TaskRequest>& stream = Stream(trace);
+  if (stream.empty()) {
+    bs.SkipWithError("no openb pod list under $XPOOL_TRACE_DIR");
+    return;
+  }
+  ClusterState cluster = cluster_name == "synthetic10k" ? SyntheticCluster(10000) : OpenbCluster();
+  auto policy = BenchPolicy(policy_name, stream);
   if (!policy.ok()) {
     bs.SkipWithError(policy.status().message().c_str());
     return;
   }
   Scheduler scheduler(cluster, **policy, SchedulerOptions{.explain = false});
-  RunPlacements(bs, cluster, [&](const TaskRequest& r, Rng& rng) { return scheduler.Schedule(r, rng); });
+  RunPlacements(bs, cluster, stream, [&](const TaskRequest& r, Rng& rng) { return scheduler.Schedule(r, rng); });
   const SchedulerStats& st = scheduler.stats();
   bs.counters["visited_per_call"] = st.calls ? static_cast<double>(st.nodes_visited) / st.calls : 0;
   bs.counters["fits_per_call"] = st.calls ? static_cast<double>(st.fit_calls) / st.calls : 0;
@@ -141,19 +172,20 @@ void BM_Place(benchmark::State& bs, std::string cluster_name, std::string policy
 
 void BM_PlaceScan(benchmark::State& bs, std::string policy_name) {
   ClusterState cluster = OpenbCluster();
-  auto policy = BenchPolicy(policy_name);
+  const std::vector<TaskRequest>& stream = Stream(false);
+  auto policy = BenchPolicy(policy_name, stream);
   if (!policy.ok()) {
     bs.SkipWithError(policy.status().message().c_str());
     return;
   }
   PlacementPolicy& p = **policy;
-  RunPlacements(bs, cluster, [&](const TaskRequest& r, Rng& rng) { return Schedule(cluster, r, p, rng); });
+  RunPlacements(bs, cluster, stream, [&](const TaskRequest& r, Rng& rng) { return Schedule(cluster, r, p, rng); });
 }
 
 [[maybe_unused]] const bool kRegistered = [] {
   for (std::string_view name : PolicyNames()) {
     const std::string policy(name);
-    for (const char* cluster : {"openb", "synthetic10k"}) {
+    for (const char* cluster : {"openb", "openb-trace", "synthetic10k"}) {
       benchmark::RegisterBenchmark(("BM_Place/" + std::string(cluster) + "/" + policy).c_str(), BM_Place,
                                    std::string(cluster), policy)
           ->Unit(benchmark::kMicrosecond);

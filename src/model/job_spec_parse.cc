@@ -457,6 +457,18 @@ bool HasSurrogateEscape(std::string_view text) {
   return false;
 }
 
+// Line breaks yaml-cpp reads differently from JSON (found by tests/fuzz/job_spec_fuzz): a CR without LF, and a
+// key whose ':' is on a later line (a YAML implicit key must fit on one line). A raw line break is never inside a
+// JSON string, so a break followed by blanks and ':' is such a key.
+bool HasYamlLineBreakQuirk(std::string_view text) {
+  for (size_t i = text.find_first_of("\r\n"); i != std::string_view::npos; i = text.find_first_of("\r\n", i + 1)) {
+    if (text[i] == '\r' && (i + 1 >= text.size() || text[i + 1] != '\n')) return true;
+    const size_t next = text.find_first_not_of(" \t\r\n", i);
+    if (next != std::string_view::npos && text[next] == ':') return true;
+  }
+  return false;
+}
+
 Status CheckSize(std::string_view text) {
   if (text.size() > kMaxJobSpecBytes) {
     return InvalidArgumentError("the spec is larger than " + std::to_string(kMaxJobSpecBytes) + " bytes");
@@ -493,7 +505,10 @@ std::optional<Result<JobSpec>> ParseAsJson(std::string_view text) {
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos || text[first] != '{') return std::nullopt;
   if (Status s = CheckSize(text); !s.ok()) return Result<JobSpec>(s);
-  if (HasSurrogateEscape(text)) return std::nullopt;
+  // nlohmann's lexer ends the input at a NUL byte (what follows would be ignored); yaml-cpp reads all of it.
+  if (HasSurrogateEscape(text) || HasYamlLineBreakQuirk(text) || text.find('\0') != std::string_view::npos) {
+    return std::nullopt;
+  }
   JsonBuilder builder(text);
   if (!nlohmann::json::sax_parse(text.begin(), text.end(), &builder, nlohmann::json::input_format_t::json,
                                  /*strict=*/true)) {

@@ -317,6 +317,10 @@ TEST(JobSpecTest, JsonFastPathAgreesWithYamlOnStructure) {
       R"({"name": "a", "resources": {"cpu": 1}, "command": "x", "env": {")" + std::string(2000, 'K') + R"(": "v"}})",
       R"({"name": "a", "resources": {"cpu": 1e400}, "command": "x"})",
       "{\"name\": \"a\", \"env\": " + std::string(40, '[') + std::string(40, ']') + "}",  // deeper than a spec
+      // nlohmann stops at a NUL byte (found by tests/fuzz/job_spec_fuzz): the rest must not be ignored.
+      std::string("{\"name\": \"t\"}\0\0 \"prtenant:[\n :res", 33),
+      "{\"name\": \"Ti,=`=====8Gnant\"\r\r\r\r}\n",  // yaml-cpp refuses this one
+      "{\"name\": \"a\", \"resources\": {\"cpu\": 1}, \"command\": \"x\", \"preemptible\"\n : true}",  // key, break, ':'
       "name: a\nresources: {cpu: 1}\ncommand: x\n", "[1, 2]", "\"x\"", "", "   ", "{",
   };
   for (const std::string& text : yaml_only) {

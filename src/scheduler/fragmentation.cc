@@ -222,6 +222,129 @@ int64_t WeightedNodeFragment(const NodeFree& node, const TargetWorkload& target)
   return sum;
 }
 
+void FragmentMeter::Reset(const TargetWorkload* target) {
+  target_ = target;
+  models_.clear();
+  last_model_ = -1;
+  cpu_levels_.clear();
+  fits_.clear();
+  if (target == nullptr) return;
+  for (const TargetWorkload::GpuGroup& g : target->gpu_groups()) {
+    cpu_levels_.insert(cpu_levels_.end(), g.cpu_milli.begin(), g.cpu_milli.end());
+  }
+  std::sort(cpu_levels_.begin(), cpu_levels_.end());
+  cpu_levels_.erase(std::unique(cpu_levels_.begin(), cpu_levels_.end()), cpu_levels_.end());
+  // Class c holds free CPU in [levels[c-1], levels[c]): a group's fitting shapes are those with cpu ≤ levels[c-1].
+  for (const TargetWorkload::GpuGroup& g : target->gpu_groups()) {
+    std::vector<int64_t>& fits = fits_.emplace_back(cpu_levels_.size() + 1, 0);
+    for (size_t c = 1; c <= cpu_levels_.size(); ++c) {
+      const size_t n = static_cast<size_t>(
+          std::upper_bound(g.cpu_milli.begin(), g.cpu_milli.end(), cpu_levels_[c - 1]) - g.cpu_milli.begin());
+      fits[c] = g.prefix[n];
+    }
+  }
+}
+
+const FragmentMeter::ModelTables& FragmentMeter::TablesFor(std::string_view model) {
+  if (last_model_ >= 0 && models_[last_model_].model == model) return models_[last_model_];
+  for (size_t i = 0; i < models_.size(); ++i) {
+    if (models_[i].model == model) {
+      last_model_ = static_cast<int>(i);
+      return models_[i];
+    }
+  }
+  ModelTables& t = models_.emplace_back();
+  last_model_ = static_cast<int>(models_.size() - 1);
+  t.model = std::string(model);
+  const std::vector<TargetWorkload::GpuGroup>& groups = target_->gpu_groups();
+  std::vector<char> allowed(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    allowed[g] = ShapeAllowsModel(target_->shapes()[groups[g].shape].shape, model) ? 1 : 0;
+  }
+  const size_t classes = cpu_levels_.size() + 1;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (!allowed[g]) continue;
+    auto it = std::find_if(t.counts.begin(), t.counts.end(),
+                           [&](const CountTable& c) { return c.gpu_count == groups[g].gpu_count; });
+    if (it == t.counts.end()) it = t.counts.insert(t.counts.end(), CountTable{groups[g].gpu_count, {}, {}, {}});
+    it->shares.push_back(groups[g].gpu_milli);
+  }
+  std::sort(t.counts.begin(), t.counts.end(),
+            [](const CountTable& a, const CountTable& b) { return a.gpu_count < b.gpu_count; });
+  for (CountTable& c : t.counts) {
+    std::sort(c.shares.begin(), c.shares.end());
+    c.shares.erase(std::unique(c.shares.begin(), c.shares.end()), c.shares.end());
+    const size_t width = c.shares.size() + 1;
+    c.weights.assign(classes * width, 0);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (!allowed[g] || groups[g].gpu_count != c.gpu_count) continue;
+      const size_t j = static_cast<size_t>(
+          std::lower_bound(c.shares.begin(), c.shares.end(), groups[g].gpu_milli) - c.shares.begin()) + 1;
+      for (size_t k = 0; k < classes; ++k) c.weights[k * width + j] += fits_[g][k];
+    }
+    for (size_t k = 0; k < classes; ++k) {
+      for (size_t j = 1; j < width; ++j) c.weights[k * width + j] += c.weights[k * width + j - 1];
+    }
+    constexpr int64_t kMaxRankTable = 1 << 16;
+    if (c.shares.back() < kMaxRankTable) {
+      c.rank.assign(static_cast<size_t>(c.shares.back()) + 1, 0);
+      size_t r = 0;
+      for (int64_t v = 0; v <= c.shares.back(); ++v) {
+        while (r < c.shares.size() && c.shares[r] <= v) ++r;
+        c.rank[static_cast<size_t>(v)] = static_cast<uint16_t>(r);
+      }
+    }
+  }
+  return t;
+}
+
+int64_t FragmentMeter::Weighted(const NodeFree& node) {
+  constexpr size_t kMaxFast = 16;
+  const size_t count = node.gpu_milli.size();
+  if (count == 0) return 0;
+  bool uniform = count <= kMaxFast;
+  for (size_t i = 1; uniform && i < count; ++i) uniform = node.gpu_model[i] == node.gpu_model[0];
+  if (!uniform) return WeightedNodeFragment(node, *target_);
+  int64_t v[kMaxFast + 1];
+  int64_t prefix[kMaxFast + 1];
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t g = node.gpu_milli[i];
+    size_t j = i;
+    while (j > 0 && v[j - 1] < g) {
+      v[j] = v[j - 1];
+      --j;
+    }
+    v[j] = g;
+  }
+  prefix[0] = 0;
+  for (size_t i = 0; i < count; ++i) prefix[i + 1] = prefix[i] + v[i];
+  const int64_t idle = prefix[count];
+  int64_t sum = target_->total_count() * idle;
+  const ModelTables& tables = TablesFor(node.gpu_model[0]);
+  const size_t cls = static_cast<size_t>(
+      std::upper_bound(cpu_levels_.begin(), cpu_levels_.end(), node.cpu_milli) - cpu_levels_.begin());
+  for (const CountTable& c : tables.counts) {
+    const size_t k = static_cast<size_t>(c.gpu_count);
+    if (k > count) break;
+    const size_t width = c.shares.size() + 1;
+    const int64_t* w = &c.weights[cls * width];
+    auto rank = [&c](int64_t x) -> size_t {
+      if (x >= c.shares.back()) return c.shares.size();
+      if (x < 0) return 0;
+      if (!c.rank.empty()) return c.rank[static_cast<size_t>(x)];
+      return static_cast<size_t>(std::upper_bound(c.shares.begin(), c.shares.end(), x) - c.shares.begin());
+    };
+    // Groups whose share lies in (v_{u+1}, v_u] have exactly u usable GPUs: they subtract S(u) each.
+    size_t next = 0;  // J(v_{count+1}) = 0
+    for (size_t u = count; u >= k; --u) {
+      const size_t here = rank(v[u - 1]);
+      sum -= prefix[u] * (w[here] - w[next]);
+      next = here;
+    }
+  }
+  return sum;
+}
+
 ClusterFragment MeasureCluster(const ClusterState& state, const TargetWorkload& target) {
   ClusterFragment c;
   c.total_count = target.total_count();

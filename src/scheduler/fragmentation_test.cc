@@ -136,5 +136,36 @@ TEST(FragmentationTest, GroupedSumEqualsThePerShapeSum) {
   }
 }
 
+// FragmentMeter's per-model tables must give WeightedNodeFragment's value exactly: random targets (share and
+// CPU-only shapes, model rules, CPU at the thresholds), random nodes of several models (each model's table is
+// built on first use and reused), mixed-model and device-less nodes, and a Reset to another target.
+TEST(FragmentationTest, MeterEqualsWeightedNodeFragment) {
+  std::mt19937_64 rng(47);
+  auto pick = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const char* models[] = {"G2", "T4", "V100M32", "P100"};
+  FragmentMeter meter;
+  for (int round = 0; round < 4; ++round) {
+    std::vector<WeightedShape> counted;
+    for (int i = 0; i < 40 + 80 * round; ++i) {
+      const int gpus = pick(0, 4) == 0 ? 0 : (pick(0, 3) == 0 ? pick(1, 8) : 1);
+      PodShape s = Shape(1000 * pick(0, 12), gpus, gpus == 0 ? 0 : (pick(0, 2) == 0 ? 1000 : 10 * pick(1, 99)));
+      if (pick(0, 9) == 0) s.type_include = {pick(0, 1) == 0 ? "t4" : "v100"};
+      if (pick(0, 14) == 0) s.type_exclude = {"G2"};
+      counted.push_back({s, pick(1, 50)});
+    }
+    const TargetWorkload target = TargetWorkload::FromCounts(counted, pick(90, 100));
+    meter.Reset(&target);
+    for (int step = 0; step < 2000; ++step) {
+      std::vector<int64_t> gpus(pick(0, 8));
+      for (int64_t& g : gpus) g = pick(0, 3) == 0 ? 1000 : 10 * pick(0, 100);
+      const int64_t cpu = pick(0, 1) == 0 ? 1000 * pick(0, 14) : 250 * pick(0, 60);
+      NodeFree node = Free(cpu, gpus, models[pick(0, 3)]);
+      if (step % 7 == 0 && !gpus.empty()) node.gpu_model[0] = "T4-other";  // a mixed-model node
+      SCOPED_TRACE(::testing::Message() << "round " << round << " step " << step);
+      ASSERT_EQ(meter.Weighted(node), WeightedNodeFragment(node, target));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace xpool

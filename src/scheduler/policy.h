@@ -61,6 +61,11 @@ class PlacementPolicy {
   // memory itself (fewer request shapes to keep current). Default false.
   virtual bool ignores_request_memory() const { return false; }
 
+  // For cacheable policies: true when Score gives every fitting node the score 0 and never vetoes one (random:
+  // the tie-break does the choosing). A Scheduler may then rank a node by whether it fits alone, from a summary
+  // of its free capacity, without FitNode or Score. Default false.
+  virtual bool uniform_score() const { return false; }
+
   // For cacheable policies that keep per-node state changed only by OnPlaced (after the placement changed the
   // node): a value summarising that state. Score may depend on it; nodes with different tags are not shared.
   virtual uint64_t NodeTag(const ClusterState& /*state*/, int /*node*/) const { return 0; }

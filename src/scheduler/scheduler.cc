@@ -63,6 +63,7 @@ struct Capacity {
   int64_t free_memory = 0;
   int idle = 0;             // devices nobody holds
   int64_t best_share = 0;   // the most free compute on a device that takes one more sharer
+  bool exact = false;       // MayFit is exact for plain requests (see ExactFor)
 };
 
 Capacity CapacityOf(const ClusterState& state, int node) {
@@ -71,9 +72,13 @@ Capacity CapacityOf(const ClusterState& state, int node) {
   const NodeUsage& u = state.usage(node);
   c.free_cpu = state.FreeCpu(node);
   c.free_memory = state.FreeMemory(node);
+  // FitNode then agrees with MayFit: the node takes tasks, and every device takes a whole-device grant and at
+  // least one sharer of any share below a whole device.
+  c.exact = n.ready && !n.cordoned;
   for (size_t d = 0; d < n.devices.size(); ++d) {
     const Device& dev = n.devices[d];
     const DeviceUsage& du = u.devices[d];
+    c.exact = c.exact && dev.compute_milli >= 1000 && dev.max_sharers >= 1;
     if (!dev.healthy || dev.cordoned) continue;
     if (du.sharers == 0) {
       ++c.idle;
@@ -97,6 +102,17 @@ bool MayFit(const Capacity& c, const TaskRequest& r) {
   if (!r.wants_devices()) return true;
   if (r.exclusive()) return c.idle >= r.device_count;
   return c.idle > 0 || c.best_share >= r.device_compute_milli;
+}
+
+// True when, on a node whose Capacity is `exact`, MayFit(r) equals FitNode(r): the request takes whole devices or
+// a nonzero share of one (a zero share fits any device with room for a sharer, which best_share does not tell
+// apart from none), names no vendor, type or uuid, asks no device memory and needs no NUMA grouping (the checks
+// Capacity does not summarise).
+bool ExactFor(const TaskRequest& r) {
+  return (!r.wants_devices() || (r.device_compute_milli > 0 && (r.exclusive() || r.device_count == 1))) &&
+         !r.vendor.has_value() && r.type_include.empty() && r.type_exclude.empty() && r.uuid_include.empty() &&
+         r.uuid_exclude.empty() && r.device_memory_mib == 0 && r.device_memory_percent == 0 &&
+         !(r.numa_bind && r.device_count > 1);
 }
 
 // The partitions that may hold a node able to take `r` (a node outside them cannot: see PartitionOf).
@@ -138,32 +154,39 @@ class ScoreTree {
   void Assign(int count) {
     size_ = 1;
     while (size_ < count) size_ *= 2;
-    best_.assign(2 * static_cast<size_t>(size_), kNoFit);
-    ties_.assign(2 * static_cast<size_t>(size_), 1);
-    memory_.assign(2 * static_cast<size_t>(size_), kNoMemory);
-    most_memory_.assign(2 * static_cast<size_t>(size_), kNoMemory);
+    tree_.assign(2 * static_cast<size_t>(size_), Entry{});
     count_ = count;
   }
   int count() const { return count_; }
   // Set every leaf first with SetLeaf, then Build.
   void SetLeaf(int i, int64_t v, int64_t memory) {
-    best_[size_ + i] = v;
-    memory_[size_ + i] = memory;
-    most_memory_[size_ + i] = v == kNoFit ? kNoMemory : memory;
+    Entry& e = tree_[size_ + i];
+    e.best = v;
+    e.memory = memory;
+    e.most_memory = v == kNoFit ? kNoMemory : memory;
   }
   void Build() {
     for (int i = size_ - 1; i >= 1; --i) Pull(i);
   }
   void Set(int i, int64_t v, int64_t memory) {
     int at = size_ + i;
-    if (best_[at] == v && memory_[at] == memory) return;
+    if (tree_[at].best == v && tree_[at].memory == memory) return;
     SetLeaf(i, v, memory);
-    for (at /= 2; at >= 1; at /= 2) Pull(at);
+    // Up to the first ancestor that the change leaves as it was.
+    for (at /= 2; at >= 1; at /= 2) {
+      const Entry before = tree_[at];
+      Pull(at);
+      const Entry& after = tree_[at];
+      if (after.best == before.best && after.ties == before.ties && after.memory == before.memory &&
+          after.most_memory == before.most_memory) {
+        break;
+      }
+    }
   }
-  int64_t best() const { return best_[1]; }
-  int ties() const { return ties_[1]; }
+  int64_t best() const { return tree_[1].best; }
+  int ties() const { return tree_[1].ties; }
   // The least free memory among the nodes holding the best score.
-  int64_t best_memory() const { return memory_[1]; }
+  int64_t best_memory() const { return tree_[1].memory; }
   // The k-th (0-based) node, in index order, among those holding the best score.
   int Kth(int k) const { return KthBelow(1, k); }
 
@@ -188,28 +211,40 @@ class ScoreTree {
   static constexpr int64_t kNoMemory = std::numeric_limits<int64_t>::min();
   static constexpr int64_t kAnyMemory = std::numeric_limits<int64_t>::max();
 
+  // One entry per tree position, interleaved so that an update touches one cache line per level.
+  struct Entry {
+    int64_t best = kNoFit;
+    int64_t memory = kNoMemory;       // leaf: the node's free memory; inner: the least among the best leaves below
+    int64_t most_memory = kNoMemory;  // the most free memory among the fitting leaves below
+    int32_t ties = 1;
+  };
+
   void Pull(int i) {
-    const int64_t a = best_[2 * i], b = best_[2 * i + 1];
-    best_[i] = std::max(a, b);
-    ties_[i] = (a == best_[i] ? ties_[2 * i] : 0) + (b == best_[i] ? ties_[2 * i + 1] : 0);
-    memory_[i] = std::min(a == best_[i] ? memory_[2 * i] : kAnyMemory, b == best_[i] ? memory_[2 * i + 1] : kAnyMemory);
-    most_memory_[i] = std::max(most_memory_[2 * i], most_memory_[2 * i + 1]);
+    const Entry& a = tree_[2 * i];
+    const Entry& b = tree_[2 * i + 1];
+    Entry& e = tree_[i];
+    e.best = std::max(a.best, b.best);
+    e.ties = (a.best == e.best ? a.ties : 0) + (b.best == e.best ? b.ties : 0);
+    e.memory = std::min(a.best == e.best ? a.memory : kAnyMemory, b.best == e.best ? b.memory : kAnyMemory);
+    e.most_memory = std::max(a.most_memory, b.most_memory);
   }
   bool Excluded(int i, int64_t memory, int64_t score) const {
-    return best_[i] < score || most_memory_[i] < memory;
+    return tree_[i].best < score || tree_[i].most_memory < memory;
   }
   // Every best-scored node below i has the memory (so the plain tie walk applies there).
-  bool AllBestFit(int i, int64_t memory, int64_t score) const { return best_[i] == score && memory_[i] >= memory; }
+  bool AllBestFit(int i, int64_t memory, int64_t score) const {
+    return tree_[i].best == score && tree_[i].memory >= memory;
+  }
 
   // The k-th node below `at`, in index order, among those holding at's best score.
   int KthBelow(int at, int k) const {
-    const int64_t target = best_[at];
+    const int64_t target = tree_[at].best;
     while (at < size_) {
       const int left = 2 * at;
-      if (best_[left] == target && k < ties_[left]) {
+      if (tree_[left].best == target && k < tree_[left].ties) {
         at = left;
       } else {
-        if (best_[left] == target) k -= ties_[left];
+        if (tree_[left].best == target) k -= tree_[left].ties;
         at = left + 1;
       }
     }
@@ -217,19 +252,19 @@ class ScoreTree {
   }
   // Branch and bound: raises *found to the best score of a fitting node with the memory below i.
   void BestScore(int i, int64_t memory, int64_t* found) const {
-    if (most_memory_[i] < memory || best_[i] <= *found) return;
+    if (tree_[i].most_memory < memory || tree_[i].best <= *found) return;
     if (i >= size_) {
-      *found = best_[i];
+      *found = tree_[i].best;
       return;
     }
-    const bool right_first = best_[2 * i + 1] > best_[2 * i];
+    const bool right_first = tree_[2 * i + 1].best > tree_[2 * i].best;
     BestScore(right_first ? 2 * i + 1 : 2 * i, memory, found);
     BestScore(right_first ? 2 * i : 2 * i + 1, memory, found);
   }
   // The first (or last) node below i with `score` and the memory; -1 when none.
   int Find(int i, int64_t memory, int64_t score, bool last) const {
     if (Excluded(i, memory, score)) return -1;
-    if (AllBestFit(i, memory, score)) return KthBelow(i, last ? ties_[i] - 1 : 0);
+    if (AllBestFit(i, memory, score)) return KthBelow(i, last ? tree_[i].ties - 1 : 0);
     if (i >= size_) return -1;
     const int a = Find(last ? 2 * i + 1 : 2 * i, memory, score, last);
     return a >= 0 ? a : Find(last ? 2 * i : 2 * i + 1, memory, score, last);
@@ -237,7 +272,7 @@ class ScoreTree {
   // How many nodes below i hold `score` and have the memory.
   int Count(int i, int64_t memory, int64_t score) const {
     if (Excluded(i, memory, score)) return 0;
-    if (AllBestFit(i, memory, score)) return ties_[i];
+    if (AllBestFit(i, memory, score)) return tree_[i].ties;
     if (i >= size_) return 0;
     return Count(2 * i, memory, score) + Count(2 * i + 1, memory, score);
   }
@@ -251,10 +286,7 @@ class ScoreTree {
 
   int size_ = 1;
   int count_ = 0;
-  std::vector<int64_t> best_;
-  std::vector<int> ties_;
-  std::vector<int64_t> memory_;       // leaf: the node's free memory; inner: the least among the best leaves below
-  std::vector<int64_t> most_memory_;  // the most free memory among the fitting leaves below
+  std::vector<Entry> tree_;
 };
 
 struct ShapeCache {
@@ -474,7 +506,7 @@ int Scheduler::WalkOrdered(const TaskRequest& request, Rng& rng) {
   Impl& m = *impl_;
   SyncOrdered();
   int best_node = -1;
-  // Walk the eligible partitions merged in (key, node) order.
+  // Walk the eligible partitions merged in (key, node) order: their heads in a min-heap by current entry.
   // Each head caches its current entry so choosing the next node reads no tree node; {max, max} = exhausted.
   constexpr Impl::Entry kDone{std::numeric_limits<int64_t>::max(), std::numeric_limits<int>::max()};
   struct Head {
@@ -492,27 +524,40 @@ int Scheduler::WalkOrdered(const TaskRequest& request, Rng& rng) {
     h = {m.parts[p].begin(), m.parts[p].end(), kDone, p};
     h.Load(kDone);
   }
+  auto sift_down = [&heads, &head_count](int i) {
+    while (true) {
+      const int l = 2 * i + 1, r = l + 1;
+      int least = i;
+      if (l < head_count && heads[l].cur < heads[least].cur) least = l;
+      if (r < head_count && heads[r].cur < heads[least].cur) least = r;
+      if (least == i) return;
+      std::swap(heads[i], heads[least]);
+      i = least;
+    }
+  };
+  // The top head moved on: drop it when exhausted, then restore the heap.
+  auto settle_top = [&](const Impl::Entry& done) {
+    if (heads[0].cur == done) heads[0] = heads[--head_count];
+    if (head_count > 0) sift_down(0);
+  };
+  for (int i = head_count / 2 - 1; i >= 0; --i) sift_down(i);
   int64_t best_score = 0;
   int64_t best_key = 0;
   while (head_count > 0) {
-    int h = 0;
-    for (int i = 1; i < head_count; ++i) {
-      if (heads[i].cur < heads[h].cur) h = i;
-    }
-    if (heads[h].cur == kDone) break;
-    const auto [key, n] = heads[h].cur;
+    const auto [key, n] = heads[0].cur;
     if (best_node >= 0 && key == best_key) {
-      // Same key = same score, and every later node of this key run has a larger index: skip the run.
-      for (int i = 0; i < head_count; ++i) {
-        if (heads[i].cur != kDone && heads[i].cur.first == key) {
-          heads[i].it = m.parts[heads[i].part].lower_bound({key, std::numeric_limits<int>::max()});
-          heads[i].Load(kDone);
-        }
+      // Same key = same score, and every later node of this key run has a larger index: skip the run in every
+      // partition (the heads holding this key surface one after the other).
+      while (head_count > 0 && heads[0].cur.first == key) {
+        heads[0].it = m.parts[heads[0].part].lower_bound({key, std::numeric_limits<int>::max()});
+        heads[0].Load(kDone);
+        settle_top(kDone);
       }
       continue;
     }
-    ++heads[h].it;
-    heads[h].Load(kDone);
+    ++heads[0].it;
+    heads[0].Load(kDone);
+    settle_top(kDone);
     ++stats_.nodes_visited;
     if (!MayFit(m.capacity[n], request)) continue;
     ++stats_.fit_calls;
@@ -640,10 +685,14 @@ int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
                       ValidDeviceChoice(state_, key, m.candidate, m.chosen);
     return fits ? std::max(score, kLowestScore) : kNoFit;
   };
+  // A uniform score (random) ranks a node by whether it fits; where the capacity summary decides that exactly,
+  // neither FitNode nor the memo is needed.
+  const bool by_capacity = policy_.uniform_score() && ExactFor(key);
   auto verdict = [&](int n) -> int64_t {
     ++stats_.nodes_visited;
     // The capacity check first: it reads no per-shape memo.
     if (!MayFit(m.node_capacity[n], key)) return kNoFit;
+    if (by_capacity && m.node_capacity[n].exact) return 0;
     if (!cache.memo_ok) return evaluate(n);
     const uint32_t id = m.node_state[n];
     if (id >= cache.memo.size()) cache.memo.resize(std::max<size_t>(id + 1, cache.memo.size() * 2), kUnknown);

@@ -308,16 +308,66 @@ TEST(SchedulerPropertyTest, AlikeNodesShareVerdictsAndMatchTheFullScan) {
 // fitting node.
 class FlatRandomPolicy final : public PlacementPolicy {
  public:
+  explicit FlatRandomPolicy(bool uniform = false) : uniform_(uniform) {}
   std::string_view name() const override { return "flat-random"; }
   TieBreak tie_break() const override { return TieBreak::kRandom; }
   bool cacheable() const override { return true; }
+  bool uniform_score() const override { return uniform_; }
   bool Score(const ClusterState&, const TaskRequest& r, const NodeCandidate& c, Rng&, int64_t* score,
              std::vector<int>* chosen) override {
     *score = 0;
     chosen->assign(c.fitting_devices.begin(), c.fitting_devices.begin() + r.device_count);
     return true;
   }
+
+ private:
+  bool uniform_;
 };
+
+// A uniform-score policy is ranked from each node's capacity summary where that is exact (no FitNode): on random
+// clusters (exclusive-mode devices, sharer limits, NUMA, vendors) and random steps, its placements equal those of
+// the same policy ranked by FitNode, draw for draw.
+TEST(SchedulerPropertyTest, UniformScoreByCapacityEqualsFitNode) {
+  Rng rng(77);
+  ClusterState state = RandomCluster(rng, 14);
+  FlatRandomPolicy by_capacity(true), by_fit(false);
+  Scheduler fast(state, by_capacity, SchedulerOptions{.explain = false});
+  Scheduler slow(state, by_fit, SchedulerOptions{.explain = false});
+  std::vector<Allocation> running;
+  int placed = 0;
+  for (int step = 0; step < 15'000; ++step) {
+    const int op = std::uniform_int_distribution<int>(0, 99)(rng);
+    if (op < 55) {
+      const TaskRequest r = RandomRequest(rng);
+      Rng a(step), b(step);
+      ScheduleOutcome x = fast.Schedule(r, a);
+      ScheduleOutcome y = slow.Schedule(r, b);
+      ASSERT_TRUE(SameOutcome(x, y)) << "step " << step << " nodes " << x.allocation.node << "/"
+                                     << y.allocation.node;
+      if (y.kind == OutcomeKind::kPlaced) {
+        ASSERT_TRUE(state.Apply(y.allocation).ok()) << "step " << step;
+        running.push_back(y.allocation);
+        ++placed;
+      }
+    } else if (op < 92 && !running.empty()) {
+      const size_t i = std::uniform_int_distribution<size_t>(0, running.size() - 1)(rng);
+      ASSERT_TRUE(state.Release(running[i]).ok());
+      running[i] = running.back();
+      running.pop_back();
+    } else {
+      const int node = std::uniform_int_distribution<int>(0, state.node_count() - 1)(rng);
+      const int what = std::uniform_int_distribution<int>(0, 2)(rng);
+      const bool flag = std::uniform_int_distribution<int>(0, 3)(rng) != 0;
+      Status s = Status::Ok();
+      if (what == 0) s = state.SetNodeReady(node, flag);
+      if (what == 1) s = state.SetNodeCordoned(node, !flag);
+      if (what == 2 && !state.node(node).devices.empty()) s = state.SetDeviceHealthy(node, 0, flag);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+    }
+  }
+  EXPECT_GT(placed, 1500);
+  EXPECT_LT(fast.stats().fit_calls, slow.stats().fit_calls);  // the capacity summary decided verdicts
+}
 
 TEST(SchedulerTest, RandomTieBreakInTheScoreCacheIsUniform) {
   ClusterState s;

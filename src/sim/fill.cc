@@ -48,6 +48,7 @@ class TieBreakOverride final : public PlacementPolicy {
   TieBreak tie_break() const override { return tie_; }
   bool cacheable() const override { return inner_->cacheable(); }
   bool ignores_request_memory() const override { return inner_->ignores_request_memory(); }
+  bool uniform_score() const override { return inner_->uniform_score(); }
   // The ordered walk assumes one tie-break for every request: offer no key when they differ.
   bool NodeOrderKey(const ClusterState& state, int node, int64_t* key) const override {
     return gpu_tie_ == cpu_tie_ && inner_->NodeOrderKey(state, node, key);
@@ -106,17 +107,17 @@ namespace {
 // Keeps Σ_n F_n up to date by re-measuring only the node that changed.
 class FragmentTracker {
  public:
-  FragmentTracker(const ClusterState& state, const TargetWorkload& target) : target_(target) {
+  FragmentTracker(const ClusterState& state, const TargetWorkload& target) : target_(target), meter_(&target) {
     node_weighted_.resize(state.node_count());
     for (int n = 0; n < state.node_count(); ++n) {
       ReadNodeFree(state, n, &scratch_);
-      node_weighted_[n] = WeightedNodeFragment(scratch_, target_);
+      node_weighted_[n] = meter_.Weighted(scratch_);
       weighted_ += node_weighted_[n];
     }
   }
   void Update(const ClusterState& state, int node) {
     ReadNodeFree(state, node, &scratch_);
-    const int64_t w = WeightedNodeFragment(scratch_, target_);
+    const int64_t w = meter_.Weighted(scratch_);
     weighted_ += w - node_weighted_[node];
     node_weighted_[node] = w;
   }
@@ -128,6 +129,7 @@ class FragmentTracker {
 
  private:
   const TargetWorkload& target_;
+  FragmentMeter meter_;
   std::vector<int64_t> node_weighted_;
   int64_t weighted_ = 0;
   NodeFree scratch_;

@@ -14,7 +14,8 @@ Result<JobSpec> ParseWithYaml(std::string_view text);
 // The fast path for a JSON object (nlohmann's SAX parser, no yaml-cpp): the same spec or the same error as
 // ParseWithYaml, or nullopt when the text is not a JSON object it reads exactly as yaml-cpp would (not JSON, a
 // YAML flow mapping, nesting deeper than 16, a key over 160 bytes, "-0", a \uD8xx escape, a number beyond a
-// double): the caller then uses ParseWithYaml.
+// double, a NUL byte, a CR without LF, a line break before a key's ':'): the caller then uses
+// ParseWithYaml.
 std::optional<Result<JobSpec>> ParseAsJson(std::string_view text);
 
 }  // namespace xpool::job_spec_parse

@@ -7,10 +7,10 @@
 namespace xpool {
 
 int64_t FragmentationDelta(NodeFree* node, const TaskRequest& request, const std::vector<int>& devices,
-                           const TargetWorkload& target, int64_t before_weighted) {
+                           FragmentMeter* meter, int64_t before_weighted) {
   node->cpu_milli -= request.cpu_milli;
   for (int d : devices) node->gpu_milli[d] -= request.device_compute_milli;
-  const int64_t after = WeightedNodeFragment(*node, target);
+  const int64_t after = meter->Weighted(*node);
   node->cpu_milli += request.cpu_milli;
   for (int d : devices) node->gpu_milli[d] += request.device_compute_milli;
   return before_weighted - after;
@@ -40,6 +40,7 @@ void FragmentationPolicyBase::OnArrival(const TaskRequest& request) {
   if (arrivals_ >= next_rebuild_) {
     next_rebuild_ = arrivals_ < rebuild_step_ ? arrivals_ * 2 : arrivals_ + rebuild_step_;
     target_ = TargetWorkload::FromCounts(seen_);
+    meter_.Reset(&target_);
     ++target_rebuilds_;
     for (auto& per_shape : cache_) per_shape.clear();
   }
@@ -65,7 +66,7 @@ bool FragmentationPolicyBase::Score(const ClusterState& state, const TaskRequest
     return true;
   }
   ReadNodeFree(state, node, &scratch_);
-  const int64_t before = WeightedNodeFragment(scratch_, target_);
+  const int64_t before = meter_.Weighted(scratch_);
   if (sharing) {
     int best = -1;
     int64_t best_score = 0;
@@ -102,7 +103,7 @@ bool FragmentationPolicyBase::Score(const ClusterState& state, const TaskRequest
 
 int64_t FgdPolicy::Evaluate(const ClusterState& /*state*/, const TaskRequest& request, int /*node*/,
                             const std::vector<int>& devices, int64_t before) {
-  return FgdSigmoidScore(FragmentationDelta(&scratch(), request, devices, target(), before),
+  return FgdSigmoidScore(FragmentationDelta(&scratch(), request, devices, &meter(), before),
                          target().total_count());
 }
 

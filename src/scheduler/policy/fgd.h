@@ -28,11 +28,13 @@ class FragmentationPolicyBase : public PlacementPolicy {
              int64_t* score, std::vector<int>* chosen_devices) final;
   void OnArrival(const TaskRequest& request) final;
   const TargetWorkload& target() const { return target_; }
+  FragmentationPolicyBase(const FragmentationPolicyBase&) = delete;  // meter_ points at target_
+  FragmentationPolicyBase& operator=(const FragmentationPolicyBase&) = delete;
 
  protected:
   // learn: rebuild the target from arrivals, every time the count doubles and then every `rebuild_step`.
   FragmentationPolicyBase(TargetWorkload target, bool learn, int64_t rebuild_step)
-      : target_(std::move(target)), learn_(learn), rebuild_step_(rebuild_step) {}
+      : target_(std::move(target)), learn_(learn), rebuild_step_(rebuild_step), meter_(&target_) {}
   bool learning() const { return learn_; }
   // Times the learned target was rebuilt (each clears the score cache).
   uint64_t target_rebuilds() const { return target_rebuilds_; }
@@ -52,6 +54,8 @@ class FragmentationPolicyBase : public PlacementPolicy {
     return false;
   }
   NodeFree& scratch() { return scratch_; }
+  // WeightedNodeFragment against target(), by per-model tables (reset when the target is rebuilt).
+  FragmentMeter& meter() { return meter_; }
 
  private:
   struct Entry {
@@ -68,6 +72,7 @@ class FragmentationPolicyBase : public PlacementPolicy {
   int64_t next_rebuild_ = 1;
   uint64_t target_rebuilds_ = 0;
 
+  FragmentMeter meter_;                    // over target_
   ShapeIndex shapes_;                      // request shapes scored so far
   std::vector<std::vector<Entry>> cache_;  // [shape id][node]
   NodeFree scratch_;
@@ -94,7 +99,8 @@ class FgdPolicy final : public FragmentationPolicyBase {
 // ⌊100 · sigmoid(weighted_delta / total / 1000)⌋, FGD's bounded score (total <= 0 → 50).
 int64_t FgdSigmoidScore(int64_t weighted_delta, int64_t total);
 
+// before − after of the node's weighted fragmentation when `request` is placed on `devices` (node is restored).
 int64_t FragmentationDelta(NodeFree* node, const TaskRequest& request, const std::vector<int>& devices,
-                           const TargetWorkload& target, int64_t before_weighted);
+                           FragmentMeter* meter, int64_t before_weighted);
 
 }  // namespace xpool

@@ -19,6 +19,7 @@ class RandomPolicy final : public PlacementPolicy {
   // The score (0) depends on nothing; only the device choice draws, and a Scheduler asks for it on the winner.
   bool cacheable() const override { return true; }
   bool ignores_request_memory() const override { return true; }
+  bool uniform_score() const override { return true; }
 };
 
 }  // namespace xpool
