@@ -2,8 +2,12 @@
 # Builds the job-spec libFuzzer target with clang++ (the main build uses g++) and runs it for a while.
 #   run_job_spec_fuzz.sh SOURCE_DIR BUILD_DIR SECONDS
 # Exit 77 (ctest: skipped) when clang++ or libFuzzer is not available. Rebuilds only when a source changed.
+# The run is seeded (XPOOL_FUZZ_SEED, default 1) so that CI replays one fixed input sequence, cut by time: a run
+# fails only for an input that a longer run with the same seed on the same corpus also reaches. Exploratory runs
+# set another seed (or 0 for a random one) and more seconds.
 set -euo pipefail
 src=${1:?source dir}; out=${2:?build dir}; seconds=${3:-30}
+seed=${XPOOL_FUZZ_SEED:-1}
 cxx=${XPOOL_FUZZ_CXX:-$(command -v clang++ || true)}
 if [[ -z "$cxx" ]]; then
   echo "SKIP: clang++ not found (install Debian's 'clang' to build the libFuzzer target)"; exit 77
@@ -45,7 +49,7 @@ corpus="$out/job_spec_corpus"
 mkdir -p "$corpus"
 artifacts="$out/job_spec_artifacts/"
 mkdir -p "$artifacts"
-echo "running $bin for ${seconds}s"
-exec "$bin" "$corpus" "$src/tests/fuzz/corpus/job_spec" -dict="$src/tests/fuzz/job_spec.dict" \
+echo "running $bin for ${seconds}s, seed $seed"
+exec "$bin" "$corpus" "$src/tests/fuzz/corpus/job_spec" -dict="$src/tests/fuzz/job_spec.dict" -seed="$seed" \
   -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 \
   -artifact_prefix="$artifacts"
