@@ -26,6 +26,35 @@ bool ContainsNoCase(std::string_view haystack, std::string_view needle) {
   return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(),
                      [&](char a, char b) { return lower(a) == lower(b); }) != haystack.end();
 }
+// Nodes with up to this many devices, all one model, take the sorted fast paths of the fragment sums.
+constexpr size_t kMaxFastDevices = 16;
+
+bool TakesFastPath(const NodeFree& node) {
+  const size_t count = node.gpu_milli.size();
+  bool uniform = count <= kMaxFastDevices;
+  for (size_t i = 1; uniform && i < count; ++i) uniform = node.gpu_model[i] == node.gpu_model[0];
+  return uniform;
+}
+
+// Writes the node's free GPU milli in descending order to sorted[0..n) and their prefix sums to prefix[0..n]
+// (n = its device count, at most kMaxFastDevices); returns the node's idle GPU milli, prefix[n].
+int64_t SortFreeDescending(const NodeFree& node, int64_t* sorted, int64_t* prefix) {
+  const size_t count = node.gpu_milli.size();
+  for (size_t i = 0; i < count; ++i) {
+    // Insertion sort: at most 16 values.
+    const int64_t g = node.gpu_milli[i];
+    size_t j = i;
+    while (j > 0 && sorted[j - 1] < g) {
+      sorted[j] = sorted[j - 1];
+      --j;
+    }
+    sorted[j] = g;
+  }
+  prefix[0] = 0;
+  for (size_t i = 0; i < count; ++i) prefix[i + 1] = prefix[i] + sorted[i];
+  return prefix[count];
+}
+
 }  // namespace
 
 bool ShapeAllowsModel(const PodShape& shape, std::string_view model) {
@@ -178,30 +207,15 @@ int64_t ShapeFragment(const NodeFree& node, const PodShape& shape) {
 int64_t WeightedNodeFragment(const NodeFree& node, const TargetWorkload& target) {
   // Fast path for the common node, whose devices are all one model: with the free compute sorted in descending
   // order, the usable GPUs of a shape are a prefix (g ≥ d_m) and F_n(m) = idle − (that prefix's sum).
-  constexpr size_t kMaxFast = 16;
   const size_t count = node.gpu_milli.size();
-  bool uniform = count <= kMaxFast;
-  for (size_t i = 1; uniform && i < count; ++i) uniform = node.gpu_model[i] == node.gpu_model[0];
-  if (!uniform) {
+  if (!TakesFastPath(node)) {
     int64_t sum = 0;
     for (const WeightedShape& w : target.shapes()) sum += w.count * ShapeFragment(node, w.shape);
     return sum;
   }
-  int64_t sorted[kMaxFast];
-  int64_t prefix[kMaxFast + 1];
-  for (size_t i = 0; i < count; ++i) {
-    // Insertion sort, descending: at most 16 values.
-    const int64_t g = node.gpu_milli[i];
-    size_t j = i;
-    while (j > 0 && sorted[j - 1] < g) {
-      sorted[j] = sorted[j - 1];
-      --j;
-    }
-    sorted[j] = g;
-  }
-  prefix[0] = 0;
-  for (size_t i = 0; i < count; ++i) prefix[i + 1] = prefix[i] + sorted[i];
-  const int64_t idle = prefix[count];
+  int64_t sorted[kMaxFastDevices];
+  int64_t prefix[kMaxFastDevices + 1];
+  const int64_t idle = SortFreeDescending(node, sorted, prefix);
   const std::string_view model = count > 0 ? node.gpu_model[0] : std::string_view();
   // Shapes asking for no GPU strand all idle GPU; within a GPU group, the shapes whose CPU does not fit do too,
   // and the others share one fragment.
@@ -299,26 +313,12 @@ const FragmentMeter::ModelTables& FragmentMeter::TablesFor(std::string_view mode
 }
 
 int64_t FragmentMeter::Weighted(const NodeFree& node) {
-  constexpr size_t kMaxFast = 16;
   const size_t count = node.gpu_milli.size();
   if (count == 0) return 0;
-  bool uniform = count <= kMaxFast;
-  for (size_t i = 1; uniform && i < count; ++i) uniform = node.gpu_model[i] == node.gpu_model[0];
-  if (!uniform) return WeightedNodeFragment(node, *target_);
-  int64_t v[kMaxFast + 1];
-  int64_t prefix[kMaxFast + 1];
-  for (size_t i = 0; i < count; ++i) {
-    const int64_t g = node.gpu_milli[i];
-    size_t j = i;
-    while (j > 0 && v[j - 1] < g) {
-      v[j] = v[j - 1];
-      --j;
-    }
-    v[j] = g;
-  }
-  prefix[0] = 0;
-  for (size_t i = 0; i < count; ++i) prefix[i + 1] = prefix[i] + v[i];
-  const int64_t idle = prefix[count];
+  if (!TakesFastPath(node)) return WeightedNodeFragment(node, *target_);
+  int64_t v[kMaxFastDevices + 1];
+  int64_t prefix[kMaxFastDevices + 1];
+  const int64_t idle = SortFreeDescending(node, v, prefix);
   int64_t sum = target_->total_count() * idle;
   const ModelTables& tables = TablesFor(node.gpu_model[0]);
   const size_t cls = static_cast<size_t>(
