@@ -22,13 +22,20 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "e2e_support.h"
+#include "support/rest_client.h"
+#include "support/xpool_process.h"
 
 namespace {
 
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
-using namespace xpool::e2e;
+using xpool::testing::FreePort;
+using xpool::testing::HalfGpuJob;
+using xpool::testing::ProcessAlive;
+using xpool::testing::ReadFile;
+using xpool::testing::RestClient;
+using xpool::testing::RunCli;
+using xpool::testing::XpoolProcess;
 
 constexpr const char* kNode = "e2e-agent-node";
 
@@ -54,12 +61,11 @@ class AgentE2eTest : public ::testing::Test {
     if (node_timeout_) args.insert(args.end(), {"--node-timeout", "6"});
     server_args_ = args;
     ASSERT_TRUE(server_.Start(args, dir_ / "work", dir_ / "server.log"));
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
-    client_->set_connection_timeout(2, 0);
-    client_->set_read_timeout(10, 0);
     ASSERT_TRUE(server_.WaitHealthy(port_, 30)) << server_.Log();
     token_ = ReadFile(dir_ / "var" / "admin.token");  // written before the server listens
     ASSERT_FALSE(token_.empty()) << server_.Log();
+    rest_ = std::make_unique<RestClient>(port_, token_);
+    rest_->set_diagnostics([this] { return "agent log:\n" + agent_.Log() + "\nserver log:\n" + server_.Log(); });
   }
 
   void TearDown() override {
@@ -72,14 +78,6 @@ class AgentE2eTest : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
 
-  httplib::Headers Auth(const std::string& token = "") const {
-    return {{"Authorization", "Bearer " + (token.empty() ? token_ : token)}};
-  }
-  Json Get(const std::string& path, const std::string& token = "") {
-    auto r = client_->Get(path.c_str(), Auth(token));
-    if (!r || r->status != 200) return Json();
-    return Json::parse(r->body, nullptr, false);
-  }
   std::vector<std::string> Cli(std::vector<std::string> args) {
     args.insert(args.end(), {"--server", url_, "--token", token_});
     return args;
@@ -106,39 +104,11 @@ class AgentE2eTest : public ::testing::Test {
   bool WaitNodeReady(bool ready, int seconds) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
     while (std::chrono::steady_clock::now() < deadline) {
-      Json n = Get(std::string("/api/v1/nodes/") + kNode);
+      Json n = rest_->Get(std::string("/api/v1/nodes/") + kNode);
       if (n.is_object() && n.value("ready", !ready) == ready) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return false;
-  }
-
-  int64_t Submit(const std::string& name, const std::string& command, const std::string& token = "") {
-    Json spec = {{"name", name},
-                 {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"gpu", 1}, {"gpumem-percentage", 50}}},
-                 {"command", command}};
-    auto r = client_->Post("/api/v1/jobs", Auth(token), spec.dump(), "application/json");
-    if (!r || r->status != 201) {
-      ADD_FAILURE() << "submit " << name << ": " << (r ? r->body : std::string("no answer"));
-      return -1;
-    }
-    return Json::parse(r->body)["id"].get<int64_t>();
-  }
-
-  Json Job(int64_t id) { return Get("/api/v1/jobs/" + std::to_string(id)); }
-
-  Json WaitState(int64_t id, const std::string& state, int seconds = 20) {
-    Json j;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (std::chrono::steady_clock::now() < deadline) {
-      j = Job(id);
-      if (j.is_object() && j.value("state", "") == state) return j;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    ADD_FAILURE() << "job " << id << " did not reach " << state << ": " << j.dump() << "\nagent log:\n"
-                  << agent_.Log() << "\nserver log:\n"
-                  << server_.Log();
-    return j;
   }
 
   // `xpool logs ID` until its output contains `text` (the agent ships output with its heartbeats).
@@ -161,8 +131,8 @@ class AgentE2eTest : public ::testing::Test {
   bool node_timeout_ = false;
   std::vector<std::string> server_args_;
   std::string token_;
-  Child server_, agent_;
-  std::unique_ptr<httplib::Client> client_;
+  XpoolProcess server_, agent_;
+  std::unique_ptr<RestClient> rest_;
 };
 
 // The value of NAME=... in an `env` dump; "" when absent.
@@ -176,7 +146,7 @@ std::string EnvValue(const std::string& dump, const std::string& name) {
 TEST_F(AgentE2eTest, RemoteAgentRunsJobsShipsLogsAndSurvivesNodeLoss) {
   ASSERT_TRUE(StartAgent(NodeTokenFile(kNode)));
   ASSERT_TRUE(agent_.WaitForLog("registered with", 20)) << agent_.Log();
-  Json node = Get(std::string("/api/v1/nodes/") + kNode);
+  Json node = rest_->Get(std::string("/api/v1/nodes/") + kNode);
   EXPECT_EQ(node["labels"].value("xpool.io/simulated", ""), "true") << node.dump();
 
   std::vector<int64_t> ids;
@@ -184,13 +154,13 @@ TEST_F(AgentE2eTest, RemoteAgentRunsJobsShipsLogsAndSurvivesNodeLoss) {
     const std::string pidfile = (dir_ / ("task" + std::to_string(i) + ".pid")).string();
     // The first one leaves a child behind in its group: cancel must stop it too.
     const std::string child = i == 0 ? "sleep 300 & echo $! > " + (dir_ / "child.pid").string() + "; " : "";
-    ids.push_back(Submit("half-" + std::to_string(i), child + "echo $$ > " + pidfile +
-                                                          "; echo; env | sort; echo ENV-END; " +
-                                                          (i == 0 ? "wait" : "exec sleep 120")));
+    ids.push_back(rest_->Submit(HalfGpuJob("half-" + std::to_string(i), child + "echo $$ > " + pidfile +
+                                                                            "; echo; env | sort; echo ENV-END; " +
+                                                                            (i == 0 ? "wait" : "exec sleep 120"))));
   }
   std::map<std::string, int> per_device;
   for (int64_t id : ids) {
-    Json j = WaitState(id, "running");
+    Json j = rest_->WaitState(id, "running");
     ASSERT_EQ(j["placement"].size(), 1u) << j.dump();
     ASSERT_EQ(j["placement"][0]["devices"].size(), 1u) << j.dump();
     const std::string uuid = j["placement"][0]["devices"][0]["uuid"].get<std::string>();
@@ -215,8 +185,8 @@ TEST_F(AgentE2eTest, RemoteAgentRunsJobsShipsLogsAndSurvivesNodeLoss) {
 
   // Cancel stops the process; its half device goes to a job that exits 3 (failed), then to a command that does
   // not exist (failed with the exec error; the agent lives on).
-  const int64_t exit3 = Submit("exit3", "echo failing; exit 3");
-  auto r = client_->Delete(("/api/v1/jobs/" + std::to_string(ids[0])).c_str(), Auth());
+  const int64_t exit3 = rest_->Submit(HalfGpuJob("exit3", "echo failing; exit 3"));
+  auto r = rest_->http().Delete(("/api/v1/jobs/" + std::to_string(ids[0])).c_str(), rest_->Auth());
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
   bool gone = false;
@@ -229,17 +199,16 @@ TEST_F(AgentE2eTest, RemoteAgentRunsJobsShipsLogsAndSurvivesNodeLoss) {
   ASSERT_GT(child, 0);
   for (int k = 0; k < 50 && ProcessAlive(child); ++k) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(ProcessAlive(child)) << "the cancelled job's child outlived it";
-  Json failed = WaitState(exit3, "failed");
+  Json failed = rest_->WaitState(exit3, "failed");
   EXPECT_NE(failed.value("state_reason", "").find("exited with code 3"), std::string::npos) << failed.dump();
   LogsContaining(exit3, "failing");
-  Json spec = {{"name", "nocmd"},
-               {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"gpu", 1}, {"gpumem-percentage", 50}}},
-               {"command", Json::array({"xpool-e2e-no-such-command", "--x"})}};
-  r = client_->Post("/api/v1/jobs", Auth(), spec.dump(), "application/json");
-  ASSERT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
-  const int64_t nocmd = Json::parse(r->body)["id"].get<int64_t>();
-  failed = WaitState(nocmd, "failed");
-  Json events = Get("/api/v1/jobs/" + std::to_string(nocmd) + "/events");
+  // The command as an argv array (HalfGpuJob's resources, no shell).
+  Json spec = HalfGpuJob("nocmd", "");
+  spec["command"] = Json::array({"xpool-e2e-no-such-command", "--x"});
+  const int64_t nocmd = rest_->Submit(spec);
+  ASSERT_GT(nocmd, 0);
+  failed = rest_->WaitState(nocmd, "failed");
+  Json events = rest_->Get("/api/v1/jobs/" + std::to_string(nocmd) + "/events");
   EXPECT_NE(events.dump().find("command not found"), std::string::npos) << events.dump();
   EXPECT_TRUE(agent_.Alive()) << agent_.Log();
 
@@ -249,7 +218,7 @@ TEST_F(AgentE2eTest, RemoteAgentRunsJobsShipsLogsAndSurvivesNodeLoss) {
   ASSERT_TRUE(server_.Start(server_args_, dir_ / "work", dir_ / "server.log"));
   EXPECT_TRUE(agent_.WaitForLog("connected again", 30)) << agent_.Log();
   for (size_t i = 1; i < ids.size(); ++i) {
-    Json j = WaitState(ids[i], "running", 10);
+    Json j = rest_->WaitState(ids[i], "running", 10);
     EXPECT_EQ(j.value("restart_count", -1), 0) << j.dump();
     EXPECT_TRUE(ProcessAlive(pids[i])) << "task " << i << " did not survive the server's restart";
   }
@@ -268,13 +237,13 @@ TEST_F(AgentE2eTest, RemoteAgentRunsJobsShipsLogsAndSurvivesNodeLoss) {
   for (size_t i = 1; i < pids.size(); ++i) EXPECT_TRUE(ProcessAlive(pids[i])) << "task " << i << " died with its agent";
   ASSERT_TRUE(WaitNodeReady(false, 15)) << server_.Log();
   for (size_t i = 1; i < ids.size(); ++i) {
-    Json j = WaitState(ids[i], "queued", 15);
+    Json j = rest_->WaitState(ids[i], "queued", 15);
     EXPECT_GE(j.value("restart_count", 0), 1) << j.dump();
   }
   ASSERT_TRUE(StartAgent(dir_ / (std::string(kNode) + ".token")));
   ASSERT_TRUE(WaitNodeReady(true, 15)) << agent_.Log();
   for (size_t i = 1; i < ids.size(); ++i) {
-    Json j = WaitState(ids[i], "running", 20);
+    Json j = rest_->WaitState(ids[i], "running", 20);
     EXPECT_GE(j.value("restart_count", 0), 1) << j.dump();
   }
   for (size_t i = 1; i < pids.size(); ++i) {
@@ -294,15 +263,15 @@ TEST_F(AgentE2eTest, RestartedAgentAdoptsItsTasks) {
   ASSERT_TRUE(agent_.WaitForLog("registered with", 20)) << agent_.Log();
   const std::string finish = (dir_ / "finish").string(), go = (dir_ / "go").string();
   // Each waits for its file (at most ~60 s, so nothing outlives a failed test for long).
-  const int64_t counter = Submit(
+  const int64_t counter = rest_->Submit(HalfGpuJob(
       "counter", "echo $$ > " + (dir_ / "counter.pid").string() +
                      "; i=0; while [ ! -f " + finish + " ] && [ $i -lt 600 ]; do echo count $i; i=$((i+1)); "
-                     "sleep 0.1; done; echo done");
-  const int64_t exits = Submit(
+                     "sleep 0.1; done; echo done"));
+  const int64_t exits = rest_->Submit(HalfGpuJob(
       "exits7", "echo $$ > " + (dir_ / "exits.pid").string() + "; i=0; while [ ! -f " + go + " ] && [ $i -lt 600 ]; "
-                "do i=$((i+1)); sleep 0.05; done; echo leaving; exit 7");
-  WaitState(counter, "running");
-  WaitState(exits, "running");
+                "do i=$((i+1)); sleep 0.05; done; echo leaving; exit 7"));
+  rest_->WaitState(counter, "running");
+  rest_->WaitState(exits, "running");
   LogsContaining(counter, "count 3");
   const pid_t counter_pid = static_cast<pid_t>(std::stol("0" + ReadFile(dir_ / "counter.pid")));
   const pid_t exits_pid = static_cast<pid_t>(std::stol("0" + ReadFile(dir_ / "exits.pid")));
@@ -317,11 +286,11 @@ TEST_F(AgentE2eTest, RestartedAgentAdoptsItsTasks) {
   // Back well within the server's --node-timeout (6 s): the node is not lost, nothing is requeued.
   ASSERT_TRUE(StartAgent(dir_ / (std::string(kNode) + ".token")));
   EXPECT_TRUE(agent_.WaitForLog("adopted 1 running and 1 ended task(s)", 20)) << agent_.Log();
-  Json failed = WaitState(exits, "failed");
+  Json failed = rest_->WaitState(exits, "failed");
   EXPECT_NE(failed.value("state_reason", "").find("exited with code 7"), std::string::npos) << failed.dump();
   EXPECT_EQ(failed.value("restart_count", -1), 0) << failed.dump();
   LogsContaining(exits, "leaving");
-  Json running = Job(counter);
+  Json running = rest_->Job(counter);
   EXPECT_EQ(running.value("state", ""), "running") << running.dump();
   EXPECT_EQ(running.value("restart_count", -1), 0) << running.dump();
   EXPECT_TRUE(ProcessAlive(counter_pid));
@@ -336,7 +305,7 @@ TEST_F(AgentE2eTest, RestartedAgentAdoptsItsTasks) {
     ++starts;
   EXPECT_EQ(starts, 1u) << out;
   std::ofstream(finish) << "finish\n";
-  Json done = WaitState(counter, "succeeded");
+  Json done = rest_->WaitState(counter, "succeeded");
   EXPECT_EQ(done.value("restart_count", -1), 0) << done.dump();
   LogsContaining(counter, "done");
 }
@@ -363,17 +332,16 @@ TEST_F(AgentE2eTest, BadTokensUnreachableServerAndOtherTenantsLogs) {
   EXPECT_TRUE(agent_.WaitForLog("this node token is for node some-other-node", 10)) << agent_.Log();
   EXPECT_TRUE(agent_.WaitForLog("may not act for node", 1)) << agent_.Log();
   agent_.Stop();
-  auto r = client_->Post((std::string("/api/v1/nodes/") + kNode + "/heartbeat").c_str(), Auth(other), "{}",
-                         "application/json");
+  auto r = rest_->Post(std::string("/api/v1/nodes/") + kNode + "/heartbeat", "{}", other);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 403) << r->body;
   EXPECT_NE(r->body.find("some-other-node"), std::string::npos) << r->body;
-  r = client_->Get("/api/v1/jobs", Auth(other));
+  r = rest_->http().Get("/api/v1/jobs", rest_->Auth(other));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 403) << r->body;
 
   // An unreachable server: said clearly, retried.
-  Child lost;
+  XpoolProcess lost;
   ASSERT_TRUE(lost.Start({"agent", "--server", "grpc://127.0.0.1:" + std::to_string(FreePort()), "--token", "x",
                           "--simulate", "1xA100-80GB", "--state-dir", (dir_ / "lost").string()},
                          dir_ / "work", dir_ / "lost.log"));
@@ -388,14 +356,14 @@ TEST_F(AgentE2eTest, BadTokensUnreachableServerAndOtherTenantsLogs) {
   out = RunCli(Cli({"tokens", "create", "--tenant", "team-b"}), &code, /*with_stderr=*/false);
   ASSERT_EQ(code, 0) << out;
   const std::string team_b = out.substr(0, out.find('\n'));
-  const int64_t id = Submit("admins", "echo secret");
-  r = client_->Get(("/api/v1/jobs/" + std::to_string(id) + "/logs").c_str(), Auth(team_b));
+  const int64_t id = rest_->Submit(HalfGpuJob("admins", "echo secret"));
+  r = rest_->http().Get(("/api/v1/jobs/" + std::to_string(id) + "/logs").c_str(), rest_->Auth(team_b));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404) << r->body;
-  r = client_->Get(("/api/v1/jobs/" + std::to_string(id) + "/logs").c_str(), Auth());
+  r = rest_->http().Get(("/api/v1/jobs/" + std::to_string(id) + "/logs").c_str(), rest_->Auth());
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
-  r = client_->Get(("/api/v1/jobs/" + std::to_string(id) + "/logs?replica=3").c_str(), Auth());
+  r = rest_->http().Get(("/api/v1/jobs/" + std::to_string(id) + "/logs?replica=3").c_str(), rest_->Auth());
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400) << r->body;
 }

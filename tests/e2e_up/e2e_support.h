@@ -1,8 +1,7 @@
 #pragma once
 // The e2e helpers now live in tests/support/xpool_process.h (namespace xpool::testing, library
-// xpool_test_support). This header keeps the old names for the one test not converted yet
-// (tests/e2e_up/agent_e2e_test.cc, which also keeps its own REST helpers where tests/support/rest_client.h would
-// serve); new code includes "support/xpool_process.h". Test-only.
+// xpool_test_support). This header keeps the old names for bench/agent_protocol_bench.cc, its last user (every
+// e2e test includes tests/support directly); new code includes "support/xpool_process.h". Test-only.
 #include "support/xpool_process.h"
 
 namespace xpool::e2e {
