@@ -15,7 +15,6 @@
 #include <thread>
 #include <vector>
 
-#include "../tests/e2e_up/e2e_support.h"
 #include "agent/grpc_client.h"
 #include "agent/http_client.h"
 #include "model/job_spec.h"
@@ -23,6 +22,7 @@
 #include "server/control_plane.h"
 #include "server/server.h"
 #include "store/state_store.h"
+#include "support/xpool_process.h"
 
 namespace xpool {
 namespace {
@@ -44,8 +44,8 @@ World* MakeWorld() {
   auto* w = new World;
   const auto dir = std::filesystem::temp_directory_path() / ("xpool-agent-bench-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
-  w->http_port = e2e::FreePort();
-  do w->grpc_port = e2e::FreePort(); while (w->grpc_port == w->http_port);
+  w->http_port = xpool::testing::FreePort();
+  do w->grpc_port = xpool::testing::FreePort(); while (w->grpc_port == w->http_port);
   server::ServerOptions o;
   o.listen = "127.0.0.1:" + std::to_string(w->http_port);
   o.agent_listen = "127.0.0.1:" + std::to_string(w->grpc_port);
@@ -59,7 +59,7 @@ World* MakeWorld() {
   }
   w->server = std::move(*s);
   w->thread = std::thread([w] { (void)w->server->Run(); });
-  w->token = e2e::ReadFile(dir / "admin.token");
+  w->token = xpool::testing::ReadFile(dir / "admin.token");
   w->node = MakeNode("bench-node").WithCpu(64000).WithMemory(262144).WithGpus(8, "A100-80GB", 81920).Build();
   agent::GrpcControlPlaneClient client({"127.0.0.1:" + std::to_string(w->grpc_port), w->token, 5 * kMicrosPerSecond});
   if (Status r = client.Register(w->node); !r.ok()) {
