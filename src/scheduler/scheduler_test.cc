@@ -55,6 +55,14 @@ TaskRequest RandomRequest(Rng& rng) {
   return r;
 }
 
+// Releases one of the running allocations, chosen at random, and forgets it. `running` must not be empty.
+void ReleaseRandomRunning(ClusterState& state, std::vector<Allocation>& running, Rng& rng) {
+  const size_t i = std::uniform_int_distribution<size_t>(0, running.size() - 1)(rng);
+  ASSERT_TRUE(state.Release(running[i]).ok());
+  running[i] = running.back();
+  running.pop_back();
+}
+
 // The allocation honours the request it was made for.
 void ExpectHonours(const ClusterState& s, const TaskRequest& r, const Allocation& a) {
   ASSERT_EQ(static_cast<int>(a.devices.size()), r.device_count);
@@ -128,10 +136,7 @@ TEST(SchedulerPropertyTest, RandomStepsKeepInvariantsAndMatchTheFullScan) {
         ++placed;
       }
     } else if (op < 85 && !running.empty()) {
-      const size_t i = std::uniform_int_distribution<size_t>(0, running.size() - 1)(rng);
-      ASSERT_TRUE(state.Release(running[i]).ok());
-      running[i] = running.back();
-      running.pop_back();
+      ASSERT_NO_FATAL_FAILURE(ReleaseRandomRunning(state, running, rng));
     } else if (op < 90) {
       // A raw allocation that may over-book: Apply must refuse it without changing anything, or book it.
       const int node = std::uniform_int_distribution<int>(0, state.node_count() - 1)(rng);
@@ -294,10 +299,7 @@ TEST(SchedulerPropertyTest, AlikeNodesShareVerdictsAndMatchTheFullScan) {
         ++placed;
       }
     } else {
-      const size_t i = std::uniform_int_distribution<size_t>(0, running.size() - 1)(rng);
-      ASSERT_TRUE(state.Release(running[i]).ok());
-      running[i] = running.back();
-      running.pop_back();
+      ASSERT_NO_FATAL_FAILURE(ReleaseRandomRunning(state, running, rng));
     }
   }
   EXPECT_GT(placed, 3000);
@@ -350,10 +352,7 @@ TEST(SchedulerPropertyTest, UniformScoreByCapacityEqualsFitNode) {
         ++placed;
       }
     } else if (op < 92 && !running.empty()) {
-      const size_t i = std::uniform_int_distribution<size_t>(0, running.size() - 1)(rng);
-      ASSERT_TRUE(state.Release(running[i]).ok());
-      running[i] = running.back();
-      running.pop_back();
+      ASSERT_NO_FATAL_FAILURE(ReleaseRandomRunning(state, running, rng));
     } else {
       const int node = std::uniform_int_distribution<int>(0, state.node_count() - 1)(rng);
       const int what = std::uniform_int_distribution<int>(0, 2)(rng);
