@@ -63,6 +63,18 @@ void ReleaseRandomRunning(ClusterState& state, std::vector<Allocation>& running,
   running.pop_back();
 }
 
+// Flips one condition of a random node: ready, cordoned, or its first device's health (mostly back to normal).
+void ChangeRandomNodeCondition(ClusterState& state, Rng& rng) {
+  const int node = std::uniform_int_distribution<int>(0, state.node_count() - 1)(rng);
+  const int what = std::uniform_int_distribution<int>(0, 2)(rng);
+  const bool flag = std::uniform_int_distribution<int>(0, 3)(rng) != 0;
+  Status s = Status::Ok();
+  if (what == 0) s = state.SetNodeReady(node, flag);
+  if (what == 1) s = state.SetNodeCordoned(node, !flag);
+  if (what == 2 && !state.node(node).devices.empty()) s = state.SetDeviceHealthy(node, 0, flag);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+}
+
 // The allocation honours the request it was made for.
 void ExpectHonours(const ClusterState& s, const TaskRequest& r, const Allocation& a) {
   ASSERT_EQ(static_cast<int>(a.devices.size()), r.device_count);
@@ -157,14 +169,7 @@ TEST(SchedulerPropertyTest, RandomStepsKeepInvariantsAndMatchTheFullScan) {
         EXPECT_EQ(state.totals().device_compute_allocated_milli, before.device_compute_allocated_milli);
       }
     } else {
-      const int node = std::uniform_int_distribution<int>(0, state.node_count() - 1)(rng);
-      const int what = std::uniform_int_distribution<int>(0, 2)(rng);
-      const bool flag = std::uniform_int_distribution<int>(0, 3)(rng) != 0;
-      Status s = Status::Ok();
-      if (what == 0) s = state.SetNodeReady(node, flag);
-      if (what == 1) s = state.SetNodeCordoned(node, !flag);
-      if (what == 2 && !state.node(node).devices.empty()) s = state.SetDeviceHealthy(node, 0, flag);
-      ASSERT_TRUE(s.ok()) << s.ToString();
+      ASSERT_NO_FATAL_FAILURE(ChangeRandomNodeCondition(state, rng));
     }
     ASSERT_TRUE(state.CheckInvariants().ok()) << "step " << step;
   }
@@ -354,14 +359,7 @@ TEST(SchedulerPropertyTest, UniformScoreByCapacityEqualsFitNode) {
     } else if (op < 92 && !running.empty()) {
       ASSERT_NO_FATAL_FAILURE(ReleaseRandomRunning(state, running, rng));
     } else {
-      const int node = std::uniform_int_distribution<int>(0, state.node_count() - 1)(rng);
-      const int what = std::uniform_int_distribution<int>(0, 2)(rng);
-      const bool flag = std::uniform_int_distribution<int>(0, 3)(rng) != 0;
-      Status s = Status::Ok();
-      if (what == 0) s = state.SetNodeReady(node, flag);
-      if (what == 1) s = state.SetNodeCordoned(node, !flag);
-      if (what == 2 && !state.node(node).devices.empty()) s = state.SetDeviceHealthy(node, 0, flag);
-      ASSERT_TRUE(s.ok()) << s.ToString();
+      ASSERT_NO_FATAL_FAILURE(ChangeRandomNodeCondition(state, rng));
     }
   }
   EXPECT_GT(placed, 1500);
