@@ -49,8 +49,12 @@ void NodeAgent::AttachLog(TaskReport* report) {
     std::error_code ec;
     // Only a regular file is shipped (a log redirected to a device, e.g. /dev/full in tests, would never end).
     if (!std::filesystem::is_regular_file(path, ec)) return;
+    // From the last kMaxPendingLog bytes of its stream, wherever they are kept, with the stream's offsets: a task
+    // adopted after its log rotated (or a run appending to an earlier run's log) is shipped with the offsets the
+    // server already counts in, so nothing is missed or repeated (the server drops what it has).
     auto follower = std::make_unique<LogFollower>(path);
-    if (!follower->Open(/*from_start=*/true).ok()) return;  // no log yet
+    if (!follower->OpenTail(static_cast<int64_t>(kMaxPendingLog)).ok()) return;  // no log yet
+    ship.offset = follower->offset();
     ship.follower = std::move(follower);
   }
   auto fresh = ship.follower->ReadNew();

@@ -66,6 +66,7 @@ class NodeAgentTest : public testing::Test {
     o.cgroup_root = "";
     o.shim_command = {XPOOL_TEST_SHIM_PATH};
     o.stop_tasks_on_exit = true;
+    o.log_limits = log_limits_;
     return o;
   }
   // An agent whose tasks survive it (as `xpool agent` ending on SIGTERM), on the same state dir: it adopts what
@@ -116,7 +117,24 @@ class NodeAgentTest : public testing::Test {
     return false;
   }
 
+  // The server's copy of a task's output (all of it, from offset 0); "" when it has none.
+  std::string Shipped(const std::string& id) {
+    auto log = server_.logs->Read(id, 0, 1 << 20);
+    EXPECT_TRUE(!log.ok() || log->first_offset == 0) << log->first_offset;
+    return log.ok() ? log->data : "";
+  }
+  // Ticks until the server's copy of the task's output holds `text` (or 5 s pass).
+  bool TickUntilShipped(const std::string& id, const std::string& text) {
+    for (int i = 0; i < 500; ++i) {
+      EXPECT_TRUE(agent_->Tick().ok());
+      if (Shipped(id).find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
   std::string dir_;
+  LogLimits log_limits_;
   FakeControlPlane server_;
   std::unique_ptr<Launcher> launcher_;
   std::unique_ptr<NodeAgent> agent_;
@@ -317,6 +335,39 @@ TEST_F(NodeAgentTest, RestartedAgentAdoptsRunningAndEndedTasks) {
   ASSERT_TRUE(rerun);
   EXPECT_NE(server_.Report("job12-r0")->status.pid, pid);
   EXPECT_NE(::kill(pid, 0), 0) << "the stale run still runs beside the new one";
+}
+
+// The task's log rotates while no agent runs: the adopting agent ships it with the stream's offsets, so the
+// server's copy is the whole output, once (it used to count from the live file's start, missing or repeating).
+TEST_F(NodeAgentTest, AdoptedTaskLogRotatedWhileNoAgentRanIsShippedWholeAndOnce) {
+  log_limits_ = LogLimits{4096, 3};
+  StartAgent(/*stop_tasks_on_exit=*/false);
+  const std::string go = dir_ + "/go";
+  // 100 lines of 10 bytes, then (once `go` exists) 1200 more: three rotations, every file still kept.
+  const std::string lines = "n() { i=$1; while [ $i -le $2 ]; do printf 'line %04d\\n' $i; i=$((i+1)); done; }; ";
+  server_.wanted = {Run("job12-r0", lines + "n 1 100; j=0; while [ ! -f " + go + " ] && [ $j -lt 500 ]; do "
+                                            "sleep 0.02; j=$((j+1)); done; n 101 1300; exec sleep 20")};
+  ASSERT_TRUE(TickUntil("job12-r0", TaskState::kRunning));
+  ASSERT_TRUE(TickUntilShipped("job12-r0", "line 0100\n")) << Shipped("job12-r0");
+  agent_.reset();
+  launcher_.reset();
+  std::ofstream(go) << "go\n";
+  const std::string path = dir_ + "/state/job12-r0/output.log";
+  bool written = false;
+  for (int i = 0; i < 500 && !written; ++i) {
+    auto files = ReadLogTail(path, 0);
+    written = files.ok() && files->find("line 1300\n") != std::string::npos;
+    if (!written) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(written);
+  ASSERT_TRUE(std::filesystem::exists(path + ".3")) << "the log did not rotate three times";
+  StartAgent(/*stop_tasks_on_exit=*/true);
+  ASSERT_TRUE(TickUntilShipped("job12-r0", "line 1300\n")) << Shipped("job12-r0");
+  auto on_node = ReadLogTail(path, 0);
+  ASSERT_TRUE(on_node.ok());
+  EXPECT_EQ(Shipped("job12-r0"), *on_node);
+  EXPECT_NE(on_node->find("line 0001\n"), std::string::npos);
+  EXPECT_EQ(server_.Report("job12-r0")->status.state, TaskState::kRunning);
 }
 
 }  // namespace
