@@ -12,6 +12,7 @@
 
 #include "agent/log_relay.h"
 #include "agent/task_shim.h"
+#include "agent/testdata/fresh_dir.h"
 #include "model/node_builder.h"
 
 namespace xpool::agent {
@@ -51,11 +52,7 @@ class FakeControlPlane : public ControlPlaneClient {
 class NodeAgentTest : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::path(testing::TempDir()).lexically_normal().string() +
-           "xpool_node_agent_" + testing::UnitTest::GetInstance()->current_test_info()->name() +
-           "_" + std::to_string(getpid());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
+    dir_ = FreshDir("node_agent_" + CurrentTestName());
     launcher_ = std::make_unique<Launcher>(Options());
     agent_ = std::make_unique<NodeAgent>(
         MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build(), &server_, launcher_.get());

@@ -6,16 +6,10 @@
 
 #include <filesystem>
 
+#include "agent/testdata/fresh_dir.h"
+
 namespace xpool::agent {
 namespace {
-
-std::string FreshDir(const std::string& name) {
-  const std::string dir = std::filesystem::path(testing::TempDir()).lexically_normal().string() +
-                          "xpool_agent_" + name + "_" + std::to_string(getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
 
 int64_t FileSize(const std::string& path) {
   struct stat st {};
@@ -23,7 +17,7 @@ int64_t FileSize(const std::string& path) {
 }
 
 TEST(LogWriterTest, RotatesAndKeepsTheNewest) {
-  const std::string dir = FreshDir("rotate");
+  const std::string dir = FreshDir("agent_rotate");
   const std::string path = dir + "/output.log";
   LogWriter log(path, LogLimits{100, 2});
   ASSERT_TRUE(log.Open().ok());
@@ -53,7 +47,7 @@ TEST(LogWriterTest, RotatesAndKeepsTheNewest) {
 }
 
 TEST(LogWriterTest, DiskFullStopsLoggingWithNote) {
-  const std::string dir = FreshDir("full");
+  const std::string dir = FreshDir("agent_full");
   const std::string path = dir + "/output.log";
   ASSERT_EQ(::symlink("/dev/full", path.c_str()), 0);
   LogWriter log(path, LogLimits{1 << 20, 1});
@@ -75,7 +69,7 @@ TEST(LogReaderTest, MissingLogIsNotFound) {
 }
 
 TEST(LogFollowerTest, FollowsAcrossRotation) {
-  const std::string dir = FreshDir("follow");
+  const std::string dir = FreshDir("agent_follow");
   const std::string path = dir + "/output.log";
   LogWriter log(path, LogLimits{64, 3});
   ASSERT_TRUE(log.Open().ok());
@@ -109,7 +103,7 @@ TEST(LogFollowerTest, FollowsAcrossRotation) {
 // Stream offsets survive rotations (also past `keep`, where files are deleted) and a new writer appending to the
 // log: a follower opened late anywhere in the stream reads exactly the bytes at its offset.
 TEST(LogFollowerTest, OffsetsCountAcrossRotationsAndWriters) {
-  const std::string dir = FreshDir("offsets");
+  const std::string dir = FreshDir("agent_offsets");
   const std::string path = dir + "/output.log";
   std::string all;
   auto write = [&](LogWriter& log, int from, int to) {
