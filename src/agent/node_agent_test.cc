@@ -30,6 +30,13 @@ class FakeControlPlane : public ControlPlaneClient {
     if (!reachable) return UnavailableError("server unreachable");
     last_reports = tasks;
     for (const TaskReport& r : tasks) logs->Append(r.status.task_id, r.log_offset, r.log_data);
+    if (ack_ended) {
+      // As the real server: a task reported ended is no longer listed in the reply to that heartbeat.
+      for (const TaskReport& r : tasks) {
+        if (r.status.running()) continue;
+        std::erase_if(wanted, [&](const TaskAssignment& a) { return a.spec.task_id == r.status.task_id; });
+      }
+    }
     HeartbeatReply reply;
     reply.tasks = wanted;
     return reply;
@@ -44,6 +51,7 @@ class FakeControlPlane : public ControlPlaneClient {
   std::string registered;
   int heartbeats = 0;
   bool reachable = true;
+  bool ack_ended = false;
   std::vector<TaskAssignment> wanted;
   std::vector<TaskReport> last_reports;
   std::optional<LogRelay> logs{std::in_place};  // emplace() = a restarted server's empty copy
@@ -365,6 +373,45 @@ TEST_F(NodeAgentTest, AdoptedTaskLogRotatedWhileNoAgentRanIsShippedWholeAndOnce)
   EXPECT_EQ(Shipped("job12-r0"), *on_node);
   EXPECT_NE(on_node->find("line 0001\n"), std::string::npos);
   EXPECT_EQ(server_.Report("job12-r0")->status.state, TaskState::kRunning);
+}
+
+// A task ends with more output than one heartbeat carries, and the server stops listing it at once (its end is
+// acknowledged): the rest still reaches the server. After a server restart its tail is sent again, as a running
+// task's is, though the agent has forgotten the task.
+TEST_F(NodeAgentTest, EndedTaskOutputIsShippedToTheEndAndResentAfterAServerRestart) {
+  server_.ack_ended = true;
+  server_.wanted = {Run("job12-r0", "head -c 200000 /dev/zero | tr '\\0' x; echo; echo the-end")};
+  ASSERT_TRUE(agent_->Tick().ok());  // starts it; it ends before the next heartbeat, which reports it ended
+  bool ended = false;
+  for (int i = 0; i < 500 && !ended; ++i) {
+    (void)launcher_->Poll();
+    auto st = launcher_->Get("job12-r0");
+    ended = st.ok() && st->state == TaskState::kSucceeded;
+    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(ended);
+  ASSERT_TRUE(TickUntilShipped("job12-r0", "the-end\n")) << Shipped("job12-r0").size() << " bytes shipped";
+  EXPECT_FALSE(launcher_->Get("job12-r0").ok()) << "the ended task was not forgotten";
+  auto on_node = ReadLogTail(dir_ + "/state/job12-r0/output.log", 0);
+  ASSERT_TRUE(on_node.ok());
+  EXPECT_EQ(Shipped("job12-r0"), *on_node);
+  ASSERT_TRUE(agent_->Tick().ok());
+  EXPECT_EQ(server_.Report("job12-r0"), nullptr) << "reported again with nothing to send";
+
+  server_.logs.emplace();  // the server restarts: its copy is gone
+  server_.reachable = false;
+  EXPECT_FALSE(agent_->Tick().ok());
+  server_.reachable = true;
+  ASSERT_TRUE(agent_->Tick().ok());
+  ASSERT_NE(server_.Report("job12-r0"), nullptr);
+  EXPECT_EQ(server_.Report("job12-r0")->status.state, TaskState::kSucceeded);
+  auto tail = server_.logs->Read("job12-r0", 0, 1 << 20);
+  ASSERT_TRUE(tail.ok()) << tail.status().ToString();
+  const int64_t tail_bytes = LogRelay::kMaxChunkBytes;
+  EXPECT_EQ(tail->first_offset, static_cast<int64_t>(on_node->size()) - tail_bytes);
+  EXPECT_EQ(tail->data, on_node->substr(on_node->size() - tail_bytes));
+  ASSERT_TRUE(agent_->Tick().ok());
+  EXPECT_EQ(server_.Report("job12-r0"), nullptr) << "sent again once acknowledged";
 }
 
 }  // namespace
