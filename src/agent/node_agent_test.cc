@@ -12,7 +12,7 @@
 
 #include "agent/log_relay.h"
 #include "agent/task_shim.h"
-#include "agent/testdata/fresh_dir.h"
+#include "agent/testdata/test_util.h"
 #include "model/node_builder.h"
 
 namespace xpool::agent {

@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "agent/testdata/fresh_dir.h"
+#include "agent/testdata/test_util.h"
 
 namespace xpool::agent {
 namespace {
