@@ -414,5 +414,36 @@ TEST_F(NodeAgentTest, EndedTaskOutputIsShippedToTheEndAndResentAfterAServerResta
   EXPECT_EQ(server_.Report("job12-r0"), nullptr) << "sent again once acknowledged";
 }
 
+// The task writes more than `keep` rotations hold between two heartbeats: the server's copy skips what was
+// deleted and is, from its first offset, exactly what the node keeps (not a mix of files at wrong offsets).
+TEST_F(NodeAgentTest, OutputRotatedAwayUnreadLeavesAGapNotAMix) {
+  log_limits_ = LogLimits{1024, 1};
+  StartAgent(/*stop_tasks_on_exit=*/true);
+  const std::string go = dir_ + "/go";
+  const std::string lines = "n() { i=$1; while [ $i -le $2 ]; do printf 'line %04d\\n' $i; i=$((i+1)); done; }; ";
+  server_.wanted = {Run("job12-r0", lines + "n 1 50; j=0; while [ ! -f " + go + " ] && [ $j -lt 500 ]; do "
+                                            "sleep 0.02; j=$((j+1)); done; n 51 1050; exec sleep 20")};
+  ASSERT_TRUE(TickUntil("job12-r0", TaskState::kRunning));
+  ASSERT_TRUE(TickUntilShipped("job12-r0", "line 0050\n")) << Shipped("job12-r0");
+  std::ofstream(go) << "go\n";  // 10 KB now, while the agent does not read: 1 KiB files, one kept
+  const std::string path = dir_ + "/state/job12-r0/output.log";
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(path).find("line 1050\n") != std::string::npos; }));
+  bool shipped = false;
+  for (int i = 0; i < 500 && !shipped; ++i) {
+    ASSERT_TRUE(agent_->Tick().ok());
+    auto log = server_.logs->Read("job12-r0", -1, 1 << 20);
+    shipped = log.ok() && log->data.find("line 1050\n") != std::string::npos;
+    if (!shipped) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(shipped);
+  auto log = server_.logs->Read("job12-r0", -1, 1 << 20);
+  auto on_node = ReadLogTail(path, 0);
+  ASSERT_TRUE(log.ok());
+  ASSERT_TRUE(on_node.ok());
+  EXPECT_EQ(log->data, *on_node);
+  EXPECT_GT(log->first_offset, 8000);  // 10.5 KB written, at most 2 KiB kept: the copy starts after the gap
+  EXPECT_EQ(log->first_offset + static_cast<int64_t>(log->data.size()), log->next_offset);
+}
+
 }  // namespace
 }  // namespace xpool::agent
