@@ -109,8 +109,11 @@ struct Scheduler::ShapeCache {
   bool valid = false;
   bool memo_ok = false;               // the verdict may be shared between nodes of one state (no uuid lists)
   bool by_states = false;             // scanned by live states (ScanStates), else by node (ScanNodes)
+  bool tree_valid = false;            // by_states: `scores` is current up to the slot journal position `seq`
   std::vector<SlotVerdict> by_slot;   // by_states: per live-state slot
-  // By node (ScanNodes): per node, score or kNoFit; per node state id, score, kNoFit or kUnknown (memo_ok).
+  // by_states: per live-state slot, its verdict (kNoFit for a free slot); `seq` is a slot-journal position.
+  // By node (ScanNodes): per node, score or kNoFit; `seq` a ClusterState change_seq; per node state id, score,
+  // kNoFit or kUnknown (memo_ok).
   ScoreTree scores;
   std::vector<int64_t> memo;
 };
@@ -424,6 +427,9 @@ int PickBest(const ScoreTree& scores, TieBreak tie_break, int64_t memory, Rng& r
 
 namespace {
 constexpr size_t kMaxStates = 1 << 18;
+// ScanStates refreshes a shape's slot tree while at most 1/kRefreshRatio of the live slots changed since the
+// shape's last use (each refresh is a tree update, cold in cache); beyond that it scans the slots.
+constexpr int64_t kRefreshRatio = 4;
 }  // namespace
 
 void Scheduler::SyncStates() {
@@ -506,7 +512,8 @@ int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
     // policies whose score ignores the request's memory: `default` shares its own per-(shape, node) score cache
     // between requests that differ in memory only, though its score reads the memory, so its placements depend
     // on which node is scored first (see docs/PERFORMANCE.md "Placement").
-    cache.by_states = cache.memo_ok && policy_.ignores_request_memory();
+    // Uniform scores (random) tie every fitting node: the per-node tree finds the k-th of them in O(log nodes).
+    cache.by_states = cache.memo_ok && policy_.ignores_request_memory() && !policy_.uniform_score();
     cache.valid = true;
   }
   const int best_node = cache.by_states ? ScanStates(cache, key, request, rng) : ScanNodes(cache, key, request, rng);
@@ -531,46 +538,67 @@ int64_t Scheduler::Evaluate(const TaskRequest& key, int node) {
   return fits ? std::max(score, kLowestScore) : kNoFit;
 }
 
-// Scans the live node states: a state's verdict for the shape is computed once per slot occupancy (nodes in one
-// state share it), the best verdict among the states whose nodes have the request's memory wins, and the tie rule
-// picks among the nodes of the winning states.
+// Scores live node states instead of nodes: a state's verdict for a shape is computed once per slot occupancy, on
+// one of its nodes; the best verdict among the slots with the request's memory wins, and the tie rule picks among
+// their nodes. A shape used often (few slots changed since its last use) keeps a score tree over the slots and
+// refreshes the changed ones; otherwise the slots are scanned in order, which costs less than catching the tree
+// up, and the tree is rebuilt on the way only when the shape was used recently enough to keep it.
 int Scheduler::ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng) {
   Impl& m = *impl_;
   LiveStates& live = m.live;
   if (static_cast<int>(cache.by_slot.size()) < live.size()) cache.by_slot.resize(live.size());
-  // A uniform score (random) ranks a node by whether it fits; where the capacity summary decides that exactly,
-  // neither FitNode nor the memo is needed.
-  const bool by_capacity = policy_.uniform_score() && ExactFor(key);
-  int64_t best = kNoFit;
-  bool memory_short = false;
-  m.tied.clear();
-  for (int s = 0; s < live.size(); ++s) {
-    const LiveStates::Slot& slot = live.slot(s);
-    if (slot.count == 0) continue;
+  auto leaf = [&](int s) -> int64_t {
+    if (s >= live.size() || live.slot(s).count == 0) return kNoFit;
     ++stats_.nodes_visited;
-    // The capacity check first: it reads no per-shape memo. The request's memory, which `key` may lack, first.
-    if (slot.capacity.free_memory < request.memory_mib) {
-      memory_short = true;
-      continue;
+    const LiveStates::Slot& slot = live.slot(s);
+    if (!MayFit(slot.capacity, key)) return kNoFit;  // the capacity check first: it reads no per-shape memo
+    ShapeCache::SlotVerdict& memo = cache.by_slot[s];
+    if (memo.state != slot.state) {
+      memo.state = slot.state;
+      memo.verdict = Evaluate(key, live.any_node(s));
     }
-    if (!MayFit(slot.capacity, key)) continue;
-    int64_t v = 0;
-    if (!by_capacity || !slot.capacity.exact) {
-      ShapeCache::SlotVerdict& memo = cache.by_slot[s];
-      if (memo.state != slot.state) {
-        memo.state = slot.state;
-        memo.verdict = Evaluate(key, live.any_node(s));
+    return memo.verdict;
+  };
+  auto memory_of = [&](int s) { return s < live.size() ? live.slot(s).capacity.free_memory : 0; };
+  const int* changed_begin = nullptr;
+  const int* changed_end = nullptr;
+  const bool journal = live.SlotsChangedSince(cache.seq, &changed_begin, &changed_end);
+  const int64_t changed = journal ? changed_end - changed_begin : std::numeric_limits<int64_t>::max();
+  const bool refresh = cache.tree_valid && journal && cache.scores.count() >= live.size() &&
+                       changed * kRefreshRatio <= live.size();
+  const bool keep_tree = journal && changed <= live.size();  // used recently: worth a rebuilt tree
+  cache.seq = live.event_position();
+  int64_t best = kNoFit;
+  m.tied.clear();
+  if (refresh) {
+    for (const int* s = changed_begin; s != changed_end; ++s) cache.scores.Set(*s, leaf(*s), memory_of(*s));
+    if (cache.scores.best() != kNoFit && cache.scores.best_memory() < request.memory_mib) ++stats_.memory_scans;
+    best = cache.scores.BestScoreWithMemory(request.memory_mib);
+    if (best != kNoFit) cache.scores.ForEachWith(request.memory_mib, best, [&](int s) { m.tied.push_back(s); });
+  } else {
+    bool memory_short = false;  // a slot at least as good as the best lacked the request's memory
+    if (keep_tree) cache.scores.Assign(std::max(live.size(), state_.node_count()));
+    cache.tree_valid = keep_tree;
+    for (int s = 0; s < live.size(); ++s) {
+      const int64_t v = leaf(s);
+      if (keep_tree) cache.scores.SetLeaf(s, v, memory_of(s));
+      if (v == kNoFit || v < best) continue;
+      if (live.slot(s).capacity.free_memory < request.memory_mib) {
+        memory_short = true;
+        continue;
       }
-      v = memo.verdict;
+      if (v > best) {
+        best = v;
+        m.tied.clear();
+      }
+      m.tied.push_back(s);
     }
-    if (v == kNoFit || v < best) continue;
-    if (v > best) {
-      best = v;
-      m.tied.clear();
+    if (keep_tree) {
+      for (int s = live.size(); s < cache.scores.count(); ++s) cache.scores.SetLeaf(s, kNoFit, 0);
+      cache.scores.Build();
     }
-    m.tied.push_back(s);
+    if (memory_short) ++stats_.memory_scans;
   }
-  if (memory_short) ++stats_.memory_scans;
   if (best == kNoFit) return -1;
   int pick = -1;
   switch (policy_.tie_break()) {
@@ -581,12 +609,11 @@ int Scheduler::ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskR
       for (int s : m.tied) pick = std::max(pick, live.last_node(s));
       break;
     case TieBreak::kRandom: {
-      // The k-th tied node in node order, k uniform (one draw, as the score tree's pick).
-      int ties = 0;
-      for (int s : m.tied) ties += live.slot(s).count;
-      const int k = ties > 1 ? std::uniform_int_distribution<int>(0, ties - 1)(rng) : 0;
+      // The k-th tied node in node order, k uniform (one draw, as the per-node score tree's pick).
       m.tied_nodes.clear();
       for (int s : m.tied) m.tied_nodes.insert(m.tied_nodes.end(), live.nodes(s).begin(), live.nodes(s).end());
+      const int ties = static_cast<int>(m.tied_nodes.size());
+      const int k = ties > 1 ? std::uniform_int_distribution<int>(0, ties - 1)(rng) : 0;
       std::nth_element(m.tied_nodes.begin(), m.tied_nodes.begin() + k, m.tied_nodes.end());
       pick = m.tied_nodes[k];
       break;
