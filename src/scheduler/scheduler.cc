@@ -108,12 +108,12 @@ struct Scheduler::ShapeCache {
   uint64_t seq = 0;
   bool valid = false;
   bool memo_ok = false;               // the verdict may be shared between nodes of one state (no uuid lists)
-  bool by_states = false;             // scanned by live states (ScanStates), else by node (ScanNodes)
-  bool tree_valid = false;            // by_states: `scores` is current up to the slot journal position `seq`
-  std::vector<SlotVerdict> by_slot;   // by_states: per live-state slot
-  // by_states: per live-state slot, its verdict (kNoFit for a free slot); `seq` is a slot-journal position.
-  // By node (ScanNodes): per node, score or kNoFit; `seq` a ClusterState change_seq; per node state id, score,
-  // kNoFit or kUnknown (memo_ok).
+  bool by_states = false;             // may scan live states (ScanStates) when used seldom
+  uint64_t last_use = 0;              // by_states: change_seq() when the shape was last used
+  std::vector<SlotVerdict> by_slot;   // by_states: the verdict memo, per live-state slot (both scans use it)
+  // By node (ScanNodes): per node, score or kNoFit, current up to change_seq() `seq` while tree_valid; per node
+  // state id, score, kNoFit or kUnknown (memo_ok and not by_states).
+  bool tree_valid = false;
   ScoreTree scores;
   std::vector<int64_t> memo;
 };
@@ -427,9 +427,10 @@ int PickBest(const ScoreTree& scores, TieBreak tie_break, int64_t memory, Rng& r
 
 namespace {
 constexpr size_t kMaxStates = 1 << 18;
-// ScanStates refreshes a shape's slot tree while at most 1/kRefreshRatio of the live slots changed since the
-// shape's last use (each refresh is a tree update, cold in cache); beyond that it scans the slots.
-constexpr int64_t kRefreshRatio = 4;
+// A by_states shape refreshes its per-node tree while at most 1/kRefreshRatio of the nodes changed since its last
+// use (a refresh updates the tree, likely cold in cache when many shapes are in use: several times the cost of
+// scanning a live state in order); beyond that it scans the live states.
+constexpr uint64_t kRefreshRatio = 8;
 }  // namespace
 
 void Scheduler::SyncStates() {
@@ -516,7 +517,17 @@ int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
     cache.by_states = cache.memo_ok && policy_.ignores_request_memory() && !policy_.uniform_score();
     cache.valid = true;
   }
-  const int best_node = cache.by_states ? ScanStates(cache, key, request, rng) : ScanNodes(cache, key, request, rng);
+  // A shape that may scan states keeps its per-node tree while it is used often (few nodes changed since its last
+  // use: refreshing them costs less than scanning every live state); used seldom, it scans the states and drops
+  // the tree, which is rebuilt when the shape is used often again.
+  bool by_states = false;
+  if (cache.by_states) {
+    const uint64_t changed = state_.change_seq() - cache.last_use;
+    by_states = changed * kRefreshRatio > static_cast<uint64_t>(state_.node_count());
+    cache.last_use = state_.change_seq();
+    if (by_states) cache.tree_valid = false;
+  }
+  const int best_node = by_states ? ScanStates(cache, key, request, rng) : ScanNodes(cache, key, request, rng);
   if (best_node >= 0) {
     // Deterministic policy: scoring the winner again yields its device choice.
     int64_t score = 0;
@@ -538,67 +549,35 @@ int64_t Scheduler::Evaluate(const TaskRequest& key, int node) {
   return fits ? std::max(score, kLowestScore) : kNoFit;
 }
 
-// Scores live node states instead of nodes: a state's verdict for a shape is computed once per slot occupancy, on
-// one of its nodes; the best verdict among the slots with the request's memory wins, and the tie rule picks among
-// their nodes. A shape used often (few slots changed since its last use) keeps a score tree over the slots and
-// refreshes the changed ones; otherwise the slots are scanned in order, which costs less than catching the tree
-// up, and the tree is rebuilt on the way only when the shape was used recently enough to keep it.
+// Scans the live node states in slot order: a state's verdict for the shape is computed once per slot occupancy,
+// on one of its nodes; the best verdict among the slots with the request's memory wins, and the tie rule picks
+// among their nodes. Its cost grows with the live states (~1,000 on a churning openb), not with the nodes changed
+// since the shape was last used.
 int Scheduler::ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng) {
   Impl& m = *impl_;
   LiveStates& live = m.live;
   if (static_cast<int>(cache.by_slot.size()) < live.size()) cache.by_slot.resize(live.size());
-  auto leaf = [&](int s) -> int64_t {
-    if (s >= live.size() || live.slot(s).count == 0) return kNoFit;
-    ++stats_.nodes_visited;
-    const LiveStates::Slot& slot = live.slot(s);
-    if (!MayFit(slot.capacity, key)) return kNoFit;  // the capacity check first: it reads no per-shape memo
-    ShapeCache::SlotVerdict& memo = cache.by_slot[s];
-    if (memo.state != slot.state) {
-      memo.state = slot.state;
-      memo.verdict = Evaluate(key, live.any_node(s));
-    }
-    return memo.verdict;
-  };
-  auto memory_of = [&](int s) { return s < live.size() ? live.slot(s).capacity.free_memory : 0; };
-  const int* changed_begin = nullptr;
-  const int* changed_end = nullptr;
-  const bool journal = live.SlotsChangedSince(cache.seq, &changed_begin, &changed_end);
-  const int64_t changed = journal ? changed_end - changed_begin : std::numeric_limits<int64_t>::max();
-  const bool refresh = cache.tree_valid && journal && cache.scores.count() >= live.size() &&
-                       changed * kRefreshRatio <= live.size();
-  const bool keep_tree = journal && changed <= live.size();  // used recently: worth a rebuilt tree
-  cache.seq = live.event_position();
   int64_t best = kNoFit;
+  bool memory_short = false;  // a slot at least as good as the best lacked the request's memory
   m.tied.clear();
-  if (refresh) {
-    for (const int* s = changed_begin; s != changed_end; ++s) cache.scores.Set(*s, leaf(*s), memory_of(*s));
-    if (cache.scores.best() != kNoFit && cache.scores.best_memory() < request.memory_mib) ++stats_.memory_scans;
-    best = cache.scores.BestScoreWithMemory(request.memory_mib);
-    if (best != kNoFit) cache.scores.ForEachWith(request.memory_mib, best, [&](int s) { m.tied.push_back(s); });
-  } else {
-    bool memory_short = false;  // a slot at least as good as the best lacked the request's memory
-    if (keep_tree) cache.scores.Assign(std::max(live.size(), state_.node_count()));
-    cache.tree_valid = keep_tree;
-    for (int s = 0; s < live.size(); ++s) {
-      const int64_t v = leaf(s);
-      if (keep_tree) cache.scores.SetLeaf(s, v, memory_of(s));
-      if (v == kNoFit || v < best) continue;
-      if (live.slot(s).capacity.free_memory < request.memory_mib) {
-        memory_short = true;
-        continue;
-      }
-      if (v > best) {
-        best = v;
-        m.tied.clear();
-      }
-      m.tied.push_back(s);
+  for (int s = 0; s < live.size(); ++s) {
+    const LiveStates::Slot& slot = live.slot(s);
+    if (slot.count == 0) continue;
+    ++stats_.nodes_visited;
+    if (!MayFit(slot.capacity, key)) continue;  // the capacity check first: it reads no per-shape memo
+    const int64_t v = SlotVerdict(cache, key, s);
+    if (v == kNoFit || v < best) continue;
+    if (slot.capacity.free_memory < request.memory_mib) {
+      memory_short = true;
+      continue;
     }
-    if (keep_tree) {
-      for (int s = live.size(); s < cache.scores.count(); ++s) cache.scores.SetLeaf(s, kNoFit, 0);
-      cache.scores.Build();
+    if (v > best) {
+      best = v;
+      m.tied.clear();
     }
-    if (memory_short) ++stats_.memory_scans;
+    m.tied.push_back(s);
   }
+  if (memory_short) ++stats_.memory_scans;
   if (best == kNoFit) return -1;
   int pick = -1;
   switch (policy_.tie_break()) {
@@ -622,6 +601,19 @@ int Scheduler::ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskR
   return pick;
 }
 
+// The shape's verdict for the state in live slot s (which fits the capacity check), from the per-slot memo.
+int64_t Scheduler::SlotVerdict(ShapeCache& cache, const TaskRequest& key, int s) {
+  Impl& m = *impl_;
+  const LiveStates::Slot& slot = m.live.slot(s);
+  if (s >= static_cast<int>(cache.by_slot.size())) cache.by_slot.resize(m.live.size());
+  ShapeCache::SlotVerdict& memo = cache.by_slot[s];
+  if (memo.state != slot.state) {
+    memo.state = slot.state;
+    memo.verdict = Evaluate(key, m.live.any_node(s));
+  }
+  return memo.verdict;
+}
+
 // Per-node verdicts in a score tree, refreshed for the nodes changed since the shape was last used (a node state's
 // verdict is computed once per shape, for the first node found in it, when the shape may share it).
 int Scheduler::ScanNodes(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng) {
@@ -636,17 +628,19 @@ int Scheduler::ScanNodes(ShapeCache& cache, const TaskRequest& key, const TaskRe
     if (!MayFit(m.node_capacity[n], key)) return kNoFit;
     if (by_capacity && m.node_capacity[n].exact) return 0;
     if (!cache.memo_ok) return Evaluate(key, n);
+    if (cache.by_states) return SlotVerdict(cache, key, m.live.slot_of(n));  // one memo for both scans
     const uint32_t id = m.node_state[n];
     if (id >= cache.memo.size()) cache.memo.resize(std::max<size_t>(id + 1, cache.memo.size() * 2), kUnknown);
     int64_t& memo = cache.memo[id];
     if (memo == kUnknown) memo = Evaluate(key, n);
     return memo;
   };
-  if (cache.scores.count() != count ||
+  if (!cache.tree_valid || cache.scores.count() != count ||
       !ChangedNodes(state_, cache.seq, &m.changed, &m.stamp, &m.stamp_clock, &m.raw_changed)) {
     cache.scores.Assign(count);
     for (int n = 0; n < count; ++n) cache.scores.SetLeaf(n, verdict(n), m.node_capacity[n].free_memory);
     cache.scores.Build();
+    cache.tree_valid = true;
   } else {
     for (int n : m.changed) cache.scores.Set(n, verdict(n), m.node_capacity[n].free_memory);
   }

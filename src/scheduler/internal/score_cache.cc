@@ -27,8 +27,6 @@ Capacity CapacityOf(const ClusterState& state, int node) {
 }
 
 void LiveStates::Reset(int node_count) {
-  events_base_ += events_.size() + 1;  // no earlier position reaches the new slots
-  events_.clear();
   slots_.clear();
   nodes_.clear();
   free_.clear();
@@ -47,7 +45,6 @@ void LiveStates::Move(int node, uint32_t state, const Capacity& capacity) {
       slot_of_state_[slots_[old].state] = -1;
       slots_[old].state = kNoState;
       free_.push_back(old);
-      events_.push_back(old);
     }
   }
   if (state >= slot_of_state_.size()) {
@@ -66,12 +63,6 @@ void LiveStates::Move(int node, uint32_t state, const Capacity& capacity) {
     slot_of_state_[state] = s;
     slots_[s] = Slot{capacity, state, 0};
     nodes_[s].clear();
-    events_.push_back(s);
-    // Trim the journal when it outgrows the slots many times over (readers that fall behind read every slot).
-    if (events_.size() > 8 * slots_.size() + 4096) {
-      events_base_ += events_.size();
-      events_.clear();
-    }
   }
   node_slot_[node] = s;
   std::vector<int>& list = nodes_[s];

@@ -103,20 +103,6 @@ class ScoreTree {
   // The k-th (0-based) node, in index order, among those holding the best score.
   int Kth(int k) const { return KthBelow(1, k); }
 
-  // The best score among the leaves with at least `memory` free (kNoFit when none).
-  int64_t BestScoreWithMemory(int64_t memory) const {
-    if (tree_[1].best == kNoFit) return kNoFit;
-    if (tree_[1].memory >= memory) return tree_[1].best;
-    int64_t found = kNoFit;
-    BestScore(1, memory, &found);
-    return found;
-  }
-  // Calls f(leaf) for every leaf, in index order, holding `score` with at least `memory` free.
-  template <typename F>
-  void ForEachWith(int64_t memory, int64_t score, F&& f) const {
-    ForEachBelow(1, memory, score, f);
-  }
-
   // The node the tie-break picks among the best-scored of those with at least `memory` free; -1 when none.
   int BestWithMemory(int64_t memory, TieBreak tie_break, Rng& rng) const {
     int64_t found = kNoFit;
@@ -161,17 +147,6 @@ class ScoreTree {
   // Every best-scored node below i has the memory (so the plain tie walk applies there).
   bool AllBestFit(int i, int64_t memory, int64_t score) const {
     return tree_[i].best == score && tree_[i].memory >= memory;
-  }
-
-  template <typename F>
-  void ForEachBelow(int i, int64_t memory, int64_t score, F& f) const {
-    if (Excluded(i, memory, score)) return;
-    if (i >= size_) {
-      if (tree_[i].memory >= memory) f(i - size_);
-      return;
-    }
-    ForEachBelow(2 * i, memory, score, f);
-    ForEachBelow(2 * i + 1, memory, score, f);
   }
 
   // The k-th node below `at`, in index order, among those holding at's best score.
@@ -245,17 +220,7 @@ class LiveStates {
   // Node `node` is now in state `state` (whose nodes all have `capacity`).
   void Move(int node, uint32_t state, const Capacity& capacity);
 
-  // The slot journal: each time a slot takes a new state or is freed, an event names it. Positions only grow;
-  // SlotsChangedSince answers false when the journal no longer reaches back to `position` (after a Reset or a
-  // trim): the caller then reads every slot.
-  uint64_t event_position() const { return events_base_ + events_.size(); }
-  bool SlotsChangedSince(uint64_t position, const int** begin, const int** end) const {
-    if (position < events_base_ || position > event_position()) return false;
-    *begin = events_.data() + (position - events_base_);
-    *end = events_.data() + events_.size();
-    return true;
-  }
-
+  int slot_of(int node) const { return node_slot_[node]; }  // after Move(node, ...)
   int size() const { return static_cast<int>(slots_.size()); }  // slots, free ones included
   int live() const { return static_cast<int>(slots_.size() - free_.size()); }
   const Slot& slot(int s) const { return slots_[s]; }
@@ -269,8 +234,6 @@ class LiveStates {
   std::vector<Slot> slots_;
   std::vector<std::vector<int>> nodes_;  // per slot, ascending
   std::vector<int> free_;            // free slots
-  std::vector<int> events_;          // the slot journal, from position events_base_
-  uint64_t events_base_ = 0;
   std::vector<int> slot_of_state_;   // per state id: its slot, or -1
   std::vector<int> node_slot_;       // per node: its slot, or -1
 };
