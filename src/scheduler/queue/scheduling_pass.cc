@@ -25,6 +25,7 @@ struct ShapeMemo {
   int job = -1;
   ResourceAmounts demand;
   bool plain = false;
+  internal::UnfitFrontier::Vec frontier_key{};  // when plain: the job's numbers (the walk reads no job)
   int64_t wait_epoch = -1;  // placement answered kWait at this room epoch
   std::string wait_reason;
   bool never_fits = false;
@@ -152,6 +153,7 @@ std::vector<DrfQueue::Waiting> Pass::Setup() {
         memo.job = j;
         memo.demand = DemandOf(job, largest_device_memory_);
         memo.plain = internal::UnfitFrontier::Eligible(job.request);
+        memo.frontier_key = internal::UnfitFrontier::ToVec(job.request, job.replicas);
       }
     }
   }
@@ -203,8 +205,7 @@ void Pass::Consider(int j, const JobInfo& info) {
   if (KnownUnfit(memo)) {
     reason = &memo.wait_reason;
   } else if (plain) {
-    const QueueJob& like = jobs_[memo.job];  // same request and replicas
-    reason = frontier_.Covering(like.request, like.replicas);
+    reason = frontier_.Covering(memo.frontier_key);  // the shape's request and replicas
   }
   if (reason == nullptr) {
     ++result_.stats.placer_calls;
