@@ -112,6 +112,15 @@ class NodeAgentTest : public testing::Test {
     return false;
   }
 
+  // A task that prints "line 0001" ... "line <first>" (10 bytes each), waits for the file `go` (10 s at most),
+  // prints on to "line <last>" and keeps running.
+  TaskAssignment TwoBursts(const std::string& id, int first, int last, const std::string& go) {
+    const std::string n = "n() { i=$1; while [ $i -le $2 ]; do printf 'line %04d\\n' $i; i=$((i+1)); done; }; ";
+    return Run(id, n + "n 1 " + std::to_string(first) + "; j=0; while [ ! -f " + go + " ] && [ $j -lt 500 ]; do " +
+                       "sleep 0.02; j=$((j+1)); done; n " + std::to_string(first + 1) + " " + std::to_string(last) +
+                       "; exec sleep 20");
+  }
+
   // Ticks until the launcher has let go of the task (stopped and forgotten) or 5 s pass.
   bool WaitForEnd(const std::string& id) {
     for (int i = 0; i < 500; ++i) {
@@ -349,9 +358,7 @@ TEST_F(NodeAgentTest, AdoptedTaskLogRotatedWhileNoAgentRanIsShippedWholeAndOnce)
   StartAgent(/*stop_tasks_on_exit=*/false);
   const std::string go = dir_ + "/go";
   // 100 lines of 10 bytes, then (once `go` exists) 1200 more: three rotations, every file still kept.
-  const std::string lines = "n() { i=$1; while [ $i -le $2 ]; do printf 'line %04d\\n' $i; i=$((i+1)); done; }; ";
-  server_.wanted = {Run("job12-r0", lines + "n 1 100; j=0; while [ ! -f " + go + " ] && [ $j -lt 500 ]; do "
-                                            "sleep 0.02; j=$((j+1)); done; n 101 1300; exec sleep 20")};
+  server_.wanted = {TwoBursts("job12-r0", 100, 1300, go)};
   ASSERT_TRUE(TickUntil("job12-r0", TaskState::kRunning));
   ASSERT_TRUE(TickUntilShipped("job12-r0", "line 0100\n")) << Shipped("job12-r0");
   agent_.reset();
@@ -420,9 +427,7 @@ TEST_F(NodeAgentTest, OutputRotatedAwayUnreadLeavesAGapNotAMix) {
   log_limits_ = LogLimits{1024, 1};
   StartAgent(/*stop_tasks_on_exit=*/true);
   const std::string go = dir_ + "/go";
-  const std::string lines = "n() { i=$1; while [ $i -le $2 ]; do printf 'line %04d\\n' $i; i=$((i+1)); done; }; ";
-  server_.wanted = {Run("job12-r0", lines + "n 1 50; j=0; while [ ! -f " + go + " ] && [ $j -lt 500 ]; do "
-                                            "sleep 0.02; j=$((j+1)); done; n 51 1050; exec sleep 20")};
+  server_.wanted = {TwoBursts("job12-r0", 50, 1050, go)};
   ASSERT_TRUE(TickUntil("job12-r0", TaskState::kRunning));
   ASSERT_TRUE(TickUntilShipped("job12-r0", "line 0050\n")) << Shipped("job12-r0");
   std::ofstream(go) << "go\n";  // 10 KB now, while the agent does not read: 1 KiB files, one kept
