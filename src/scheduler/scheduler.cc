@@ -108,9 +108,12 @@ struct Scheduler::ShapeCache {
   uint64_t seq = 0;
   bool valid = false;
   bool memo_ok = false;               // the verdict may be shared between nodes of one state (no uuid lists)
-  bool by_states = false;             // scanned by live states (ScanStates), else by node (ScanNodes)
-  std::vector<SlotVerdict> by_slot;   // by_states: per live-state slot
-  // By node (ScanNodes): per node, score or kNoFit; per node state id, score, kNoFit or kUnknown (memo_ok).
+  bool by_states = false;             // may scan live states (ScanStates) when used seldom
+  uint64_t last_use = 0;              // by_states: change_seq() when the shape was last used
+  std::vector<SlotVerdict> by_slot;   // by_states: the verdict memo, per live-state slot (both scans use it)
+  // By node (ScanNodes): per node, score or kNoFit, current up to change_seq() `seq` while tree_valid; per node
+  // state id, score, kNoFit or kUnknown (memo_ok and not by_states).
+  bool tree_valid = false;
   ScoreTree scores;
   std::vector<int64_t> memo;
 };
@@ -424,6 +427,10 @@ int PickBest(const ScoreTree& scores, TieBreak tie_break, int64_t memory, Rng& r
 
 namespace {
 constexpr size_t kMaxStates = 1 << 18;
+// A by_states shape refreshes its per-node tree while at most 1/kRefreshRatio of the nodes changed since its last
+// use (a refresh updates the tree, likely cold in cache when many shapes are in use: several times the cost of
+// scanning a live state in order); beyond that it scans the live states.
+constexpr uint64_t kRefreshRatio = 8;
 }  // namespace
 
 void Scheduler::SyncStates() {
@@ -506,10 +513,21 @@ int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
     // policies whose score ignores the request's memory: `default` shares its own per-(shape, node) score cache
     // between requests that differ in memory only, though its score reads the memory, so its placements depend
     // on which node is scored first (see docs/PERFORMANCE.md "Placement").
-    cache.by_states = cache.memo_ok && policy_.ignores_request_memory();
+    // Uniform scores (random) tie every fitting node: the per-node tree finds the k-th of them in O(log nodes).
+    cache.by_states = cache.memo_ok && policy_.ignores_request_memory() && !policy_.uniform_score();
     cache.valid = true;
   }
-  const int best_node = cache.by_states ? ScanStates(cache, key, request, rng) : ScanNodes(cache, key, request, rng);
+  // A shape that may scan states keeps its per-node tree while it is used often (few nodes changed since its last
+  // use: refreshing them costs less than scanning every live state); used seldom, it scans the states and drops
+  // the tree, which is rebuilt when the shape is used often again.
+  bool by_states = false;
+  if (cache.by_states) {
+    const uint64_t changed = state_.change_seq() - cache.last_use;
+    by_states = changed * kRefreshRatio > static_cast<uint64_t>(state_.node_count());
+    cache.last_use = state_.change_seq();
+    if (by_states) cache.tree_valid = false;
+  }
+  const int best_node = by_states ? ScanStates(cache, key, request, rng) : ScanNodes(cache, key, request, rng);
   if (best_node >= 0) {
     // Deterministic policy: scoring the winner again yields its device choice.
     int64_t score = 0;
@@ -531,39 +549,28 @@ int64_t Scheduler::Evaluate(const TaskRequest& key, int node) {
   return fits ? std::max(score, kLowestScore) : kNoFit;
 }
 
-// Scans the live node states: a state's verdict for the shape is computed once per slot occupancy (nodes in one
-// state share it), the best verdict among the states whose nodes have the request's memory wins, and the tie rule
-// picks among the nodes of the winning states.
+// Scans the live node states in slot order: a state's verdict for the shape is computed once per slot occupancy,
+// on one of its nodes; the best verdict among the slots with the request's memory wins, and the tie rule picks
+// among their nodes. Its cost grows with the live states (~1,000 on a churning openb), not with the nodes changed
+// since the shape was last used.
 int Scheduler::ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng) {
   Impl& m = *impl_;
   LiveStates& live = m.live;
   if (static_cast<int>(cache.by_slot.size()) < live.size()) cache.by_slot.resize(live.size());
-  // A uniform score (random) ranks a node by whether it fits; where the capacity summary decides that exactly,
-  // neither FitNode nor the memo is needed.
-  const bool by_capacity = policy_.uniform_score() && ExactFor(key);
   int64_t best = kNoFit;
-  bool memory_short = false;
+  bool memory_short = false;  // a slot at least as good as the best lacked the request's memory
   m.tied.clear();
   for (int s = 0; s < live.size(); ++s) {
     const LiveStates::Slot& slot = live.slot(s);
     if (slot.count == 0) continue;
     ++stats_.nodes_visited;
-    // The capacity check first: it reads no per-shape memo. The request's memory, which `key` may lack, first.
+    if (!MayFit(slot.capacity, key)) continue;  // the capacity check first: it reads no per-shape memo
+    const int64_t v = SlotVerdict(cache, key, s);
+    if (v == kNoFit || v < best) continue;
     if (slot.capacity.free_memory < request.memory_mib) {
       memory_short = true;
       continue;
     }
-    if (!MayFit(slot.capacity, key)) continue;
-    int64_t v = 0;
-    if (!by_capacity || !slot.capacity.exact) {
-      ShapeCache::SlotVerdict& memo = cache.by_slot[s];
-      if (memo.state != slot.state) {
-        memo.state = slot.state;
-        memo.verdict = Evaluate(key, live.any_node(s));
-      }
-      v = memo.verdict;
-    }
-    if (v == kNoFit || v < best) continue;
     if (v > best) {
       best = v;
       m.tied.clear();
@@ -581,18 +588,30 @@ int Scheduler::ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskR
       for (int s : m.tied) pick = std::max(pick, live.last_node(s));
       break;
     case TieBreak::kRandom: {
-      // The k-th tied node in node order, k uniform (one draw, as the score tree's pick).
-      int ties = 0;
-      for (int s : m.tied) ties += live.slot(s).count;
-      const int k = ties > 1 ? std::uniform_int_distribution<int>(0, ties - 1)(rng) : 0;
+      // The k-th tied node in node order, k uniform (one draw, as the per-node score tree's pick).
       m.tied_nodes.clear();
       for (int s : m.tied) m.tied_nodes.insert(m.tied_nodes.end(), live.nodes(s).begin(), live.nodes(s).end());
+      const int ties = static_cast<int>(m.tied_nodes.size());
+      const int k = ties > 1 ? std::uniform_int_distribution<int>(0, ties - 1)(rng) : 0;
       std::nth_element(m.tied_nodes.begin(), m.tied_nodes.begin() + k, m.tied_nodes.end());
       pick = m.tied_nodes[k];
       break;
     }
   }
   return pick;
+}
+
+// The shape's verdict for the state in live slot s (which fits the capacity check), from the per-slot memo.
+int64_t Scheduler::SlotVerdict(ShapeCache& cache, const TaskRequest& key, int s) {
+  Impl& m = *impl_;
+  const LiveStates::Slot& slot = m.live.slot(s);
+  if (s >= static_cast<int>(cache.by_slot.size())) cache.by_slot.resize(m.live.size());
+  ShapeCache::SlotVerdict& memo = cache.by_slot[s];
+  if (memo.state != slot.state) {
+    memo.state = slot.state;
+    memo.verdict = Evaluate(key, m.live.any_node(s));
+  }
+  return memo.verdict;
 }
 
 // Per-node verdicts in a score tree, refreshed for the nodes changed since the shape was last used (a node state's
@@ -609,17 +628,19 @@ int Scheduler::ScanNodes(ShapeCache& cache, const TaskRequest& key, const TaskRe
     if (!MayFit(m.node_capacity[n], key)) return kNoFit;
     if (by_capacity && m.node_capacity[n].exact) return 0;
     if (!cache.memo_ok) return Evaluate(key, n);
+    if (cache.by_states) return SlotVerdict(cache, key, m.live.slot_of(n));  // one memo for both scans
     const uint32_t id = m.node_state[n];
     if (id >= cache.memo.size()) cache.memo.resize(std::max<size_t>(id + 1, cache.memo.size() * 2), kUnknown);
     int64_t& memo = cache.memo[id];
     if (memo == kUnknown) memo = Evaluate(key, n);
     return memo;
   };
-  if (cache.scores.count() != count ||
+  if (!cache.tree_valid || cache.scores.count() != count ||
       !ChangedNodes(state_, cache.seq, &m.changed, &m.stamp, &m.stamp_clock, &m.raw_changed)) {
     cache.scores.Assign(count);
     for (int n = 0; n < count; ++n) cache.scores.SetLeaf(n, verdict(n), m.node_capacity[n].free_memory);
     cache.scores.Build();
+    cache.tree_valid = true;
   } else {
     for (int n : m.changed) cache.scores.Set(n, verdict(n), m.node_capacity[n].free_memory);
   }

@@ -77,6 +77,7 @@ class Scheduler {
   // The score cache's best node for `request` (whose cache key is `key`), or -1: by live node states / by node.
   int ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng);
   int ScanNodes(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng);
+  int64_t SlotVerdict(ShapeCache& cache, const TaskRequest& key, int slot);  // memoised per live-state slot
   int64_t Evaluate(const TaskRequest& key, int node);     // FitNode + Score as one cached verdict
 
   const ClusterState& state_;

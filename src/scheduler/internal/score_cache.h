@@ -58,9 +58,16 @@ constexpr int64_t kLowestScore = kUnknown + 2;
 class ScoreTree {
  public:
   void Assign(int count) {
-    size_ = 1;
-    while (size_ < count) size_ *= 2;
-    tree_.assign(2 * static_cast<size_t>(size_), Entry{});
+    int size = 1;
+    while (size < count) size *= 2;
+    if (size == size_ && tree_.size() == 2 * static_cast<size_t>(size)) {
+      // Same shape of tree: SetLeaf + Build rewrite the first `count` leaves and every inner entry; only the
+      // leaves past `count` need clearing.
+      std::fill(tree_.begin() + size_ + count, tree_.end(), Entry{});
+    } else {
+      size_ = size;
+      tree_.assign(2 * static_cast<size_t>(size_), Entry{});
+    }
     count_ = count;
   }
   int count() const { return count_; }
@@ -213,32 +220,22 @@ class LiveStates {
   // Node `node` is now in state `state` (whose nodes all have `capacity`).
   void Move(int node, uint32_t state, const Capacity& capacity);
 
+  int slot_of(int node) const { return node_slot_[node]; }  // after Move(node, ...)
   int size() const { return static_cast<int>(slots_.size()); }  // slots, free ones included
   int live() const { return static_cast<int>(slots_.size() - free_.size()); }
   const Slot& slot(int s) const { return slots_[s]; }
   int any_node(int s) const { return nodes_[s].front(); }
   const std::vector<int>& nodes(int s) const { return nodes_[s]; }
-  // The lowest / highest node index in slot s (kept up to date lazily).
-  int first_node(int s) {
-    if (bounds_dirty_[s]) RecomputeBounds(s);
-    return first_[s];
-  }
-  int last_node(int s) {
-    if (bounds_dirty_[s]) RecomputeBounds(s);
-    return last_[s];
-  }
+  // The lowest / highest node index in slot s (its nodes are kept in ascending order).
+  int first_node(int s) const { return nodes_[s].front(); }
+  int last_node(int s) const { return nodes_[s].back(); }
 
  private:
-  void RecomputeBounds(int s);
-
   std::vector<Slot> slots_;
-  std::vector<std::vector<int>> nodes_;  // per slot, in no order
-  std::vector<int> first_, last_;
-  std::vector<uint8_t> bounds_dirty_;
+  std::vector<std::vector<int>> nodes_;  // per slot, ascending
   std::vector<int> free_;            // free slots
   std::vector<int> slot_of_state_;   // per state id: its slot, or -1
   std::vector<int> node_slot_;       // per node: its slot, or -1
-  std::vector<int> node_pos_;        // per node: its position in nodes_[slot]
 };
 
 }  // namespace xpool::scheduler_internal

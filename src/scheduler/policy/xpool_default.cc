@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "scheduler/policy/share_choice.h"
 
@@ -104,27 +105,31 @@ bool DefaultPolicy::RefreshShapeMemory() {
   target_key_ = key;
   target_total_ = target().total_count();
   placed_at_refresh_ = placed_;
-  shape_memory_.assign(shapes.size(), 0);
+  std::vector<int64_t> memory(shapes.size(), 0);
   for (size_t m = 0; m < shapes.size(); ++m) {
     for (const ShapeMemory& seen : memory_seen_) {
       if (seen.shape == shapes[m].shape) {
-        shape_memory_[m] = seen.sum_mib / seen.count;
+        memory[m] = seen.sum_mib / seen.count;
         break;
       }
     }
   }
   // Step 2's weight: the target's memory per GPU (learned means) against the cluster's.
-  double memory = 0, gpu = 0;
+  double asked_mib = 0, gpu = 0;
   for (size_t m = 0; m < shapes.size(); ++m) {
-    memory += static_cast<double>(shapes[m].count) * static_cast<double>(shape_memory_[m]);
+    asked_mib += static_cast<double>(shapes[m].count) * static_cast<double>(memory[m]);
     gpu += static_cast<double>(shapes[m].count) *
            static_cast<double>(shapes[m].shape.gpu_count * shapes[m].shape.gpu_milli);
   }
-  strand_percent_ = 100;
+  int64_t strand_percent = 100;
   if (gpu > 0 && cluster_gpu_milli_ > 0 && cluster_memory_mib_ > 0) {
-    strand_percent_ = MemoryStrandPercent((memory / gpu) / (static_cast<double>(cluster_memory_mib_) /
-                                                             static_cast<double>(cluster_gpu_milli_)));
+    strand_percent = MemoryStrandPercent((asked_mib / gpu) / (static_cast<double>(cluster_memory_mib_) /
+                                                               static_cast<double>(cluster_gpu_milli_)));
   }
+  // Means (and a weight) that came out the same leave the measure, and so every cached score, as it was.
+  if (!target_changed && memory == shape_memory_ && strand_percent == strand_percent_) return false;
+  shape_memory_ = std::move(memory);
+  strand_percent_ = strand_percent;
   last_node_ = -1;  // the measure changed
   return true;
 }

@@ -56,6 +56,7 @@ int PlacementExplainer::GroupOf(int node) {
   Put(&key_, n.devices.size());
   bool alike = true;
   for (size_t d = 1; d < n.devices.size() && alike; ++d) alike = SameDescription(n.devices[d], n.devices[0]);
+  Put(&key_, static_cast<uint8_t>(alike));  // the two layouts below never read as each other
   if (alike && !n.devices.empty()) {
     PutDescription(n.devices[0], &key_);
     std::array<UsageKey, 16> small;
