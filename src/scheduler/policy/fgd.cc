@@ -83,7 +83,7 @@ bool FragmentationPolicyBase::Score(const ClusterState& state, const TaskRequest
     return true;
   }
   ReadNodeFree(state, node, &scratch_);
-  const int64_t before = WeightedBefore(node);
+  const int64_t before = uses_weighted_before() ? WeightedBefore(node) : 0;
   if (sharing) {
     int best = -1;
     int64_t best_score = 0;

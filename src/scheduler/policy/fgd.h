@@ -49,6 +49,8 @@ class FragmentationPolicyBase : public PlacementPolicy {
   // fragmentation before placement is `before`.
   virtual int64_t Evaluate(const ClusterState& state, const TaskRequest& request, int node,
                            const std::vector<int>& devices, int64_t before) = 0;
+  // False when Evaluate ignores its `before` argument (it is then passed as 0 and not measured).
+  virtual bool uses_weighted_before() const { return true; }
   // For a sharing request: whether device `d` should replace `best` when both score the same. Evaluate and
   // PreferOnTie must depend on a device only through its free compute and model: of several devices alike in
   // both, only the first is evaluated.
