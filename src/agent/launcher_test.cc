@@ -12,18 +12,12 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/testdata/fresh_dir.h"
+
 namespace xpool::agent {
 namespace {
 
 constexpr TimeMicros kWait = 10 * kMicrosPerSecond;
-
-std::string FreshDir(const std::string& name) {
-  const std::string dir = std::filesystem::path(testing::TempDir()).lexically_normal().string() +
-                          "xpool_launcher_" + name + "_" + std::to_string(getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -53,8 +47,7 @@ bool WaitUntil(const std::function<bool()>& cond, int ms = 5000) {
 class LauncherTest : public testing::Test {
  protected:
   void SetUp() override {
-    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = FreshDir(info->name());
+    dir_ = FreshDir("launcher_" + CurrentTestName());
     work_ = dir_ + "/work";
     std::filesystem::create_directories(work_);
   }

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "agent/launcher.h"
+#include "agent/testdata/fresh_dir.h"
 
 namespace xpool::agent {
 namespace {
@@ -60,9 +61,7 @@ pid_t ParentOf(pid_t pid) {
 class TaskShimTest : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::path(testing::TempDir()).lexically_normal().string() + "xpool_shim_" +
-           testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + std::to_string(getpid());
-    std::filesystem::remove_all(dir_);
+    dir_ = FreshDir("shim_" + CurrentTestName());
     std::filesystem::create_directories(dir_ + "/work");
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
