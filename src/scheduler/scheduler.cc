@@ -432,7 +432,7 @@ constexpr size_t kMaxStates = 1 << 18;
 // use (a refresh updates the tree, likely cold in cache when many shapes are in use: several times the cost of
 // scanning a live state in order); beyond that it scans the live states.
 constexpr uint64_t kRefreshRatio = 8;
-constexpr int kOftenToBuild = 3;
+constexpr int kOftenToBuild = 8;
 }  // namespace
 
 void Scheduler::SyncStates() {
