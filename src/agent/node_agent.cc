@@ -61,6 +61,16 @@ void NodeAgent::AttachLog(TaskReport* report) {
     ship.offset = follower->offset();
     ship.follower = std::move(follower);
   }
+  if (ship.offset + static_cast<int64_t>(ship.pending.size()) != ship.follower->offset()) {
+    // The follower skipped output rotated away unread: what came before the gap goes out first, then the
+    // stream goes on after it (the server starts its copy again there).
+    if (!ship.pending.empty()) {
+      AttachChunk(ship, report);
+      return;
+    }
+    ship.offset = ship.follower->offset();
+    ship.acked_tail.clear();  // no longer just before `offset`
+  }
   auto fresh = ship.follower->ReadNew();
   if (fresh.ok()) ship.pending += *fresh;
   if (ship.pending.size() > kMaxPendingLog) {
@@ -84,11 +94,11 @@ void NodeAgent::KeepEndedLog(const TaskStatus& status) {
   auto it = logs_.find(status.task_id);
   if (it == logs_.end()) return;
   LogShip& ship = it->second;
-  if (ship.follower) {
-    auto rest = ship.follower->ReadNew();  // the task has ended: this is the end of its output
+  if (ship.follower && ship.offset + static_cast<int64_t>(ship.pending.size()) == ship.follower->offset()) {
+    auto rest = ship.follower->ReadNew();  // the task has ended: this is the end of its output (unless a gap)
     if (rest.ok()) ship.pending += *rest;
-    ship.follower.reset();
   }
+  ship.follower.reset();
   if (ship.pending.size() > kMaxEndedPending) {
     const size_t drop = ship.pending.size() - kMaxEndedPending;
     ship.pending.erase(0, drop);

@@ -12,7 +12,7 @@
 
 #include "agent/log_relay.h"
 #include "agent/task_shim.h"
-#include "agent/testdata/fresh_dir.h"
+#include "agent/testdata/test_util.h"
 #include "model/node_builder.h"
 
 namespace xpool::agent {
@@ -110,6 +110,15 @@ class NodeAgentTest : public testing::Test {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return false;
+  }
+
+  // A task that prints "line 0001" ... "line <first>" (10 bytes each), waits for the file `go` (10 s at most),
+  // prints on to "line <last>" and keeps running.
+  TaskAssignment TwoBursts(const std::string& id, int first, int last, const std::string& go) {
+    const std::string n = "n() { i=$1; while [ $i -le $2 ]; do printf 'line %04d\\n' $i; i=$((i+1)); done; }; ";
+    return Run(id, n + "n 1 " + std::to_string(first) + "; j=0; while [ ! -f " + go + " ] && [ $j -lt 500 ]; do " +
+                       "sleep 0.02; j=$((j+1)); done; n " + std::to_string(first + 1) + " " + std::to_string(last) +
+                       "; exec sleep 20");
   }
 
   // Ticks until the launcher has let go of the task (stopped and forgotten) or 5 s pass.
@@ -349,9 +358,7 @@ TEST_F(NodeAgentTest, AdoptedTaskLogRotatedWhileNoAgentRanIsShippedWholeAndOnce)
   StartAgent(/*stop_tasks_on_exit=*/false);
   const std::string go = dir_ + "/go";
   // 100 lines of 10 bytes, then (once `go` exists) 1200 more: three rotations, every file still kept.
-  const std::string lines = "n() { i=$1; while [ $i -le $2 ]; do printf 'line %04d\\n' $i; i=$((i+1)); done; }; ";
-  server_.wanted = {Run("job12-r0", lines + "n 1 100; j=0; while [ ! -f " + go + " ] && [ $j -lt 500 ]; do "
-                                            "sleep 0.02; j=$((j+1)); done; n 101 1300; exec sleep 20")};
+  server_.wanted = {TwoBursts("job12-r0", 100, 1300, go)};
   ASSERT_TRUE(TickUntil("job12-r0", TaskState::kRunning));
   ASSERT_TRUE(TickUntilShipped("job12-r0", "line 0100\n")) << Shipped("job12-r0");
   agent_.reset();
@@ -412,6 +419,35 @@ TEST_F(NodeAgentTest, EndedTaskOutputIsShippedToTheEndAndResentAfterAServerResta
   EXPECT_EQ(tail->data, on_node->substr(on_node->size() - tail_bytes));
   ASSERT_TRUE(agent_->Tick().ok());
   EXPECT_EQ(server_.Report("job12-r0"), nullptr) << "sent again once acknowledged";
+}
+
+// The task writes more than `keep` rotations hold between two heartbeats: the server's copy skips what was
+// deleted and is, from its first offset, exactly what the node keeps (not a mix of files at wrong offsets).
+TEST_F(NodeAgentTest, OutputRotatedAwayUnreadLeavesAGapNotAMix) {
+  log_limits_ = LogLimits{1024, 1};
+  StartAgent(/*stop_tasks_on_exit=*/true);
+  const std::string go = dir_ + "/go";
+  server_.wanted = {TwoBursts("job12-r0", 50, 1050, go)};
+  ASSERT_TRUE(TickUntil("job12-r0", TaskState::kRunning));
+  ASSERT_TRUE(TickUntilShipped("job12-r0", "line 0050\n")) << Shipped("job12-r0");
+  std::ofstream(go) << "go\n";  // 10 KB now, while the agent does not read: 1 KiB files, one kept
+  const std::string path = dir_ + "/state/job12-r0/output.log";
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(path).find("line 1050\n") != std::string::npos; }));
+  bool shipped = false;
+  for (int i = 0; i < 500 && !shipped; ++i) {
+    ASSERT_TRUE(agent_->Tick().ok());
+    auto log = server_.logs->Read("job12-r0", -1, 1 << 20);
+    shipped = log.ok() && log->data.find("line 1050\n") != std::string::npos;
+    if (!shipped) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(shipped);
+  auto log = server_.logs->Read("job12-r0", -1, 1 << 20);
+  auto on_node = ReadLogTail(path, 0);
+  ASSERT_TRUE(log.ok());
+  ASSERT_TRUE(on_node.ok());
+  EXPECT_EQ(log->data, *on_node);
+  EXPECT_GT(log->first_offset, 8000);  // 10.5 KB written, at most 2 KiB kept: the copy starts after the gap
+  EXPECT_EQ(log->first_offset + static_cast<int64_t>(log->data.size()), log->next_offset);
 }
 
 }  // namespace

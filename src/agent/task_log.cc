@@ -296,6 +296,7 @@ Status ReadToEnd(int fd, const std::string& name, std::string* out) {
 Result<std::string> LogFollower::ReadNew() {
   auto out = ReadNewUncounted();
   if (out.ok()) offset_ += static_cast<int64_t>(out->size());
+  if (skip_to_ >= 0) offset_ = std::exchange(skip_to_, -1);
   return out;
 }
 
@@ -311,6 +312,23 @@ Result<std::string> LogFollower::ReadNewUncounted() {
   struct stat st {};
   while (::stat(RotatedName(path_, k).c_str(), &st) == 0 && st.st_ino != inode_) ++k;
   const bool found = st.st_ino == inode_ && ::stat(RotatedName(path_, k).c_str(), &st) == 0;
+  if (!found) {
+    // Our file was rotated away (deleted) before the files after it were read: what is not kept is lost. Go on
+    // from the oldest kept file at its stream offset; ReadNew moves offset() past the gap.
+    if (auto files = KeptFiles(path_); files.ok()) {
+      const KeptFile& oldest = files->back();
+      const int fd = ::open(oldest.name.c_str(), O_RDONLY | O_CLOEXEC);
+      struct stat ost {};
+      if (fd >= 0 && ::fstat(fd, &ost) == 0 && ost.st_ino == oldest.inode) {
+        ::close(fd_);
+        fd_ = fd;
+        inode_ = ost.st_ino;
+        skip_to_ = oldest.base;
+        return out;
+      }
+      if (fd >= 0) ::close(fd);
+    }
+  }
   for (int j = found ? k - 1 : 0; j >= 1; --j) {
     int fd = ::open(RotatedName(path_, j).c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;

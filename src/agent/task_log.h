@@ -94,8 +94,10 @@ class LogFollower {
   // New output, possibly empty. Follows the live file when it is rotated (finishing the old one
   // first).
   Result<std::string> ReadNew();
-  // The stream offset of the next byte ReadNew returns (see "Stream offsets" above). Counted on from where
-  // Open/OpenTail started; output rotated away unread between two reads is not counted.
+  // The stream offset of the next byte ReadNew returns (see "Stream offsets" above). What one ReadNew returns
+  // is contiguous from offset() before the call; when output was rotated away unread (more than `keep`
+  // rotations between two reads) the call returns what came before the gap and offset() moves past it (to the
+  // oldest kept byte), so offset() > the old offset() + the bytes returned.
   int64_t offset() const { return offset_; }
 
  private:
@@ -105,6 +107,7 @@ class LogFollower {
   int fd_ = -1;
   ino_t inode_ = 0;
   int64_t offset_ = 0;
+  int64_t skip_to_ = -1;  // set by ReadNewUncounted when it skipped a gap: offset_ after it
 };
 
 }  // namespace xpool::agent

@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "agent/testdata/fresh_dir.h"
+#include "agent/testdata/test_util.h"
 
 namespace xpool::agent {
 namespace {
@@ -154,6 +154,34 @@ TEST(LogFollowerTest, OffsetsCountAcrossRotationsAndWriters) {
   // The record is a hidden file beside the log, so `output.log*` globs see only output.
   EXPECT_EQ(LogOffsetPath(path), dir + "/.output.log.offset");
   EXPECT_GT(FileSize(LogOffsetPath(path)), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// More rotations than `keep` between two reads: the read returns the follower's file to its end, then offset()
+// jumps over what was deleted to the oldest kept byte, and the next read goes on from there.
+TEST(LogFollowerTest, SkipsOutputRotatedAwayUnreadAndSaysWhere) {
+  const std::string dir = FreshDir("agent_gap");
+  const std::string path = dir + "/output.log";
+  LogWriter log(path, LogLimits{64, 1});
+  ASSERT_TRUE(log.Open().ok());
+  LogFollower follower(path);
+  ASSERT_TRUE(follower.Open(true).ok());
+  std::string all;
+  for (int i = 0; i < 40; ++i) {  // 400 bytes: six rotations, one rotated file kept
+    const std::string line = "line " + std::to_string(1000 + i) + "\n";
+    log.Write(line);
+    all += line;
+  }
+  auto first = follower.ReadNew();
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(*first, all.substr(0, 64));  // the file it had open, to its end
+  const int64_t kept = FileSize(path) + FileSize(path + ".1");
+  EXPECT_EQ(follower.offset(), static_cast<int64_t>(all.size()) - kept);
+  const int64_t at = follower.offset();
+  auto rest = follower.ReadNew();
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ(*rest, all.substr(static_cast<size_t>(at)));
+  EXPECT_EQ(follower.offset(), static_cast<int64_t>(all.size()));
   std::filesystem::remove_all(dir);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "scheduler/policy/share_choice.h"
 
@@ -92,15 +93,18 @@ bool DefaultPolicy::RefreshShapeMemory() {
   target_key_ = key;
   target_total_ = target().total_count();
   placed_at_refresh_ = placed_;
-  shape_memory_.assign(shapes.size(), 0);
+  std::vector<int64_t> memory(shapes.size(), 0);
   for (size_t m = 0; m < shapes.size(); ++m) {
     for (const ShapeMemory& seen : memory_seen_) {
       if (seen.shape == shapes[m].shape) {
-        shape_memory_[m] = seen.sum_mib / seen.count;
+        memory[m] = seen.sum_mib / seen.count;
         break;
       }
     }
   }
+  // Means that came out the same leave the measure, and so every cached score, as it was.
+  if (!target_changed && memory == shape_memory_) return false;
+  shape_memory_ = std::move(memory);
   last_node_ = -1;  // the measure changed
   return true;
 }

@@ -31,6 +31,15 @@ Result<bool> GetBool(const Json& j, const std::string& path) {
   return j.get<bool>();
 }
 
+// A string read by `parse` (ParseVendor, ParseDeviceMode, ...); its error is prefixed with the path.
+template <typename T>
+Result<T> GetParsed(const Json& j, const std::string& path, Result<T> (*parse)(std::string_view)) {
+  ASSIGN_OR_RETURN(std::string text, GetString(j, path));
+  Result<T> v = parse(text);
+  if (!v.ok()) return InvalidArgumentError(path + ": " + v.status().message());
+  return v;
+}
+
 // "8Gi", "512Mi" or an integer of MiB.
 Result<int64_t> GetMemory(const Json& j, const std::string& path) {
   if (j.is_number_integer()) return GetInt(j, path, 0, int64_t{1} << 40);
@@ -64,10 +73,7 @@ Result<Device> DeviceFromJson(const Json& j, const std::string& path) {
     ASSIGN_OR_RETURN(d.uuid, GetString(j["uuid"], path + ".uuid"));
   }
   if (j.contains("vendor")) {
-    ASSIGN_OR_RETURN(std::string v, GetString(j["vendor"], path + ".vendor"));
-    auto vendor = ParseVendor(v);
-    if (!vendor.ok()) return InvalidArgumentError(path + ".vendor: " + vendor.status().message());
-    d.vendor = *vendor;
+    ASSIGN_OR_RETURN(d.vendor, GetParsed(j["vendor"], path + ".vendor", &ParseVendor));
   }
   d.max_sharers = ProfileFor(d.vendor).default_max_sharers;
   if (j.contains("cores")) {
@@ -82,10 +88,7 @@ Result<Device> DeviceFromJson(const Json& j, const std::string& path) {
     d.max_sharers = static_cast<int>(s);
   }
   if (j.contains("mode")) {
-    ASSIGN_OR_RETURN(std::string m, GetString(j["mode"], path + ".mode"));
-    auto mode = ParseDeviceMode(m);
-    if (!mode.ok()) return InvalidArgumentError(path + ".mode: " + mode.status().message());
-    d.mode = *mode;
+    ASSIGN_OR_RETURN(d.mode, GetParsed(j["mode"], path + ".mode", &ParseDeviceMode));
   }
   return d;
 }
