@@ -1,6 +1,7 @@
 #include "model/cluster_state.h"
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
 namespace xpool {
@@ -11,6 +12,11 @@ std::string DeviceWhere(const Node& node, int device) {
 }
 
 }  // namespace
+
+uint64_t ObjectIdentity::Next() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 Result<int> ClusterState::AddNode(Node node) {
   RETURN_IF_ERROR(ValidateNode(node));

@@ -44,6 +44,23 @@ struct ClusterTotals {
   int64_t max_node_device_compute_milli = 0;  // sum over one node's devices
 };
 
+// A number no other object of the same kind in this process has had: a copy (or a move target, or an assigned
+// object) draws a new one. Keys per-object caches that must not follow a copy.
+class ObjectIdentity {
+ public:
+  ObjectIdentity() : value_(Next()) {}
+  ObjectIdentity(const ObjectIdentity&) : value_(Next()) {}
+  ObjectIdentity& operator=(const ObjectIdentity&) {
+    value_ = Next();
+    return *this;
+  }
+  uint64_t value() const { return value_; }
+
+ private:
+  static uint64_t Next();  // thread-safe
+  uint64_t value_;
+};
+
 class ClusterState {
  public:
   ClusterState() = default;
@@ -60,6 +77,9 @@ class ClusterState {
   const Node& node(int index) const { return nodes_[index]; }
   const NodeUsage& usage(int index) const { return usage_[index]; }
   uint64_t generation(int index) const { return usage_[index].generation; }
+  // Generations are per object and a copy keeps them, so two copies changed differently can show the same
+  // generation for different contents: a cache kept across states (a policy's) keys on identity() as well.
+  uint64_t identity() const { return identity_.value(); }
   // -1 when unknown.
   int FindNode(std::string_view name) const;
   const ClusterTotals& totals() const { return totals_; }
@@ -108,6 +128,7 @@ class ClusterState {
   std::vector<int> journal_;  // ring buffer, allocated on first change
   uint64_t change_seq_ = 0;
   uint64_t description_version_ = 0;
+  ObjectIdentity identity_;
 };
 
 }  // namespace xpool

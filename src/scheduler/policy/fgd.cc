@@ -68,6 +68,10 @@ bool FragmentationPolicyBase::Score(const ClusterState& state, const TaskRequest
                                     std::vector<int>* chosen_devices) {
   const int node = candidate.node;
   const bool sharing = IsSharingRequest(request);
+  if (state.identity() != cache_identity_) {  // another state (a copy): its generations say nothing here
+    for (auto& per_shape : cache_) per_shape.clear();
+    cache_identity_ = state.identity();
+  }
   const int shape = shapes_.Id(request);
   if (shape >= static_cast<int>(cache_.size())) cache_.resize(shape + 1);
   std::vector<Entry>& entries = cache_[shape];

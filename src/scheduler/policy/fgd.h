@@ -90,7 +90,8 @@ class FragmentationPolicyBase : public PlacementPolicy {
 
   FragmentMeter meter_;                    // over target_
   ShapeIndex shapes_;                      // request shapes scored so far
-  std::vector<std::vector<Entry>> cache_;  // [shape id][node]
+  std::vector<std::vector<Entry>> cache_;  // [shape id][node], for the state whose identity() is below
+  uint64_t cache_identity_ = 0;
   std::vector<Before> before_;             // [node]
   NodeFree scratch_;
 };

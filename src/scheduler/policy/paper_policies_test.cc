@@ -70,6 +70,32 @@ TEST_F(PaperPoliciesTest, FgdPicksTheDeviceThatReducesFragmentation) {
   EXPECT_EQ(score_, 59);
 }
 
+TEST_F(PaperPoliciesTest, FgdScoreCacheDoesNotFollowACopiedState) {
+  // Two copies of one cluster, each changed once on node a: the same generation, different contents (as the
+  // server's per-pass scratch copies). A score cached on one must not be read for the other.
+  PodShape s;
+  s.cpu_milli = 1000;
+  s.gpu_count = 1;
+  s.gpu_milli = 500;
+  FgdPolicy fgd(TargetWorkload::FromCounts({{s, 1}}, 100));
+  const TaskRequest r = Gpu(1000, 1, 400);
+  ClusterState first = state_;
+  Use(&first, 0, 0, 600);  // [400, 1000]: Δ = 400 on GPU 0, score 59 (as above)
+  ClusterState second = state_;
+  Use(&second, 0, 0, 100);  // [900, 1000]: the 500-shape fits either way, Δ = 0, score 50
+  ASSERT_EQ(first.generation(0), second.generation(0));
+  ASSERT_TRUE(fgd.Score(first, r, All(first, 0, r), rng_, &score_, &devices_));
+  EXPECT_EQ(score_, 59);
+  ASSERT_TRUE(fgd.Score(second, r, All(second, 0, r), rng_, &score_, &devices_));
+  EXPECT_EQ(score_, 50);
+  FgdPolicy fresh(TargetWorkload::FromCounts({{s, 1}}, 100));
+  int64_t fresh_score = 0;
+  std::vector<int> fresh_devices;
+  ASSERT_TRUE(fresh.Score(second, r, All(second, 0, r), rng_, &fresh_score, &fresh_devices));
+  EXPECT_EQ(score_, fresh_score);
+  EXPECT_EQ(devices_, fresh_devices);
+}
+
 TEST_F(PaperPoliciesTest, FgdLearnsTheTargetFromArrivals) {
   FgdPolicy fgd;
   EXPECT_TRUE(fgd.target().empty());

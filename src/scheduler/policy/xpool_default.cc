@@ -139,9 +139,10 @@ int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& re
   RefreshShapeMemory();
   NodeFree& free = scratch();
   const int64_t memory = state.FreeMemory(node);
-  if (node != last_node_ || state.generation(node) != last_generation_) {
+  if (node != last_node_ || state.generation(node) != last_generation_ || state.identity() != last_identity_) {
     last_node_ = node;
     last_generation_ = state.generation(node);
+    last_identity_ = state.identity();
     last_before_ = ResourceFragment(free, memory, target(), shape_memory_, strand_percent_);
   }
   free.cpu_milli -= request.cpu_milli;

@@ -80,6 +80,7 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   int64_t cluster_memory_mib_ = 0;
   // F' of the node last evaluated, reused for its other device choices.
   int last_node_ = -1;
+  uint64_t last_identity_ = 0;  // ClusterState::identity() of last_node_'s state
   uint64_t last_generation_ = 0;
   int64_t last_before_ = 0;
 };
