@@ -60,6 +60,20 @@ function(xpool_test_use_pch target)
   xpool_test_ccache_launcher(${target})
 endfunction()
 
+# ctest starts the tests of highest COST first. A clean clone has no cost data of its own (ctest writes it after a
+# run, in Testing/Temporary/CTestCostData.txt), so the long tests, declared last, would start last and end alone:
+# their seconds (Asan, all 27 entries at -j2 on the loaded 2-core machine) set the order of CI's first run.
+set(XPOOL_TEST_COSTS scheduler_test=61 e2e_agent_test=49 e2e_timeshare_test=39 job_spec_fuzz=34 server_crash_test=24
+    studio_browser_test=23 store_test=21 vgpu_preload_test=18 agent_test=11 e2e_up_test=10 server_test=9
+    studio_typecheck_test=9)
+function(xpool_test_cost test)
+  foreach(entry ${XPOOL_TEST_COSTS})
+    if(entry MATCHES "^${test}=([0-9]+)$")
+      set_tests_properties(${test} PROPERTIES COST ${CMAKE_MATCH_1})
+    endif()
+  endforeach()
+endfunction()
+
 function(xpool_test)
   cmake_parse_arguments(ARG "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
   add_executable(${ARG_NAME} ${ARG_SRCS})
@@ -82,6 +96,7 @@ function(xpool_test)
   if(ARG_LABELS)
     set_tests_properties(${ARG_NAME} PROPERTIES LABELS "${ARG_LABELS}")
   endif()
+  xpool_test_cost(${ARG_NAME})
 endfunction()
 
 function(xpool_bench)
