@@ -12,49 +12,18 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/testdata/test_util.h"
+
 namespace xpool::agent {
 namespace {
 
 constexpr TimeMicros kWait = 10 * kMicrosPerSecond;
 
-std::string FreshDir(const std::string& name) {
-  const std::string dir = std::filesystem::path(testing::TempDir()).lexically_normal().string() +
-                          "xpool_launcher_" + name + "_" + std::to_string(getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// A process that is gone or a zombie no longer runs.
-bool IsRunning(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return false;
-  std::string line;
-  std::getline(stat, line);
-  const size_t paren = line.rfind(')');
-  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
-}
-
-bool WaitUntil(const std::function<bool()>& cond, int ms = 5000) {
-  for (int i = 0; i < ms / 5; ++i) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return cond();
-}
 
 class LauncherTest : public testing::Test {
  protected:
   void SetUp() override {
-    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = FreshDir(info->name());
+    dir_ = FreshDir("launcher_" + CurrentTestName());
     work_ = dir_ + "/work";
     std::filesystem::create_directories(work_);
   }

@@ -20,6 +20,10 @@ constexpr size_t kMaxPendingLog = 4 << 20;
 constexpr int64_t kMaxLogBytesPerHeartbeat = 256 << 10;
 // Output re-sent after the server was unreachable or asked for a registration (it may have restarted).
 constexpr size_t kResendTailBytes = LogRelay::kMaxChunkBytes;
+// Forgotten tasks whose output is kept to ship or re-send, and the most unshipped output kept for each (what the
+// server keeps of a task: LogRelayOptions::max_bytes_per_task).
+constexpr size_t kMaxEndedLogs = 32;
+constexpr size_t kMaxEndedPending = 1 << 20;
 
 }  // namespace
 
@@ -49,9 +53,23 @@ void NodeAgent::AttachLog(TaskReport* report) {
     std::error_code ec;
     // Only a regular file is shipped (a log redirected to a device, e.g. /dev/full in tests, would never end).
     if (!std::filesystem::is_regular_file(path, ec)) return;
+    // From the last kMaxPendingLog bytes of its stream, wherever they are kept, with the stream's offsets: a task
+    // adopted after its log rotated (or a run appending to an earlier run's log) is shipped with the offsets the
+    // server already counts in, so nothing is missed or repeated (the server drops what it has).
     auto follower = std::make_unique<LogFollower>(path);
-    if (!follower->Open(/*from_start=*/true).ok()) return;  // no log yet
+    if (!follower->OpenTail(static_cast<int64_t>(kMaxPendingLog)).ok()) return;  // no log yet
+    ship.offset = follower->offset();
     ship.follower = std::move(follower);
+  }
+  if (ship.offset + static_cast<int64_t>(ship.pending.size()) != ship.follower->offset()) {
+    // The follower skipped output rotated away unread: what came before the gap goes out first, then the
+    // stream goes on after it (the server starts its copy again there).
+    if (!ship.pending.empty()) {
+      AttachChunk(ship, report);
+      return;
+    }
+    ship.offset = ship.follower->offset();
+    ship.acked_tail.clear();  // no longer just before `offset`
   }
   auto fresh = ship.follower->ReadNew();
   if (fresh.ok()) ship.pending += *fresh;
@@ -60,6 +78,10 @@ void NodeAgent::AttachLog(TaskReport* report) {
     ship.pending.erase(0, drop);
     ship.offset += static_cast<int64_t>(drop);
   }
+  AttachChunk(ship, report);
+}
+
+void NodeAgent::AttachChunk(LogShip& ship, TaskReport* report) {
   if (ship.pending.empty()) return;
   const std::string_view chunk(ship.pending.data(),
                                std::min<size_t>(ship.pending.size(), LogRelay::kMaxChunkBytes));
@@ -68,12 +90,49 @@ void NodeAgent::AttachLog(TaskReport* report) {
   report->log_offset = ship.offset;
 }
 
+void NodeAgent::KeepEndedLog(const TaskStatus& status) {
+  auto it = logs_.find(status.task_id);
+  if (it == logs_.end()) return;
+  LogShip& ship = it->second;
+  if (ship.follower && ship.offset + static_cast<int64_t>(ship.pending.size()) == ship.follower->offset()) {
+    auto rest = ship.follower->ReadNew();  // the task has ended: this is the end of its output (unless a gap)
+    if (rest.ok()) ship.pending += *rest;
+  }
+  ship.follower.reset();
+  if (ship.pending.size() > kMaxEndedPending) {
+    const size_t drop = ship.pending.size() - kMaxEndedPending;
+    ship.pending.erase(0, drop);
+    ship.offset += static_cast<int64_t>(drop);
+    ship.acked_tail.clear();  // no longer just before `offset`
+  }
+  if (ship.pending.empty() && ship.acked_tail.empty()) return;
+  EndedLog& ended = ended_logs_[status.task_id];
+  if (auto m = meta_.find(status.task_id); m != meta_.end()) {
+    ended.report.job_id = m->second.job_id;
+    ended.report.replica = m->second.replica;
+    ended.report.restart_count = m->second.restart_count;
+  }
+  ended.report.status = status;
+  ended.ship = std::move(ship);
+  ended.seq = ended_seq_++;
+  while (ended_logs_.size() > kMaxEndedLogs) {
+    auto oldest = std::min_element(ended_logs_.begin(), ended_logs_.end(),
+                                   [](const auto& a, const auto& b) { return a.second.seq < b.second.seq; });
+    ended_logs_.erase(oldest);
+  }
+}
+
 void NodeAgent::LogsAcknowledged(const std::vector<TaskReport>& sent) {
   for (const TaskReport& r : sent) {
     if (r.log_data.empty()) continue;
-    auto it = logs_.find(r.status.task_id);
-    if (it == logs_.end() || it->second.offset != r.log_offset) continue;
-    LogShip& ship = it->second;
+    LogShip* found = nullptr;
+    if (auto it = logs_.find(r.status.task_id); it != logs_.end()) {
+      found = &it->second;
+    } else if (auto ended = ended_logs_.find(r.status.task_id); ended != ended_logs_.end()) {
+      found = &ended->second.ship;
+    }
+    if (found == nullptr || found->offset != r.log_offset) continue;
+    LogShip& ship = *found;
     ship.acked_tail.append(ship.pending, 0, r.log_data.size());
     if (ship.acked_tail.size() > kResendTailBytes) ship.acked_tail.erase(0, ship.acked_tail.size() - kResendTailBytes);
     ship.pending.erase(0, r.log_data.size());
@@ -82,12 +141,14 @@ void NodeAgent::LogsAcknowledged(const std::vector<TaskReport>& sent) {
 }
 
 void NodeAgent::ResendLogTails() {
-  for (auto& [id, ship] : logs_) {
-    if (ship.acked_tail.empty()) continue;
+  auto resend = [](LogShip& ship) {
+    if (ship.acked_tail.empty()) return;
     ship.pending.insert(0, ship.acked_tail);
     ship.offset -= static_cast<int64_t>(ship.acked_tail.size());
     ship.acked_tail.clear();
-  }
+  };
+  for (auto& [id, ship] : logs_) resend(ship);
+  for (auto& [id, ended] : ended_logs_) resend(ended.ship);
 }
 
 Status NodeAgent::Register() {
@@ -120,6 +181,14 @@ std::vector<TaskReport> NodeAgent::Reports() {
     reports.push_back(std::move(r));
   }
   for (const auto& [id, report] : start_errors_) reports.push_back(report);
+  for (auto& [id, ended] : ended_logs_) {
+    if (ended.ship.pending.empty() || log_budget <= 0) continue;
+    TaskReport r = ended.report;
+    AttachChunk(ended.ship, &r);
+    if (static_cast<int64_t>(r.log_data.size()) > log_budget) continue;  // next heartbeat
+    log_budget -= static_cast<int64_t>(r.log_data.size());
+    reports.push_back(std::move(r));
+  }
   return reports;
 }
 
@@ -148,6 +217,7 @@ void NodeAgent::StartTask(const TaskAssignment& a) {
   if (s.ok()) {
     meta_[id] = Meta{a.spec.job_id, a.spec.replica, a.spec.restart_count, /*adopted=*/false};
     start_errors_.erase(id);
+    ended_logs_.erase(id);  // the new run's follower reads the stream's tail again, earlier output included
     return;
   }
   // The launcher refused the spec itself (bad task id, no command, ...): the task failed to start.
@@ -210,6 +280,7 @@ void NodeAgent::Reconcile(const HeartbeatReply& reply) {
       (void)launcher_->Stop(st.task_id, kUnwantedGrace);
     } else {
       (void)launcher_->Forget(st.task_id);
+      KeepEndedLog(st);
       meta_.erase(st.task_id);
       logs_.erase(st.task_id);
       stale_stopping_.erase(st.task_id);

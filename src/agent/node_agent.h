@@ -85,8 +85,13 @@ class NodeAgent {
   const Node& node() const { return node_; }
 
  private:
+  struct LogShip;
   std::vector<TaskReport> Reports();
   void AttachLog(TaskReport* report);
+  // Puts the next chunk of `ship`'s unacknowledged output into `report` (nothing when there is none).
+  static void AttachChunk(LogShip& ship, TaskReport* report);
+  // Moves a task the agent forgets into ended_logs_ when its output may still be wanted.
+  void KeepEndedLog(const TaskStatus& status);
   void LogsAcknowledged(const std::vector<TaskReport>& sent);
   void ResendLogTails();
   void Reconcile(const HeartbeatReply& reply);
@@ -114,6 +119,18 @@ class NodeAgent {
     bool noted = false;    // its log note was shown
   };
   std::map<std::string, LogShip> logs_;
+  // Tasks forgotten after the server's acknowledgement (their end) whose output may still be wanted: the rest not
+  // yet shipped (a task that ended with more than a chunk unsent) and the acknowledged tail, re-sent after a
+  // server restart like a running task's. Reported with their final status, only while they have output to send
+  // (the server ignores a report of a job that has ended, or of an earlier run, and keeps its output). At most
+  // kMaxEndedLogs, the oldest dropped first; a task started again leaves it.
+  struct EndedLog {
+    TaskReport report;  // job id, replica, restart count, final status
+    LogShip ship;       // no follower: the output is complete
+    uint64_t seq = 0;   // order of forgetting
+  };
+  std::map<std::string, EndedLog> ended_logs_;
+  uint64_t ended_seq_ = 0;
   std::set<std::string> stale_stopping_;  // earlier runs being stopped for a restart the server wants
   std::vector<std::string> notices_;
   // Set by a failed heartbeat or a (re)registration: the server may have restarted and lost its in-memory copy

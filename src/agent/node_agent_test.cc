@@ -12,6 +12,7 @@
 
 #include "agent/log_relay.h"
 #include "agent/task_shim.h"
+#include "agent/testdata/test_util.h"
 #include "model/node_builder.h"
 
 namespace xpool::agent {
@@ -29,6 +30,13 @@ class FakeControlPlane : public ControlPlaneClient {
     if (!reachable) return UnavailableError("server unreachable");
     last_reports = tasks;
     for (const TaskReport& r : tasks) logs->Append(r.status.task_id, r.log_offset, r.log_data);
+    if (ack_ended) {
+      // As the real server: a task reported ended is no longer listed in the reply to that heartbeat.
+      for (const TaskReport& r : tasks) {
+        if (r.status.running()) continue;
+        std::erase_if(wanted, [&](const TaskAssignment& a) { return a.spec.task_id == r.status.task_id; });
+      }
+    }
     HeartbeatReply reply;
     reply.tasks = wanted;
     return reply;
@@ -43,6 +51,7 @@ class FakeControlPlane : public ControlPlaneClient {
   std::string registered;
   int heartbeats = 0;
   bool reachable = true;
+  bool ack_ended = false;
   std::vector<TaskAssignment> wanted;
   std::vector<TaskReport> last_reports;
   std::optional<LogRelay> logs{std::in_place};  // emplace() = a restarted server's empty copy
@@ -51,11 +60,7 @@ class FakeControlPlane : public ControlPlaneClient {
 class NodeAgentTest : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::path(testing::TempDir()).lexically_normal().string() +
-           "xpool_node_agent_" + testing::UnitTest::GetInstance()->current_test_info()->name() +
-           "_" + std::to_string(getpid());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
+    dir_ = FreshDir("node_agent_" + CurrentTestName());
     launcher_ = std::make_unique<Launcher>(Options());
     agent_ = std::make_unique<NodeAgent>(
         MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build(), &server_, launcher_.get());
@@ -66,6 +71,7 @@ class NodeAgentTest : public testing::Test {
     o.cgroup_root = "";
     o.shim_command = {XPOOL_TEST_SHIM_PATH};
     o.stop_tasks_on_exit = true;
+    o.log_limits = log_limits_;
     return o;
   }
   // An agent whose tasks survive it (as `xpool agent` ending on SIGTERM), on the same state dir: it adopts what
@@ -106,6 +112,15 @@ class NodeAgentTest : public testing::Test {
     return false;
   }
 
+  // A task that prints "line 0001" ... "line <first>" (10 bytes each), waits for the file `go` (10 s at most),
+  // prints on to "line <last>" and keeps running.
+  TaskAssignment TwoBursts(const std::string& id, int first, int last, const std::string& go) {
+    const std::string n = "n() { i=$1; while [ $i -le $2 ]; do printf 'line %04d\\n' $i; i=$((i+1)); done; }; ";
+    return Run(id, n + "n 1 " + std::to_string(first) + "; j=0; while [ ! -f " + go + " ] && [ $j -lt 500 ]; do " +
+                       "sleep 0.02; j=$((j+1)); done; n " + std::to_string(first + 1) + " " + std::to_string(last) +
+                       "; exec sleep 20");
+  }
+
   // Ticks until the launcher has let go of the task (stopped and forgotten) or 5 s pass.
   bool WaitForEnd(const std::string& id) {
     for (int i = 0; i < 500; ++i) {
@@ -116,7 +131,24 @@ class NodeAgentTest : public testing::Test {
     return false;
   }
 
+  // The server's copy of a task's output (all of it, from offset 0); "" when it has none.
+  std::string Shipped(const std::string& id) {
+    auto log = server_.logs->Read(id, 0, 1 << 20);
+    EXPECT_TRUE(!log.ok() || log->first_offset == 0) << log->first_offset;
+    return log.ok() ? log->data : "";
+  }
+  // Ticks until the server's copy of the task's output holds `text` (or 5 s pass).
+  bool TickUntilShipped(const std::string& id, const std::string& text) {
+    for (int i = 0; i < 500; ++i) {
+      EXPECT_TRUE(agent_->Tick().ok());
+      if (Shipped(id).find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
   std::string dir_;
+  LogLimits log_limits_;
   FakeControlPlane server_;
   std::unique_ptr<Launcher> launcher_;
   std::unique_ptr<NodeAgent> agent_;
@@ -317,6 +349,105 @@ TEST_F(NodeAgentTest, RestartedAgentAdoptsRunningAndEndedTasks) {
   ASSERT_TRUE(rerun);
   EXPECT_NE(server_.Report("job12-r0")->status.pid, pid);
   EXPECT_NE(::kill(pid, 0), 0) << "the stale run still runs beside the new one";
+}
+
+// The task's log rotates while no agent runs: the adopting agent ships it with the stream's offsets, so the
+// server's copy is the whole output, once (it used to count from the live file's start, missing or repeating).
+TEST_F(NodeAgentTest, AdoptedTaskLogRotatedWhileNoAgentRanIsShippedWholeAndOnce) {
+  log_limits_ = LogLimits{4096, 3};
+  StartAgent(/*stop_tasks_on_exit=*/false);
+  const std::string go = dir_ + "/go";
+  // 100 lines of 10 bytes, then (once `go` exists) 1200 more: three rotations, every file still kept.
+  server_.wanted = {TwoBursts("job12-r0", 100, 1300, go)};
+  ASSERT_TRUE(TickUntil("job12-r0", TaskState::kRunning));
+  ASSERT_TRUE(TickUntilShipped("job12-r0", "line 0100\n")) << Shipped("job12-r0");
+  agent_.reset();
+  launcher_.reset();
+  std::ofstream(go) << "go\n";
+  const std::string path = dir_ + "/state/job12-r0/output.log";
+  bool written = false;
+  for (int i = 0; i < 500 && !written; ++i) {
+    auto files = ReadLogTail(path, 0);
+    written = files.ok() && files->find("line 1300\n") != std::string::npos;
+    if (!written) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(written);
+  ASSERT_TRUE(std::filesystem::exists(path + ".3")) << "the log did not rotate three times";
+  StartAgent(/*stop_tasks_on_exit=*/true);
+  ASSERT_TRUE(TickUntilShipped("job12-r0", "line 1300\n")) << Shipped("job12-r0");
+  auto on_node = ReadLogTail(path, 0);
+  ASSERT_TRUE(on_node.ok());
+  EXPECT_EQ(Shipped("job12-r0"), *on_node);
+  EXPECT_NE(on_node->find("line 0001\n"), std::string::npos);
+  EXPECT_EQ(server_.Report("job12-r0")->status.state, TaskState::kRunning);
+}
+
+// A task ends with more output than one heartbeat carries, and the server stops listing it at once (its end is
+// acknowledged): the rest still reaches the server. After a server restart its tail is sent again, as a running
+// task's is, though the agent has forgotten the task.
+TEST_F(NodeAgentTest, EndedTaskOutputIsShippedToTheEndAndResentAfterAServerRestart) {
+  server_.ack_ended = true;
+  server_.wanted = {Run("job12-r0", "head -c 200000 /dev/zero | tr '\\0' x; echo; echo the-end")};
+  ASSERT_TRUE(agent_->Tick().ok());  // starts it; it ends before the next heartbeat, which reports it ended
+  bool ended = false;
+  for (int i = 0; i < 500 && !ended; ++i) {
+    (void)launcher_->Poll();
+    auto st = launcher_->Get("job12-r0");
+    ended = st.ok() && st->state == TaskState::kSucceeded;
+    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(ended);
+  ASSERT_TRUE(TickUntilShipped("job12-r0", "the-end\n")) << Shipped("job12-r0").size() << " bytes shipped";
+  EXPECT_FALSE(launcher_->Get("job12-r0").ok()) << "the ended task was not forgotten";
+  auto on_node = ReadLogTail(dir_ + "/state/job12-r0/output.log", 0);
+  ASSERT_TRUE(on_node.ok());
+  EXPECT_EQ(Shipped("job12-r0"), *on_node);
+  ASSERT_TRUE(agent_->Tick().ok());
+  EXPECT_EQ(server_.Report("job12-r0"), nullptr) << "reported again with nothing to send";
+
+  server_.logs.emplace();  // the server restarts: its copy is gone
+  server_.reachable = false;
+  EXPECT_FALSE(agent_->Tick().ok());
+  server_.reachable = true;
+  ASSERT_TRUE(agent_->Tick().ok());
+  ASSERT_NE(server_.Report("job12-r0"), nullptr);
+  EXPECT_EQ(server_.Report("job12-r0")->status.state, TaskState::kSucceeded);
+  auto tail = server_.logs->Read("job12-r0", 0, 1 << 20);
+  ASSERT_TRUE(tail.ok()) << tail.status().ToString();
+  const int64_t tail_bytes = LogRelay::kMaxChunkBytes;
+  EXPECT_EQ(tail->first_offset, static_cast<int64_t>(on_node->size()) - tail_bytes);
+  EXPECT_EQ(tail->data, on_node->substr(on_node->size() - tail_bytes));
+  ASSERT_TRUE(agent_->Tick().ok());
+  EXPECT_EQ(server_.Report("job12-r0"), nullptr) << "sent again once acknowledged";
+}
+
+// The task writes more than `keep` rotations hold between two heartbeats: the server's copy skips what was
+// deleted and is, from its first offset, exactly what the node keeps (not a mix of files at wrong offsets).
+TEST_F(NodeAgentTest, OutputRotatedAwayUnreadLeavesAGapNotAMix) {
+  log_limits_ = LogLimits{1024, 1};
+  StartAgent(/*stop_tasks_on_exit=*/true);
+  const std::string go = dir_ + "/go";
+  server_.wanted = {TwoBursts("job12-r0", 50, 1050, go)};
+  ASSERT_TRUE(TickUntil("job12-r0", TaskState::kRunning));
+  ASSERT_TRUE(TickUntilShipped("job12-r0", "line 0050\n")) << Shipped("job12-r0");
+  std::ofstream(go) << "go\n";  // 10 KB now, while the agent does not read: 1 KiB files, one kept
+  const std::string path = dir_ + "/state/job12-r0/output.log";
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(path).find("line 1050\n") != std::string::npos; }));
+  bool shipped = false;
+  for (int i = 0; i < 500 && !shipped; ++i) {
+    ASSERT_TRUE(agent_->Tick().ok());
+    auto log = server_.logs->Read("job12-r0", -1, 1 << 20);
+    shipped = log.ok() && log->data.find("line 1050\n") != std::string::npos;
+    if (!shipped) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(shipped);
+  auto log = server_.logs->Read("job12-r0", -1, 1 << 20);
+  auto on_node = ReadLogTail(path, 0);
+  ASSERT_TRUE(log.ok());
+  ASSERT_TRUE(on_node.ok());
+  EXPECT_EQ(log->data, *on_node);
+  EXPECT_GT(log->first_offset, 8000);  // 10.5 KB written, at most 2 KiB kept: the copy starts after the gap
+  EXPECT_EQ(log->first_offset + static_cast<int64_t>(log->data.size()), log->next_offset);
 }
 
 }  // namespace

@@ -22,6 +22,18 @@ Status Get(const Json& j, const char* key, const std::string& what, const std::s
   return Status::Ok();
 }
 
+// `body` as a JSON object; `what` ("heartbeat body", "heartbeat reply") names it in the error.
+Result<Json> ParseObject(std::string_view body, const std::string& what) {
+  Json j;
+  try {
+    j = Json::parse(body);
+  } catch (const Json::exception& e) {
+    return InvalidArgumentError(what + " is not JSON: " + e.what());
+  }
+  if (!j.is_object()) return InvalidArgumentError(what + " is not a JSON object");
+  return j;
+}
+
 Status ReplyField(const Json& j, const char* key, const std::string& where, auto* out) {
   return Get(j, key, "heartbeat reply", where, out);
 }
@@ -280,13 +292,7 @@ std::string HeartbeatBody(const Node& node, const std::vector<TaskReport>& tasks
 Result<HeartbeatRequest> ParseHeartbeatBody(std::string_view body) {
   HeartbeatRequest req;
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return req;
-  Json j;
-  try {
-    j = Json::parse(body);
-  } catch (const Json::exception& e) {
-    return InvalidArgumentError(std::string("heartbeat body is not JSON: ") + e.what());
-  }
-  if (!j.is_object()) return InvalidArgumentError("heartbeat body is not a JSON object");
+  ASSIGN_OR_RETURN(Json j, ParseObject(body, "heartbeat body"));
   if (j.contains("devices")) {
     if (!j["devices"].is_array()) return InvalidArgumentError("heartbeat: devices is not a list");
     for (size_t i = 0; i < j["devices"].size(); ++i) {
@@ -320,13 +326,7 @@ std::string HeartbeatReplyBody(const HeartbeatReply& reply) {
 }
 
 Result<HeartbeatReply> ParseHeartbeatReply(std::string_view body) {
-  Json j;
-  try {
-    j = Json::parse(body);
-  } catch (const Json::exception& e) {
-    return InvalidArgumentError(std::string("heartbeat reply is not JSON: ") + e.what());
-  }
-  if (!j.is_object()) return InvalidArgumentError("heartbeat reply is not a JSON object");
+  ASSIGN_OR_RETURN(Json j, ParseObject(body, "heartbeat reply"));
   HeartbeatReply reply;
   int64_t interval_ms = 2000;
   RETURN_IF_ERROR(ReplyField(j, "heartbeat_interval_ms", "reply", &interval_ms));

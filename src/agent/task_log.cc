@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 namespace xpool::agent {
@@ -29,7 +31,87 @@ int WriteAll(int fd, std::string_view data) {
 
 std::string RotatedName(const std::string& path, int i) { return path + "." + std::to_string(i); }
 
+// The offset record: "<inode> <stream offset of that file's first byte>".
+struct OffsetRecord {
+  uint64_t inode = 0;
+  int64_t base = 0;
+};
+
+std::optional<OffsetRecord> ReadOffsetRecord(const std::string& path) {
+  std::FILE* f = std::fopen(LogOffsetPath(path).c_str(), "re");
+  if (f == nullptr) return std::nullopt;
+  unsigned long long inode = 0;
+  long long base = 0;
+  const bool ok = std::fscanf(f, "%llu %lld", &inode, &base) == 2 && base >= 0;
+  std::fclose(f);
+  if (!ok) return std::nullopt;
+  return OffsetRecord{inode, base};
+}
+
+// Best effort (a full disk leaves the previous record, which readers still place while its file is kept).
+void WriteOffsetRecord(const std::string& path, uint64_t inode, int64_t base) {
+  const std::string record = LogOffsetPath(path);
+  const std::string tmp = record + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  const int err = WriteAll(fd, std::to_string(inode) + " " + std::to_string(base) + "\n");
+  ::close(fd);
+  if (err != 0 || ::rename(tmp.c_str(), record.c_str()) != 0) ::unlink(tmp.c_str());
+}
+
+// One kept log file and the stream offset of its first byte.
+struct KeptFile {
+  std::string name;
+  uint64_t inode = 0;
+  int64_t size = 0;
+  int64_t base = 0;
+};
+
+// The kept files newest first (live, .1, .2, ...) with their stream offsets, placed from the offset record: it
+// names the live file, or the newest rotated one while a rotation is under way. Without a record that names a
+// kept file the oldest kept file starts at 0. NotFound without a live file.
+Result<std::vector<KeptFile>> KeptFiles(const std::string& path) {
+  for (int attempt = 0;; ++attempt) {
+    std::vector<KeptFile> files;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return NotFoundError("no log at " + path);
+    files.push_back({path, st.st_ino, st.st_size, 0});
+    for (int i = 1; ::stat(RotatedName(path, i).c_str(), &st) == 0; ++i) {
+      files.push_back({RotatedName(path, i), st.st_ino, st.st_size, 0});
+    }
+    size_t anchor = files.size() - 1;
+    if (const auto record = ReadOffsetRecord(path)) {
+      for (size_t i = 0; i < files.size(); ++i) {
+        if (files[i].inode == record->inode) {
+          anchor = i;
+          files[i].base = record->base;
+        }
+      }
+    }
+    for (size_t i = anchor; i > 0; --i) files[i - 1].base = files[i].base + files[i].size;
+    for (size_t i = anchor + 1; i < files.size(); ++i) files[i].base = files[i - 1].base - files[i].size;
+    // A rotation while the names were read shifts them: read them again (a few times at most).
+    if (attempt >= 2 || (::stat(path.c_str(), &st) == 0 && st.st_ino == files[0].inode)) return files;
+  }
+}
+
+// The stream offset of the kept file with `inode`; 0 when it is not kept (or there is no log).
+int64_t BaseOf(const std::string& path, uint64_t inode) {
+  auto files = KeptFiles(path);
+  if (!files.ok()) return 0;
+  for (const KeptFile& f : *files) {
+    if (f.inode == inode) return f.base;
+  }
+  return 0;
+}
+
 }  // namespace
+
+std::string LogOffsetPath(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const size_t name = slash == std::string::npos ? 0 : slash + 1;
+  return path.substr(0, name) + "." + path.substr(name) + ".offset";
+}
 
 LogWriter::LogWriter(std::string path, LogLimits limits)
     : path_(std::move(path)), limits_(limits) {}
@@ -42,7 +124,9 @@ Status LogWriter::Open() {
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) return UnavailableError("cannot open log " + path_ + ": " + ErrnoText(errno));
   struct stat st {};
-  size_ = (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) ? st.st_size : 0;
+  const bool regular = ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
+  size_ = regular ? st.st_size : 0;
+  base_ = regular ? BaseOf(path_, st.st_ino) : 0;  // a later run appending to the log counts on
   return Status::Ok();
 }
 
@@ -65,6 +149,7 @@ void LogWriter::StopWithNote(const std::string& why) {
 }
 
 bool LogWriter::Rotate() {
+  const int64_t next_base = base_ + size_;
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   if (limits_.keep <= 0) {
@@ -82,6 +167,9 @@ bool LogWriter::Rotate() {
     StopWithNote("cannot reopen " + path_ + " after rotation: " + ErrnoText(errno));
     return false;
   }
+  base_ = next_base;
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0) WriteOffsetRecord(path_, st.st_ino, base_);
   return true;
 }
 
@@ -158,8 +246,35 @@ Status LogFollower::Open(bool from_start) {
   if (::fstat(fd_, &st) != 0)
     return UnavailableError("cannot stat " + path_ + ": " + ErrnoText(errno));
   inode_ = st.st_ino;
-  if (!from_start) ::lseek(fd_, 0, SEEK_END);
+  offset_ = BaseOf(path_, inode_);
+  if (!from_start) {
+    const off_t end = ::lseek(fd_, 0, SEEK_END);
+    if (end > 0) offset_ += end;
+  }
   return Status::Ok();
+}
+
+Status LogFollower::OpenTail(int64_t max_bytes) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    ASSIGN_OR_RETURN(std::vector<KeptFile> files, KeptFiles(path_));
+    const int64_t end = files.front().base + files.front().size;
+    const int64_t target = max_bytes > 0 ? std::max(end - max_bytes, files.back().base) : files.back().base;
+    size_t i = 0;
+    while (i + 1 < files.size() && files[i].base > target) ++i;
+    const int fd = ::open(files[i].name.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0 && st.st_ino == files[i].inode) {
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = fd;
+      inode_ = st.st_ino;
+      const int64_t skip = std::max<int64_t>(0, target - files[i].base);
+      ::lseek(fd_, static_cast<off_t>(skip), SEEK_SET);
+      offset_ = files[i].base + skip;
+      return Status::Ok();
+    }
+    if (fd >= 0) ::close(fd);  // rotated away meanwhile: place it again
+  }
+  return Open(/*from_start=*/true);
 }
 
 namespace {
@@ -179,6 +294,13 @@ Status ReadToEnd(int fd, const std::string& name, std::string* out) {
 }  // namespace
 
 Result<std::string> LogFollower::ReadNew() {
+  auto out = ReadNewUncounted();
+  if (out.ok()) offset_ += static_cast<int64_t>(out->size());
+  if (skip_to_ >= 0) offset_ = std::exchange(skip_to_, -1);
+  return out;
+}
+
+Result<std::string> LogFollower::ReadNewUncounted() {
   if (fd_ < 0) return FailedPreconditionError("LogFollower::Open was not called");
   std::string out;
   RETURN_IF_ERROR(ReadToEnd(fd_, path_, &out));
@@ -190,6 +312,23 @@ Result<std::string> LogFollower::ReadNew() {
   struct stat st {};
   while (::stat(RotatedName(path_, k).c_str(), &st) == 0 && st.st_ino != inode_) ++k;
   const bool found = st.st_ino == inode_ && ::stat(RotatedName(path_, k).c_str(), &st) == 0;
+  if (!found) {
+    // Our file was rotated away (deleted) before the files after it were read: what is not kept is lost. Go on
+    // from the oldest kept file at its stream offset; ReadNew moves offset() past the gap.
+    if (auto files = KeptFiles(path_); files.ok()) {
+      const KeptFile& oldest = files->back();
+      const int fd = ::open(oldest.name.c_str(), O_RDONLY | O_CLOEXEC);
+      struct stat ost {};
+      if (fd >= 0 && ::fstat(fd, &ost) == 0 && ost.st_ino == oldest.inode) {
+        ::close(fd_);
+        fd_ = fd;
+        inode_ = ost.st_ino;
+        skip_to_ = oldest.base;
+        return out;
+      }
+      if (fd >= 0) ::close(fd);
+    }
+  }
   for (int j = found ? k - 1 : 0; j >= 1; --j) {
     int fd = ::open(RotatedName(path_, j).c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;

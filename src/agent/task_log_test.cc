@@ -6,16 +6,10 @@
 
 #include <filesystem>
 
+#include "agent/testdata/test_util.h"
+
 namespace xpool::agent {
 namespace {
-
-std::string FreshDir(const std::string& name) {
-  const std::string dir = std::filesystem::path(testing::TempDir()).lexically_normal().string() +
-                          "xpool_agent_" + name + "_" + std::to_string(getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
 
 int64_t FileSize(const std::string& path) {
   struct stat st {};
@@ -23,7 +17,7 @@ int64_t FileSize(const std::string& path) {
 }
 
 TEST(LogWriterTest, RotatesAndKeepsTheNewest) {
-  const std::string dir = FreshDir("rotate");
+  const std::string dir = FreshDir("agent_rotate");
   const std::string path = dir + "/output.log";
   LogWriter log(path, LogLimits{100, 2});
   ASSERT_TRUE(log.Open().ok());
@@ -53,7 +47,7 @@ TEST(LogWriterTest, RotatesAndKeepsTheNewest) {
 }
 
 TEST(LogWriterTest, DiskFullStopsLoggingWithNote) {
-  const std::string dir = FreshDir("full");
+  const std::string dir = FreshDir("agent_full");
   const std::string path = dir + "/output.log";
   ASSERT_EQ(::symlink("/dev/full", path.c_str()), 0);
   LogWriter log(path, LogLimits{1 << 20, 1});
@@ -75,7 +69,7 @@ TEST(LogReaderTest, MissingLogIsNotFound) {
 }
 
 TEST(LogFollowerTest, FollowsAcrossRotation) {
-  const std::string dir = FreshDir("follow");
+  const std::string dir = FreshDir("agent_follow");
   const std::string path = dir + "/output.log";
   LogWriter log(path, LogLimits{64, 3});
   ASSERT_TRUE(log.Open().ok());
@@ -103,6 +97,91 @@ TEST(LogFollowerTest, FollowsAcrossRotation) {
   auto rest = from_end.ReadNew();  // a follower from the end saw only what came after it
   ASSERT_TRUE(rest.ok());
   EXPECT_EQ(rest->find("before"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+// Stream offsets survive rotations (also past `keep`, where files are deleted) and a new writer appending to the
+// log: a follower opened late anywhere in the stream reads exactly the bytes at its offset.
+TEST(LogFollowerTest, OffsetsCountAcrossRotationsAndWriters) {
+  const std::string dir = FreshDir("agent_offsets");
+  const std::string path = dir + "/output.log";
+  std::string all;
+  auto write = [&](LogWriter& log, int from, int to) {
+    for (int i = from; i < to; ++i) {
+      const std::string line = "line " + std::to_string(1000 + i) + "\n";  // 10 bytes
+      log.Write(line);
+      all += line;
+    }
+  };
+  {
+    LogWriter log(path, LogLimits{64, 2});
+    ASSERT_TRUE(log.Open().ok());
+    write(log, 0, 30);  // 300 bytes in 64-byte files: rotated past keep, the oldest files are gone
+  }
+  auto expect_tail = [&](int64_t max_bytes, int64_t want_offset) {
+    SCOPED_TRACE("tail " + std::to_string(max_bytes));
+    LogFollower f(path);
+    ASSERT_TRUE(f.OpenTail(max_bytes).ok());
+    EXPECT_EQ(f.offset(), want_offset);
+    auto got = f.ReadNew();
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(*got, all.substr(static_cast<size_t>(want_offset)));
+    EXPECT_EQ(f.offset(), static_cast<int64_t>(all.size()));
+  };
+  const int64_t live_size = FileSize(path);
+  const int64_t kept = live_size + FileSize(path + ".1") + FileSize(path + ".2");
+  ASSERT_LT(kept, static_cast<int64_t>(all.size()));
+  expect_tail(5, static_cast<int64_t>(all.size()) - 5);                  // inside the live file
+  expect_tail(live_size + 7, static_cast<int64_t>(all.size()) - live_size - 7);  // inside .1
+  expect_tail(1 << 20, static_cast<int64_t>(all.size()) - kept);         // all that is kept
+  LogFollower from_start(path);
+  ASSERT_TRUE(from_start.Open(true).ok());
+  EXPECT_EQ(from_start.offset(), static_cast<int64_t>(all.size()) - live_size);
+  LogFollower from_end(path);
+  ASSERT_TRUE(from_end.Open(false).ok());
+  EXPECT_EQ(from_end.offset(), static_cast<int64_t>(all.size()));
+  {
+    // A later run of the task appends to the same log and rotates on: offsets go on from the first run's.
+    LogWriter log(path, LogLimits{64, 2});
+    ASSERT_TRUE(log.Open().ok());
+    write(log, 30, 40);  // two rotations: the file from_end reads is still kept (.2)
+    EXPECT_EQ(from_end.ReadNew().value(), all.substr(300));
+    EXPECT_EQ(from_end.offset(), static_cast<int64_t>(all.size()));
+  }
+  expect_tail(25, static_cast<int64_t>(all.size()) - 25);
+  expect_tail(1 << 20, static_cast<int64_t>(all.size()) - FileSize(path) - FileSize(path + ".1") -
+                           FileSize(path + ".2"));
+  // The record is a hidden file beside the log, so `output.log*` globs see only output.
+  EXPECT_EQ(LogOffsetPath(path), dir + "/.output.log.offset");
+  EXPECT_GT(FileSize(LogOffsetPath(path)), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// More rotations than `keep` between two reads: the read returns the follower's file to its end, then offset()
+// jumps over what was deleted to the oldest kept byte, and the next read goes on from there.
+TEST(LogFollowerTest, SkipsOutputRotatedAwayUnreadAndSaysWhere) {
+  const std::string dir = FreshDir("agent_gap");
+  const std::string path = dir + "/output.log";
+  LogWriter log(path, LogLimits{64, 1});
+  ASSERT_TRUE(log.Open().ok());
+  LogFollower follower(path);
+  ASSERT_TRUE(follower.Open(true).ok());
+  std::string all;
+  for (int i = 0; i < 40; ++i) {  // 400 bytes: six rotations, one rotated file kept
+    const std::string line = "line " + std::to_string(1000 + i) + "\n";
+    log.Write(line);
+    all += line;
+  }
+  auto first = follower.ReadNew();
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(*first, all.substr(0, 64));  // the file it had open, to its end
+  const int64_t kept = FileSize(path) + FileSize(path + ".1");
+  EXPECT_EQ(follower.offset(), static_cast<int64_t>(all.size()) - kept);
+  const int64_t at = follower.offset();
+  auto rest = follower.ReadNew();
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ(*rest, all.substr(static_cast<size_t>(at)));
+  EXPECT_EQ(follower.offset(), static_cast<int64_t>(all.size()));
   std::filesystem::remove_all(dir);
 }
 

@@ -16,35 +16,13 @@
 #include <thread>
 
 #include "agent/launcher.h"
+#include "agent/testdata/test_util.h"
 
 namespace xpool::agent {
 namespace {
 
 constexpr TimeMicros kWait = 10 * kMicrosPerSecond;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-bool WaitUntil(const std::function<bool()>& cond, int ms = 10000) {
-  for (int i = 0; i < ms / 5; ++i) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return cond();
-}
-
-// Alive and not a zombie.
-bool IsRunning(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  const size_t paren = line.rfind(')');
-  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
-}
 
 pid_t ParentOf(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
@@ -60,9 +38,7 @@ pid_t ParentOf(pid_t pid) {
 class TaskShimTest : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::path(testing::TempDir()).lexically_normal().string() + "xpool_shim_" +
-           testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + std::to_string(getpid());
-    std::filesystem::remove_all(dir_);
+    dir_ = FreshDir("shim_" + CurrentTestName());
     std::filesystem::create_directories(dir_ + "/work");
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

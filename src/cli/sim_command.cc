@@ -99,6 +99,7 @@ struct Matrix {
   std::vector<uint64_t> seeds;
   int tune_percent = 130;
   sim::NodeOrder node_order = sim::NodeOrder::kShuffled;
+  sim::Composition composition = sim::Composition::kSample;
 };
 
 // --node-order: "shuffled" (seeded per run, the default) or "trace" (the node list's order).
@@ -111,6 +112,12 @@ Status ParseNodeOrder(const std::string& text, sim::NodeOrder* out) {
     return InvalidArgumentError("--node-order must be shuffled or trace, not \"" + text + "\"");
   }
   return Status::Ok();
+}
+
+// --compose: "sample" or "trace-then-sample" (sim/fill.h, Composition).
+Status ParseCompose(const std::string& text, sim::Composition* out) {
+  if (sim::ParseComposition(text, out)) return Status::Ok();
+  return InvalidArgumentError("--compose must be sample or trace-then-sample, not \"" + text + "\"");
 }
 
 // Runs every (workload, policy, seed) in that order; rows come back in the same order.
@@ -133,6 +140,7 @@ Result<std::vector<FillRun>> RunMatrix(const Matrix& m, int jobs, double* second
     options.seed = run.seed;
     options.tune_percent = m.tune_percent;
     options.node_order = m.node_order;
+    options.composition = m.composition;
     Result<sim::FillCurve> curve = sim::RunFill(m.cluster, m.pods[w], options);
     if (!curve.ok()) return curve.status().WithContext(run.workload + " / " + run.policy);
     run.curve = std::move(*curve);
@@ -183,8 +191,11 @@ int RunFillCommand(const Args& args) {
   flags.String("frag-ratio-csv", &frag_ratio_csv, "write fragmentation rate % per arrived %");
   flags.String("svg", &svg, "write a chart of allocation % vs arrived % (one line per policy)");
   flags.String("published", &published, "published analysis_allo_discrete.csv: dashed FGD curve in the SVG");
-  std::string node_order = "shuffled";
+  std::string node_order = "shuffled", compose = "sample";
   flags.String("node-order", &node_order, "order ties are broken in: shuffled (seeded per run) or trace");
+  flags.String("compose", &compose,
+               "how a run's pods are drawn: sample (all with replacement) or trace-then-sample (every listed pod "
+               "once, then draws: the published FGD simulator's)");
   int code = 0;
   if (!ParseFlagsOrExit(flags, args, &code)) return code;
   if (cluster_path.empty() || workload_list.empty()) {
@@ -196,6 +207,7 @@ int RunFillCommand(const Args& args) {
   Matrix m;
   m.tune_percent = static_cast<int>(tune);
   if (Status s = ParseNodeOrder(node_order, &m.node_order); !s.ok()) return Fail(s);
+  if (Status s = ParseCompose(compose, &m.composition); !s.ok()) return Fail(s);
   Result<std::vector<uint64_t>> seeds = ParseSeeds(seeds_text);
   if (!seeds.ok()) return Fail(seeds.status());
   m.seeds = *seeds;
@@ -267,8 +279,11 @@ int RunValidateCommand(const Args& args) {
   flags.Int("tolerance-centi", &tolerance_centi, "allowed |ours - published| in hundredths of a point");
   flags.String("csv", &csv, "write our allocation curves (published layout)");
   flags.String("svg", &svg, "write a chart per run set (allocation vs arrived)");
-  std::string node_order = "shuffled";
+  std::string node_order = "shuffled", compose = "trace-then-sample";
   flags.String("node-order", &node_order, "order ties are broken in: shuffled (seeded per run) or trace");
+  flags.String("compose", &compose,
+               "how a run's pods are drawn: trace-then-sample (every listed pod once, then draws: the published "
+               "FGD simulator's) or sample (all with replacement, as `fill` by default)");
   int code = 0;
   if (!ParseFlagsOrExit(flags, args, &code)) return code;
   if (jobs < 1 || jobs > 256) return Fail(InvalidArgumentError("--jobs must be 1..256"));
@@ -279,6 +294,7 @@ int RunValidateCommand(const Args& args) {
   if (!seeds.ok()) return Fail(seeds.status());
   Matrix m;
   if (Status s = ParseNodeOrder(node_order, &m.node_order); !s.ok()) return Fail(s);
+  if (Status s = ParseCompose(compose, &m.composition); !s.ok()) return Fail(s);
   m.seeds = *seeds;
   m.policies = SplitList(policy_list);
   for (const std::string& p : SplitList(extra)) m.policies.push_back(p);

@@ -4,6 +4,12 @@ namespace xpool {
 
 GangOutcome PlanGang(ClusterState& state, const std::vector<TaskRequest>& replicas, PlacementPolicy& policy,
                      Rng& rng) {
+  return PlanGang(state, replicas,
+                  [&](const TaskRequest& replica) { return Schedule(state, replica, policy, rng); });
+}
+
+GangOutcome PlanGang(ClusterState& state, const std::vector<TaskRequest>& replicas,
+                     const ReplicaScheduler& schedule) {
   GangOutcome out;
   if (replicas.empty()) {
     out.reason = "the job has no replicas";
@@ -13,7 +19,7 @@ GangOutcome PlanGang(ClusterState& state, const std::vector<TaskRequest>& replic
   applied.reserve(replicas.size());
   OutcomeKind failed_kind = OutcomeKind::kPlaced;
   for (size_t i = 0; i < replicas.size(); ++i) {
-    ScheduleOutcome o = Schedule(state, replicas[i], policy, rng);
+    ScheduleOutcome o = schedule(replicas[i]);
     Status s = o.kind == OutcomeKind::kPlaced ? state.Apply(o.allocation) : Status::Ok();
     if (o.kind != OutcomeKind::kPlaced || !s.ok()) {
       failed_kind = o.kind == OutcomeKind::kPlaced ? OutcomeKind::kWait : o.kind;

@@ -5,6 +5,7 @@
 //
 // Free function; mutates `state` only transiently (usage is restored exactly; node generations advance).
 // Not thread-safe: the caller owns the state.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,5 +27,12 @@ struct GangOutcome {
 
 GangOutcome PlanGang(ClusterState& state, const std::vector<TaskRequest>& replicas, PlacementPolicy& policy,
                      Rng& rng);
+
+// As above with each replica scheduled by `schedule` against `state` as the earlier replicas leave it (a
+// Scheduler over `state`, say: it follows the applies and releases through the state's change journal). The
+// overload above is this one with Schedule(state, replica, policy, rng).
+using ReplicaScheduler = std::function<ScheduleOutcome(const TaskRequest& replica)>;
+GangOutcome PlanGang(ClusterState& state, const std::vector<TaskRequest>& replicas,
+                     const ReplicaScheduler& schedule);
 
 }  // namespace xpool

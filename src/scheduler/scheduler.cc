@@ -8,9 +8,20 @@
 #include <utility>
 
 #include "scheduler/fit.h"
+#include "scheduler/internal/score_cache.h"
 
 namespace xpool {
 namespace {
+
+using scheduler_internal::Capacity;
+using scheduler_internal::CapacityOf;
+using scheduler_internal::ExactFor;
+using scheduler_internal::kLowestScore;
+using scheduler_internal::kNoFit;
+using scheduler_internal::kUnknown;
+using scheduler_internal::LiveStates;
+using scheduler_internal::MayFit;
+using scheduler_internal::ScoreTree;
 
 // ---- Request shapes as hash keys ----
 
@@ -56,63 +67,10 @@ constexpr int kComputeBuckets = 11;  // nodes without an idle device, by best sh
 constexpr int kIdleParts = 8;        // nodes with 1..8+ idle devices
 constexpr int kParts = kComputeBuckets + kIdleParts;
 
-// What a node can still take, for the walk's cheap pre-checks and its partition.
-// Kept in one compact array so the walk's skips touch no Node.
-struct Capacity {
-  int64_t free_cpu = 0;
-  int64_t free_memory = 0;
-  int idle = 0;             // devices nobody holds
-  int64_t best_share = 0;   // the most free compute on a device that takes one more sharer
-  bool exact = false;       // MayFit is exact for plain requests (see ExactFor)
-};
-
-Capacity CapacityOf(const ClusterState& state, int node) {
-  Capacity c;
-  const Node& n = state.node(node);
-  const NodeUsage& u = state.usage(node);
-  c.free_cpu = state.FreeCpu(node);
-  c.free_memory = state.FreeMemory(node);
-  // FitNode then agrees with MayFit: the node takes tasks, and every device takes a whole-device grant and at
-  // least one sharer of any share below a whole device.
-  c.exact = n.ready && !n.cordoned;
-  for (size_t d = 0; d < n.devices.size(); ++d) {
-    const Device& dev = n.devices[d];
-    const DeviceUsage& du = u.devices[d];
-    c.exact = c.exact && dev.compute_milli >= 1000 && dev.max_sharers >= 1;
-    if (!dev.healthy || dev.cordoned) continue;
-    if (du.sharers == 0) {
-      ++c.idle;
-      continue;
-    }
-    if (du.exclusive || du.sharers >= dev.max_sharers || dev.mode == DeviceMode::kExclusive) continue;
-    c.best_share = std::max(c.best_share, dev.compute_milli - du.compute_milli);
-  }
-  return c;
-}
-
 int PartitionOf(const Node& n, const Capacity& c) {
   if (!n.ready || n.cordoned) return -1;
   if (c.idle > 0) return kComputeBuckets + std::min(c.idle, kIdleParts) - 1;
   return static_cast<int>(std::min<int64_t>(c.best_share / 100, kComputeBuckets - 1));
-}
-
-// False when the node certainly cannot take `r` (a necessary condition only; FitNode decides).
-bool MayFit(const Capacity& c, const TaskRequest& r) {
-  if (c.free_cpu < r.cpu_milli || c.free_memory < r.memory_mib) return false;
-  if (!r.wants_devices()) return true;
-  if (r.exclusive()) return c.idle >= r.device_count;
-  return c.idle > 0 || c.best_share >= r.device_compute_milli;
-}
-
-// True when, on a node whose Capacity is `exact`, MayFit(r) equals FitNode(r): the request takes whole devices or
-// a nonzero share of one (a zero share fits any device with room for a sharer, which best_share does not tell
-// apart from none), names no vendor, type or uuid, asks no device memory and needs no NUMA grouping (the checks
-// Capacity does not summarise).
-bool ExactFor(const TaskRequest& r) {
-  return (!r.wants_devices() || (r.device_compute_milli > 0 && (r.exclusive() || r.device_count == 1))) &&
-         !r.vendor.has_value() && r.type_include.empty() && r.type_exclude.empty() && r.uuid_include.empty() &&
-         r.uuid_exclude.empty() && r.device_memory_mib == 0 && r.device_memory_percent == 0 &&
-         !(r.numa_bind && r.device_count > 1);
 }
 
 // The partitions that may hold a node able to take `r` (a node outside them cannot: see PartitionOf).
@@ -137,165 +95,30 @@ struct StaticVerdict {
   std::string never_reason;
 };
 
-// A cached verdict is one int64: the score, or one of two sentinels below every score (a real score that low is
-// raised to kLowestScore, the one place the cache can differ from Schedule()).
-constexpr int64_t kUnknown = std::numeric_limits<int64_t>::min();
-constexpr int64_t kNoFit = kUnknown + 1;
-constexpr int64_t kLowestScore = kUnknown + 2;
+// A shape's cached verdicts. Shapes without uuid lists (memo_ok) keep one verdict per live-state slot, valid while
+// the slot holds the same state id; a request then scans the live states. Shapes with uuid lists are scored per
+// node, in a score tree refreshed for the nodes changed since the shape was last used.
+}  // namespace
 
-// Per-node scores in a max segment tree (each inner entry: the best score below it, how many nodes hold it and the
-// least free memory among them), so a placement finds the best node, and the first, last or k-th among equals, in
-// O(log nodes). Each leaf also holds its node's free memory, for score caches shared by requests that differ
-// only in memory (PlacementPolicy::ignores_request_memory): when every best node has the memory the request
-// asks for, the answer is the tree's; otherwise a pruned search (BestWithMemory) finds the best node among those
-// with the memory, using each subtree's most free memory over its fitting nodes.
-class ScoreTree {
- public:
-  void Assign(int count) {
-    size_ = 1;
-    while (size_ < count) size_ *= 2;
-    tree_.assign(2 * static_cast<size_t>(size_), Entry{});
-    count_ = count;
-  }
-  int count() const { return count_; }
-  // Set every leaf first with SetLeaf, then Build.
-  void SetLeaf(int i, int64_t v, int64_t memory) {
-    Entry& e = tree_[size_ + i];
-    e.best = v;
-    e.memory = memory;
-    e.most_memory = v == kNoFit ? kNoMemory : memory;
-  }
-  void Build() {
-    for (int i = size_ - 1; i >= 1; --i) Pull(i);
-  }
-  void Set(int i, int64_t v, int64_t memory) {
-    int at = size_ + i;
-    if (tree_[at].best == v && tree_[at].memory == memory) return;
-    SetLeaf(i, v, memory);
-    // Up to the first ancestor that the change leaves as it was.
-    for (at /= 2; at >= 1; at /= 2) {
-      const Entry before = tree_[at];
-      Pull(at);
-      const Entry& after = tree_[at];
-      if (after.best == before.best && after.ties == before.ties && after.memory == before.memory &&
-          after.most_memory == before.most_memory) {
-        break;
-      }
-    }
-  }
-  int64_t best() const { return tree_[1].best; }
-  int ties() const { return tree_[1].ties; }
-  // The least free memory among the nodes holding the best score.
-  int64_t best_memory() const { return tree_[1].memory; }
-  // The k-th (0-based) node, in index order, among those holding the best score.
-  int Kth(int k) const { return KthBelow(1, k); }
-
-  // The node the tie-break picks among the best-scored of those with at least `memory` free; -1 when none.
-  int BestWithMemory(int64_t memory, TieBreak tie_break, Rng& rng) const {
-    int64_t found = kNoFit;
-    BestScore(1, memory, &found);
-    if (found == kNoFit) return -1;
-    switch (tie_break) {
-      case TieBreak::kFirst: return Find(1, memory, found, /*last=*/false);
-      case TieBreak::kLast: return Find(1, memory, found, /*last=*/true);
-      case TieBreak::kRandom: {
-        const int ties = Count(1, memory, found);
-        const int k = ties > 1 ? std::uniform_int_distribution<int>(0, ties - 1)(rng) : 0;
-        return KthWithMemory(1, memory, found, k);
-      }
-    }
-    return -1;
-  }
-
- private:
-  static constexpr int64_t kNoMemory = std::numeric_limits<int64_t>::min();
-  static constexpr int64_t kAnyMemory = std::numeric_limits<int64_t>::max();
-
-  // One entry per tree position, interleaved so that an update touches one cache line per level.
-  struct Entry {
-    int64_t best = kNoFit;
-    int64_t memory = kNoMemory;       // leaf: the node's free memory; inner: the least among the best leaves below
-    int64_t most_memory = kNoMemory;  // the most free memory among the fitting leaves below
-    int32_t ties = 1;
+struct Scheduler::ShapeCache {
+  struct SlotVerdict {
+    uint32_t state = LiveStates::kNoState;
+    int64_t verdict = kUnknown;
   };
-
-  void Pull(int i) {
-    const Entry& a = tree_[2 * i];
-    const Entry& b = tree_[2 * i + 1];
-    Entry& e = tree_[i];
-    e.best = std::max(a.best, b.best);
-    e.ties = (a.best == e.best ? a.ties : 0) + (b.best == e.best ? b.ties : 0);
-    e.memory = std::min(a.best == e.best ? a.memory : kAnyMemory, b.best == e.best ? b.memory : kAnyMemory);
-    e.most_memory = std::max(a.most_memory, b.most_memory);
-  }
-  bool Excluded(int i, int64_t memory, int64_t score) const {
-    return tree_[i].best < score || tree_[i].most_memory < memory;
-  }
-  // Every best-scored node below i has the memory (so the plain tie walk applies there).
-  bool AllBestFit(int i, int64_t memory, int64_t score) const {
-    return tree_[i].best == score && tree_[i].memory >= memory;
-  }
-
-  // The k-th node below `at`, in index order, among those holding at's best score.
-  int KthBelow(int at, int k) const {
-    const int64_t target = tree_[at].best;
-    while (at < size_) {
-      const int left = 2 * at;
-      if (tree_[left].best == target && k < tree_[left].ties) {
-        at = left;
-      } else {
-        if (tree_[left].best == target) k -= tree_[left].ties;
-        at = left + 1;
-      }
-    }
-    return at - size_;
-  }
-  // Branch and bound: raises *found to the best score of a fitting node with the memory below i.
-  void BestScore(int i, int64_t memory, int64_t* found) const {
-    if (tree_[i].most_memory < memory || tree_[i].best <= *found) return;
-    if (i >= size_) {
-      *found = tree_[i].best;
-      return;
-    }
-    const bool right_first = tree_[2 * i + 1].best > tree_[2 * i].best;
-    BestScore(right_first ? 2 * i + 1 : 2 * i, memory, found);
-    BestScore(right_first ? 2 * i : 2 * i + 1, memory, found);
-  }
-  // The first (or last) node below i with `score` and the memory; -1 when none.
-  int Find(int i, int64_t memory, int64_t score, bool last) const {
-    if (Excluded(i, memory, score)) return -1;
-    if (AllBestFit(i, memory, score)) return KthBelow(i, last ? tree_[i].ties - 1 : 0);
-    if (i >= size_) return -1;
-    const int a = Find(last ? 2 * i + 1 : 2 * i, memory, score, last);
-    return a >= 0 ? a : Find(last ? 2 * i : 2 * i + 1, memory, score, last);
-  }
-  // How many nodes below i hold `score` and have the memory.
-  int Count(int i, int64_t memory, int64_t score) const {
-    if (Excluded(i, memory, score)) return 0;
-    if (AllBestFit(i, memory, score)) return tree_[i].ties;
-    if (i >= size_) return 0;
-    return Count(2 * i, memory, score) + Count(2 * i + 1, memory, score);
-  }
-  // The k-th node below i, in index order, among those holding `score` with the memory.
-  int KthWithMemory(int i, int64_t memory, int64_t score, int k) const {
-    if (AllBestFit(i, memory, score)) return KthBelow(i, k);
-    if (i >= size_) return i - size_;  // not reached: Count said this subtree holds the k-th
-    const int left = Count(2 * i, memory, score);
-    return k < left ? KthWithMemory(2 * i, memory, score, k) : KthWithMemory(2 * i + 1, memory, score, k - left);
-  }
-
-  int size_ = 1;
-  int count_ = 0;
-  std::vector<Entry> tree_;
-};
-
-struct ShapeCache {
   uint64_t seq = 0;
   bool valid = false;
-  bool memo_ok = false;       // the verdict may be shared between nodes of one state (no uuid lists)
-  ScoreTree scores;           // per node: score or kNoFit
-  std::vector<int64_t> memo;  // per node state id: score, kNoFit or kUnknown
+  bool memo_ok = false;               // the verdict may be shared between nodes of one state (no uuid lists)
+  bool by_states = false;             // may scan live states (ScanStates) when used seldom
+  uint64_t last_use = 0;              // by_states: change_seq() when the shape was last used
+  std::vector<SlotVerdict> by_slot;   // by_states: the verdict memo, per live-state slot (both scans use it)
+  // By node (ScanNodes): per node, score or kNoFit, current up to change_seq() `seq` while tree_valid; per node
+  // state id, score, kNoFit or kUnknown (memo_ok and not by_states).
+  bool tree_valid = false;
+  ScoreTree scores;
+  std::vector<int64_t> memo;
 };
+
+namespace {
 
 // Appends raw bytes of a trivially copyable value to a key.
 template <typename T>
@@ -421,6 +244,9 @@ struct Scheduler::Impl {
   std::vector<std::array<int64_t, 4>> device_keys;
   std::vector<uint32_t> node_state;
   std::vector<Capacity> node_capacity;  // for a cheap "cannot fit" before a full evaluation
+  LiveStates live;                      // the states nodes are in now, with their nodes
+  std::vector<int> tied;                // slots holding the best verdict of a scan
+  std::vector<int> tied_nodes;          // their nodes, for a k-th pick
   uint64_t states_seq = 0;
   uint64_t states_description_version = 0;
   bool states_synced = false;
@@ -601,6 +427,10 @@ int PickBest(const ScoreTree& scores, TieBreak tie_break, int64_t memory, Rng& r
 
 namespace {
 constexpr size_t kMaxStates = 1 << 18;
+// A by_states shape refreshes its per-node tree while at most 1/kRefreshRatio of the nodes changed since its last
+// use (a refresh updates the tree, likely cold in cache when many shapes are in use: several times the cost of
+// scanning a live state in order); beyond that it scans the live states.
+constexpr uint64_t kRefreshRatio = 8;
 }  // namespace
 
 void Scheduler::SyncStates() {
@@ -636,6 +466,7 @@ void Scheduler::SyncStates() {
     for (const auto& k : m.device_keys) Put(&m.state_key, k);
     m.node_state[n] = m.states.Id(m.state_key);
     m.node_capacity[n] = CapacityOf(state_, n);
+    m.live.Move(n, m.node_state[n], m.node_capacity[n]);
   };
   if (descriptions_changed ||
       !ChangedNodes(state_, m.states_seq, &m.changed, &m.stamp, &m.stamp_clock, &m.raw_changed)) {
@@ -650,6 +481,7 @@ void Scheduler::SyncStates() {
     m.node_conditions.assign(count, 0);
     m.node_state.assign(count, 0);
     m.node_capacity.assign(count, Capacity{});
+    m.live.Reset(count);
     for (int n = 0; n < count; ++n) update(n, false);
   } else {
     for (int n : m.changed) update(n, true);
@@ -661,11 +493,9 @@ void Scheduler::SyncStates() {
 
 int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
   Impl& m = *impl_;
-  int best_node = -1;
   SyncStates();
-  // Score cache: refresh the nodes changed since this shape was last used (from the per-state memo), then ask the
-  // score tree for the best node. A policy that ignores the request's memory shares one cache between requests
-  // that differ only in memory: the cache scores the request without memory, the tree checks free memory.
+  // A policy that ignores the request's memory shares one cache between requests that differ only in memory: the
+  // cache scores the request without memory (`key`), the free memory is checked against the request itself.
   const bool drop_memory = policy_.ignores_request_memory() && request.memory_mib != 0;
   if (drop_memory) {
     m.memory_free = request;
@@ -676,43 +506,28 @@ int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
     m.shapes.clear();
   }
   ShapeCache& cache = m.shapes[key];
-  const int count = state_.node_count();
-  auto evaluate = [&](int n) -> int64_t {
-    ++stats_.fit_calls;
-    int64_t score = 0;
-    const bool fits = FitNode(state_, n, key, false, &m.candidate, &m.verdict) &&
-                      policy_.Score(state_, key, m.candidate, m.scratch_rng, &score, &m.chosen) &&
-                      ValidDeviceChoice(state_, key, m.candidate, m.chosen);
-    return fits ? std::max(score, kLowestScore) : kNoFit;
-  };
-  // A uniform score (random) ranks a node by whether it fits; where the capacity summary decides that exactly,
-  // neither FitNode nor the memo is needed.
-  const bool by_capacity = policy_.uniform_score() && ExactFor(key);
-  auto verdict = [&](int n) -> int64_t {
-    ++stats_.nodes_visited;
-    // The capacity check first: it reads no per-shape memo.
-    if (!MayFit(m.node_capacity[n], key)) return kNoFit;
-    if (by_capacity && m.node_capacity[n].exact) return 0;
-    if (!cache.memo_ok) return evaluate(n);
-    const uint32_t id = m.node_state[n];
-    if (id >= cache.memo.size()) cache.memo.resize(std::max<size_t>(id + 1, cache.memo.size() * 2), kUnknown);
-    int64_t& memo = cache.memo[id];
-    if (memo == kUnknown) memo = evaluate(n);
-    return memo;
-  };
-  if (!cache.valid || cache.scores.count() != count ||
-      !ChangedNodes(state_, cache.seq, &m.changed, &m.stamp, &m.stamp_clock, &m.raw_changed)) {
+  if (!cache.valid) {
     cache.memo_ok = key.uuid_include.empty() && key.uuid_exclude.empty();
-    cache.scores.Assign(count);
-    for (int n = 0; n < count; ++n) cache.scores.SetLeaf(n, verdict(n), m.node_capacity[n].free_memory);
-    cache.scores.Build();
+    // Scanning states evaluates each state on one of its nodes, not necessarily the one ScanNodes would pick first;
+    // that gives the same placements only while the policy's scores are pure (cacheable() contract). Kept to
+    // policies whose score ignores the request's memory: `default` shares its own per-(shape, node) score cache
+    // between requests that differ in memory only, though its score reads the memory, so its placements depend
+    // on which node is scored first (see docs/PERFORMANCE.md "Placement").
+    // Uniform scores (random) tie every fitting node: the per-node tree finds the k-th of them in O(log nodes).
+    cache.by_states = cache.memo_ok && policy_.ignores_request_memory() && !policy_.uniform_score();
     cache.valid = true;
-  } else {
-    for (int n : m.changed) cache.scores.Set(n, verdict(n), m.node_capacity[n].free_memory);
   }
-  cache.seq = state_.change_seq();
-  if (cache.scores.best_memory() < request.memory_mib) ++stats_.memory_scans;
-  best_node = PickBest(cache.scores, policy_.tie_break(), request.memory_mib, rng);
+  // A shape that may scan states keeps its per-node tree while it is used often (few nodes changed since its last
+  // use: refreshing them costs less than scanning every live state); used seldom, it scans the states and drops
+  // the tree, which is rebuilt when the shape is used often again.
+  bool by_states = false;
+  if (cache.by_states) {
+    const uint64_t changed = state_.change_seq() - cache.last_use;
+    by_states = changed * kRefreshRatio > static_cast<uint64_t>(state_.node_count());
+    cache.last_use = state_.change_seq();
+    if (by_states) cache.tree_valid = false;
+  }
+  const int best_node = by_states ? ScanStates(cache, key, request, rng) : ScanNodes(cache, key, request, rng);
   if (best_node >= 0) {
     // Deterministic policy: scoring the winner again yields its device choice.
     int64_t score = 0;
@@ -722,6 +537,116 @@ int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
     }
   }
   return best_node;
+}
+
+int64_t Scheduler::Evaluate(const TaskRequest& key, int node) {
+  Impl& m = *impl_;
+  ++stats_.fit_calls;
+  int64_t score = 0;
+  const bool fits = FitNode(state_, node, key, false, &m.candidate, &m.verdict) &&
+                    policy_.Score(state_, key, m.candidate, m.scratch_rng, &score, &m.chosen) &&
+                    ValidDeviceChoice(state_, key, m.candidate, m.chosen);
+  return fits ? std::max(score, kLowestScore) : kNoFit;
+}
+
+// Scans the live node states in slot order: a state's verdict for the shape is computed once per slot occupancy,
+// on one of its nodes; the best verdict among the slots with the request's memory wins, and the tie rule picks
+// among their nodes. Its cost grows with the live states (~1,000 on a churning openb), not with the nodes changed
+// since the shape was last used.
+int Scheduler::ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng) {
+  Impl& m = *impl_;
+  LiveStates& live = m.live;
+  if (static_cast<int>(cache.by_slot.size()) < live.size()) cache.by_slot.resize(live.size());
+  int64_t best = kNoFit;
+  bool memory_short = false;  // a slot at least as good as the best lacked the request's memory
+  m.tied.clear();
+  for (int s = 0; s < live.size(); ++s) {
+    const LiveStates::Slot& slot = live.slot(s);
+    if (slot.count == 0) continue;
+    ++stats_.nodes_visited;
+    if (!MayFit(slot.capacity, key)) continue;  // the capacity check first: it reads no per-shape memo
+    const int64_t v = SlotVerdict(cache, key, s);
+    if (v == kNoFit || v < best) continue;
+    if (slot.capacity.free_memory < request.memory_mib) {
+      memory_short = true;
+      continue;
+    }
+    if (v > best) {
+      best = v;
+      m.tied.clear();
+    }
+    m.tied.push_back(s);
+  }
+  if (memory_short) ++stats_.memory_scans;
+  if (best == kNoFit) return -1;
+  int pick = -1;
+  switch (policy_.tie_break()) {
+    case TieBreak::kFirst:
+      for (int s : m.tied) pick = pick < 0 ? live.first_node(s) : std::min(pick, live.first_node(s));
+      break;
+    case TieBreak::kLast:
+      for (int s : m.tied) pick = std::max(pick, live.last_node(s));
+      break;
+    case TieBreak::kRandom: {
+      // The k-th tied node in node order, k uniform (one draw, as the per-node score tree's pick).
+      m.tied_nodes.clear();
+      for (int s : m.tied) m.tied_nodes.insert(m.tied_nodes.end(), live.nodes(s).begin(), live.nodes(s).end());
+      const int ties = static_cast<int>(m.tied_nodes.size());
+      const int k = ties > 1 ? std::uniform_int_distribution<int>(0, ties - 1)(rng) : 0;
+      std::nth_element(m.tied_nodes.begin(), m.tied_nodes.begin() + k, m.tied_nodes.end());
+      pick = m.tied_nodes[k];
+      break;
+    }
+  }
+  return pick;
+}
+
+// The shape's verdict for the state in live slot s (which fits the capacity check), from the per-slot memo.
+int64_t Scheduler::SlotVerdict(ShapeCache& cache, const TaskRequest& key, int s) {
+  Impl& m = *impl_;
+  const LiveStates::Slot& slot = m.live.slot(s);
+  if (s >= static_cast<int>(cache.by_slot.size())) cache.by_slot.resize(m.live.size());
+  ShapeCache::SlotVerdict& memo = cache.by_slot[s];
+  if (memo.state != slot.state) {
+    memo.state = slot.state;
+    memo.verdict = Evaluate(key, m.live.any_node(s));
+  }
+  return memo.verdict;
+}
+
+// Per-node verdicts in a score tree, refreshed for the nodes changed since the shape was last used (a node state's
+// verdict is computed once per shape, for the first node found in it, when the shape may share it).
+int Scheduler::ScanNodes(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng) {
+  Impl& m = *impl_;
+  const int count = state_.node_count();
+  // A uniform score (random) ranks a node by whether it fits; where the capacity summary decides that exactly,
+  // neither FitNode nor the memo is needed.
+  const bool by_capacity = policy_.uniform_score() && ExactFor(key);
+  auto verdict = [&](int n) -> int64_t {
+    ++stats_.nodes_visited;
+    // The capacity check first: it reads no per-shape memo.
+    if (!MayFit(m.node_capacity[n], key)) return kNoFit;
+    if (by_capacity && m.node_capacity[n].exact) return 0;
+    if (!cache.memo_ok) return Evaluate(key, n);
+    if (cache.by_states) return SlotVerdict(cache, key, m.live.slot_of(n));  // one memo for both scans
+    const uint32_t id = m.node_state[n];
+    if (id >= cache.memo.size()) cache.memo.resize(std::max<size_t>(id + 1, cache.memo.size() * 2), kUnknown);
+    int64_t& memo = cache.memo[id];
+    if (memo == kUnknown) memo = Evaluate(key, n);
+    return memo;
+  };
+  if (!cache.tree_valid || cache.scores.count() != count ||
+      !ChangedNodes(state_, cache.seq, &m.changed, &m.stamp, &m.stamp_clock, &m.raw_changed)) {
+    cache.scores.Assign(count);
+    for (int n = 0; n < count; ++n) cache.scores.SetLeaf(n, verdict(n), m.node_capacity[n].free_memory);
+    cache.scores.Build();
+    cache.tree_valid = true;
+  } else {
+    for (int n : m.changed) cache.scores.Set(n, verdict(n), m.node_capacity[n].free_memory);
+  }
+  cache.seq = state_.change_seq();
+  if (cache.scores.best_memory() < request.memory_mib) ++stats_.memory_scans;
+  return PickBest(cache.scores, policy_.tie_break(), request.memory_mib, rng);
 }
 
 ScheduleOutcome Scheduler::Schedule(const TaskRequest& request, Rng& rng) {

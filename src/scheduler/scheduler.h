@@ -8,13 +8,15 @@
 //     shareable free compute, in 100-milli buckets). A placement walks only the partitions that can hold the
 //     request, in key order, and stops at the first fitting node whose score drops below the best (the key is
 //     monotone in the score), taking the lowest node index among equal best scores.
-//   * Score cache, for other cacheable policies: per request shape, each node's verdict and score, refreshed
-//     only for nodes changed since the shape was last used, kept in a max segment tree (best node, and the
-//     first / last / k-th among equals, in O(log nodes)). Nodes alike in description (names, uuids aside),
-//     usage (up to a permutation of alike devices) and the policy's NodeTag share a state id, and a shape's
-//     verdict is computed once per state id: fill runs on openb, where most nodes are alike, evaluate a node
-//     state once per shape. TieBreak::kRandom draws once per placement (uniform over the tied nodes, as
-//     Schedule(), though the same seed picks a different node than Schedule()'s per-tie reservoir draws).
+//   * Score cache, for other cacheable policies. Nodes alike in description (names, uuids aside), usage (up to a
+//     permutation of alike devices) and the policy's NodeTag share a state id, and a shape's verdict is computed
+//     once per state. Policies whose score ignores the request's memory scan the live node states (a few
+//     hundred to ~1,000 on openb, in recycled slots): each slot's verdict per shape is kept while the slot holds
+//     the same state, the best states win and the tie rule picks among their nodes — work per call does not
+//     grow with the number of distinct shapes. Others (and requests naming uuids) keep per shape each node's
+//     verdict in a max segment tree refreshed for the nodes changed since the shape was last used.
+//     TieBreak::kRandom draws once per placement (uniform over the tied nodes, as Schedule(), though the same
+//     seed picks a different node than Schedule()'s per-tie reservoir draws).
 //   * Otherwise (policies that use the rng or keep state): the full scan of Schedule().
 // In every mode the wait / never-fits decision is cached per request shape until a node's description changes.
 //
@@ -43,9 +45,9 @@ struct SchedulerOptions {
 // Work counters, for benchmarks and tuning.
 struct SchedulerStats {
   int64_t calls = 0;
-  int64_t nodes_visited = 0;  // nodes looked at by the ordered walk (or refreshed by the score cache)
+  int64_t nodes_visited = 0;  // nodes looked at by the ordered walk; live node states (or refreshed nodes) by the score cache
   int64_t fit_calls = 0;      // full FitNode evaluations
-  int64_t memory_scans = 0;   // score-cache picks where a best node lacked the request's memory (a leaf scan)
+  int64_t memory_scans = 0;   // score-cache picks where the cache itself turned nodes down for the request's memory
 };
 
 enum class SchedulerMode : uint8_t { kOrderedWalk, kScoreCache, kFullScan };
@@ -71,6 +73,12 @@ class Scheduler {
   int WalkOrdered(const TaskRequest& request, Rng& rng);  // the best node, or -1
   void SyncStates();                                      // node state ids up to date with the journal
   int ScanCache(const TaskRequest& request, Rng& rng);    // the best node, -1, or kFallBack
+  struct ShapeCache;
+  // The score cache's best node for `request` (whose cache key is `key`), or -1: by live node states / by node.
+  int ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng);
+  int ScanNodes(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng);
+  int64_t SlotVerdict(ShapeCache& cache, const TaskRequest& key, int slot);  // memoised per live-state slot
+  int64_t Evaluate(const TaskRequest& key, int node);     // FitNode + Score as one cached verdict
 
   const ClusterState& state_;
   PlacementPolicy& policy_;

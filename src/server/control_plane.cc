@@ -113,13 +113,7 @@ Status ControlPlane::Rebuild() {
   holding.states = {JobState::kScheduled, JobState::kRunning, JobState::kSuspending};
   ASSIGN_OR_RETURN(std::vector<JobRecord> held, store_.ListJobs(holding));
   for (const JobRecord& job : held) {
-    HeldJob h;
-    h.tenant = job.tenant;
-    h.priority = job.priority;
-    h.first_submit = job.submitted_us;
-    h.request = job.spec.ToTaskRequest();
-    h.replicas = job.spec.replicas;
-    h.preemptible = job.spec.preemptible;
+    HeldJob h(JobTerms::Of(job));
     h.state = job.state;
     h.last_start = job.last_start_us > 0 ? job.last_start_us : job.updated_us;
     h.allocations = std::move(booked[job.id]);
@@ -146,14 +140,31 @@ Status ControlPlane::Rebuild() {
   return Status::Ok();
 }
 
+ControlPlane::JobTerms ControlPlane::JobTerms::Of(const JobRecord& job) {
+  JobTerms t;
+  t.tenant = job.tenant;
+  t.priority = job.priority;
+  t.first_submit = job.submitted_us;
+  t.request = job.spec.ToTaskRequest();
+  t.replicas = job.spec.replicas;
+  t.preemptible = job.spec.preemptible;
+  return t;
+}
+
+QueueJob ControlPlane::JobTerms::ToQueueJob(JobId id) const {
+  QueueJob j;
+  j.id = id;
+  j.tenant = tenant;
+  j.priority = priority;
+  j.first_submit = first_submit;
+  j.request = request;
+  j.replicas = replicas;
+  j.preemptible = preemptible;
+  return j;
+}
+
 void ControlPlane::EnqueueLocked(const JobRecord& job) {
-  QueuedJob q;
-  q.tenant = job.tenant;
-  q.priority = job.priority;
-  q.first_submit = job.submitted_us;
-  q.request = job.spec.ToTaskRequest();
-  q.replicas = job.spec.replicas;
-  q.preemptible = job.spec.preemptible;
+  QueuedJob q(JobTerms::Of(job));
   q.restarted = job.restart_count > 0;
   queued_[job.id] = std::move(q);
 }
@@ -446,13 +457,7 @@ void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vect
   std::vector<JobId> ids;
   jobs.reserve(held_.size() + waiting.size());
   for (const auto& [id, h] : held_) {
-    QueueJob j;
-    j.id = id;
-    j.tenant = h.tenant;
-    j.priority = h.priority;
-    j.first_submit = h.first_submit;
-    j.request = h.request;
-    j.replicas = h.replicas;
+    QueueJob j = h.ToQueueJob(id);
     j.state = QueueJobState::kRunning;
     // Only a running job can be a victim; scheduled and suspending ones still count for their tenant.
     j.preemptible = h.preemptible && h.state == JobState::kRunning && options_.preemption;
@@ -465,15 +470,8 @@ void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vect
   }
   for (JobId id : waiting) {
     const QueuedJob& q = queued_[id];
-    QueueJob j;
-    j.id = id;
-    j.tenant = q.tenant;
-    j.priority = q.priority;
-    j.first_submit = q.first_submit;
-    j.request = q.request;
-    j.replicas = q.replicas;
+    QueueJob j = q.ToQueueJob(id);
     j.state = q.restarted ? QueueJobState::kSuspended : QueueJobState::kPending;
-    j.preemptible = q.preemptible;
     jobs.push_back(std::move(j));
     ids.push_back(id);
   }
@@ -575,13 +573,7 @@ bool ControlPlane::BookLocked(JobId id, const std::vector<Allocation>& allocatio
     pending.records.push_back(std::move(*record));
   }
   QueuedJob& job = queued_[id];
-  HeldJob h;
-  h.tenant = job.tenant;
-  h.priority = job.priority;
-  h.first_submit = job.first_submit;
-  h.request = job.request;
-  h.replicas = job.replicas;
-  h.preemptible = job.preemptible;
+  HeldJob h(static_cast<const JobTerms&>(job));
   h.state = JobState::kScheduled;
   h.last_start = clock_.NowMicros();
   h.allocations = std::move(applied);

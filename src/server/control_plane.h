@@ -46,6 +46,10 @@
 #include "server/metrics.h"
 #include "store/state_store.h"
 
+namespace xpool {
+struct QueueJob;  // scheduler/queue/queue_types.h
+}  // namespace xpool
+
 namespace xpool::server {
 
 struct ControlPlaneOptions {
@@ -135,26 +139,32 @@ class ControlPlane {
 
  private:
   friend class ControlPlaneTestPeer;  // control_plane_test.cc: a pass stopped between booking and commit
-  // A job waiting in the queue (queued in the store).
-  struct QueuedJob {
+  // What the scheduling pass reads of a job, queued or holding devices: taken from its record (Of),
+  // carried from the queue to held_ when it is placed; SetPriority updates priority in place.
+  struct JobTerms {
     TenantId tenant;
     int priority = 0;
     TimeMicros first_submit = 0;
     TaskRequest request;
     int replicas = 1;
     bool preemptible = false;
+
+    static JobTerms Of(const JobRecord& job);
+    // The pass's view with these terms (preemptible as here; state and allocations left to the caller).
+    QueueJob ToQueueJob(JobId id) const;
+  };
+  // A job waiting in the queue (queued in the store).
+  struct QueuedJob : JobTerms {
+    QueuedJob() = default;
+    explicit QueuedJob(JobTerms terms) : JobTerms(std::move(terms)) {}
     bool restarted = false;  // ran before (suspended or requeued)
     std::string reason;      // why pending, as the last pass said
     std::string persisted;   // the reason as last written to the store
   };
   // A job holding devices (scheduled, running or suspending in the store).
-  struct HeldJob {
-    TenantId tenant;
-    int priority = 0;
-    TimeMicros first_submit = 0;
-    TaskRequest request;
-    int replicas = 1;
-    bool preemptible = false;
+  struct HeldJob : JobTerms {
+    HeldJob() = default;
+    explicit HeldJob(JobTerms terms) : JobTerms(std::move(terms)) {}
     JobState state = JobState::kScheduled;
     TimeMicros last_start = 0;
     std::vector<Allocation> allocations;  // one per replica, as booked in state_

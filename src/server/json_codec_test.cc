@@ -61,5 +61,30 @@ TEST(JsonCodecTest, AppendJobJsonWritesJobToJsonsText) {
   }
 }
 
+// A device's vendor and mode are parsed from their names; a bad one is an error naming the field, the value and
+// the known names, a wrong type names the field too.
+TEST(JsonCodecTest, NodeDeviceVendorAndModeByName) {
+  auto node = NodeFromJson(Json::parse(R"({"name": "n", "devices": [{"model": "A100", "memory": "80Gi",
+      "vendor": "nvidia", "mode": "mig"}]})"));
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  EXPECT_EQ(node->devices[0].vendor, Vendor::kNvidia);
+  EXPECT_EQ(node->devices[0].mode, DeviceMode::kMig);
+  const struct {
+    const char* device;
+    const char* error;
+  } bad[] = {
+      {R"({"model": "A100", "memory": "80Gi", "vendor": "acme"})", "devices[0].vendor: unknown vendor \"acme\""},
+      {R"({"model": "A100", "memory": "80Gi", "mode": "half"})", "devices[0].mode: unknown device mode \"half\""},
+      {R"({"model": "A100", "memory": "80Gi", "vendor": 3})", "devices[0].vendor must be a string"},
+  };
+  for (const auto& row : bad) {
+    SCOPED_TRACE(row.device);
+    auto r = NodeFromJson(Json::parse(std::string(R"({"name": "n", "devices": [)") + row.device + "]}"));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(row.error), std::string::npos) << r.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace xpool::server::internal

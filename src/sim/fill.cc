@@ -12,16 +12,61 @@
 
 namespace xpool::sim {
 
+namespace {
+
+// The published simulator's composition (Composition::kTraceThenSample, fill.h).
+std::vector<const TracePod*> TraceThenSample(const std::vector<TracePod>& pods, int64_t goal, Rng& rng) {
+  std::vector<const TracePod*> out;
+  out.reserve(pods.size());
+  int64_t requested = 0;
+  for (const TracePod& p : pods) {
+    out.push_back(&p);
+    requested += PodGpuMilli(p);
+  }
+  std::shuffle(out.begin(), out.end(), rng);
+  if (requested > goal) {  // tune down: drop random pods (and add none)
+    while (requested > goal && !out.empty()) {
+      std::uniform_int_distribution<size_t> victim(0, out.size() - 1);
+      const size_t i = victim(rng);
+      requested -= PodGpuMilli(*out[i]);
+      out.erase(out.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    return out;
+  }
+  std::uniform_int_distribution<size_t> pick(0, pods.size() - 1);
+  while (true) {  // tune up: append draws until the next one would pass the goal (checked by its per-GPU share)
+    const TracePod* p = &pods[pick(rng)];
+    if (requested + p->gpu_milli > goal) break;
+    out.push_back(p);
+    requested += PodGpuMilli(*p);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool ParseComposition(std::string_view text, Composition* out) {
+  if (text == "sample") {
+    *out = Composition::kSample;
+  } else if (text == "trace-then-sample") {
+    *out = Composition::kTraceThenSample;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 std::vector<const TracePod*> SamplePods(const std::vector<TracePod>& pods, int64_t gpu_capacity_milli,
-                                        int tune_percent, uint64_t seed) {
+                                        int tune_percent, uint64_t seed, Composition composition) {
   std::vector<const TracePod*> out;
   if (pods.empty()) return out;
   bool any_gpu = false;
   for (const TracePod& p : pods) any_gpu |= PodGpuMilli(p) > 0;
   if (!any_gpu) return out;
   Rng rng(seed);
-  std::uniform_int_distribution<size_t> pick(0, pods.size() - 1);
   const int64_t goal = gpu_capacity_milli * tune_percent / 100;
+  if (composition == Composition::kTraceThenSample) return TraceThenSample(pods, goal, rng);
+  std::uniform_int_distribution<size_t> pick(0, pods.size() - 1);
   int64_t requested = 0;
   while (requested < goal) {
     const TracePod* p = &pods[pick(rng)];
@@ -158,13 +203,21 @@ Result<FillCurve> RunFill(const ClusterState& cluster, const std::vector<TracePo
   curve.gpu_capacity_milli = state.totals().device_compute_capacity_milli;
   if (curve.gpu_capacity_milli <= 0) return InvalidArgumentError("the cluster has no GPU");
   std::vector<const TracePod*> sample =
-      SamplePods(pods, curve.gpu_capacity_milli, options.tune_percent, options.seed);
+      SamplePods(pods, curve.gpu_capacity_milli, options.tune_percent, options.seed, options.composition);
   if (sample.empty()) return InvalidArgumentError("the workload has no pod asking for a GPU");
 
   std::vector<TaskRequest> requests;
   requests.reserve(sample.size());
   for (const TracePod* p : sample) requests.push_back(PodRequest(*p));
-  const TargetWorkload target = TargetWorkload::FromRequests(requests);
+  TargetWorkload target;
+  if (options.composition == Composition::kTraceThenSample) {  // the list's shapes, each pod once
+    std::vector<TaskRequest> listed;
+    listed.reserve(pods.size());
+    for (const TracePod& p : pods) listed.push_back(PodRequest(p));
+    target = TargetWorkload::FromRequests(listed);
+  } else {
+    target = TargetWorkload::FromRequests(requests);
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<PlacementPolicy> policy, MakeFillPolicy(options.policy, target));
 
   const int points = options.tune_percent + 1;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -28,11 +29,24 @@ namespace xpool::sim {
 //   kTrace:    the node list's order (runs before this option; for comparisons).
 enum class NodeOrder : uint8_t { kShuffled, kTrace };
 
+// How a run's pods are drawn from the pod list.
+//   kSample:          every pod drawn with replacement until the requested GPU reaches tune × capacity, then the
+//                     whole list shuffled (issue 3, point 2; the default of `xpool sim fill`).
+//   kTraceThenSample: what the published FGD simulator does (its workload tuning, `tuneUpPods`): every pod of
+//                     the list once, in a seeded random order, followed by pods drawn with replacement (appended,
+//                     not shuffled in) until the next draw would take the requested GPU over tune × capacity
+//                     (the draw is checked by its per-GPU share, as the simulator does, and is not kept). A list
+//                     that asks for more than that loses randomly chosen pods until it does not, and gets no
+//                     draws. FGD's target workload is then the list's (each pod once), as the simulator derives
+//                     it from the list. The default of `xpool sim validate` (docs/scheduling.md, "Validation").
+enum class Composition : uint8_t { kSample, kTraceThenSample };
+
 struct FillOptions {
   std::string policy = "fgd";
   uint64_t seed = 42;
   int tune_percent = 130;  // stop sampling when requested GPU ≥ tune_percent % of capacity
   NodeOrder node_order = NodeOrder::kShuffled;
+  Composition composition = Composition::kSample;
 };
 
 struct FillCurve {
@@ -45,10 +59,14 @@ struct FillCurve {
   int64_t gpu_capacity_milli = 0;
 };
 
-// The pods of one run: sampled with replacement from `pods` until their GPU reaches tune × capacity, then
-// shuffled, both with an mt19937_64 seeded by `seed`.
+// The pods of one run, composed from `pods` as `composition` says (above), with an mt19937_64 seeded by
+// `seed`. Empty when no pod asks for a GPU.
 std::vector<const TracePod*> SamplePods(const std::vector<TracePod>& pods, int64_t gpu_capacity_milli,
-                                        int tune_percent, uint64_t seed);
+                                        int tune_percent, uint64_t seed,
+                                        Composition composition = Composition::kSample);
+
+// "sample" / "trace-then-sample" (the --compose flag); false for anything else.
+bool ParseComposition(std::string_view text, Composition* out);
 
 // The policy object for a fill run. "fgd" gets the paper's target workload (derived from the run's sampled
 // pods); every other name goes to the policy registry (MakePolicy). "name@first|last|random" overrides how the

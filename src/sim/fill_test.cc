@@ -49,6 +49,45 @@ TEST(FillTest, SampleReachesTheTuneAndIsSeeded) {
   EXPECT_LT(total - PodGpuMilli(*a.back()), 16000 * 130 / 100 + 2000);  // stops soon after reaching it
 }
 
+// The published simulator's composition: every listed pod once (in a seeded order), then draws appended until
+// the next one would pass the goal by its per-GPU share.
+TEST(FillTest, TraceThenSampleKeepsEveryListedPodOnceThenDraws) {
+  const std::vector<TracePod> pods = Pods();  // 4,500 milli-GPU in all
+  const int64_t capacity = 16000, goal = capacity * 130 / 100;
+  std::vector<const TracePod*> a = SamplePods(pods, capacity, 130, 42, Composition::kTraceThenSample);
+  std::vector<const TracePod*> b = SamplePods(pods, capacity, 130, 42, Composition::kTraceThenSample);
+  std::vector<const TracePod*> c = SamplePods(pods, capacity, 130, 43, Composition::kTraceThenSample);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  ASSERT_GT(a.size(), pods.size());
+  std::vector<const TracePod*> head(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(pods.size()));
+  std::sort(head.begin(), head.end());
+  for (size_t i = 0; i < pods.size(); ++i) EXPECT_EQ(head[i], &pods[i]);  // a permutation of the list
+  int64_t total = 0;
+  for (const TracePod* p : a) total += PodGpuMilli(*p);
+  EXPECT_LE(total, goal + 1000);  // a 2-GPU pod is checked by its per-GPU share, so it may pass by one GPU
+  EXPECT_GT(total, goal - 1000);  // it stopped because a draw would pass the goal
+  // The plain composition's first pods are draws, not the list.
+  std::vector<const TracePod*> plain = SamplePods(pods, capacity, 130, 42);
+  EXPECT_NE(std::vector<const TracePod*>(plain.begin(), plain.begin() + 5),
+            std::vector<const TracePod*>(a.begin(), a.begin() + 5));
+}
+
+TEST(FillTest, TraceThenSampleDropsRandomPodsFromAListAskingTooMuch) {
+  const std::vector<TracePod> pods = Pods();  // 4,500 milli-GPU; the goal is 2,600
+  std::vector<const TracePod*> a = SamplePods(pods, 2000, 130, 42, Composition::kTraceThenSample);
+  int64_t total = 0;
+  for (const TracePod* p : a) total += PodGpuMilli(*p);
+  EXPECT_LE(total, 2600);
+  EXPECT_LT(a.size(), pods.size());  // only drops, no draws
+  Composition parsed = Composition::kSample;
+  EXPECT_TRUE(ParseComposition("trace-then-sample", &parsed));
+  EXPECT_EQ(parsed, Composition::kTraceThenSample);
+  EXPECT_TRUE(ParseComposition("sample", &parsed));
+  EXPECT_EQ(parsed, Composition::kSample);
+  EXPECT_FALSE(ParseComposition("trace", &parsed));
+}
+
 // The node order ties are broken in: the trace's, or a permutation drawn from the seed (same nodes, the same
 // permutation for the same seed, another for another seed).
 TEST(FillTest, NodeOrderIsTheTraceOrASeededPermutation) {
@@ -87,6 +126,10 @@ TEST(FillTest, CurvesAreConsistentForEveryPaperPolicy) {
     options.seed = 42;
     Result<FillCurve> curve = RunFill(*cluster, Pods(), options);
     ASSERT_TRUE(curve.ok()) << curve.status().ToString();
+    options.composition = Composition::kTraceThenSample;
+    Result<FillCurve> listed = RunFill(*cluster, Pods(), options);
+    ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+    EXPECT_GT(listed->allocation_pct[130], 50.0);
     ASSERT_EQ(curve->allocation_pct.size(), 131u);
     ASSERT_EQ(curve->frag_pct.size(), 131u);
     EXPECT_EQ(curve->allocation_pct[0], 0.0);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "scheduler/policy/share_choice.h"
 
@@ -12,10 +13,17 @@ constexpr int64_t kMemoryRefresh = 256;  // placements between refreshes of the 
 // Weight of best fit inside the score, in sigmoid points: a node left with no free GPU gains this many points
 // over an idle node of the largest size (step 4).
 constexpr double kBestFitPoints = 2.0;
+// Step 2: the memory asked per GPU, relative to the cluster's, at which GPU stranded by memory counts in full.
+constexpr double kMemoryPivot = 0.75;
 }  // namespace
 
+int64_t DefaultPolicy::MemoryStrandPercent(double memory_per_gpu_ratio) {
+  const double x = memory_per_gpu_ratio / kMemoryPivot;
+  return static_cast<int64_t>(100.0 * std::clamp(x * x, 0.5, 1.25));
+}
+
 int64_t DefaultPolicy::ResourceFragment(const NodeFree& node, int64_t memory_mib, const TargetWorkload& target,
-                                        const std::vector<int64_t>& shape_memory_mib) {
+                                        const std::vector<int64_t>& shape_memory_mib, int64_t strand_percent) {
   int64_t idle = 0;
   for (int64_t g : node.gpu_milli) idle += g;
   int64_t sum = 0;
@@ -52,7 +60,7 @@ int64_t DefaultPolicy::ResourceFragment(const NodeFree& node, int64_t memory_mib
         if (pods_res <= 0) {
           fragment = idle;
         } else {
-          fragment = unusable_milli + usable_milli * (pods_gpu - pods_res) / pods_gpu;
+          fragment = unusable_milli + usable_milli * (pods_gpu - pods_res) / pods_gpu * strand_percent / 100;
         }
       }
     }
@@ -61,8 +69,13 @@ int64_t DefaultPolicy::ResourceFragment(const NodeFree& node, int64_t memory_mib
   return sum;
 }
 
-void DefaultPolicy::OnPlaced(const ClusterState& /*state*/, const TaskRequest& request,
+void DefaultPolicy::OnPlaced(const ClusterState& state, const TaskRequest& request,
                              const Allocation& /*allocation*/) {
+  if (state.totals().device_compute_capacity_milli != cluster_gpu_milli_) {  // the cluster's memory per GPU
+    cluster_gpu_milli_ = state.totals().device_compute_capacity_milli;
+    cluster_memory_mib_ = 0;
+    for (int n = 0; n < state.node_count(); ++n) cluster_memory_mib_ += state.node(n).memory_mib;
+  }
   // The per-shape memory is refreshed here, not when next scored, so that it does not depend on which nodes a
   // caller happens to score (cached or not): a target rebuilt since the last score, then every kMemoryRefresh.
   const bool caught_up = placed_at_refresh_ >= 0 && RefreshShapeMemory();
@@ -92,15 +105,31 @@ bool DefaultPolicy::RefreshShapeMemory() {
   target_key_ = key;
   target_total_ = target().total_count();
   placed_at_refresh_ = placed_;
-  shape_memory_.assign(shapes.size(), 0);
+  std::vector<int64_t> memory(shapes.size(), 0);
   for (size_t m = 0; m < shapes.size(); ++m) {
     for (const ShapeMemory& seen : memory_seen_) {
       if (seen.shape == shapes[m].shape) {
-        shape_memory_[m] = seen.sum_mib / seen.count;
+        memory[m] = seen.sum_mib / seen.count;
         break;
       }
     }
   }
+  // Step 2's weight: the target's memory per GPU (learned means) against the cluster's.
+  double asked_mib = 0, gpu = 0;
+  for (size_t m = 0; m < shapes.size(); ++m) {
+    asked_mib += static_cast<double>(shapes[m].count) * static_cast<double>(memory[m]);
+    gpu += static_cast<double>(shapes[m].count) *
+           static_cast<double>(shapes[m].shape.gpu_count * shapes[m].shape.gpu_milli);
+  }
+  int64_t strand_percent = 100;
+  if (gpu > 0 && cluster_gpu_milli_ > 0 && cluster_memory_mib_ > 0) {
+    strand_percent = MemoryStrandPercent((asked_mib / gpu) / (static_cast<double>(cluster_memory_mib_) /
+                                                               static_cast<double>(cluster_gpu_milli_)));
+  }
+  // Means (and a weight) that came out the same leave the measure, and so every cached score, as it was.
+  if (!target_changed && memory == shape_memory_ && strand_percent == strand_percent_) return false;
+  shape_memory_ = std::move(memory);
+  strand_percent_ = strand_percent;
   last_node_ = -1;  // the measure changed
   return true;
 }
@@ -113,11 +142,12 @@ int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& re
   if (node != last_node_ || state.generation(node) != last_generation_) {
     last_node_ = node;
     last_generation_ = state.generation(node);
-    last_before_ = ResourceFragment(free, memory, target(), shape_memory_);
+    last_before_ = ResourceFragment(free, memory, target(), shape_memory_, strand_percent_);
   }
   free.cpu_milli -= request.cpu_milli;
   for (int d : devices) free.gpu_milli[d] -= request.device_compute_milli;
-  const int64_t after = ResourceFragment(free, memory - request.memory_mib, target(), shape_memory_);
+  const int64_t after =
+      ResourceFragment(free, memory - request.memory_mib, target(), shape_memory_, strand_percent_);
   free.cpu_milli += request.cpu_milli;
   for (int d : devices) free.gpu_milli[d] += request.device_compute_milli;
   const int64_t max_gpu = std::max<int64_t>(1, state.totals().max_node_device_compute_milli);

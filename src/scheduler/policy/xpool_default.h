@@ -9,8 +9,11 @@
 //   2. Memory-aware fragment of node n for shape m, F'_n(m): FGD's F_n(m) (all idle GPU when m cannot fit — CPU
 //      included — or may not use the model; else the idle GPU of devices too small for m), plus, when the
 //      node's free memory feeds fewer m-pods than its usable devices could host (P_mem < P_gpu), the usable
-//      devices' free GPU × (P_gpu − P_mem) / P_gpu — GPU stranded by memory. (CPU stranding, counted the same
-//      way, cost 0.3–0.5 points on default and the GPU-sharing workloads once step 4 was in the score.)
+//      devices' free GPU × (P_gpu − P_mem) / P_gpu × w — GPU stranded by memory. w = clamp((ρ / 0.75)², ½, 1¼),
+//      ρ = the target's memory per GPU (Σ count·mean memory / Σ count·GPU) ÷ the cluster's memory per GPU:
+//      a workload that asks little memory per GPU rarely ends memory-bound, so the stranding estimated from
+//      mean memory counts less (openb lists: ρ ≈ 0.54–0.75, w ≈ ½–1). (CPU stranding, counted the same way,
+//      cost 0.3–0.5 points on default and the GPU-sharing workloads once step 4 was in the score.)
 //   3. For each candidate node and device choice (each fitting device for a GPU-sharing request; for whole
 //      devices, the fitting devices with the least free compute) Δ = Σ_m count_m (F'_n(m) before − after).
 //   4. score = ⌊100·sigmoid(Δ/Σcount/1000) + 2·(1 − free GPU left on the node / the largest node's GPU)⌋:
@@ -43,8 +46,11 @@ class DefaultPolicy final : public FragmentationPolicyBase {
 
   // Σ_m count_m F'_n(m) (step 2) for a node whose free CPU / devices are `node` and free memory `memory_mib`;
   // `shape_memory_mib[m]` is target shape m's memory (0 = unknown: memory not counted). Exposed for tests.
+  // `strand_percent` is step 2's weight w in percent.
   static int64_t ResourceFragment(const NodeFree& node, int64_t memory_mib, const TargetWorkload& target,
-                                  const std::vector<int64_t>& shape_memory_mib);
+                                  const std::vector<int64_t>& shape_memory_mib, int64_t strand_percent = 100);
+  // Step 2's weight w, in percent, for ρ = `memory_per_gpu_ratio`.
+  static int64_t MemoryStrandPercent(double memory_per_gpu_ratio);
 
  private:
   struct ShapeMemory {
@@ -68,6 +74,9 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   int64_t placed_ = 0;
   int64_t placed_at_refresh_ = -1;
   uint64_t memory_refreshes_ = 0;  // refreshes made in OnPlaced (each clears the score cache)
+  int64_t strand_percent_ = 100;   // step 2's w, recomputed with shape_memory_
+  int64_t cluster_gpu_milli_ = 0;  // the cluster's GPU and memory, as of the last OnPlaced
+  int64_t cluster_memory_mib_ = 0;
   // F' of the node last evaluated, reused for its other device choices.
   int last_node_ = -1;
   uint64_t last_generation_ = 0;

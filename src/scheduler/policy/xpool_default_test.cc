@@ -68,6 +68,24 @@ TEST(DefaultResourceFragment, CountsGpuThatMemoryCannotFeed) {
   EXPECT_EQ(DefaultPolicy::ResourceFragment(Free(3000, {1000, 1000}), 0, target, {}), 2000);
 }
 
+// Step 2's weight: GPU stranded by memory counts w = clamp((ρ / 0.75)², ½, 1¼) of itself, ρ the workload's memory
+// per GPU against the cluster's.
+TEST(DefaultResourceFragment, MemoryStrandingIsWeightedByTheWorkloadsMemoryPerGpu) {
+  EXPECT_EQ(DefaultPolicy::MemoryStrandPercent(0.75), 100);
+  EXPECT_NEAR(DefaultPolicy::MemoryStrandPercent(0.6), 64, 1);  // (0.8)², truncated
+  EXPECT_EQ(DefaultPolicy::MemoryStrandPercent(0.3), 50);    // at least ½
+  EXPECT_EQ(DefaultPolicy::MemoryStrandPercent(1.5), 125);   // at most 1¼
+  EXPECT_EQ(DefaultPolicy::MemoryStrandPercent(0.0), 50);
+  const TargetWorkload target = TargetWorkload::FromCounts({{Shape(4000, 1, 1000), 1}}, 100);
+  const NodeFree eight = Free(64000, std::vector<int64_t>(8, 1000));
+  // Memory for 2 of 8 pods of 50 GiB: 6000 stranded, counted at w.
+  EXPECT_EQ(DefaultPolicy::ResourceFragment(eight, 100 * 1024, target, {50 * 1024}, 100), 6000);
+  EXPECT_EQ(DefaultPolicy::ResourceFragment(eight, 100 * 1024, target, {50 * 1024}, 50), 3000);
+  EXPECT_EQ(DefaultPolicy::ResourceFragment(eight, 100 * 1024, target, {50 * 1024}, 125), 7500);
+  // Memory for none: all idle GPU, whatever w (as when the CPU does not fit).
+  EXPECT_EQ(DefaultPolicy::ResourceFragment(Free(64000, {1000, 1000}), 1024, target, {50 * 1024}, 50), 2000);
+}
+
 TEST(DefaultResourceFragment, MatchesFgdWhenNothingIsStranded) {
   const TargetWorkload target = TargetWorkload::FromCounts(
       {{Shape(1000, 1, 500), 3}, {Shape(1000, 2, 1000), 1}, {Shape(2000, 0, 0), 1}}, 100);

@@ -18,16 +18,19 @@ namespace xpool {
 namespace {
 
 // What the pass remembers about a request shape (see the header: answers stay true until the next
-// suspension, which bumps the epoch).
-struct ShapeMemo {
-  // What the shape is (filled by Setup): a job of that shape (its request and replicas stand for
-  // all of them), its demand, whether the unfit frontier may answer it.
-  int job = -1;
+// suspension, which bumps the epoch). Laid out so that what a waiting job reads on the common path
+// (demand, epochs and flags, the remembered reason's pointer and size) shares its first cache line:
+// the walk meets thousands of shapes in no particular order.
+struct alignas(64) ShapeMemo {
+  // What the shape is (filled by Setup): its demand, a job of that shape (its request and replicas
+  // stand for all of them), whether the unfit frontier may answer it.
   ResourceAmounts demand;
-  bool plain = false;
   int64_t wait_epoch = -1;  // placement answered kWait at this room epoch
-  std::string wait_reason;
+  int job = -1;
+  bool plain = false;
   bool never_fits = false;
+  std::string wait_reason;
+  internal::UnfitFrontier::Vec frontier_key{};  // when plain: the job's numbers (the walk reads no job)
   std::string never_reason;
 };
 struct PreemptMemo {
@@ -114,6 +117,7 @@ class Pass {
 // Validates, books running jobs in the ledger, and returns the waiting jobs.
 std::vector<DrfQueue::Waiting> Pass::Setup() {
   std::vector<DrfQueue::Waiting> waiting;
+  waiting.reserve(jobs_.size());  // nearly every job waits on a long queue: no regrowth copies
   std::vector<int> running;
   for (int n = 0; n < state_.node_count(); ++n) {
     for (const Device& d : state_.node(n).devices)
@@ -152,6 +156,7 @@ std::vector<DrfQueue::Waiting> Pass::Setup() {
         memo.job = j;
         memo.demand = DemandOf(job, largest_device_memory_);
         memo.plain = internal::UnfitFrontier::Eligible(job.request);
+        memo.frontier_key = internal::UnfitFrontier::ToVec(job.request, job.replicas);
       }
     }
   }
@@ -203,8 +208,7 @@ void Pass::Consider(int j, const JobInfo& info) {
   if (KnownUnfit(memo)) {
     reason = &memo.wait_reason;
   } else if (plain) {
-    const QueueJob& like = jobs_[memo.job];  // same request and replicas
-    reason = frontier_.Covering(like.request, like.replicas);
+    reason = frontier_.Covering(memo.frontier_key);  // the shape's request and replicas
   }
   if (reason == nullptr) {
     ++result_.stats.placer_calls;

@@ -18,6 +18,17 @@ constexpr Dimension kDimensions[] = {
     {"running jobs", "", &ResourceAmounts::running_jobs},
 };
 
+// True when used + demand exceeds limit in some dimension the demand uses (FirstBreach's test, without its text:
+// a pass asks this for every waiting job, and most stay within their limits).
+bool Breaches(const ResourceAmounts& used, const ResourceAmounts& demand, const ResourceAmounts& limit) {
+  for (const Dimension& d : kDimensions) {
+    const int64_t want = demand.*d.field;
+    const int64_t cap = limit.*d.field;
+    if (want != 0 && cap != kUnlimitedAmount && used.*d.field + want > cap) return true;
+  }
+  return false;
+}
+
 // The first dimension where used + demand exceeds limit, as a readable reason; "" when none.
 std::string FirstBreach(const std::string& tenant, const std::string& scope,
                         const ResourceAmounts& used, const ResourceAmounts& demand,
@@ -92,15 +103,13 @@ void TenantLedger::Remove(int index, int priority, const ResourceAmounts& amount
 std::string TenantLedger::LimitReason(int index, int priority,
                                       const ResourceAmounts& demand) const {
   const Tenant& t = *tenants_[index];
-  std::string reason = FirstBreach(t.name, "", usage_[index], demand, t.limit);
-  if (!reason.empty()) return reason;
+  if (Breaches(usage_[index], demand, t.limit)) return FirstBreach(t.name, "", usage_[index], demand, t.limit);
   for (size_t b = 0; b < t.priority_limits.size(); ++b) {
     const PriorityLimit& band = t.priority_limits[b];
-    if (!InBand(band, priority)) continue;
+    if (!InBand(band, priority) || !Breaches(band_usage_[index][b], demand, band.limit)) continue;
     const std::string scope = " for priority " + std::to_string(band.min_priority) + ".." +
                               std::to_string(band.max_priority);
-    reason = FirstBreach(t.name, scope, band_usage_[index][b], demand, band.limit);
-    if (!reason.empty()) return reason;
+    return FirstBreach(t.name, scope, band_usage_[index][b], demand, band.limit);
   }
   return "";
 }

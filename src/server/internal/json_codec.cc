@@ -31,6 +31,15 @@ Result<bool> GetBool(const Json& j, const std::string& path) {
   return j.get<bool>();
 }
 
+// A string read by `parse` (ParseVendor, ParseDeviceMode, ...); its error is prefixed with the path.
+template <typename T>
+Result<T> GetParsed(const Json& j, const std::string& path, Result<T> (*parse)(std::string_view)) {
+  ASSIGN_OR_RETURN(std::string text, GetString(j, path));
+  Result<T> v = parse(text);
+  if (!v.ok()) return InvalidArgumentError(path + ": " + v.status().message());
+  return v;
+}
+
 // "8Gi", "512Mi" or an integer of MiB.
 Result<int64_t> GetMemory(const Json& j, const std::string& path) {
   if (j.is_number_integer()) return GetInt(j, path, 0, int64_t{1} << 40);
@@ -64,10 +73,7 @@ Result<Device> DeviceFromJson(const Json& j, const std::string& path) {
     ASSIGN_OR_RETURN(d.uuid, GetString(j["uuid"], path + ".uuid"));
   }
   if (j.contains("vendor")) {
-    ASSIGN_OR_RETURN(std::string v, GetString(j["vendor"], path + ".vendor"));
-    auto vendor = ParseVendor(v);
-    if (!vendor.ok()) return InvalidArgumentError(path + ".vendor: " + vendor.status().message());
-    d.vendor = *vendor;
+    ASSIGN_OR_RETURN(d.vendor, GetParsed(j["vendor"], path + ".vendor", &ParseVendor));
   }
   d.max_sharers = ProfileFor(d.vendor).default_max_sharers;
   if (j.contains("cores")) {
@@ -82,10 +88,7 @@ Result<Device> DeviceFromJson(const Json& j, const std::string& path) {
     d.max_sharers = static_cast<int>(s);
   }
   if (j.contains("mode")) {
-    ASSIGN_OR_RETURN(std::string m, GetString(j["mode"], path + ".mode"));
-    auto mode = ParseDeviceMode(m);
-    if (!mode.ok()) return InvalidArgumentError(path + ".mode: " + mode.status().message());
-    d.mode = *mode;
+    ASSIGN_OR_RETURN(d.mode, GetParsed(j["mode"], path + ".mode", &ParseDeviceMode));
   }
   return d;
 }
@@ -363,77 +366,95 @@ void AppendInt(std::string* out, int64_t v) {
   out->append(buf, end);
 }
 
+// Writes one JSON object's members, in the order given, as nlohmann's dump(-1) does: `{` before the first
+// member, `,` between them, `"key":` before each value. Keys are plain ASCII. Owned by the caller, one per object.
+class ObjectWriter {
+ public:
+  explicit ObjectWriter(std::string* out) : out_(out) {}
+  // Starts a member; the caller appends its value.
+  void Key(std::string_view key) {
+    out_->push_back(first_ ? '{' : ',');
+    first_ = false;
+    out_->push_back('"');
+    out_->append(key);
+    out_->append("\":");
+  }
+  void Int(std::string_view key, int64_t v) {
+    Key(key);
+    AppendInt(out_, v);
+  }
+  void String(std::string_view key, std::string_view v) {
+    Key(key);
+    AppendString(out_, v);
+  }
+  void End() { out_->append(first_ ? "{}" : "}"); }
+
+ private:
+  std::string* out_;
+  bool first_ = true;
+};
+
+void AppendPlacementJson(std::string* out, const AllocationRecord& a) {
+  ObjectWriter w(out);
+  w.Int("cpu_milli", a.cpu_milli);
+  w.Key("devices");
+  out->push_back('[');
+  for (size_t k = 0; k < a.devices.size(); ++k) {
+    const DeviceGrantRecord& d = a.devices[k];
+    if (k > 0) out->push_back(',');
+    ObjectWriter dw(out);
+    dw.Int("compute_milli", d.compute_milli);
+    dw.Int("memory_mib", d.memory_mib);
+    dw.String("uuid", d.device_uuid);
+    dw.End();
+  }
+  out->push_back(']');
+  w.Int("memory_mib", a.memory_mib);
+  w.String("node", a.node);
+  w.Int("replica", a.replica);
+  w.End();
+}
+
 }  // namespace
 
 void AppendJobJson(std::string* out, const JobRecord& job, const std::string& tenant_name, const std::string& reason,
                    const std::vector<AllocationRecord>* placement, std::string_view spec_text) {
   // nlohmann's objects keep their keys sorted: the same order here.
-  out->append("{\"id\":");
-  AppendInt(out, job.id.value());
-  out->append(",\"name\":");
-  AppendString(out, job.spec.name);
-  out->append(",\"placement\":[");
+  ObjectWriter w(out);
+  w.Int("id", job.id.value());
+  w.String("name", job.spec.name);
+  w.Key("placement");
+  out->push_back('[');
   if (placement != nullptr) {
     for (size_t i = 0; i < placement->size(); ++i) {
-      const AllocationRecord& a = (*placement)[i];
-      out->append(i == 0 ? "{\"cpu_milli\":" : ",{\"cpu_milli\":");
-      AppendInt(out, a.cpu_milli);
-      out->append(",\"devices\":[");
-      for (size_t k = 0; k < a.devices.size(); ++k) {
-        const DeviceGrantRecord& d = a.devices[k];
-        out->append(k == 0 ? "{\"compute_milli\":" : ",{\"compute_milli\":");
-        AppendInt(out, d.compute_milli);
-        out->append(",\"memory_mib\":");
-        AppendInt(out, d.memory_mib);
-        out->append(",\"uuid\":");
-        AppendString(out, d.device_uuid);
-        out->push_back('}');
-      }
-      out->append("],\"memory_mib\":");
-      AppendInt(out, a.memory_mib);
-      out->append(",\"node\":");
-      AppendString(out, a.node);
-      out->append(",\"replica\":");
-      AppendInt(out, a.replica);
-      out->push_back('}');
+      if (i > 0) out->push_back(',');
+      AppendPlacementJson(out, (*placement)[i]);
     }
   }
-  out->append("],\"priority\":");
-  AppendInt(out, job.priority);
-  out->append(",\"reason\":");
-  AppendString(out, reason);
-  out->append(",\"replicas\":");
-  AppendInt(out, job.spec.replicas);
+  out->push_back(']');
+  w.Int("priority", job.priority);
+  w.String("reason", reason);
+  w.Int("replicas", job.spec.replicas);
   const ResourceSpec& r = job.spec.resources;
-  out->append(",\"resources\":{\"cpu_milli\":");
-  AppendInt(out, r.cpu_milli);
-  out->append(",\"gpu\":");
-  AppendInt(out, r.gpu);
-  out->append(",\"gpucores\":");
-  AppendInt(out, r.gpucores);
-  out->append(",\"gpumem_mib\":");
-  AppendInt(out, r.gpumem_mib);
-  out->append(",\"gpumem_percent\":");
-  AppendInt(out, r.gpumem_percentage);
-  out->append(",\"memory_mib\":");
-  AppendInt(out, r.memory_mib);
-  out->append("},\"restart_count\":");
-  AppendInt(out, job.restart_count);
-  out->append(",\"spec\":");
+  w.Key("resources");
+  ObjectWriter rw(out);
+  rw.Int("cpu_milli", r.cpu_milli);
+  rw.Int("gpu", r.gpu);
+  rw.Int("gpucores", r.gpucores);
+  rw.Int("gpumem_mib", r.gpumem_mib);
+  rw.Int("gpumem_percent", r.gpumem_percentage);
+  rw.Int("memory_mib", r.memory_mib);
+  rw.End();
+  w.Int("restart_count", job.restart_count);
+  w.Key("spec");
   out->append(spec_text);
-  out->append(",\"state\":");
-  AppendString(out, JobStateName(job.state));
-  out->append(",\"state_reason\":");
-  AppendString(out, job.state_reason);
-  out->append(",\"submitted_at\":");
-  AppendString(out, FormatTime(job.submitted_us));
-  out->append(",\"submitted_at_us\":");
-  AppendInt(out, job.submitted_us);
-  out->append(",\"tenant\":");
-  AppendString(out, tenant_name);
-  out->append(",\"updated_at\":");
-  AppendString(out, FormatTime(job.updated_us));
-  out->push_back('}');
+  w.String("state", JobStateName(job.state));
+  w.String("state_reason", job.state_reason);
+  w.String("submitted_at", FormatTime(job.submitted_us));
+  w.Int("submitted_at_us", job.submitted_us);
+  w.String("tenant", tenant_name);
+  w.String("updated_at", FormatTime(job.updated_us));
+  w.End();
 }
 
 Json EventToJson(const EventRecord& e) {

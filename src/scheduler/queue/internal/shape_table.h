@@ -37,21 +37,36 @@ class ShapeTable {
                       replicas};
     if (2 * (flat_keys_.size() + 1) > slots_.size()) Grow();
     const size_t mask = slots_.size() - 1;
-    for (size_t i = HashFlat(key) & mask;; i = (i + 1) & mask) {
-      const int32_t k = slots_[i];
-      if (k < 0) {
-        slots_[i] = static_cast<int32_t>(flat_keys_.size());
+    const size_t h = HashFlat(key);
+    const uint64_t tag = static_cast<uint64_t>(h >> 32) << 32;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      const uint64_t slot = slots_[i];
+      if (slot == kEmpty) {
+        slots_[i] = tag | flat_keys_.size();
         flat_keys_.push_back(key);
         flat_ids_.push_back(size_);
         return size_++;
       }
-      if (flat_keys_[k] == key) return flat_ids_[k];
+      // The hash's high half first: a pass looks up every waiting job, and a key compare is a
+      // cache miss into thousands of keys.
+      if ((slot & kTagMask) != tag) continue;
+      const uint32_t k = static_cast<uint32_t>(slot);
+      if (SameFlat(flat_keys_[k], key)) return flat_ids_[k];
     }
   }
   int size() const { return size_; }
 
  private:
   using Flat = std::array<int64_t, 9>;
+  // A slot: the key's hash's high 32 bits, then its index into flat_keys_; kEmpty when free.
+  static constexpr uint64_t kEmpty = ~uint64_t{0};
+  static constexpr uint64_t kTagMask = ~uint64_t{0} << 32;
+  static bool SameFlat(const Flat& a, const Flat& b) {
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i] != b[i]) return false;
+    }
+    return true;
+  }
   static size_t HashFlat(const Flat& k) {
     uint64_t h = 0x9e3779b97f4a7c15ULL;
     for (int64_t v : k) {
@@ -62,12 +77,13 @@ class ShapeTable {
     return static_cast<size_t>(h);
   }
   void Grow() {
-    std::vector<int32_t> slots(slots_.empty() ? 64 : 2 * slots_.size(), -1);
+    std::vector<uint64_t> slots(slots_.empty() ? 64 : 2 * slots_.size(), kEmpty);
     const size_t mask = slots.size() - 1;
     for (size_t k = 0; k < flat_keys_.size(); ++k) {
-      size_t i = HashFlat(flat_keys_[k]) & mask;
-      while (slots[i] >= 0) i = (i + 1) & mask;
-      slots[i] = static_cast<int32_t>(k);
+      const size_t h = HashFlat(flat_keys_[k]);
+      size_t i = h & mask;
+      while (slots[i] != kEmpty) i = (i + 1) & mask;
+      slots[i] = (static_cast<uint64_t>(h >> 32) << 32) | k;
     }
     slots_ = std::move(slots);
   }
@@ -115,7 +131,7 @@ class ShapeTable {
     }
   };
   int size_ = 0;
-  std::vector<int32_t> slots_;  // index into flat_keys_, -1 empty; at most half full
+  std::vector<uint64_t> slots_;  // tag | index into flat_keys_ (see kEmpty); at most half full
   std::vector<Flat> flat_keys_;
   std::vector<int> flat_ids_;  // parallel to flat_keys_
   std::unordered_map<Key, int, Hash, Equal> ids_;  // requests with selectors

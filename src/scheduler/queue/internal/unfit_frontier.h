@@ -23,9 +23,17 @@ class UnfitFrontier {
            r.uuid_include.empty() && r.uuid_exclude.empty() && !r.numa_bind &&
            r.device_memory_percent == 0;
   }
+  // A request's numbers as the frontier compares them (callers may keep it instead of the request).
+  using Vec = std::array<int64_t, 6>;
+  static Vec ToVec(const TaskRequest& r, int replicas) {
+    return {r.cpu_milli,         r.memory_mib,           r.device_count,
+            r.device_memory_mib, r.device_compute_milli, replicas};
+  }
   // The reason recorded for a request this one is at least as large as; nullptr when none.
   const std::string* Covering(const TaskRequest& r, int replicas) const {
-    const Vec v = ToVec(r, replicas);
+    return Covering(ToVec(r, replicas));
+  }
+  const std::string* Covering(const Vec& v) const {
     for (const Entry& e : entries_) {
       if (AtLeast(v, e.v)) return &e.reason;
     }
@@ -42,15 +50,10 @@ class UnfitFrontier {
   void Clear() { entries_.clear(); }
 
  private:
-  using Vec = std::array<int64_t, 6>;
   struct Entry {
     Vec v;
     std::string reason;
   };
-  static Vec ToVec(const TaskRequest& r, int replicas) {
-    return {r.cpu_milli,         r.memory_mib,           r.device_count,
-            r.device_memory_mib, r.device_compute_milli, replicas};
-  }
   static bool AtLeast(const Vec& a, const Vec& b) {
     for (size_t i = 0; i < a.size(); ++i) {
       if (a[i] < b[i]) return false;

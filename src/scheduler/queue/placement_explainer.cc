@@ -1,0 +1,175 @@
+#include "scheduler/queue/placement_explainer.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+namespace xpool {
+namespace {
+
+// Appends the raw bytes of a trivially copyable value to a key.
+template <typename T>
+void Put(std::string* key, const T& v) {
+  key->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+
+// What FitDevice and the NUMA check read of a device's description (its uuid aside: requests naming uuids are
+// not grouped).
+bool SameDescription(const Device& a, const Device& b) {
+  return a.vendor == b.vendor && a.model == b.model && a.memory_mib == b.memory_mib &&
+         a.compute_milli == b.compute_milli && a.max_sharers == b.max_sharers && a.numa_node == b.numa_node &&
+         a.mode == b.mode && a.healthy == b.healthy && a.cordoned == b.cordoned;
+}
+
+void PutDescription(const Device& d, std::string* key) {
+  Put(key, static_cast<int>(d.vendor));
+  Put(key, d.model.size());
+  key->append(d.model);
+  Put(key, d.memory_mib);
+  Put(key, d.compute_milli);
+  Put(key, d.max_sharers);
+  Put(key, d.numa_node);
+  Put(key, static_cast<int>(d.mode));
+  Put(key, static_cast<uint8_t>(d.healthy));
+  Put(key, static_cast<uint8_t>(d.cordoned));
+}
+
+using UsageKey = std::array<int64_t, 4>;
+UsageKey UsageOf(const DeviceUsage& u) { return {u.memory_mib, u.compute_milli, u.sharers, u.exclusive ? 1 : 0}; }
+
+// Bounds the device-key table of a long-lived loop that sees ever new usage combinations.
+constexpr size_t kMaxGroupsPerNode = 4;
+constexpr size_t kMaxGroupsFloor = 1 << 14;
+// Device requests whose verdicts are kept; beyond that they are dropped and learnt again.
+constexpr size_t kMaxDeviceRequests = 128;
+
+}  // namespace
+
+// A node's device key: the device count, then per device its description and usage. When every device has
+// the same description (no link table matters here: FitNode reads none), the usages are sorted — permuting
+// alike devices changes neither the verdict's reason nor the model its detail names.
+int PlacementExplainer::GroupOf(int node) {
+  ++stats_.key_builds;
+  const Node& n = state_.node(node);
+  const NodeUsage& u = state_.usage(node);
+  key_.clear();
+  Put(&key_, n.devices.size());
+  bool alike = true;
+  for (size_t d = 1; d < n.devices.size() && alike; ++d) alike = SameDescription(n.devices[d], n.devices[0]);
+  Put(&key_, static_cast<uint8_t>(alike));  // the two layouts below never read as each other
+  if (alike && !n.devices.empty()) {
+    PutDescription(n.devices[0], &key_);
+    std::array<UsageKey, 16> small;
+    std::vector<UsageKey> large;
+    UsageKey* begin = small.data();
+    if (n.devices.size() > small.size()) {
+      large.resize(n.devices.size());
+      begin = large.data();
+    }
+    for (size_t d = 0; d < n.devices.size(); ++d) begin[d] = UsageOf(u.devices[d]);
+    std::sort(begin, begin + n.devices.size());
+    for (size_t d = 0; d < n.devices.size(); ++d) Put(&key_, begin[d]);
+  } else {
+    for (size_t d = 0; d < n.devices.size(); ++d) {
+      PutDescription(n.devices[d], &key_);
+      Put(&key_, UsageOf(u.devices[d]));
+    }
+  }
+  auto [it, inserted] = groups_.try_emplace(key_, static_cast<int>(groups_.size()));
+  return it->second;
+}
+
+std::vector<NodeVerdict>& PlacementExplainer::VerdictsFor(const TaskRequest& r) {
+  request_key_.clear();
+  Put(&request_key_, r.device_count);
+  Put(&request_key_, r.device_memory_mib);
+  Put(&request_key_, r.device_memory_percent);
+  Put(&request_key_, r.device_compute_milli);
+  Put(&request_key_, r.vendor.has_value() ? static_cast<int>(*r.vendor) + 1 : 0);
+  Put(&request_key_, static_cast<uint8_t>(r.numa_bind));
+  for (const auto* list : {&r.type_include, &r.type_exclude}) {
+    Put(&request_key_, list->size());
+    for (const std::string& t : *list) {
+      Put(&request_key_, t.size());
+      request_key_.append(t);
+    }
+  }
+  if (device_requests_.size() >= kMaxDeviceRequests && device_requests_.count(request_key_) == 0) {
+    device_requests_.clear();
+    verdicts_.clear();
+  }
+  auto [it, inserted] = device_requests_.try_emplace(request_key_, static_cast<int>(verdicts_.size()));
+  if (inserted) verdicts_.emplace_back();
+  return verdicts_[it->second];
+}
+
+void PlacementExplainer::RebuildAll() {
+  groups_.clear();
+  device_requests_.clear();
+  verdicts_.clear();
+  const int count = state_.node_count();
+  node_group_.assign(count, 0);
+  for (int n = 0; n < count; ++n) node_group_[n] = GroupOf(n);
+}
+
+void PlacementExplainer::Sync() {
+  const int count = state_.node_count();
+  const size_t max_groups = std::max(kMaxGroupsFloor, kMaxGroupsPerNode * static_cast<size_t>(count));
+  changed_.clear();
+  if (!synced_ || description_version_ != state_.description_version() ||
+      static_cast<int>(node_group_.size()) != count || groups_.size() > max_groups ||
+      !state_.NodesChangedSince(seq_, &changed_)) {
+    RebuildAll();
+  } else {
+    // Duplicates are harmless: a key is rebuilt to the same id.
+    std::sort(changed_.begin(), changed_.end());
+    changed_.erase(std::unique(changed_.begin(), changed_.end()), changed_.end());
+    for (int n : changed_) node_group_[n] = GroupOf(n);
+  }
+  synced_ = true;
+  seq_ = state_.change_seq();
+  description_version_ = state_.description_version();
+}
+
+ScheduleOutcome PlacementExplainer::Explain(const TaskRequest& request, PlacementPolicy& policy, Rng& rng) {
+  ++stats_.explains;
+  // Schedule() itself: an invalid request (answered at once), uuid selectors (the key leaves uuids out), and
+  // policies whose Score may draw from the rng or keep state (Schedule() would call it on fitting nodes).
+  if (!request.uuid_include.empty() || !request.uuid_exclude.empty() || !policy.cacheable() ||
+      !ValidateTaskRequest(request).ok()) {
+    ++stats_.full_scans;
+    return Schedule(state_, request, policy, rng);
+  }
+  Sync();
+  // FitNode on this request checks only the node's readiness, CPU and memory, in FitNode's order.
+  TaskRequest node_level;
+  node_level.cpu_milli = request.cpu_milli;
+  node_level.memory_mib = request.memory_mib;
+  std::vector<NodeVerdict>& known = VerdictsFor(request);
+  if (known.size() < groups_.size()) known.resize(groups_.size());  // kFits: not known yet
+  ReasonTally tally(request);
+  NodeVerdict verdict;
+  for (int n = 0; n < state_.node_count(); ++n) {
+    if (!FitNode(state_, n, node_level, /*ignore_usage=*/false, &candidate_, &verdict)) {
+      tally.Add(state_, n, verdict);
+      continue;
+    }
+    if (!request.wants_devices()) {  // fits: Schedule() decides (and scores)
+      ++stats_.full_scans;
+      return Schedule(state_, request, policy, rng);
+    }
+    NodeVerdict& group = known[node_group_[n]];
+    if (group.reason == FitReason::kFits) {
+      ++stats_.group_fits;
+      if (FitNode(state_, n, request, /*ignore_usage=*/false, &candidate_, &verdict)) {
+        ++stats_.full_scans;
+        return Schedule(state_, request, policy, rng);
+      }
+      group = verdict;
+    }
+    tally.Add(state_, n, group);
+  }
+  return NotPlacedOutcome(state_, request, tally);
+}
+
+}  // namespace xpool
