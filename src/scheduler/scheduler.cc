@@ -110,6 +110,7 @@ struct Scheduler::ShapeCache {
   bool memo_ok = false;               // the verdict may be shared between nodes of one state (no uuid lists)
   bool by_states = false;             // may scan live states (ScanStates) when used seldom
   uint64_t last_use = 0;              // by_states: change_seq() when the shape was last used
+  int often_streak = 0;               // by_states: consecutive uses with few nodes changed in between
   std::vector<SlotVerdict> by_slot;   // by_states: the verdict memo, per live-state slot (both scans use it)
   // By node (ScanNodes): per node, score or kNoFit, current up to change_seq() `seq` while tree_valid; per node
   // state id, score, kNoFit or kUnknown (memo_ok and not by_states).
@@ -431,6 +432,7 @@ constexpr size_t kMaxStates = 1 << 18;
 // use (a refresh updates the tree, likely cold in cache when many shapes are in use: several times the cost of
 // scanning a live state in order); beyond that it scans the live states.
 constexpr uint64_t kRefreshRatio = 8;
+constexpr int kOftenToBuild = 8;
 }  // namespace
 
 void Scheduler::SyncStates() {
@@ -523,9 +525,12 @@ int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
   bool by_states = false;
   if (cache.by_states) {
     const uint64_t changed = state_.change_seq() - cache.last_use;
-    by_states = changed * kRefreshRatio > static_cast<uint64_t>(state_.node_count());
+    const bool often = changed * kRefreshRatio <= static_cast<uint64_t>(state_.node_count());
     cache.last_use = state_.change_seq();
-    if (by_states) cache.tree_valid = false;
+    cache.often_streak = often ? cache.often_streak + 1 : 0;
+    if (!often) cache.tree_valid = false;
+    // A tree is rebuilt only for a shape used often several times in a row (a rebuild costs a few scans).
+    by_states = !often || (!cache.tree_valid && cache.often_streak < kOftenToBuild);
   }
   const int best_node = by_states ? ScanStates(cache, key, request, rng) : ScanNodes(cache, key, request, rng);
   if (best_node >= 0) {

@@ -43,7 +43,24 @@ void FragmentationPolicyBase::OnArrival(const TaskRequest& request) {
     meter_.Reset(&target_);
     ++target_rebuilds_;
     for (auto& per_shape : cache_) per_shape.clear();
+    before_.clear();
   }
+}
+
+int64_t FragmentationPolicyBase::WeightedBefore(int node) {
+  if (static_cast<size_t>(node) >= before_.size()) before_.resize(node + 1);
+  Before& b = before_[node];
+  const size_t devices = scratch_.gpu_milli.size();
+  bool same = b.valid && b.cpu_milli == scratch_.cpu_milli && b.gpu_milli == scratch_.gpu_milli;
+  for (size_t i = 0; same && i < devices; ++i) same = b.gpu_model[i] == scratch_.gpu_model[i];
+  if (same) return b.weighted;
+  b.valid = true;
+  b.cpu_milli = scratch_.cpu_milli;
+  b.gpu_milli = scratch_.gpu_milli;
+  b.gpu_model.resize(devices);
+  for (size_t i = 0; i < devices; ++i) b.gpu_model[i].assign(scratch_.gpu_model[i]);
+  b.weighted = meter_.Weighted(scratch_);
+  return b.weighted;
 }
 
 bool FragmentationPolicyBase::Score(const ClusterState& state, const TaskRequest& request,
@@ -66,7 +83,7 @@ bool FragmentationPolicyBase::Score(const ClusterState& state, const TaskRequest
     return true;
   }
   ReadNodeFree(state, node, &scratch_);
-  const int64_t before = meter_.Weighted(scratch_);
+  const int64_t before = uses_weighted_before() ? WeightedBefore(node) : 0;
   if (sharing) {
     int best = -1;
     int64_t best_score = 0;

@@ -11,6 +11,7 @@
 // Scores are cached per (node, request shape) and reused while the node's generation is unchanged.
 // Not thread-safe: one object per scheduling loop.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "scheduler/fragmentation.h"
@@ -41,12 +42,15 @@ class FragmentationPolicyBase : public PlacementPolicy {
   // Drops the per-(shape, node) score cache: for subclasses whose measure changed. Not from within Evaluate.
   void ClearScoreCache() {
     for (auto& per_shape : cache_) per_shape.clear();
+    before_.clear();
   }
 
   // Score of placing `request` on `devices` of `node`, whose free state is in scratch() and whose weighted
   // fragmentation before placement is `before`.
   virtual int64_t Evaluate(const ClusterState& state, const TaskRequest& request, int node,
                            const std::vector<int>& devices, int64_t before) = 0;
+  // False when Evaluate ignores its `before` argument (it is then passed as 0 and not measured).
+  virtual bool uses_weighted_before() const { return true; }
   // For a sharing request: whether device `d` should replace `best` when both score the same. Evaluate and
   // PreferOnTie must depend on a device only through its free compute and model: of several devices alike in
   // both, only the first is evaluated.
@@ -72,9 +76,22 @@ class FragmentationPolicyBase : public PlacementPolicy {
   int64_t next_rebuild_ = 1;
   uint64_t target_rebuilds_ = 0;
 
+  // A node's weighted fragmentation before placement depends only on its free CPU, free compute and models: kept
+  // per node with the free state it was measured on (compared in full, so a copied or changed cluster is safe),
+  // reused by every request shape scored on that state.
+  struct Before {
+    bool valid = false;
+    int64_t cpu_milli = 0;
+    std::vector<int64_t> gpu_milli;
+    std::vector<std::string> gpu_model;
+    int64_t weighted = 0;
+  };
+  int64_t WeightedBefore(int node);  // meter_.Weighted(scratch_), scratch_ being node's free state
+
   FragmentMeter meter_;                    // over target_
   ShapeIndex shapes_;                      // request shapes scored so far
   std::vector<std::vector<Entry>> cache_;  // [shape id][node]
+  std::vector<Before> before_;             // [node]
   NodeFree scratch_;
 };
 
