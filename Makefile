@@ -5,6 +5,9 @@
 #   make bench  release build + benchmarks
 #   make up     build, then start xpool on this machine
 JOBS ?= $(shell nproc)
+# Tests mostly wait (on processes they start, on servers, on timeouts): ctest runs twice as many as there are
+# cores (docs/PERFORMANCE.md, "Build time (CI)").
+TEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 CMAKE_GEN := -G Ninja
 XPOOL_TRACE_DIR ?= $(abspath ../shared/data/traces)
 export XPOOL_TRACE_DIR
@@ -26,7 +29,7 @@ build-asan: deps
 	cmake --build build-asan -j $(JOBS)
 
 test: build-asan
-	cd build-asan && ctest --output-on-failure -j $(JOBS)
+	cd build-asan && ctest --output-on-failure -j $(TEST_JOBS)
 
 bench: build
 	build/bin/xpool_bench --benchmark_counters_tabular=true

@@ -15,6 +15,65 @@ function(xpool_library)
   target_link_libraries(xpool_${ARG_NAME} PUBLIC ${ARG_DEPS})
 endfunction()
 
+# One precompiled header for every xpool_test target (XPOOL_TEST_PCH, ON by default): gtest and the standard
+# headers the tests include most, compiled once (target xpool_test_pch, the same flags as a test target) and
+# reused by each test target instead of being parsed again in each of ~80 test files (docs/PERFORMANCE.md,
+# "Build time (CI)"). A test file still includes what it uses: -DXPOOL_TEST_PCH=OFF must build too. Where a
+# target's flags ever stop matching, GCC says "-Winvalid-pch" (not an error here) and parses the headers itself.
+option(XPOOL_TEST_PCH "Share one precompiled gtest header between the test targets" ON)
+set(XPOOL_TEST_PCH_HEADERS <gtest/gtest.h> <string> <vector> <map> <set> <filesystem> <fstream> <sstream>
+    <thread> <chrono> <functional> <memory> <optional> <algorithm>
+    CACHE STRING "Headers of the shared test PCH")
+mark_as_advanced(XPOOL_TEST_PCH_HEADERS)
+
+# ccache caches PCH users only with this sloppiness (its manual, "Precompiled headers"); the PCH's content is
+# still part of the key.
+function(xpool_test_ccache_launcher target)
+  if(CCACHE_PROGRAM AND CMAKE_CXX_COMPILER_LAUNCHER STREQUAL CCACHE_PROGRAM)
+    set_target_properties(${target} PROPERTIES CXX_COMPILER_LAUNCHER
+      "${CMAKE_COMMAND};-E;env;CCACHE_SLOPPINESS=pch_defines,time_macros;${CCACHE_PROGRAM}")
+  endif()
+endfunction()
+
+function(xpool_test_use_pch target)
+  if(NOT XPOOL_TEST_PCH)
+    return()
+  endif()
+  if(NOT TARGET xpool_test_pch)
+    set(pch_src ${CMAKE_BINARY_DIR}/xpool_test_pch/xpool_test_pch.cc)
+    file(CONFIGURE OUTPUT ${pch_src} CONTENT "// The owner of the test targets' shared PCH (cmake/xpool.cmake).\n")
+    add_library(xpool_test_pch OBJECT ${pch_src})
+    # A test target is an executable (-fPIE with CMAKE_POSITION_INDEPENDENT_CODE), this an object library
+    # (-fPIC): GCC refuses a PCH made with the other one.
+    set_target_properties(xpool_test_pch PROPERTIES POSITION_INDEPENDENT_CODE OFF)
+    target_compile_options(xpool_test_pch PRIVATE ${CMAKE_CXX_COMPILE_OPTIONS_PIE})
+    target_include_directories(xpool_test_pch PRIVATE ${CMAKE_SOURCE_DIR}/src)
+    target_link_libraries(xpool_test_pch PRIVATE GTest::gtest GTest::gmock GTest::gtest_main Threads::Threads)
+    if(CMAKE_BUILD_TYPE STREQUAL "Asan" AND XPOOL_TEST_OPT)
+      target_compile_options(xpool_test_pch PRIVATE ${XPOOL_TEST_OPT})
+    endif()
+    target_precompile_headers(xpool_test_pch PRIVATE ${XPOOL_TEST_PCH_HEADERS})
+    xpool_test_ccache_launcher(xpool_test_pch)
+  endif()
+  target_precompile_headers(${target} REUSE_FROM xpool_test_pch)
+  target_compile_options(${target} PRIVATE -Wno-error=invalid-pch)
+  xpool_test_ccache_launcher(${target})
+endfunction()
+
+# ctest starts the tests of highest COST first. A clean clone has no cost data of its own (ctest writes it after a
+# run, in Testing/Temporary/CTestCostData.txt), so the long tests, declared last, would start last and end alone:
+# their seconds (Asan, all 27 entries at -j2 on the loaded 2-core machine) set the order of CI's first run.
+set(XPOOL_TEST_COSTS scheduler_test=61 e2e_agent_test=49 e2e_timeshare_test=39 job_spec_fuzz=34 server_crash_test=24
+    studio_browser_test=23 store_test=21 vgpu_preload_test=18 agent_test=11 e2e_up_test=10 server_test=9
+    studio_typecheck_test=9)
+function(xpool_test_cost test)
+  foreach(entry ${XPOOL_TEST_COSTS})
+    if(entry MATCHES "^${test}=([0-9]+)$")
+      set_tests_properties(${test} PROPERTIES COST ${CMAKE_MATCH_1})
+    endif()
+  endforeach()
+endfunction()
+
 function(xpool_test)
   cmake_parse_arguments(ARG "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
   add_executable(${ARG_NAME} ${ARG_SRCS})
@@ -27,6 +86,7 @@ function(xpool_test)
   if(CMAKE_BUILD_TYPE STREQUAL "Asan" AND XPOOL_TEST_OPT)
     target_compile_options(${ARG_NAME} PRIVATE ${XPOOL_TEST_OPT})
   endif()
+  xpool_test_use_pch(${ARG_NAME})
   add_test(NAME ${ARG_NAME} COMMAND ${ARG_NAME})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
@@ -36,6 +96,7 @@ function(xpool_test)
   if(ARG_LABELS)
     set_tests_properties(${ARG_NAME} PROPERTIES LABELS "${ARG_LABELS}")
   endif()
+  xpool_test_cost(${ARG_NAME})
 endfunction()
 
 function(xpool_bench)
