@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "scheduler/fit.h"
+#include "scheduler/internal/key_bytes.h"
 #include "scheduler/internal/score_cache.h"
 
 namespace xpool {
@@ -121,46 +122,31 @@ struct Scheduler::ShapeCache {
 
 namespace {
 
-// Appends raw bytes of a trivially copyable value to a key.
-template <typename T>
-void Put(std::string* key, const T& v) {
-  key->append(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-
-void PutString(std::string* key, const std::string& s) {
-  Put(key, s.size());
-  key->append(s);
-}
+using scheduler_internal::PutBytes;
+using scheduler_internal::PutDeviceDescription;
+using scheduler_internal::PutString;
 
 // A node's description as far as scoring goes: everything but its name and its devices' uuids.
 void DescriptionKey(const Node& n, std::string* key) {
   key->clear();
-  Put(key, n.cpu_milli);
-  Put(key, n.memory_mib);
-  Put(key, static_cast<uint8_t>(n.ready));
-  Put(key, static_cast<uint8_t>(n.cordoned));
-  Put(key, static_cast<uint8_t>(n.simulated));
-  Put(key, n.labels.size());
+  PutBytes(key, n.cpu_milli);
+  PutBytes(key, n.memory_mib);
+  PutBytes(key, static_cast<uint8_t>(n.ready));
+  PutBytes(key, static_cast<uint8_t>(n.cordoned));
+  PutBytes(key, static_cast<uint8_t>(n.simulated));
+  PutBytes(key, n.labels.size());
   for (const auto& [k, v] : n.labels) {
     PutString(key, k);
     PutString(key, v);
   }
-  Put(key, n.links.size());
+  PutBytes(key, n.links.size());
   for (int a = 0; a < n.links.size(); ++a) {
-    for (int b = 0; b < n.links.size(); ++b) Put(key, n.links.Score(a, b));
+    for (int b = 0; b < n.links.size(); ++b) PutBytes(key, n.links.Score(a, b));
   }
-  Put(key, n.devices.size());
+  PutBytes(key, n.devices.size());
   for (const Device& d : n.devices) {
-    Put(key, static_cast<int>(d.vendor));
-    PutString(key, d.model);
-    Put(key, d.index);
-    Put(key, d.memory_mib);
-    Put(key, d.compute_milli);
-    Put(key, d.max_sharers);
-    Put(key, d.numa_node);
-    Put(key, static_cast<int>(d.mode));
-    Put(key, static_cast<uint8_t>(d.healthy));
-    Put(key, static_cast<uint8_t>(d.cordoned));
+    PutDeviceDescription(d, key);
+    PutBytes(key, d.index);
   }
 }
 
@@ -455,17 +441,17 @@ void Scheduler::SyncStates() {
     }
     const NodeUsage& u = state_.usage(n);
     m.state_key.clear();
-    Put(&m.state_key, m.node_description[n]);
-    Put(&m.state_key, policy_.NodeTag(state_, n));
-    Put(&m.state_key, u.cpu_milli);
-    Put(&m.state_key, u.memory_mib);
+    PutBytes(&m.state_key, m.node_description[n]);
+    PutBytes(&m.state_key, policy_.NodeTag(state_, n));
+    PutBytes(&m.state_key, u.cpu_milli);
+    PutBytes(&m.state_key, u.memory_mib);
     m.device_keys.clear();
     for (const DeviceUsage& d : u.devices) {
       m.device_keys.push_back({d.memory_mib, d.compute_milli, d.sharers, d.exclusive ? 1 : 0});
     }
     // Alike devices: a cacheable policy's score does not depend on which of them holds what (see policy.h).
     if (m.node_uniform[n]) std::sort(m.device_keys.begin(), m.device_keys.end());
-    for (const auto& k : m.device_keys) Put(&m.state_key, k);
+    for (const auto& k : m.device_keys) PutBytes(&m.state_key, k);
     m.node_state[n] = m.states.Id(m.state_key);
     m.node_capacity[n] = CapacityOf(state_, n);
     m.live.Move(n, m.node_state[n], m.node_capacity[n]);

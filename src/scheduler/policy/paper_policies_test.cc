@@ -36,6 +36,15 @@ NodeCandidate All(const ClusterState& state, int node, const TaskRequest& r) {
   return c;
 }
 
+// A target workload of one shape: 1 CPU, one device at 500 milli.
+TargetWorkload HalfGpuTarget() {
+  PodShape s;
+  s.cpu_milli = 1000;
+  s.gpu_count = 1;
+  s.gpu_milli = 500;
+  return TargetWorkload::FromCounts({{s, 1}}, 100);
+}
+
 class PaperPoliciesTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -50,11 +59,7 @@ class PaperPoliciesTest : public ::testing::Test {
 
 TEST_F(PaperPoliciesTest, FgdPicksTheDeviceThatReducesFragmentation) {
   Use(&state_, 0, 0, 600);  // node a: GPUs free [400, 1000]
-  PodShape s;
-  s.cpu_milli = 1000;
-  s.gpu_count = 1;
-  s.gpu_milli = 500;
-  FgdPolicy fgd(TargetWorkload::FromCounts({{s, 1}}, 100));
+  FgdPolicy fgd(HalfGpuTarget());
   const TaskRequest r = Gpu(1000, 1, 400);
   // Before: the 500-shape fits on GPU 1, GPU 0 (400) is fragment: F = 400. On GPU 0 → [0, 1000]: F = 0,
   // Δ = 400, score ⌊100·sigmoid(0.4)⌋ = 59. On GPU 1 → [400, 600]: F = 400, Δ = 0, score 50.
@@ -73,11 +78,7 @@ TEST_F(PaperPoliciesTest, FgdPicksTheDeviceThatReducesFragmentation) {
 TEST_F(PaperPoliciesTest, FgdScoreCacheDoesNotFollowACopiedState) {
   // Two copies of one cluster, each changed once on node a: the same generation, different contents (as the
   // server's per-pass scratch copies). A score cached on one must not be read for the other.
-  PodShape s;
-  s.cpu_milli = 1000;
-  s.gpu_count = 1;
-  s.gpu_milli = 500;
-  FgdPolicy fgd(TargetWorkload::FromCounts({{s, 1}}, 100));
+  FgdPolicy fgd(HalfGpuTarget());
   const TaskRequest r = Gpu(1000, 1, 400);
   ClusterState first = state_;
   Use(&first, 0, 0, 600);  // [400, 1000]: Δ = 400 on GPU 0, score 59 (as above)
@@ -88,7 +89,7 @@ TEST_F(PaperPoliciesTest, FgdScoreCacheDoesNotFollowACopiedState) {
   EXPECT_EQ(score_, 59);
   ASSERT_TRUE(fgd.Score(second, r, All(second, 0, r), rng_, &score_, &devices_));
   EXPECT_EQ(score_, 50);
-  FgdPolicy fresh(TargetWorkload::FromCounts({{s, 1}}, 100));
+  FgdPolicy fresh(HalfGpuTarget());
   int64_t fresh_score = 0;
   std::vector<int> fresh_devices;
   ASSERT_TRUE(fresh.Score(second, r, All(second, 0, r), rng_, &fresh_score, &fresh_devices));

@@ -4,14 +4,13 @@
 #include <array>
 #include <utility>
 
+#include "scheduler/internal/key_bytes.h"
+
 namespace xpool {
 namespace {
 
-// Appends the raw bytes of a trivially copyable value to a key.
-template <typename T>
-void Put(std::string* key, const T& v) {
-  key->append(reinterpret_cast<const char*>(&v), sizeof(v));
-}
+using scheduler_internal::PutBytes;
+using scheduler_internal::PutDeviceDescription;
 
 // What FitDevice and the NUMA check read of a device's description (its uuid aside: requests naming uuids are
 // not grouped).
@@ -19,19 +18,6 @@ bool SameDescription(const Device& a, const Device& b) {
   return a.vendor == b.vendor && a.model == b.model && a.memory_mib == b.memory_mib &&
          a.compute_milli == b.compute_milli && a.max_sharers == b.max_sharers && a.numa_node == b.numa_node &&
          a.mode == b.mode && a.healthy == b.healthy && a.cordoned == b.cordoned;
-}
-
-void PutDescription(const Device& d, std::string* key) {
-  Put(key, static_cast<int>(d.vendor));
-  Put(key, d.model.size());
-  key->append(d.model);
-  Put(key, d.memory_mib);
-  Put(key, d.compute_milli);
-  Put(key, d.max_sharers);
-  Put(key, d.numa_node);
-  Put(key, static_cast<int>(d.mode));
-  Put(key, static_cast<uint8_t>(d.healthy));
-  Put(key, static_cast<uint8_t>(d.cordoned));
 }
 
 using UsageKey = std::array<int64_t, 4>;
@@ -53,12 +39,12 @@ int PlacementExplainer::GroupOf(int node) {
   const Node& n = state_.node(node);
   const NodeUsage& u = state_.usage(node);
   key_.clear();
-  Put(&key_, n.devices.size());
+  PutBytes(&key_, n.devices.size());
   bool alike = true;
   for (size_t d = 1; d < n.devices.size() && alike; ++d) alike = SameDescription(n.devices[d], n.devices[0]);
-  Put(&key_, static_cast<uint8_t>(alike));  // the two layouts below never read as each other
+  PutBytes(&key_, static_cast<uint8_t>(alike));  // the two layouts below never read as each other
   if (alike && !n.devices.empty()) {
-    PutDescription(n.devices[0], &key_);
+    PutDeviceDescription(n.devices[0], &key_);
     std::array<UsageKey, 16> small;
     std::vector<UsageKey> large;
     UsageKey* begin = small.data();
@@ -68,11 +54,11 @@ int PlacementExplainer::GroupOf(int node) {
     }
     for (size_t d = 0; d < n.devices.size(); ++d) begin[d] = UsageOf(u.devices[d]);
     std::sort(begin, begin + n.devices.size());
-    for (size_t d = 0; d < n.devices.size(); ++d) Put(&key_, begin[d]);
+    for (size_t d = 0; d < n.devices.size(); ++d) PutBytes(&key_, begin[d]);
   } else {
     for (size_t d = 0; d < n.devices.size(); ++d) {
-      PutDescription(n.devices[d], &key_);
-      Put(&key_, UsageOf(u.devices[d]));
+      PutDeviceDescription(n.devices[d], &key_);
+      PutBytes(&key_, UsageOf(u.devices[d]));
     }
   }
   auto [it, inserted] = groups_.try_emplace(key_, static_cast<int>(groups_.size()));
@@ -81,16 +67,16 @@ int PlacementExplainer::GroupOf(int node) {
 
 std::vector<NodeVerdict>& PlacementExplainer::VerdictsFor(const TaskRequest& r) {
   request_key_.clear();
-  Put(&request_key_, r.device_count);
-  Put(&request_key_, r.device_memory_mib);
-  Put(&request_key_, r.device_memory_percent);
-  Put(&request_key_, r.device_compute_milli);
-  Put(&request_key_, r.vendor.has_value() ? static_cast<int>(*r.vendor) + 1 : 0);
-  Put(&request_key_, static_cast<uint8_t>(r.numa_bind));
+  PutBytes(&request_key_, r.device_count);
+  PutBytes(&request_key_, r.device_memory_mib);
+  PutBytes(&request_key_, r.device_memory_percent);
+  PutBytes(&request_key_, r.device_compute_milli);
+  PutBytes(&request_key_, r.vendor.has_value() ? static_cast<int>(*r.vendor) + 1 : 0);
+  PutBytes(&request_key_, static_cast<uint8_t>(r.numa_bind));
   for (const auto* list : {&r.type_include, &r.type_exclude}) {
-    Put(&request_key_, list->size());
+    PutBytes(&request_key_, list->size());
     for (const std::string& t : *list) {
-      Put(&request_key_, t.size());
+      PutBytes(&request_key_, t.size());
       request_key_.append(t);
     }
   }
