@@ -77,7 +77,8 @@ bool FragmentationPolicyBase::Score(const ClusterState& state, const TaskRequest
   std::vector<Entry>& entries = cache_[shape];
   if (static_cast<int>(entries.size()) < state.node_count()) entries.resize(state.node_count());
   Entry& e = entries[node];
-  if (e.generation == state.generation(node)) {
+  if (e.generation == state.generation(node) &&
+      (!score_reads_request_memory() || e.memory_mib == request.memory_mib)) {
     *score = e.score;
     if (sharing) {
       chosen_devices->assign(1, e.device);
@@ -118,6 +119,7 @@ bool FragmentationPolicyBase::Score(const ClusterState& state, const TaskRequest
     e.score = Evaluate(state, request, node, *chosen_devices, before);
   }
   e.generation = state.generation(node);
+  e.memory_mib = request.memory_mib;
   *score = e.score;
   return true;
 }

@@ -51,6 +51,9 @@ class FragmentationPolicyBase : public PlacementPolicy {
                            const std::vector<int>& devices, int64_t before) = 0;
   // False when Evaluate ignores its `before` argument (it is then passed as 0 and not measured).
   virtual bool uses_weighted_before() const { return true; }
+  // Whether Evaluate reads the request's memory, which the request shape (the score cache's key) leaves out: then
+  // a cached score is reused only for a request of the same memory.
+  virtual bool score_reads_request_memory() const { return false; }
   // For a sharing request: whether device `d` should replace `best` when both score the same. Evaluate and
   // PreferOnTie must depend on a device only through its free compute and model: of several devices alike in
   // both, only the first is evaluated.
@@ -64,6 +67,7 @@ class FragmentationPolicyBase : public PlacementPolicy {
  private:
   struct Entry {
     uint64_t generation = ~uint64_t{0};
+    int64_t memory_mib = 0;  // the request's, when score_reads_request_memory()
     int64_t score = 0;
     int device = -1;  // the chosen device of a sharing request
   };

@@ -62,6 +62,7 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   int64_t Evaluate(const ClusterState& state, const TaskRequest& request, int node,
                    const std::vector<int>& devices, int64_t before) override;
   bool uses_weighted_before() const override { return false; }  // F' before is measured in Evaluate
+  bool score_reads_request_memory() const override { return true; }  // F'(after) uses the free memory left
   // Equal Δ: the tighter device (less free) keeps the larger holes whole.
   bool PreferOnTie(const ClusterState& state, int node, int d, int best) const override {
     return state.FreeDeviceCompute(node, d) < state.FreeDeviceCompute(node, best);

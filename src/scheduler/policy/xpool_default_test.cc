@@ -138,6 +138,34 @@ TEST(DefaultPolicyTest, MemoryHeavyPodGoesWhereMemoryIsPlentiful) {
   EXPECT_EQ(PlaceOn(state, &policy, Pod(4000, 1, 1000, 128 * 1024)), 1);
 }
 
+// The score reads the request's memory, which its cache key (the request shape) leaves out: a score cached for
+// one request must not be reused for a request of the same shape and other memory.
+TEST(DefaultPolicyTest, CachedScoreIsForTheRequestsOwnMemory) {
+  ClusterState state;
+  ASSERT_TRUE(state.AddNode(MakeNode("small").WithCpu(96000).WithMemory(256 * 1024).WithGpus(8, "G2", 16384)
+                                .Build())
+                  .ok());
+  const TaskRequest typical = Pod(4000, 1, 1000, 32 * 1024);
+  const TaskRequest heavy = Pod(4000, 1, 1000, 128 * 1024);
+  DefaultPolicy cached;
+  DefaultPolicy fresh;
+  for (DefaultPolicy* p : {&cached, &fresh}) {
+    Learn(p, typical, 8);
+    for (int i = 0; i < 4; ++i) p->OnPlaced(state, typical, Allocation{});
+  }
+  NodeCandidate all;
+  all.node = 0;
+  for (int d = 0; d < 8; ++d) all.fitting_devices.push_back(d);
+  Rng rng(1);
+  int64_t typical_score = 0, heavy_score = 0, fresh_heavy_score = 0;
+  std::vector<int> devices;
+  ASSERT_TRUE(cached.Score(state, typical, all, rng, &typical_score, &devices));
+  ASSERT_TRUE(cached.Score(state, heavy, all, rng, &heavy_score, &devices));
+  ASSERT_TRUE(fresh.Score(state, heavy, all, rng, &fresh_heavy_score, &devices));
+  EXPECT_EQ(heavy_score, fresh_heavy_score);
+  EXPECT_NE(heavy_score, typical_score);  // 128 GiB strands GPU that 32 GiB does not
+}
+
 TEST(DefaultPolicyTest, KeepsScarceModelForThePodsThatNeedIt) {
   ClusterState state;
   ASSERT_TRUE(state.AddNode(MakeNode("v100").WithCpu(96000).WithGpus(2, "V100M32", 32768).Build()).ok());
