@@ -561,11 +561,54 @@ int64_t SlotBound(const ClusterState& state, PlacementPolicy& policy, const Live
 }
 }  // namespace
 
+// The slots ScanStates deferred (no verdict memoised for the shape), after the others: each is scored and taken
+// as the loop there takes a slot, unless the policy's bounds (ScoreBound for the state, RequestScoreBound) say it
+// cannot change the pick — below the best verdict found, or equal to it with its nodes after the tie rule's pick.
+void Scheduler::ScoreFresh(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, int64_t* best_io,
+                           bool* memory_short) {
+  Impl& m = *impl_;
+  const LiveStates& live = m.live;
+  int64_t& best = *best_io;
+  const TieBreak tie_break = policy_.tie_break();
+  int tie_pick = -1;  // the node the tie rule picks among the tied slots so far (kFirst, kLast)
+  auto note_tie = [&](int s) {
+    if (tie_break == TieBreak::kFirst) {
+      tie_pick = tie_pick < 0 ? live.first_node(s) : std::min(tie_pick, live.first_node(s));
+    } else if (tie_break == TieBreak::kLast) {
+      tie_pick = std::max(tie_pick, live.last_node(s));
+    }
+  };
+  for (int s : m.tied) note_tie(s);
+  int64_t request_bound = kNoBound;
+  if (policy_.RequestScoreBound(key, &request_bound)) request_bound = std::max(request_bound, kLowestScore);
+  for (int s : m.fresh) {
+    if (best != kNoFit) {
+      const int64_t slot_bound = SlotBound(state_, policy_, live, &m.slot_bound, s);
+      const int64_t bound = slot_bound == kNoBound ? kNoBound : std::min(slot_bound, request_bound);
+      if (bound < best) continue;
+      if (bound == best && tie_break == TieBreak::kFirst && live.first_node(s) > tie_pick) continue;
+      if (bound == best && tie_break == TieBreak::kLast && live.last_node(s) < tie_pick) continue;
+    }
+    const int64_t v = SlotVerdict(cache, key, s);
+    if (v == kNoFit || v < best) continue;
+    if (live.slot(s).capacity.free_memory < request.memory_mib) {
+      *memory_short = true;
+      continue;
+    }
+    if (v > best) {
+      best = v;
+      m.tied.clear();
+      tie_pick = -1;
+    }
+    m.tied.push_back(s);
+    note_tie(s);
+  }
+}
+
 // Scans the live node states in slot order: a state's verdict for the shape is computed once per slot occupancy,
 // on one of its nodes; the best verdict among the slots with the request's memory wins, and the tie rule picks
 // among their nodes. Its cost grows with the live states (~1,000 on a churning openb), not with the nodes changed
-// since the shape was last used. Slots without a memoised verdict are scored after the others, and not at all when
-// the policy's ScoreBound for their state is below the best verdict found (they can neither win nor tie).
+// since the shape was last used. Slots without a memoised verdict are scored after the others (ScoreFresh).
 int Scheduler::ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng) {
   Impl& m = *impl_;
   LiveStates& live = m.live;
@@ -574,34 +617,28 @@ int Scheduler::ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskR
   bool memory_short = false;  // a slot at least as good as the best lacked the request's memory
   m.tied.clear();
   m.fresh.clear();
-  auto consider = [&](int s, int64_t v) {
-    if (v == kNoFit || v < best) return;
-    if (live.slot(s).capacity.free_memory < request.memory_mib) {
+  for (int s = 0; s < live.size(); ++s) {
+    const LiveStates::Slot& slot = live.slot(s);
+    if (slot.count == 0) continue;
+    ++stats_.nodes_visited;
+    if (!MayFit(slot.capacity, key)) continue;  // the capacity check first: it reads no per-shape memo
+    if (cache.by_slot[s].state != slot.state) {
+      m.fresh.push_back(s);  // no memoised verdict: scored after the others (ScoreFresh)
+      continue;
+    }
+    const int64_t v = SlotVerdict(cache, key, s);
+    if (v == kNoFit || v < best) continue;
+    if (slot.capacity.free_memory < request.memory_mib) {
       memory_short = true;
-      return;
+      continue;
     }
     if (v > best) {
       best = v;
       m.tied.clear();
     }
     m.tied.push_back(s);
-  };
-  for (int s = 0; s < live.size(); ++s) {
-    const LiveStates::Slot& slot = live.slot(s);
-    if (slot.count == 0) continue;
-    ++stats_.nodes_visited;
-    if (!MayFit(slot.capacity, key)) continue;  // the capacity check first: it reads no per-shape memo
-    const ShapeCache::SlotVerdict& memo = cache.by_slot[s];
-    if (memo.state != slot.state) {
-      m.fresh.push_back(s);
-      continue;
-    }
-    consider(s, memo.verdict);
   }
-  for (int s : m.fresh) {
-    if (best != kNoFit && SlotBound(state_, policy_, live, &m.slot_bound, s) < best) continue;
-    consider(s, SlotVerdict(cache, key, s));
-  }
+  if (!m.fresh.empty()) ScoreFresh(cache, key, request, &best, &memory_short);
   if (memory_short) ++stats_.memory_scans;
   if (best == kNoFit) return -1;
   int pick = -1;
