@@ -497,12 +497,10 @@ int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
   if (!cache.valid) {
     cache.memo_ok = key.uuid_include.empty() && key.uuid_exclude.empty();
     // Scanning states evaluates each state on one of its nodes, not necessarily the one ScanNodes would pick first;
-    // that gives the same placements only while the policy's scores are pure (cacheable() contract). Kept to
-    // policies whose score ignores the request's memory: `default` shares its own per-(shape, node) score cache
-    // between requests that differ in memory only, though its score reads the memory, so its placements depend
-    // on which node is scored first (see docs/PERFORMANCE.md "Placement").
+    // that gives the same placements only while the policy's scores are pure (cacheable() contract). Policies whose
+    // score reads the request's memory (default, topology) key the cache by the whole request, memory included.
     // Uniform scores (random) tie every fitting node: the per-node tree finds the k-th of them in O(log nodes).
-    cache.by_states = cache.memo_ok && policy_.ignores_request_memory() && !policy_.uniform_score();
+    cache.by_states = cache.memo_ok && !policy_.uniform_score();
     cache.valid = true;
   }
   // A shape that may scan states keeps its per-node tree while it is used often (few nodes changed since its last
