@@ -106,6 +106,14 @@ struct Scheduler::ShapeCache {
     uint32_t state = LiveStates::kNoState;
     int64_t verdict = kUnknown;
   };
+  // A verdict for the request memories [lo, hi] (PlacementPolicy::MemoryRange).
+  struct RangeVerdict {
+    uint32_t state = LiveStates::kNoState;
+    int64_t lo = 0;
+    int64_t hi = -1;
+    int64_t verdict = kUnknown;
+  };
+  static constexpr int kRangeWays = 4;  // verdicts kept per slot, most recent first
   uint64_t seq = 0;
   bool valid = false;
   bool memo_ok = false;               // the verdict may be shared between nodes of one state (no uuid lists)
@@ -113,6 +121,8 @@ struct Scheduler::ShapeCache {
   uint64_t last_use = 0;              // by_states: change_seq() when the shape was last used
   int often_streak = 0;               // by_states: consecutive uses with few nodes changed in between
   std::vector<SlotVerdict> by_slot;   // by_states: the verdict memo, per live-state slot (both scans use it)
+  bool ranges = false;                // keyed without memory, verdicts by memory range: by_range, not by_slot
+  std::vector<RangeVerdict> by_range;  // ranges: kRangeWays per live-state slot
   // By node (ScanNodes): per node, score or kNoFit, current up to change_seq() `seq` while tree_valid; per node
   // state id, score, kNoFit or kUnknown (memo_ok and not by_states).
   bool tree_valid = false;
@@ -484,7 +494,11 @@ int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
   SyncStates();
   // A policy that ignores the request's memory shares one cache between requests that differ only in memory: the
   // cache scores the request without memory (`key`), the free memory is checked against the request itself.
-  const bool drop_memory = policy_.ignores_request_memory() && request.memory_mib != 0;
+  // A policy that gives memory ranges (PlacementPolicy::MemoryRange) shares one too, scoring the request itself
+  // and reusing each verdict within its memory range (state scan only: the verdicts differ per memory).
+  const bool ranges = policy_.has_memory_ranges() && !policy_.ignores_request_memory() &&
+                      !policy_.uniform_score() && request.uuid_include.empty() && request.uuid_exclude.empty();
+  const bool drop_memory = (policy_.ignores_request_memory() || ranges) && request.memory_mib != 0;
   if (drop_memory) {
     m.memory_free = request;
     m.memory_free.memory_mib = 0;
@@ -501,13 +515,14 @@ int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
     // score reads the request's memory (default, topology) key the cache by the whole request, memory included.
     // Uniform scores (random) tie every fitting node: the per-node tree finds the k-th of them in O(log nodes).
     cache.by_states = cache.memo_ok && !policy_.uniform_score();
+    cache.ranges = ranges;
     cache.valid = true;
   }
   // A shape that may scan states keeps its per-node tree while it is used often (few nodes changed since its last
   // use: refreshing them costs less than scanning every live state); used seldom, it scans the states and drops
   // the tree, which is rebuilt when the shape is used often again.
-  bool by_states = false;
-  if (cache.by_states) {
+  bool by_states = cache.ranges;
+  if (cache.by_states && !cache.ranges) {
     const uint64_t changed = state_.change_seq() - cache.last_use;
     const bool often = changed * kRefreshRatio <= static_cast<uint64_t>(state_.node_count());
     cache.last_use = state_.change_seq();
@@ -554,7 +569,11 @@ int Scheduler::ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskR
     if (slot.count == 0) continue;
     ++stats_.nodes_visited;
     if (!MayFit(slot.capacity, key)) continue;  // the capacity check first: it reads no per-shape memo
-    const int64_t v = SlotVerdict(cache, key, s);
+    if (cache.ranges && slot.capacity.free_memory < request.memory_mib) {
+      memory_short = true;
+      continue;
+    }
+    const int64_t v = cache.ranges ? RangeVerdict(cache, request, s) : SlotVerdict(cache, key, s);
     if (v == kNoFit || v < best) continue;
     if (slot.capacity.free_memory < request.memory_mib) {
       memory_short = true;
@@ -601,6 +620,29 @@ int64_t Scheduler::SlotVerdict(ShapeCache& cache, const TaskRequest& key, int s)
     memo.verdict = Evaluate(key, m.live.any_node(s));
   }
   return memo.verdict;
+}
+
+// As SlotVerdict, for a shape keyed without memory whose policy gives memory ranges: the verdict for `request` (whose
+// memory the state in slot s has), from the slot's recent verdicts whose range holds the request's memory.
+int64_t Scheduler::RangeVerdict(ShapeCache& cache, const TaskRequest& request, int s) {
+  Impl& m = *impl_;
+  constexpr int kWays = ShapeCache::kRangeWays;
+  const uint32_t state = m.live.slot(s).state;
+  if (static_cast<int>(cache.by_range.size()) < kWays * m.live.size()) cache.by_range.resize(kWays * m.live.size());
+  ShapeCache::RangeVerdict* ways = &cache.by_range[static_cast<size_t>(kWays) * s];
+  for (int w = 0; w < kWays; ++w) {
+    if (ways[w].state == state && ways[w].lo <= request.memory_mib && request.memory_mib <= ways[w].hi) {
+      return ways[w].verdict;
+    }
+  }
+  const int node = m.live.any_node(s);
+  ShapeCache::RangeVerdict fresh;
+  fresh.state = state;
+  fresh.verdict = Evaluate(request, node);
+  policy_.MemoryRange(state_, node, request, &fresh.lo, &fresh.hi);
+  std::copy_backward(ways, ways + kWays - 1, ways + kWays);
+  ways[0] = fresh;
+  return fresh.verdict;
 }
 
 // Per-node verdicts in a score tree, refreshed for the nodes changed since the shape was last used (a node state's

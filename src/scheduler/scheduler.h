@@ -78,6 +78,7 @@ class Scheduler {
   int ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng);
   int ScanNodes(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng);
   int64_t SlotVerdict(ShapeCache& cache, const TaskRequest& key, int slot);  // memoised per live-state slot
+  int64_t RangeVerdict(ShapeCache& cache, const TaskRequest& request, int slot);  // per slot and memory range
   int64_t Evaluate(const TaskRequest& key, int node);     // FitNode + Score as one cached verdict
 
   const ClusterState& state_;
