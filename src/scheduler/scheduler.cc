@@ -64,17 +64,17 @@ using ShapeMap = std::unordered_map<TaskRequest, V, RequestHash, RequestEq>;
 // ---- Ordered-walk partitions ----
 
 // Idle = no task on the device (healthy, not cordoned); shareable = could take one more sharer.
-constexpr int kComputeBuckets = 11;  // nodes without an idle device, by best shareable free compute / 100
-constexpr int kIdleParts = 8;        // nodes with 1..8+ idle devices
-constexpr int kParts = kComputeBuckets + kIdleParts;
+using scheduler_internal::CapacityPart;
+using scheduler_internal::kComputeBuckets;
+using scheduler_internal::kIdleParts;
+using scheduler_internal::kParts;
 
 int PartitionOf(const Node& n, const Capacity& c) {
   if (!n.ready || n.cordoned) return -1;
-  if (c.idle > 0) return kComputeBuckets + std::min(c.idle, kIdleParts) - 1;
-  return static_cast<int>(std::min<int64_t>(c.best_share / 100, kComputeBuckets - 1));
+  return CapacityPart(c);
 }
 
-// The partitions that may hold a node able to take `r` (a node outside them cannot: see PartitionOf).
+// The partitions that may hold a node able to take `r` (a node outside them fails MayFit: see CapacityPart).
 void EligibleParts(const TaskRequest& r, std::vector<int>* parts) {
   parts->clear();
   if (!r.wants_devices()) {
@@ -553,37 +553,40 @@ int64_t Scheduler::Evaluate(const TaskRequest& key, int node) {
   return fits ? std::max(score, kLowestScore) : kNoFit;
 }
 
-// Scans the live node states in slot order: a state's verdict for the shape is computed once per slot occupancy,
-// on one of its nodes; the best verdict among the slots with the request's memory wins, and the tie rule picks
-// among their nodes. Its cost grows with the live states (~1,000 on a churning openb), not with the nodes changed
+// Scans the live node states of the capacity partitions the request may fit (in any order: the outcome depends
+// only on the set of slots): a state's verdict for the shape is computed once per slot occupancy, on one of its
+// nodes; the best verdict among the slots with the request's memory wins, and the tie rule picks among their
+// nodes. Its cost grows with those live states (up to ~1,000 on a churning openb), not with the nodes changed
 // since the shape was last used.
 int Scheduler::ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng) {
   Impl& m = *impl_;
   LiveStates& live = m.live;
-  if (static_cast<int>(cache.by_slot.size()) < live.size()) cache.by_slot.resize(live.size());
+  if (!cache.ranges && static_cast<int>(cache.by_slot.size()) < live.size()) cache.by_slot.resize(live.size());
   int64_t best = kNoFit;
   bool memory_short = false;  // a slot at least as good as the best lacked the request's memory
   m.tied.clear();
-  for (int s = 0; s < live.size(); ++s) {
-    const LiveStates::Slot& slot = live.slot(s);
-    if (slot.count == 0) continue;
-    ++stats_.nodes_visited;
-    if (!MayFit(slot.capacity, key)) continue;  // the capacity check first: it reads no per-shape memo
-    if (cache.ranges && slot.capacity.free_memory < request.memory_mib) {
-      memory_short = true;
-      continue;
+  EligibleParts(key, &m.eligible);
+  for (int p : m.eligible) {
+    for (int s : live.part(p)) {
+      const LiveStates::Slot& slot = live.slot(s);
+      ++stats_.nodes_visited;
+      if (!MayFit(slot.capacity, key)) continue;  // the capacity check first: it reads no per-shape memo
+      if (cache.ranges && slot.capacity.free_memory < request.memory_mib) {
+        memory_short = true;
+        continue;
+      }
+      const int64_t v = cache.ranges ? RangeVerdict(cache, request, s) : SlotVerdict(cache, key, s);
+      if (v == kNoFit || v < best) continue;
+      if (slot.capacity.free_memory < request.memory_mib) {
+        memory_short = true;
+        continue;
+      }
+      if (v > best) {
+        best = v;
+        m.tied.clear();
+      }
+      m.tied.push_back(s);
     }
-    const int64_t v = cache.ranges ? RangeVerdict(cache, request, s) : SlotVerdict(cache, key, s);
-    if (v == kNoFit || v < best) continue;
-    if (slot.capacity.free_memory < request.memory_mib) {
-      memory_short = true;
-      continue;
-    }
-    if (v > best) {
-      best = v;
-      m.tied.clear();
-    }
-    m.tied.push_back(s);
   }
   if (memory_short) ++stats_.memory_scans;
   if (best == kNoFit) return -1;
