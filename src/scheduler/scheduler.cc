@@ -113,7 +113,7 @@ struct Scheduler::ShapeCache {
     int64_t hi = -1;
     int64_t verdict = kUnknown;
   };
-  static constexpr int kRangeWays = 4;  // verdicts kept per slot, most recent first
+  static constexpr int kRangeWays = 2;  // verdicts kept per slot, most recent first
   uint64_t seq = 0;
   bool valid = false;
   bool memo_ok = false;               // the verdict may be shared between nodes of one state (no uuid lists)

@@ -145,18 +145,28 @@ void DefaultPolicy::MemoryRange(const ClusterState& state, int node, const TaskR
   // x enters step 2 only as P_res(m) = min(P_gpu(m), ⌊x / mem_m⌋) for the shapes with a known memory. P_gpu after
   // any placement is at most P_gpu on the free devices now (placing only takes compute away, and counting every
   // model only adds), `cap`: ⌊x / mem_m⌋ ≥ cap keeps P_res = P_gpu, else ⌊x / mem_m⌋ itself must stay.
-  NodeFree& free = scratch();
-  ReadNodeFree(state, node, &free);
   int64_t x_lo = 0;
   int64_t x_hi = std::numeric_limits<int64_t>::max();
   const std::vector<WeightedShape>& shapes = target().shapes();
+  std::vector<int64_t>& gpu = range_gpu_;  // the node's free compute per usable device (as ReadNodeFree)
+  gpu.clear();
   for (size_t m = 0; m < shapes.size() && m < shape_memory_.size(); ++m) {
     const PodShape& shape = shapes[m].shape;
     const int64_t mem = shape_memory_[m];
     if (mem <= 0 || shape.gpu_count <= 0 || shape.gpu_milli <= 0) continue;
+    if (gpu.empty()) {
+      const Node& n = state.node(node);
+      for (size_t d = 0; d < n.devices.size(); ++d) {
+        const Device& dev = n.devices[d];
+        if (dev.healthy && !dev.cordoned && !state.usage(node).devices[d].exclusive) {
+          gpu.push_back(state.FreeDeviceCompute(node, static_cast<int>(d)));
+        }
+      }
+      if (gpu.empty()) break;  // no device: P_gpu = 0 for every shape, memory does not count
+    }
     int64_t cap = 0;
     int usable = 0;
-    for (int64_t g : free.gpu_milli) {
+    for (int64_t g : gpu) {
       if (g < shape.gpu_milli) continue;
       ++usable;
       cap += g / shape.gpu_milli;

@@ -89,6 +89,7 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   uint64_t last_identity_ = 0;  // ClusterState::identity() of last_node_'s state
   uint64_t last_generation_ = 0;
   int64_t last_before_ = 0;
+  std::vector<int64_t> range_gpu_;  // MemoryRange's scratch
 };
 
 }  // namespace xpool
