@@ -122,7 +122,8 @@ struct Scheduler::ShapeCache {
   int often_streak = 0;               // by_states: consecutive uses with few nodes changed in between
   std::vector<SlotVerdict> by_slot;   // by_states: the verdict memo, per live-state slot (both scans use it)
   bool ranges = false;                // keyed without memory, verdicts by memory range: by_range, not by_slot
-  std::vector<RangeVerdict> by_range;  // ranges: kRangeWays per live-state slot
+  std::vector<int32_t> range_at;       // ranges: per live-state slot, where its verdicts start in by_range, or -1
+  std::vector<RangeVerdict> by_range;  // ranges: kRangeWays per slot that had a verdict (a shape meets few)
   // By node (ScanNodes): per node, score or kNoFit, current up to change_seq() `seq` while tree_valid; per node
   // state id, score, kNoFit or kUnknown (memo_ok and not by_states).
   bool tree_valid = false;
@@ -631,8 +632,13 @@ int64_t Scheduler::RangeVerdict(ShapeCache& cache, const TaskRequest& request, i
   Impl& m = *impl_;
   constexpr int kWays = ShapeCache::kRangeWays;
   const uint32_t state = m.live.slot(s).state;
-  if (static_cast<int>(cache.by_range.size()) < kWays * m.live.size()) cache.by_range.resize(kWays * m.live.size());
-  ShapeCache::RangeVerdict* ways = &cache.by_range[static_cast<size_t>(kWays) * s];
+  if (static_cast<int>(cache.range_at.size()) < m.live.size()) cache.range_at.resize(m.live.size(), -1);
+  int32_t& at = cache.range_at[s];
+  if (at < 0) {
+    at = static_cast<int32_t>(cache.by_range.size());
+    cache.by_range.resize(cache.by_range.size() + kWays);
+  }
+  ShapeCache::RangeVerdict* ways = &cache.by_range[at];
   for (int w = 0; w < kWays; ++w) {
     if (ways[w].state == state && ways[w].lo <= request.memory_mib && request.memory_mib <= ways[w].hi) {
       return ways[w].verdict;
