@@ -61,6 +61,18 @@ class PlacementPolicy {
   // memory itself (fewer request shapes to keep current). Default false.
   virtual bool ignores_request_memory() const { return false; }
 
+  // For cacheable policies whose Score reads request.memory_mib: true when MemoryRange is implemented. A Scheduler
+  // then keeps one score cache for requests that differ only in memory, reusing a node state's verdict for the
+  // memories in its range. Default false (one cache per request memory).
+  virtual bool has_memory_ranges() const { return false; }
+  // With has_memory_ranges(): [*lo, *hi], holding request.memory_mib, such that on `node` in this state (and this
+  // ScoreEpoch) Score gives every request equal to `request` but for a memory in [*lo, *hi] that the node's free
+  // memory fits the same result as `request`: the score, or the veto (the chosen devices may differ, each choice valid).
+  virtual void MemoryRange(const ClusterState& /*state*/, int /*node*/, const TaskRequest& request, int64_t* lo,
+                           int64_t* hi) {
+    *lo = *hi = request.memory_mib;
+  }
+
   // For cacheable policies: true when Score gives every fitting node the score 0 and never vetoes one (random:
   // the tie-break does the choosing). A Scheduler may then rank a node by whether it fits alone, from a summary
   // of its free capacity, without FitNode or Score. Default false.
