@@ -189,18 +189,29 @@ bool UniformDevices(const Node& n) {
   return true;
 }
 
-// Interns keys into dense ids 0, 1, ….
+// Interns keys into dense ids 0, 1, … in first-seen order. A key no longer in use may be forgotten: its id is
+// never given again until Clear (caches keyed by id stay valid), and the table stays the size of the keys in use.
 class Interner {
  public:
   uint32_t Id(const std::string& key) {
-    auto [it, added] = ids_.try_emplace(key, static_cast<uint32_t>(ids_.size()));
+    auto [it, added] = ids_.try_emplace(key, static_cast<uint32_t>(keys_.size()));
+    if (added) keys_.push_back(&it->first);
     return it->second;
   }
-  void Clear() { ids_.clear(); }
-  size_t size() const { return ids_.size(); }
+  void Forget(uint32_t id) {
+    if (id >= keys_.size() || keys_[id] == nullptr) return;
+    ids_.erase(ids_.find(*keys_[id]));
+    keys_[id] = nullptr;
+  }
+  void Clear() {
+    ids_.clear();
+    keys_.clear();
+  }
+  size_t size() const { return keys_.size(); }  // ids given since Clear
 
  private:
   std::unordered_map<std::string, uint32_t> ids_;
+  std::vector<const std::string*> keys_;  // per id: its key in ids_, nullptr once forgotten
 };
 
 }  // namespace
@@ -445,6 +456,7 @@ void Scheduler::SyncStates() {
       !m.states_synced || m.states_description_version != state_.description_version() ||
       static_cast<int>(m.node_state.size()) != count || m.states.size() > kMaxStates + 4 * static_cast<size_t>(count);
   auto update = [&](int n, bool known) {
+    const uint32_t old_state = known ? m.node_state[n] : LiveStates::kNoState;
     // Conditions (ready, cordoned, device health) change without a new description_version: key the description
     // again when they did (or the node is new to the tables).
     const uint64_t conditions = Conditions(state_.node(n));
@@ -470,6 +482,10 @@ void Scheduler::SyncStates() {
     m.node_state[n] = m.states.Id(m.state_key);
     m.node_capacity[n] = CapacityOf(state_, n);
     m.live.Move(n, m.node_state[n], m.node_capacity[n]);
+    // A state no node is in any more leaves the table (a churning cluster makes ~3 new ones per placement).
+    if (old_state != m.node_state[n] && old_state != LiveStates::kNoState && !m.live.holds(old_state)) {
+      m.states.Forget(old_state);
+    }
   };
   if (descriptions_changed ||
       !ChangedNodes(state_, m.states_seq, &m.changed, &m.stamp, &m.stamp_clock, &m.raw_changed)) {
@@ -478,6 +494,7 @@ void Scheduler::SyncStates() {
       m.descriptions.Clear();
       m.states.Clear();
       m.shapes.clear();
+      m.slot_bound.clear();  // keyed by state id
     }
     m.node_description.assign(count, 0);
     m.node_uniform.assign(count, 0);
@@ -778,11 +795,13 @@ ScheduleOutcome Scheduler::Schedule(const TaskRequest& request, Rng& rng) {
     m.seen_max_compute = totals.max_node_device_compute_milli;
     m.synced = false;
     m.shapes.clear();
+    m.slot_bound.clear();  // bounds follow the scores
   }
   if (policy_.ScoreEpoch() != m.seen_epoch) {  // the policy's learned state moved: its scores may have changed
     m.seen_epoch = policy_.ScoreEpoch();
     m.synced = false;
     m.shapes.clear();
+    m.slot_bound.clear();  // bounds follow the scores
   }
 
   const int best_node = mode_ == SchedulerMode::kOrderedWalk ? WalkOrdered(request, rng) : ScanCache(request, rng);
