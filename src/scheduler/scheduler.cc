@@ -443,7 +443,7 @@ constexpr size_t kMaxStates = 1 << 18;
 // A by_states shape refreshes its per-node tree while at most 1/kRefreshRatio of the nodes changed since its last
 // use (a refresh updates the tree, likely cold in cache when many shapes are in use: several times the cost of
 // scanning a live state in order); beyond that it scans the live states.
-constexpr uint64_t kRefreshRatio = 8;
+constexpr uint64_t kRefreshRatio = 64;
 constexpr int kOftenToBuild = 8;
 }  // namespace
 
