@@ -1,7 +1,6 @@
 #include "scheduler/policy/xpool_default.h"
 
 #include <algorithm>
-#include <cmath>
 #include <utility>
 
 #include "scheduler/policy/share_choice.h"
@@ -10,9 +9,6 @@ namespace xpool {
 namespace {
 constexpr int64_t kTieBits = 20;         // the best-fit term lives below the score in the low 20 bits
 constexpr int64_t kMemoryRefresh = 256;  // placements between refreshes of the per-shape mean memory
-// Weight of best fit inside the score, in sigmoid points: a node left with no free GPU gains this many points
-// over an idle node of the largest size (step 5).
-constexpr double kBestFitPoints = 2.0;
 // Step 2: the memory asked per GPU, relative to the cluster's, at which GPU stranded by memory counts in full.
 constexpr double kMemoryPivot = 0.75;
 }  // namespace
@@ -186,12 +182,8 @@ int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& re
   gpu_after -= static_cast<int64_t>(devices.size()) * request.device_compute_milli;
   const int64_t cpu_after = free.cpu_milli - request.cpu_milli;
 
-  // Step 4 + 5 (Δ and score): FGD's bounded score of Δ plus a small best-fit term, truncated together.
-  const double delta = static_cast<double>(last_before_ + cpu_before - after) /
-                       static_cast<double>(std::max<int64_t>(1, total));
-  const double fit = static_cast<double>(max_gpu - std::max<int64_t>(0, gpu_after)) / static_cast<double>(max_gpu);
-  const int64_t score =
-      static_cast<int64_t>(std::floor(100.0 / (1.0 + std::exp(-delta / 1000.0)) + kBestFitPoints * fit));
+  // Step 4 + 5 (Δ and score): FGD's bounded score of Δ.
+  const int64_t score = FgdSigmoidScore(last_before_ + cpu_before - after, total);
 
   // Ties below the score: the least free GPU left on the node, then the least free CPU (each 0..1023).
   const int64_t gpu_term = std::clamp<int64_t>((max_gpu - gpu_after) * 1023 / max_gpu, 0, 1023);

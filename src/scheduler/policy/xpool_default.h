@@ -1,7 +1,7 @@
 #pragma once
 // DefaultPolicy ("default"): xpool's own placement policy — fragmentation gradient descent (FGD, Weng et al.,
 // USENIX ATC '23) on a measure that also counts the GPU that memory or CPU can no longer feed, with an online
-// target workload and a small best-fit term in the score. Steps (docs/scheduling.md has the results):
+// target workload and best fit among equal scores. Steps (docs/scheduling.md has the results):
 //   1. Learn the target workload online: every arriving request's shape is counted (OnArrival), and the most
 //      common shapes covering 95 % of arrivals so far form the target (rebuilt when the count doubles, then
 //      every 256 arrivals). Each shape's mean memory is learned from the placed requests (OnPlaced). Nothing
@@ -22,9 +22,9 @@
 //   4. For each candidate node and device choice (each fitting device for a GPU-sharing request; for whole
 //      devices, the fitting devices with the least free compute) Δ = Σ_m count_m (F'_n(m) + S_n, before −
 //      after).
-//   5. score = ⌊100·sigmoid(Δ/Σcount/1000) + 2·(1 − free GPU left on the node / the largest node's GPU)⌋:
-//      FGD's bounded score plus up to 2 points of best fit, truncated together, so a node that is left fuller
-//      wins over one whose Δ is better by less than ~2 points.
+//   5. score = ⌊100·sigmoid(Δ/Σcount/1000)⌋, FGD's bounded score. (Sessions 3–5 added up to 2 points of best fit
+//      (free GPU left ÷ the largest node's GPU) inside the score; it favoured small nodes and so packed the small
+//      nodes of scarce models, which cost up to 3.4 points on gpu_spec workloads, and step 3 made it redundant.)
 //   6. Among equal scores: the node left with the least free GPU, then the least free CPU (below the score);
 //      a sharing pod's equal devices go to the tightest device; then the first node.
 // The base caches each node's score per request shape until the node's generation or the learned state changes.

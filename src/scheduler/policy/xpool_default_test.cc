@@ -162,28 +162,22 @@ TEST(DefaultPolicyTest, CpuOnlyPodAvoidsTheCpuOfIdleGpusOnlyWhenTheCpuBinds) {
   EXPECT_EQ(PlaceOn(state, &binds, Pod(8000, 0, 0)), 1);
 }
 
-TEST(DefaultPolicyTest, BestFitOutweighsASmallFragmentationDifference) {
-  // Two 8-GPU nodes: "fresh", idle, and "used", with 6 GPUs and 2 cores taken. The workload: 15 whole-GPU pods
-  // of 4 cores, 1 of 91 cores. A 4-core pod on "used" leaves 90 cores there, too few for the rare 91-core shape:
-  // Δ = −1000 / 16 milli, FGD's score 48 against 50 on "fresh". The best-fit term in the score (up to 2 points
-  // for the node left fullest) sends it to "used" anyway, keeping "fresh" whole.
+TEST(DefaultPolicyTest, UnconstrainedPodLeavesTheModelThatRarePodsNeed) {
+  // A 4-GPU T4 node and an idle 8-GPU G2 node; the workload: 15 unconstrained whole-GPU pods, 1 two-GPU pod
+  // that may use only T4. An unconstrained pod on "g2" lowers the measure (G2's idle GPU is fragment for the
+  // T4-only shape): Δ = +1000 / 16 milli, score 51 against 50 on "t4", so it goes to "g2". (Until session 6 a
+  // best-fit term of up to 2 points in the score favoured the node left with less free GPU, "t4" here, and so
+  // packed the small nodes of scarce models.)
   ClusterState state;
-  ASSERT_TRUE(state.AddNode(MakeNode("fresh").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
-  ASSERT_TRUE(state.AddNode(MakeNode("used").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
-  Allocation used;
-  used.node = 1;
-  used.cpu_milli = 2000;
-  for (int d = 0; d < 6; ++d) used.devices.push_back(DeviceGrant{d, 0, 1000});
-  ASSERT_TRUE(state.Apply(used).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("t4").WithCpu(96000).WithGpus(4, "T4", 16384).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("g2").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
+  TaskRequest t4_pair = Pod(4000, 2, 1000);
+  t4_pair.type_include = {"T4"};
   DefaultPolicy policy;
   Learn(&policy, Pod(4000, 1, 1000), 15);
-  Learn(&policy, Pod(91000, 1, 1000), 1);
+  Learn(&policy, t4_pair, 1);
   EXPECT_EQ(PlaceOn(state, &policy, Pod(4000, 1, 1000)), 1);
-  // FGD itself (same target, no best-fit term) keeps the rare shape's room and takes "fresh".
-  FgdPolicy fgd;
-  Learn(&fgd, Pod(4000, 1, 1000), 15);
-  Learn(&fgd, Pod(91000, 1, 1000), 1);
-  EXPECT_EQ(PlaceOn(state, &fgd, Pod(4000, 1, 1000)), 0);
+  EXPECT_EQ(PlaceOn(state, &policy, t4_pair), 0);
 }
 
 TEST(DefaultPolicyTest, MemoryHeavyPodGoesWhereMemoryIsPlentiful) {
