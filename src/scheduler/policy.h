@@ -88,6 +88,17 @@ class PlacementPolicy {
   // key order and stops early instead of scoring every node. Default: no such key.
   virtual bool NodeOrderKey(const ClusterState& /*state*/, int /*node*/, int64_t* /*key*/) const { return false; }
 
+  // Optional, for cacheable policies: an upper bound on Score for every request on this node, from the node alone
+  // (description, usage, ClusterTotals::max_node_*), under the same contract as cacheable(): nodes sharing a
+  // verdict share the bound. A Scheduler then skips scoring a node whose bound is below a score it already found
+  // (never a node that could tie it). Default: no bound.
+  virtual bool ScoreBound(const ClusterState& /*state*/, int /*node*/, int64_t* /*bound*/) { return false; }
+
+  // For cacheable policies that keep a score cache of their own: a caller that memoises verdicts itself (a
+  // Scheduler scanning node states) says so, and the policy may then skip its cache (which would only miss
+  // there). Results must be the same either way. The caller says false again when it is done.
+  virtual void SetCallerCachesScores(bool /*caches*/) {}
+
   // Told once when a request arrives, before it is first scheduled; callers retrying a waiting request do not
   // call it again. Learning policies (fgd, default) count request shapes here.
   virtual void OnArrival(const TaskRequest& /*request*/) {}

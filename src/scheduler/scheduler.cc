@@ -245,6 +245,9 @@ struct Scheduler::Impl {
   LiveStates live;                      // the states nodes are in now, with their nodes
   std::vector<int> tied;                // slots holding the best verdict of a scan
   std::vector<int> tied_nodes;          // their nodes, for a k-th pick
+  std::vector<int> fresh;               // slots a scan found without a memoised verdict
+  // Per live-state slot: the policy's ScoreBound for its state (kNoBound: none), valid while the slot holds it.
+  std::vector<std::pair<uint32_t, int64_t>> slot_bound;
   uint64_t states_seq = 0;
   uint64_t states_description_version = 0;
   bool states_synced = false;
@@ -271,9 +274,10 @@ void Scheduler::DecideMode() {
   } else {
     mode_ = SchedulerMode::kScoreCache;
   }
+  policy_.SetCallerCachesScores(mode_ == SchedulerMode::kScoreCache);  // verdicts are memoised per node state
 }
 
-Scheduler::~Scheduler() = default;
+Scheduler::~Scheduler() { policy_.SetCallerCachesScores(false); }
 
 namespace {
 
@@ -554,11 +558,29 @@ int64_t Scheduler::Evaluate(const TaskRequest& key, int node) {
   return fits ? std::max(score, kLowestScore) : kNoFit;
 }
 
+namespace {
+constexpr int64_t kNoBound = std::numeric_limits<int64_t>::max();
+
+// The policy's ScoreBound for the state in live slot s (kNoBound when it gives none), memoised per slot occupancy.
+int64_t SlotBound(const ClusterState& state, PlacementPolicy& policy, const LiveStates& live,
+                  std::vector<std::pair<uint32_t, int64_t>>* memo, int s) {
+  if (static_cast<int>(memo->size()) < live.size()) memo->resize(live.size(), {LiveStates::kNoState, kNoBound});
+  auto& [memo_state, bound] = (*memo)[s];
+  if (memo_state != live.slot(s).state) {
+    memo_state = live.slot(s).state;
+    int64_t b = 0;
+    bound = policy.ScoreBound(state, live.any_node(s), &b) ? std::max(b, kLowestScore) : kNoBound;
+  }
+  return bound;
+}
+}  // namespace
+
 // Scans the live node states of the capacity partitions the request may fit (in any order: the outcome depends
 // only on the set of slots): a state's verdict for the shape is computed once per slot occupancy, on one of its
 // nodes; the best verdict among the slots with the request's memory wins, and the tie rule picks among their
 // nodes. Its cost grows with those live states (up to ~1,000 on a churning openb), not with the nodes changed
-// since the shape was last used.
+// since the shape was last used. Slots without a memoised verdict are scored after the others, and not at all when
+// the policy's ScoreBound for their state is below the best verdict found (they can neither win nor tie).
 int Scheduler::ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng) {
   Impl& m = *impl_;
   LiveStates& live = m.live;
@@ -566,28 +588,44 @@ int Scheduler::ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskR
   int64_t best = kNoFit;
   bool memory_short = false;  // a slot at least as good as the best lacked the request's memory
   m.tied.clear();
+  m.fresh.clear();
+  auto consider = [&](int s, int64_t v) {
+    if (v == kNoFit || v < best) return;
+    if (live.slot(s).capacity.free_memory < request.memory_mib) {
+      memory_short = true;
+      return;
+    }
+    if (v > best) {
+      best = v;
+      m.tied.clear();
+    }
+    m.tied.push_back(s);
+  };
   EligibleParts(key, &m.eligible);
   for (int p : m.eligible) {
     for (int s : live.part(p)) {
       const LiveStates::Slot& slot = live.slot(s);
       ++stats_.nodes_visited;
       if (!MayFit(slot.capacity, key)) continue;  // the capacity check first: it reads no per-shape memo
-      if (cache.ranges && slot.capacity.free_memory < request.memory_mib) {
-        memory_short = true;
+      if (cache.ranges) {
+        if (slot.capacity.free_memory < request.memory_mib) {
+          memory_short = true;
+          continue;
+        }
+        consider(s, RangeVerdict(cache, request, s));
         continue;
       }
-      const int64_t v = cache.ranges ? RangeVerdict(cache, request, s) : SlotVerdict(cache, key, s);
-      if (v == kNoFit || v < best) continue;
-      if (slot.capacity.free_memory < request.memory_mib) {
-        memory_short = true;
+      const ShapeCache::SlotVerdict& memo = cache.by_slot[s];
+      if (memo.state != slot.state) {
+        m.fresh.push_back(s);
         continue;
       }
-      if (v > best) {
-        best = v;
-        m.tied.clear();
-      }
-      m.tied.push_back(s);
+      consider(s, memo.verdict);
     }
+  }
+  for (int s : m.fresh) {
+    if (best != kNoFit && SlotBound(state_, policy_, live, &m.slot_bound, s) < best) continue;
+    consider(s, SlotVerdict(cache, key, s));
   }
   if (memory_short) ++stats_.memory_scans;
   if (best == kNoFit) return -1;
