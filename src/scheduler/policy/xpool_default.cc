@@ -11,9 +11,6 @@ namespace xpool {
 namespace {
 constexpr int64_t kTieBits = 20;         // the best-fit term lives below the score in the low 20 bits
 constexpr int64_t kMemoryRefresh = 256;  // placements between refreshes of the per-shape mean memory
-// Weight of best fit inside the score, in sigmoid points: a node left with no free GPU gains this many points
-// over an idle node of the largest size (step 4).
-constexpr double kBestFitPoints = 2.0;
 // Step 2: the memory asked per GPU, relative to the cluster's, at which GPU stranded by memory counts in full.
 constexpr double kMemoryPivot = 0.75;
 }  // namespace
@@ -21,6 +18,14 @@ constexpr double kMemoryPivot = 0.75;
 int64_t DefaultPolicy::MemoryStrandPercent(double memory_per_gpu_ratio) {
   const double x = memory_per_gpu_ratio / kMemoryPivot;
   return static_cast<int64_t>(100.0 * std::clamp(x * x, 0.5, 1.25));
+}
+
+int64_t DefaultPolicy::CpuStrandedGpu(const NodeFree& node, double cpu_per_gpu_milli) {
+  if (cpu_per_gpu_milli <= 0) return 0;
+  int64_t idle = 0;
+  for (int64_t g : node.gpu_milli) idle += g;
+  const double fed = static_cast<double>(std::max<int64_t>(0, node.cpu_milli)) / cpu_per_gpu_milli;
+  return std::max<int64_t>(0, idle - static_cast<int64_t>(fed));
 }
 
 int64_t DefaultPolicy::ResourceFragment(const NodeFree& node, int64_t memory_mib, const TargetWorkload& target,
@@ -76,6 +81,7 @@ void DefaultPolicy::OnPlaced(const ClusterState& state, const TaskRequest& reque
     cluster_gpu_milli_ = state.totals().device_compute_capacity_milli;
     cluster_memory_mib_ = 0;
     for (int n = 0; n < state.node_count(); ++n) cluster_memory_mib_ += state.node(n).memory_mib;
+    cluster_cpu_milli_ = state.totals().cpu_capacity_milli;
   }
   // The per-shape memory is refreshed here, not when next scored, so that it does not depend on which nodes a
   // caller happens to score (cached or not): a target rebuilt since the last score, then every kMemoryRefresh.
@@ -115,22 +121,35 @@ bool DefaultPolicy::RefreshShapeMemory() {
       }
     }
   }
-  // Step 2's weight: the target's memory per GPU (learned means) against the cluster's.
-  double asked_mib = 0, gpu = 0;
+  // Step 2's weight: the target's memory per GPU (learned means) against the cluster's. Step 3's CPU per GPU.
+  double asked_mib = 0, gpu = 0, cpu_all = 0, cpu_gpu_shapes = 0;
   for (size_t m = 0; m < shapes.size(); ++m) {
-    asked_mib += static_cast<double>(shapes[m].count) * static_cast<double>(memory[m]);
-    gpu += static_cast<double>(shapes[m].count) *
-           static_cast<double>(shapes[m].shape.gpu_count * shapes[m].shape.gpu_milli);
+    const double count = static_cast<double>(shapes[m].count);
+    const double shape_gpu = static_cast<double>(shapes[m].shape.gpu_count * shapes[m].shape.gpu_milli);
+    asked_mib += count * static_cast<double>(memory[m]);
+    gpu += count * shape_gpu;
+    cpu_all += count * static_cast<double>(shapes[m].shape.cpu_milli);
+    if (shape_gpu > 0) cpu_gpu_shapes += count * static_cast<double>(shapes[m].shape.cpu_milli);
   }
+  // Step 3: the CPU binds when the target asks at least the cluster's CPU per GPU.
+  const bool cpu_binds = gpu > 0 && cluster_gpu_milli_ > 0 &&
+                         cpu_all / gpu >= static_cast<double>(cluster_cpu_milli_) /
+                                              static_cast<double>(cluster_gpu_milli_);
+  const double cpu_per_gpu = gpu > 0 ? (cpu_binds ? cpu_all : cpu_gpu_shapes) / gpu : 0.0;
   int64_t strand_percent = 100;
   if (gpu > 0 && cluster_gpu_milli_ > 0 && cluster_memory_mib_ > 0) {
     strand_percent = MemoryStrandPercent((asked_mib / gpu) / (static_cast<double>(cluster_memory_mib_) /
                                                                static_cast<double>(cluster_gpu_milli_)));
   }
   // Means (and a weight) that came out the same leave the measure, and so every cached score, as it was.
-  if (!target_changed && memory == shape_memory_ && strand_percent == strand_percent_) return false;
+  if (!target_changed && memory == shape_memory_ && strand_percent == strand_percent_ &&
+      cpu_binds == cpu_binds_ && cpu_per_gpu == cpu_per_gpu_) {
+    return false;
+  }
   shape_memory_ = std::move(memory);
   strand_percent_ = strand_percent;
+  cpu_binds_ = cpu_binds;
+  cpu_per_gpu_ = cpu_per_gpu;
   last_node_ = -1;  // the measure changed
   return true;
 }
@@ -195,10 +214,16 @@ int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& re
     last_identity_ = state.identity();
     last_before_ = ResourceFragment(free, memory, target(), shape_memory_, strand_percent_);
   }
+  // Step 3: GPU the node's CPU cannot feed, counted for every target shape (so × Σcount); a CPU-only request
+  // is scored on it only when the CPU binds.
+  const bool count_cpu = cpu_per_gpu_ > 0 && (cpu_binds_ || request.device_count > 0);
+  const int64_t total = target().total_count();
+  const int64_t cpu_before = count_cpu ? total * CpuStrandedGpu(free, cpu_per_gpu_) : 0;
   free.cpu_milli -= request.cpu_milli;
   for (int d : devices) free.gpu_milli[d] -= request.device_compute_milli;
   const int64_t after =
-      ResourceFragment(free, memory - request.memory_mib, target(), shape_memory_, strand_percent_);
+      ResourceFragment(free, memory - request.memory_mib, target(), shape_memory_, strand_percent_) +
+      (count_cpu ? total * CpuStrandedGpu(free, cpu_per_gpu_) : 0);
   free.cpu_milli += request.cpu_milli;
   for (int d : devices) free.gpu_milli[d] += request.device_compute_milli;
   const int64_t max_gpu = std::max<int64_t>(1, state.totals().max_node_device_compute_milli);
@@ -208,12 +233,8 @@ int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& re
   gpu_after -= static_cast<int64_t>(devices.size()) * request.device_compute_milli;
   const int64_t cpu_after = free.cpu_milli - request.cpu_milli;
 
-  // Step 3 + 4: FGD's bounded score of Δ plus a small best-fit term, truncated together.
-  const double delta = static_cast<double>(last_before_ - after) /
-                       static_cast<double>(std::max<int64_t>(1, target().total_count()));
-  const double fit = static_cast<double>(max_gpu - std::max<int64_t>(0, gpu_after)) / static_cast<double>(max_gpu);
-  const int64_t score =
-      static_cast<int64_t>(std::floor(100.0 / (1.0 + std::exp(-delta / 1000.0)) + kBestFitPoints * fit));
+  // Step 4 + 5 (Δ and score): FGD's bounded score of Δ.
+  const int64_t score = FgdSigmoidScore(last_before_ + cpu_before - after, total);
 
   // Ties below the score: the least free GPU left on the node, then the least free CPU (each 0..1023).
   const int64_t gpu_term = std::clamp<int64_t>((max_gpu - gpu_after) * 1023 / max_gpu, 0, 1023);

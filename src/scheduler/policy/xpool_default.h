@@ -1,7 +1,7 @@
 #pragma once
 // DefaultPolicy ("default"): xpool's own placement policy — fragmentation gradient descent (FGD, Weng et al.,
-// USENIX ATC '23) on a measure that also counts the GPU that memory can no longer feed, with an online target
-// workload and a small best-fit term in the score. Steps (docs/scheduling.md has the results):
+// USENIX ATC '23) on a measure that also counts the GPU that memory or CPU can no longer feed, with an online
+// target workload and best fit among equal scores. Steps (docs/scheduling.md has the results):
 //   1. Learn the target workload online: every arriving request's shape is counted (OnArrival), and the most
 //      common shapes covering 95 % of arrivals so far form the target (rebuilt when the count doubles, then
 //      every 256 arrivals). Each shape's mean memory is learned from the placed requests (OnPlaced). Nothing
@@ -12,14 +12,20 @@
 //      devices' free GPU × (P_gpu − P_mem) / P_gpu × w — GPU stranded by memory. w = clamp((ρ / 0.75)², ½, 1¼),
 //      ρ = the target's memory per GPU (Σ count·mean memory / Σ count·GPU) ÷ the cluster's memory per GPU:
 //      a workload that asks little memory per GPU rarely ends memory-bound, so the stranding estimated from
-//      mean memory counts less (openb lists: ρ ≈ 0.54–0.75, w ≈ ½–1). (CPU stranding, counted the same way,
-//      cost 0.3–0.5 points on default and the GPU-sharing workloads once step 4 was in the score.)
-//   3. For each candidate node and device choice (each fitting device for a GPU-sharing request; for whole
-//      devices, the fitting devices with the least free compute) Δ = Σ_m count_m (F'_n(m) before − after).
-//   4. score = ⌊100·sigmoid(Δ/Σcount/1000) + 2·(1 − free GPU left on the node / the largest node's GPU)⌋:
-//      FGD's bounded score plus up to 2 points of best fit, truncated together, so a node that is left fuller
-//      wins over one whose Δ is better by less than ~2 points.
-//   5. Among equal scores: the node left with the least free GPU, then the least free CPU (below the score);
+//      mean memory counts less (openb lists: ρ ≈ 0.54–0.75, w ≈ ½–1).
+//   3. GPU stranded by CPU, for the target's mix rather than per shape: S_n = max(0, idle GPU − free CPU / c̄),
+//      c̄ = the target's CPU per GPU milli (Σ count·CPU / Σ count·GPU), added to every shape's fragment. While the
+//      target asks less CPU per GPU than the cluster has, the CPU-only pods fit in the surplus: c̄ counts the
+//      GPU shapes' CPU only and a CPU-only request's score ignores S. Once it asks at least the cluster's CPU per
+//      GPU (the CPU binds), c̄ counts every shape's CPU and every request sees S. (Per-shape CPU stranding, like
+//      step 2's, cost 0.2–0.5 points: one shape's stranding is another, leaner shape's room.)
+//   4. For each candidate node and device choice (each fitting device for a GPU-sharing request; for whole
+//      devices, the fitting devices with the least free compute) Δ = Σ_m count_m (F'_n(m) + S_n, before −
+//      after).
+//   5. score = ⌊100·sigmoid(Δ/Σcount/1000)⌋, FGD's bounded score. (Sessions 3–5 added up to 2 points of best fit
+//      (free GPU left ÷ the largest node's GPU) inside the score; it favoured small nodes and so packed the small
+//      nodes of scarce models, which cost up to 3.4 points on gpu_spec workloads, and step 3 made it redundant.)
+//   6. Among equal scores: the node left with the least free GPU, then the least free CPU (below the score);
 //      a sharing pod's equal devices go to the tightest device; then the first node.
 // The base caches each node's score per request shape until the node's generation or the learned state changes.
 // Not thread-safe.
@@ -49,13 +55,19 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   void MemoryRange(const ClusterState& state, int node, const TaskRequest& request, int64_t* lo,
                    int64_t* hi) override;
 
-  // Σ_m count_m F'_n(m) (step 2) for a node whose free CPU / devices are `node` and free memory `memory_mib`;
+  // Σ_m count_m F'_n(m) (step 2, without step 3's S_n) for a node whose free CPU / devices are `node` and free memory `memory_mib`;
   // `shape_memory_mib[m]` is target shape m's memory (0 = unknown: memory not counted). Exposed for tests.
   // `strand_percent` is step 2's weight w in percent.
   static int64_t ResourceFragment(const NodeFree& node, int64_t memory_mib, const TargetWorkload& target,
                                   const std::vector<int64_t>& shape_memory_mib, int64_t strand_percent = 100);
   // Step 2's weight w, in percent, for ρ = `memory_per_gpu_ratio`.
   static int64_t MemoryStrandPercent(double memory_per_gpu_ratio);
+  // Step 3: the node's idle GPU (milli) beyond what its free CPU can feed at `cpu_per_gpu_milli` CPU milli per
+  // GPU milli, max(0, Σ g_i − free CPU / c̄); 0 when c̄ ≤ 0.
+  static int64_t CpuStrandedGpu(const NodeFree& node, double cpu_per_gpu_milli);
+  // Step 3's c̄ (0 before anything was learned) and whether the CPU binds (then CPU-only requests see it too).
+  double cpu_per_gpu() const { return cpu_per_gpu_; }
+  bool cpu_binds() const { return cpu_binds_; }
 
  private:
   struct ShapeMemory {
@@ -84,6 +96,9 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   int64_t strand_percent_ = 100;   // step 2's w, recomputed with shape_memory_
   int64_t cluster_gpu_milli_ = 0;  // the cluster's GPU and memory, as of the last OnPlaced
   int64_t cluster_memory_mib_ = 0;
+  int64_t cluster_cpu_milli_ = 0;
+  double cpu_per_gpu_ = 0;  // step 3's c̄, recomputed with shape_memory_
+  bool cpu_binds_ = false;
   // F' of the node last evaluated, reused for its other device choices.
   int last_node_ = -1;
   uint64_t last_identity_ = 0;  // ClusterState::identity() of last_node_'s state

@@ -103,28 +103,86 @@ TEST(DefaultResourceFragment, MatchesFgdWhenNothingIsStranded) {
   EXPECT_EQ(DefaultPolicy::ResourceFragment(Free(64000, {1000, 1000}), 3 * 1024, half, {1024}), 500);
 }
 
-TEST(DefaultPolicyTest, BestFitOutweighsASmallFragmentationDifference) {
-  // Two 8-GPU nodes: "fresh", idle, and "used", with 6 GPUs and 2 cores taken. The workload: 15 whole-GPU pods
-  // of 4 cores, 1 of 91 cores. A 4-core pod on "used" leaves 90 cores there, too few for the rare 91-core shape:
-  // Δ = −1000 / 16 milli, FGD's score 48 against 50 on "fresh". The best-fit term in the score (up to 2 points
-  // for the node left fullest) sends it to "used" anyway, keeping "fresh" whole.
+// Step 3: the idle GPU beyond what the node's free CPU feeds at c̄ CPU per GPU.
+TEST(DefaultResourceFragment, CpuStrandedGpuIsTheIdleGpuTheCpuCannotFeed) {
+  const NodeFree eight = Free(16000, std::vector<int64_t>(8, 1000));
+  EXPECT_EQ(DefaultPolicy::CpuStrandedGpu(eight, 4.0), 4000);   // 16 cores feed 4 of 8 GPUs at 4 cores / GPU
+  EXPECT_EQ(DefaultPolicy::CpuStrandedGpu(eight, 2.0), 0);      // they feed all 8 at 2 cores / GPU
+  EXPECT_EQ(DefaultPolicy::CpuStrandedGpu(eight, 0.0), 0);      // nothing learned yet
+  EXPECT_EQ(DefaultPolicy::CpuStrandedGpu(Free(0, {300, 1000}), 4.0), 1300);
+  EXPECT_EQ(DefaultPolicy::CpuStrandedGpu(Free(96000, {0, 0}), 4.0), 0);  // no idle GPU
+}
+
+// c̄ is the GPU shapes' CPU per GPU while the cluster has CPU to spare, every shape's once the CPU binds.
+TEST(DefaultPolicyTest, LearnsTheCpuPerGpuAndWhetherTheCpuBinds) {
+  ClusterState state;  // 4 GPUs, 140 cores: 35 cores per GPU
+  ASSERT_TRUE(state.AddNode(MakeNode("a").WithCpu(40000).WithGpus(2, "G2", 16384).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("b").WithCpu(100000).WithGpus(2, "G2", 16384).Build()).ok());
+  DefaultPolicy spare;  // asks (8·8 + 8·20) / 8 = 28 cores per GPU
+  Learn(&spare, Pod(8000, 1, 1000), 8);
+  Learn(&spare, Pod(20000, 0, 0), 8);
+  DefaultPolicy binds;  // asks (8·8 + 8·28) / 8 = 36 cores per GPU
+  Learn(&binds, Pod(8000, 1, 1000), 8);
+  Learn(&binds, Pod(28000, 0, 0), 8);
+  for (DefaultPolicy* p : {&spare, &binds}) {
+    p->OnPlaced(state, Pod(8000, 1, 1000), Allocation{});  // learns the cluster
+    PlaceOn(state, p, Pod(8000, 1, 1000));                 // scores once: the learned state is current
+  }
+  EXPECT_FALSE(spare.cpu_binds());
+  EXPECT_DOUBLE_EQ(spare.cpu_per_gpu(), 8.0);  // the GPU shape's 8 cores per GPU
+  EXPECT_TRUE(binds.cpu_binds());
+  EXPECT_DOUBLE_EQ(binds.cpu_per_gpu(), 36.0);
+}
+
+TEST(DefaultPolicyTest, CpuHeavyGpuPodGoesWhereTheCpuIsPlentiful) {
+  // Two idle 8-GPU nodes, "lean" (24 cores) and "rich" (96); the workload asks 2 cores per GPU. A 12-core GPU pod
+  // fits both and leaves both with 7 GPUs, but on "lean" 12 cores feed only 6 of them at 2 cores per GPU:
+  // step 3 sends it to "rich" (FGD's measure and the best-fit ties took "lean").
   ClusterState state;
-  ASSERT_TRUE(state.AddNode(MakeNode("fresh").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
-  ASSERT_TRUE(state.AddNode(MakeNode("used").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
-  Allocation used;
-  used.node = 1;
-  used.cpu_milli = 2000;
-  for (int d = 0; d < 6; ++d) used.devices.push_back(DeviceGrant{d, 0, 1000});
-  ASSERT_TRUE(state.Apply(used).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("lean").WithCpu(24000).WithGpus(8, "G2", 16384).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("rich").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
+  DefaultPolicy policy;
+  Learn(&policy, Pod(2000, 1, 1000), 16);
+  EXPECT_EQ(PlaceOn(state, &policy, Pod(12000, 1, 1000)), 1);
+  // A pod as lean as the workload strands nothing on "lean" and packs it (least free CPU).
+  EXPECT_EQ(PlaceOn(state, &policy, Pod(2000, 1, 1000)), 0);
+}
+
+TEST(DefaultPolicyTest, CpuOnlyPodAvoidsTheCpuOfIdleGpusOnlyWhenTheCpuBinds) {
+  // "a": 2 idle GPUs, 40 cores; "b": 2 idle GPUs, 100 cores (35 cores per GPU in all). An 8-core CPU-only pod:
+  // while the workload leaves CPU to spare it packs "a" (least free CPU); once the workload asks more CPU per GPU
+  // than the cluster has (36 > 35), taking cores on "a" strands GPU there (40 cores feed 1.1 of 2 GPUs at 36 per
+  // GPU), so it goes to "b", whose 100 cores feed both GPUs either way.
+  ClusterState state;
+  ASSERT_TRUE(state.AddNode(MakeNode("a").WithCpu(40000).WithGpus(2, "G2", 16384).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("b").WithCpu(100000).WithGpus(2, "G2", 16384).Build()).ok());
+  DefaultPolicy spare;
+  Learn(&spare, Pod(8000, 1, 1000), 8);
+  Learn(&spare, Pod(20000, 0, 0), 8);
+  DefaultPolicy binds;
+  Learn(&binds, Pod(8000, 1, 1000), 8);
+  Learn(&binds, Pod(28000, 0, 0), 8);
+  for (DefaultPolicy* p : {&spare, &binds}) p->OnPlaced(state, Pod(8000, 1, 1000), Allocation{});
+  EXPECT_EQ(PlaceOn(state, &spare, Pod(8000, 0, 0)), 0);
+  EXPECT_EQ(PlaceOn(state, &binds, Pod(8000, 0, 0)), 1);
+}
+
+TEST(DefaultPolicyTest, UnconstrainedPodLeavesTheModelThatRarePodsNeed) {
+  // A 4-GPU T4 node and an idle 8-GPU G2 node; the workload: 15 unconstrained whole-GPU pods, 1 two-GPU pod
+  // that may use only T4. An unconstrained pod on "g2" lowers the measure (G2's idle GPU is fragment for the
+  // T4-only shape): Δ = +1000 / 16 milli, score 51 against 50 on "t4", so it goes to "g2". (Until session 6 a
+  // best-fit term of up to 2 points in the score favoured the node left with less free GPU, "t4" here, and so
+  // packed the small nodes of scarce models.)
+  ClusterState state;
+  ASSERT_TRUE(state.AddNode(MakeNode("t4").WithCpu(96000).WithGpus(4, "T4", 16384).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("g2").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
+  TaskRequest t4_pair = Pod(4000, 2, 1000);
+  t4_pair.type_include = {"T4"};
   DefaultPolicy policy;
   Learn(&policy, Pod(4000, 1, 1000), 15);
-  Learn(&policy, Pod(91000, 1, 1000), 1);
+  Learn(&policy, t4_pair, 1);
   EXPECT_EQ(PlaceOn(state, &policy, Pod(4000, 1, 1000)), 1);
-  // FGD itself (same target, no best-fit term) keeps the rare shape's room and takes "fresh".
-  FgdPolicy fgd;
-  Learn(&fgd, Pod(4000, 1, 1000), 15);
-  Learn(&fgd, Pod(91000, 1, 1000), 1);
-  EXPECT_EQ(PlaceOn(state, &fgd, Pod(4000, 1, 1000)), 0);
+  EXPECT_EQ(PlaceOn(state, &policy, t4_pair), 0);
 }
 
 TEST(DefaultPolicyTest, MemoryHeavyPodGoesWhereMemoryIsPlentiful) {
