@@ -55,6 +55,27 @@ bool NumaGroupLargeEnough(const Node& node, const std::vector<int>& fitting, int
   return false;
 }
 
+// True when the request asks for devices by nothing but count and compute: no vendor, type, uuid or device memory.
+bool PlainDeviceRequest(const TaskRequest& r) {
+  return !r.vendor.has_value() && r.type_include.empty() && r.type_exclude.empty() && r.uuid_include.empty() &&
+         r.uuid_exclude.empty() && r.device_memory_mib == 0 && r.device_memory_percent == 0;
+}
+
+// FitDevice(device, &usage, request) == kFits for a plain request (PlainDeviceRequest), inlined: the grant is the
+// whole device (no device memory asked otherwise), so the vendor profile and the name checks drop out. The
+// scoring scans call FitNode for every fresh (request, node state) pair; this is their common case.
+inline bool PlainDeviceFits(const Device& device, const DeviceUsage& usage, const TaskRequest& request) {
+  if (!device.healthy || device.cordoned || usage.exclusive) return false;
+  const bool whole = request.exclusive() || device.mode == DeviceMode::kExclusive;
+  const int64_t compute = whole ? device.compute_milli : request.device_compute_milli;
+  const int64_t memory = whole ? device.memory_mib : 0;
+  if (memory > device.memory_mib || compute > device.compute_milli) return false;
+  if (compute >= device.compute_milli && usage.sharers > 0) return false;
+  if (usage.sharers >= device.max_sharers) return false;
+  if (device.memory_mib - usage.memory_mib < memory) return false;
+  return device.compute_milli - usage.compute_milli >= compute;
+}
+
 }  // namespace
 
 DeviceGrant GrantFor(const Device& device, const TaskRequest& request) {
@@ -131,8 +152,12 @@ bool FitNode(const ClusterState& state, int node_index, const TaskRequest& reque
 
   FitReason closest = FitReason::kFits;
   int closest_device = -1;
+  // A device the plain check accepts fits; any other takes the full check, which also says why not.
+  const bool plain = !ignore_usage && PlainDeviceRequest(request);
   for (int d = 0; d < device_count; ++d) {
-    const FitReason r = FitDevice(node.devices[d], ignore_usage ? nullptr : &usage.devices[d], request);
+    const FitReason r = plain && PlainDeviceFits(node.devices[d], usage.devices[d], request)
+                            ? FitReason::kFits
+                            : FitDevice(node.devices[d], ignore_usage ? nullptr : &usage.devices[d], request);
     if (r == FitReason::kFits) {
       candidate->fitting_devices.push_back(d);
     } else if (closest == FitReason::kFits || r > closest) {

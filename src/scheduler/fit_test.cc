@@ -1,6 +1,7 @@
 #include "scheduler/fit.h"
 
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -230,6 +231,54 @@ TEST(FitTest, TallyRendersCountsMostFrequentFirst) {
     tally.Add(state, n, v);
   }
   EXPECT_EQ(tally.Render(), "3 nodes: type T4 excluded; 1 node: not enough CPU");
+}
+
+// FitNode's inlined check for plain requests (no vendor, type, uuid or device memory) must accept exactly the
+// devices FitDevice accepts: random devices (modes, health, sharer limits, compute below a whole device) and usage.
+TEST(FitTest, PlainRequestsFitTheDevicesFitDeviceAccepts) {
+  Rng rng(20261201);
+  auto pick = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int fitted = 0;
+  for (int round = 0; round < 300; ++round) {
+    const int gpus = pick(1, 8);
+    Node n = MakeNode("n").WithCpu(64000).WithMemory(262144).WithGpus(gpus, "G2", 16384).WithMaxSharers(pick(1, 4))
+                 .Build();
+    for (Device& d : n.devices) {
+      if (pick(0, 5) == 0) d.mode = DeviceMode::kExclusive;
+      if (pick(0, 7) == 0) d.healthy = false;
+      if (pick(0, 7) == 0) d.cordoned = true;
+      if (pick(0, 5) == 0) d.compute_milli = 100 * pick(5, 9);
+    }
+    ClusterState state;
+    ASSERT_TRUE(state.AddNode(std::move(n)).ok());
+    for (int i = 0; i < pick(0, 12); ++i) {  // some usage; over-booking attempts are refused
+      Allocation a;
+      a.node = 0;
+      a.devices.push_back({pick(0, gpus - 1), 1024 * pick(0, 4), 50 * pick(0, 20)});
+      (void)state.Apply(a);
+    }
+    for (int q = 0; q < 20; ++q) {
+      TaskRequest r;
+      r.cpu_milli = 1000;
+      r.device_count = pick(1, 3);
+      r.device_compute_milli = r.device_count > 1 || pick(0, 2) == 0 ? 1000 : 50 * pick(1, 19);
+      NodeCandidate candidate;
+      NodeVerdict verdict;
+      std::vector<int> expected;
+      for (int d = 0; d < gpus; ++d) {
+        if (FitDevice(state.node(0).devices[d], &state.usage(0).devices[d], r) == FitReason::kFits) {
+          expected.push_back(d);
+        }
+      }
+      const bool fits = FitNode(state, 0, r, false, &candidate, &verdict);
+      EXPECT_EQ(fits, static_cast<int>(expected.size()) >= r.device_count) << round << "/" << q;
+      if (fits) {
+        EXPECT_EQ(candidate.fitting_devices, expected) << round << "/" << q;
+        ++fitted;
+      }
+    }
+  }
+  EXPECT_GT(fitted, 500);
 }
 
 }  // namespace

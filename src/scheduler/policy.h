@@ -61,6 +61,18 @@ class PlacementPolicy {
   // memory itself (fewer request shapes to keep current). Default false.
   virtual bool ignores_request_memory() const { return false; }
 
+  // For cacheable policies whose Score reads request.memory_mib: true when MemoryRange is implemented. A Scheduler
+  // then keeps one score cache for requests that differ only in memory, reusing a node state's verdict for the
+  // memories in its range. Default false (one cache per request memory).
+  virtual bool has_memory_ranges() const { return false; }
+  // With has_memory_ranges(): [*lo, *hi], holding request.memory_mib, such that on `node` in this state (and this
+  // ScoreEpoch) Score gives every request equal to `request` but for a memory in [*lo, *hi] that the node's free
+  // memory fits the same result as `request`: the score, or the veto (the chosen devices may differ, each choice valid).
+  virtual void MemoryRange(const ClusterState& /*state*/, int /*node*/, const TaskRequest& request, int64_t* lo,
+                           int64_t* hi) {
+    *lo = *hi = request.memory_mib;
+  }
+
   // For cacheable policies: true when Score gives every fitting node the score 0 and never vetoes one (random:
   // the tie-break does the choosing). A Scheduler may then rank a node by whether it fits alone, from a summary
   // of its free capacity, without FitNode or Score. Default false.
@@ -75,6 +87,17 @@ class PlacementPolicy {
   // that fit never increases as the key grows (lower key = at least as good). A Scheduler then walks nodes in
   // key order and stops early instead of scoring every node. Default: no such key.
   virtual bool NodeOrderKey(const ClusterState& /*state*/, int /*node*/, int64_t* /*key*/) const { return false; }
+
+  // Optional, for cacheable policies: an upper bound on Score for every request on this node, from the node alone
+  // (description, usage, ClusterTotals::max_node_*), under the same contract as cacheable(): nodes sharing a
+  // verdict share the bound. A Scheduler then skips scoring a node whose bound is below a score it already found
+  // (never a node that could tie it). Default: no bound.
+  virtual bool ScoreBound(const ClusterState& /*state*/, int /*node*/, int64_t* /*bound*/) { return false; }
+
+  // For cacheable policies that keep a score cache of their own: a caller that memoises verdicts itself (a
+  // Scheduler scanning node states) says so, and the policy may then skip its cache (which would only miss
+  // there). Results must be the same either way. The caller says false again when it is done.
+  virtual void SetCallerCachesScores(bool /*caches*/) {}
 
   // Told once when a request arrives, before it is first scheduled; callers retrying a waiting request do not
   // call it again. Learning policies (fgd, default) count request shapes here.

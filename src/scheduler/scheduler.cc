@@ -64,17 +64,17 @@ using ShapeMap = std::unordered_map<TaskRequest, V, RequestHash, RequestEq>;
 // ---- Ordered-walk partitions ----
 
 // Idle = no task on the device (healthy, not cordoned); shareable = could take one more sharer.
-constexpr int kComputeBuckets = 11;  // nodes without an idle device, by best shareable free compute / 100
-constexpr int kIdleParts = 8;        // nodes with 1..8+ idle devices
-constexpr int kParts = kComputeBuckets + kIdleParts;
+using scheduler_internal::CapacityPart;
+using scheduler_internal::kComputeBuckets;
+using scheduler_internal::kIdleParts;
+using scheduler_internal::kParts;
 
 int PartitionOf(const Node& n, const Capacity& c) {
   if (!n.ready || n.cordoned) return -1;
-  if (c.idle > 0) return kComputeBuckets + std::min(c.idle, kIdleParts) - 1;
-  return static_cast<int>(std::min<int64_t>(c.best_share / 100, kComputeBuckets - 1));
+  return CapacityPart(c);
 }
 
-// The partitions that may hold a node able to take `r` (a node outside them cannot: see PartitionOf).
+// The partitions that may hold a node able to take `r` (a node outside them fails MayFit: see CapacityPart).
 void EligibleParts(const TaskRequest& r, std::vector<int>* parts) {
   parts->clear();
   if (!r.wants_devices()) {
@@ -106,6 +106,14 @@ struct Scheduler::ShapeCache {
     uint32_t state = LiveStates::kNoState;
     int64_t verdict = kUnknown;
   };
+  // A verdict for the request memories [lo, hi] (PlacementPolicy::MemoryRange).
+  struct RangeVerdict {
+    uint32_t state = LiveStates::kNoState;
+    int64_t lo = 0;
+    int64_t hi = -1;
+    int64_t verdict = kUnknown;
+  };
+  static constexpr int kRangeWays = 2;  // verdicts kept per slot, most recent first
   uint64_t seq = 0;
   bool valid = false;
   bool memo_ok = false;               // the verdict may be shared between nodes of one state (no uuid lists)
@@ -113,6 +121,9 @@ struct Scheduler::ShapeCache {
   uint64_t last_use = 0;              // by_states: change_seq() when the shape was last used
   int often_streak = 0;               // by_states: consecutive uses with few nodes changed in between
   std::vector<SlotVerdict> by_slot;   // by_states: the verdict memo, per live-state slot (both scans use it)
+  bool ranges = false;                // keyed without memory, verdicts by memory range: by_range, not by_slot
+  std::vector<int32_t> range_at;       // ranges: per live-state slot, where its verdicts start in by_range, or -1
+  std::vector<RangeVerdict> by_range;  // ranges: kRangeWays per slot that had a verdict (a shape meets few)
   // By node (ScanNodes): per node, score or kNoFit, current up to change_seq() `seq` while tree_valid; per node
   // state id, score, kNoFit or kUnknown (memo_ok and not by_states).
   bool tree_valid = false;
@@ -234,6 +245,9 @@ struct Scheduler::Impl {
   LiveStates live;                      // the states nodes are in now, with their nodes
   std::vector<int> tied;                // slots holding the best verdict of a scan
   std::vector<int> tied_nodes;          // their nodes, for a k-th pick
+  std::vector<int> fresh;               // slots a scan found without a memoised verdict
+  // Per live-state slot: the policy's ScoreBound for its state (kNoBound: none), valid while the slot holds it.
+  std::vector<std::pair<uint32_t, int64_t>> slot_bound;
   uint64_t states_seq = 0;
   uint64_t states_description_version = 0;
   bool states_synced = false;
@@ -260,9 +274,10 @@ void Scheduler::DecideMode() {
   } else {
     mode_ = SchedulerMode::kScoreCache;
   }
+  policy_.SetCallerCachesScores(mode_ == SchedulerMode::kScoreCache);  // verdicts are memoised per node state
 }
 
-Scheduler::~Scheduler() = default;
+Scheduler::~Scheduler() { policy_.SetCallerCachesScores(false); }
 
 namespace {
 
@@ -484,7 +499,11 @@ int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
   SyncStates();
   // A policy that ignores the request's memory shares one cache between requests that differ only in memory: the
   // cache scores the request without memory (`key`), the free memory is checked against the request itself.
-  const bool drop_memory = policy_.ignores_request_memory() && request.memory_mib != 0;
+  // A policy that gives memory ranges (PlacementPolicy::MemoryRange) shares one too, scoring the request itself
+  // and reusing each verdict within its memory range (state scan only: the verdicts differ per memory).
+  const bool ranges = policy_.has_memory_ranges() && !policy_.ignores_request_memory() &&
+                      !policy_.uniform_score() && request.uuid_include.empty() && request.uuid_exclude.empty();
+  const bool drop_memory = (policy_.ignores_request_memory() || ranges) && request.memory_mib != 0;
   if (drop_memory) {
     m.memory_free = request;
     m.memory_free.memory_mib = 0;
@@ -497,19 +516,18 @@ int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
   if (!cache.valid) {
     cache.memo_ok = key.uuid_include.empty() && key.uuid_exclude.empty();
     // Scanning states evaluates each state on one of its nodes, not necessarily the one ScanNodes would pick first;
-    // that gives the same placements only while the policy's scores are pure (cacheable() contract). Kept to
-    // policies whose score ignores the request's memory: `default` shares its own per-(shape, node) score cache
-    // between requests that differ in memory only, though its score reads the memory, so its placements depend
-    // on which node is scored first (see docs/PERFORMANCE.md "Placement").
+    // that gives the same placements only while the policy's scores are pure (cacheable() contract). Policies whose
+    // score reads the request's memory (default, topology) key the cache by the whole request, memory included.
     // Uniform scores (random) tie every fitting node: the per-node tree finds the k-th of them in O(log nodes).
-    cache.by_states = cache.memo_ok && policy_.ignores_request_memory() && !policy_.uniform_score();
+    cache.by_states = cache.memo_ok && !policy_.uniform_score();
+    cache.ranges = ranges;
     cache.valid = true;
   }
   // A shape that may scan states keeps its per-node tree while it is used often (few nodes changed since its last
   // use: refreshing them costs less than scanning every live state); used seldom, it scans the states and drops
   // the tree, which is rebuilt when the shape is used often again.
-  bool by_states = false;
-  if (cache.by_states) {
+  bool by_states = cache.ranges;
+  if (cache.by_states && !cache.ranges) {
     const uint64_t changed = state_.change_seq() - cache.last_use;
     const bool often = changed * kRefreshRatio <= static_cast<uint64_t>(state_.node_count());
     cache.last_use = state_.change_seq();
@@ -540,33 +558,74 @@ int64_t Scheduler::Evaluate(const TaskRequest& key, int node) {
   return fits ? std::max(score, kLowestScore) : kNoFit;
 }
 
-// Scans the live node states in slot order: a state's verdict for the shape is computed once per slot occupancy,
-// on one of its nodes; the best verdict among the slots with the request's memory wins, and the tie rule picks
-// among their nodes. Its cost grows with the live states (~1,000 on a churning openb), not with the nodes changed
-// since the shape was last used.
+namespace {
+constexpr int64_t kNoBound = std::numeric_limits<int64_t>::max();
+
+// The policy's ScoreBound for the state in live slot s (kNoBound when it gives none), memoised per slot occupancy.
+int64_t SlotBound(const ClusterState& state, PlacementPolicy& policy, const LiveStates& live,
+                  std::vector<std::pair<uint32_t, int64_t>>* memo, int s) {
+  if (static_cast<int>(memo->size()) < live.size()) memo->resize(live.size(), {LiveStates::kNoState, kNoBound});
+  auto& [memo_state, bound] = (*memo)[s];
+  if (memo_state != live.slot(s).state) {
+    memo_state = live.slot(s).state;
+    int64_t b = 0;
+    bound = policy.ScoreBound(state, live.any_node(s), &b) ? std::max(b, kLowestScore) : kNoBound;
+  }
+  return bound;
+}
+}  // namespace
+
+// Scans the live node states of the capacity partitions the request may fit (in any order: the outcome depends
+// only on the set of slots): a state's verdict for the shape is computed once per slot occupancy, on one of its
+// nodes; the best verdict among the slots with the request's memory wins, and the tie rule picks among their
+// nodes. Its cost grows with those live states (up to ~1,000 on a churning openb), not with the nodes changed
+// since the shape was last used. Slots without a memoised verdict are scored after the others, and not at all when
+// the policy's ScoreBound for their state is below the best verdict found (they can neither win nor tie).
 int Scheduler::ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng) {
   Impl& m = *impl_;
   LiveStates& live = m.live;
-  if (static_cast<int>(cache.by_slot.size()) < live.size()) cache.by_slot.resize(live.size());
+  if (!cache.ranges && static_cast<int>(cache.by_slot.size()) < live.size()) cache.by_slot.resize(live.size());
   int64_t best = kNoFit;
   bool memory_short = false;  // a slot at least as good as the best lacked the request's memory
   m.tied.clear();
-  for (int s = 0; s < live.size(); ++s) {
-    const LiveStates::Slot& slot = live.slot(s);
-    if (slot.count == 0) continue;
-    ++stats_.nodes_visited;
-    if (!MayFit(slot.capacity, key)) continue;  // the capacity check first: it reads no per-shape memo
-    const int64_t v = SlotVerdict(cache, key, s);
-    if (v == kNoFit || v < best) continue;
-    if (slot.capacity.free_memory < request.memory_mib) {
+  m.fresh.clear();
+  auto consider = [&](int s, int64_t v) {
+    if (v == kNoFit || v < best) return;
+    if (live.slot(s).capacity.free_memory < request.memory_mib) {
       memory_short = true;
-      continue;
+      return;
     }
     if (v > best) {
       best = v;
       m.tied.clear();
     }
     m.tied.push_back(s);
+  };
+  EligibleParts(key, &m.eligible);
+  for (int p : m.eligible) {
+    for (int s : live.part(p)) {
+      const LiveStates::Slot& slot = live.slot(s);
+      ++stats_.nodes_visited;
+      if (!MayFit(slot.capacity, key)) continue;  // the capacity check first: it reads no per-shape memo
+      if (cache.ranges) {
+        if (slot.capacity.free_memory < request.memory_mib) {
+          memory_short = true;
+          continue;
+        }
+        consider(s, RangeVerdict(cache, request, s));
+        continue;
+      }
+      const ShapeCache::SlotVerdict& memo = cache.by_slot[s];
+      if (memo.state != slot.state) {
+        m.fresh.push_back(s);
+        continue;
+      }
+      consider(s, memo.verdict);
+    }
+  }
+  for (int s : m.fresh) {
+    if (best != kNoFit && SlotBound(state_, policy_, live, &m.slot_bound, s) < best) continue;
+    consider(s, SlotVerdict(cache, key, s));
   }
   if (memory_short) ++stats_.memory_scans;
   if (best == kNoFit) return -1;
@@ -603,6 +662,34 @@ int64_t Scheduler::SlotVerdict(ShapeCache& cache, const TaskRequest& key, int s)
     memo.verdict = Evaluate(key, m.live.any_node(s));
   }
   return memo.verdict;
+}
+
+// As SlotVerdict, for a shape keyed without memory whose policy gives memory ranges: the verdict for `request` (whose
+// memory the state in slot s has), from the slot's recent verdicts whose range holds the request's memory.
+int64_t Scheduler::RangeVerdict(ShapeCache& cache, const TaskRequest& request, int s) {
+  Impl& m = *impl_;
+  constexpr int kWays = ShapeCache::kRangeWays;
+  const uint32_t state = m.live.slot(s).state;
+  if (static_cast<int>(cache.range_at.size()) < m.live.size()) cache.range_at.resize(m.live.size(), -1);
+  int32_t& at = cache.range_at[s];
+  if (at < 0) {
+    at = static_cast<int32_t>(cache.by_range.size());
+    cache.by_range.resize(cache.by_range.size() + kWays);
+  }
+  ShapeCache::RangeVerdict* ways = &cache.by_range[at];
+  for (int w = 0; w < kWays; ++w) {
+    if (ways[w].state == state && ways[w].lo <= request.memory_mib && request.memory_mib <= ways[w].hi) {
+      return ways[w].verdict;
+    }
+  }
+  const int node = m.live.any_node(s);
+  ShapeCache::RangeVerdict fresh;
+  fresh.state = state;
+  fresh.verdict = Evaluate(request, node);
+  policy_.MemoryRange(state_, node, request, &fresh.lo, &fresh.hi);
+  std::copy_backward(ways, ways + kWays - 1, ways + kWays);
+  ways[0] = fresh;
+  return fresh.verdict;
 }
 
 // Per-node verdicts in a score tree, refreshed for the nodes changed since the shape was last used (a node state's

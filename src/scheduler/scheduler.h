@@ -11,10 +11,9 @@
 //   * Score cache, for other cacheable policies. Nodes alike in description (names, uuids aside), usage (up to a
 //     permutation of alike devices) and the policy's NodeTag share a state id, and a shape's verdict is computed
 //     once per state. Per shape, each node's verdict sits in a max segment tree refreshed for the nodes changed
-//     since the shape was last used. For policies whose score ignores the request's memory (and requests naming
-//     no uuid), a shape used seldom instead scans the live node states (a few hundred to ~1,000 on openb, in
-//     recycled slots; one verdict per slot while it holds the same state), the best states win and the tie rule
-//     picks among their nodes — so hundreds of rarely used shapes do not each catch up a tree; the tree is
+//     since the shape was last used. For requests naming no uuid, a shape used seldom instead scans the live
+//     node states (a few hundred to ~1,000 on openb, in recycled slots; one verdict per slot while it holds the
+//     same state), the best states win and the tie rule picks among their nodes — so hundreds of rarely used shapes do not each catch up a tree; the tree is
 //     rebuilt once the shape is used often again.
 //     TieBreak::kRandom draws once per placement (uniform over the tied nodes, as Schedule(), though the same
 //     seed picks a different node than Schedule()'s per-tie reservoir draws).
@@ -79,6 +78,7 @@ class Scheduler {
   int ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng);
   int ScanNodes(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng);
   int64_t SlotVerdict(ShapeCache& cache, const TaskRequest& key, int slot);  // memoised per live-state slot
+  int64_t RangeVerdict(ShapeCache& cache, const TaskRequest& request, int slot);  // per slot and memory range
   int64_t Evaluate(const TaskRequest& key, int node);     // FitNode + Score as one cached verdict
 
   const ClusterState& state_;

@@ -311,6 +311,54 @@ TEST(SchedulerPropertyTest, AlikeNodesShareVerdictsAndMatchTheFullScan) {
   EXPECT_GT(policies[3]->ScoreEpoch(), 10u) << policies[3]->name();  // default's learned state moved many times
 }
 
+// Property test for a policy whose score reads the request's memory (default, with memory ranges): few request
+// shapes at widely varied memories on nodes whose memory runs short, so one cache serves many memories and the
+// memory left after placement moves the scores; the Scheduler must agree with the full scan after every step.
+TEST(SchedulerPropertyTest, MemoryReadingPolicyMatchesTheFullScanAcrossMemories) {
+  Rng rng(43);
+  ClusterState state;
+  for (int i = 0; i < 16; ++i) {
+    ASSERT_TRUE(state.AddNode(MakeNode("n" + std::to_string(i)).WithCpu(96000).WithMemory((64 + 96 * (i % 4)) * 1024)
+                                  .WithGpus(8, "G2", 16384).Build()).ok());
+  }
+  auto made = MakePolicy("default");
+  ASSERT_TRUE(made.ok());
+  PlacementPolicy& policy = **made;
+  ASSERT_TRUE(policy.has_memory_ranges());
+  Scheduler scheduler(state, policy, SchedulerOptions{.explain = false});
+  auto shape = [&rng](int which) {
+    TaskRequest r;
+    r.cpu_milli = 1000 * (2 + which);
+    r.device_count = which == 3 ? 2 : 1;
+    r.device_compute_milli = which == 1 ? 500 : which == 2 ? 250 : 1000;
+    r.memory_mib = 1024 * std::uniform_int_distribution<int>(0, 96)(rng);
+    return r;
+  };
+  std::vector<Allocation> running;
+  int placed = 0;
+  for (int step = 0; step < 6'000; ++step) {
+    if (std::uniform_int_distribution<int>(0, 99)(rng) < 65 || running.empty()) {
+      const TaskRequest r = shape(std::uniform_int_distribution<int>(0, 3)(rng));
+      policy.OnArrival(r);
+      Rng a(step), b(step);
+      ScheduleOutcome fast = scheduler.Schedule(r, a);
+      ScheduleOutcome full = Schedule(state, r, policy, b);
+      ASSERT_TRUE(SameOutcome(fast, full)) << "step " << step << " memory " << r.memory_mib << " fast node "
+                                           << fast.allocation.node << " full node " << full.allocation.node;
+      if (full.kind == OutcomeKind::kPlaced) {
+        ASSERT_TRUE(state.Apply(full.allocation).ok()) << "step " << step;
+        policy.OnPlaced(state, r, full.allocation);
+        running.push_back(full.allocation);
+        ++placed;
+      }
+    } else {
+      ASSERT_NO_FATAL_FAILURE(ReleaseRandomRunning(state, running, rng));
+    }
+  }
+  EXPECT_GT(placed, 1000);
+  EXPECT_GT(policy.ScoreEpoch(), 5u);  // the learned per-shape memory moved
+}
+
 // A cacheable policy with flat scores and a random tie-break: the score cache spreads placements over every
 // fitting node.
 class FlatRandomPolicy final : public PlacementPolicy {

@@ -32,6 +32,8 @@ void LiveStates::Reset(int node_count) {
   free_.clear();
   std::fill(slot_of_state_.begin(), slot_of_state_.end(), -1);
   node_slot_.assign(node_count, -1);
+  for (std::vector<int>& p : part_slots_) p.clear();
+  slot_pos_.clear();
 }
 
 void LiveStates::Move(int node, uint32_t state, const Capacity& capacity) {
@@ -42,6 +44,11 @@ void LiveStates::Move(int node, uint32_t state, const Capacity& capacity) {
     std::vector<int>& list = nodes_[old];
     list.erase(std::lower_bound(list.begin(), list.end(), node));
     if (--slots_[old].count == 0) {  // free the slot
+      std::vector<int>& part = part_slots_[CapacityPart(slots_[old].capacity)];
+      const int pos = slot_pos_[old];
+      part[pos] = part.back();
+      slot_pos_[part[pos]] = pos;
+      part.pop_back();
       slot_of_state_[slots_[old].state] = -1;
       slots_[old].state = kNoState;
       free_.push_back(old);
@@ -59,10 +66,14 @@ void LiveStates::Move(int node, uint32_t state, const Capacity& capacity) {
       s = static_cast<int>(slots_.size());
       slots_.emplace_back();
       nodes_.emplace_back();
+      slot_pos_.push_back(-1);
     }
     slot_of_state_[state] = s;
     slots_[s] = Slot{capacity, state, 0};
     nodes_[s].clear();
+    std::vector<int>& part = part_slots_[CapacityPart(capacity)];
+    slot_pos_[s] = static_cast<int>(part.size());
+    part.push_back(s);
   }
   node_slot_[node] = s;
   std::vector<int>& list = nodes_[s];

@@ -24,6 +24,17 @@ struct Capacity {
 
 Capacity CapacityOf(const ClusterState& state, int node);
 
+// Capacity partitions: what a node can still take, coarsely — nodes with idle devices by their count (1..8+),
+// the others by their best shareable free compute in 100-milli buckets. A node outside the partitions that
+// EligibleParts (scheduler.cc) lists for a request fails MayFit for it.
+constexpr int kComputeBuckets = 11;  // no idle device, by best shareable free compute / 100
+constexpr int kIdleParts = 8;        // 1..8+ idle devices
+constexpr int kParts = kComputeBuckets + kIdleParts;
+inline int CapacityPart(const Capacity& c) {
+  if (c.idle > 0) return kComputeBuckets + std::min(c.idle, kIdleParts) - 1;
+  return static_cast<int>(std::min<int64_t>(c.best_share / 100, kComputeBuckets - 1));
+}
+
 // False when the node certainly cannot take `r` (a necessary condition only; FitNode decides).
 inline bool MayFit(const Capacity& c, const TaskRequest& r) {
   if (c.free_cpu < r.cpu_milli || c.free_memory < r.memory_mib) return false;
@@ -203,9 +214,11 @@ class ScoreTree {
 };
 
 // LiveStates: the node states that some node is in now, in dense slots (a slot is reused once its last node
-// leaves), each with its nodes and their common capacity summary. The score cache scans slots instead of nodes:
-// nodes in one state share a verdict, so a request's best node is found among the best slots, the tie rule then
-// choosing among their nodes (first, last or k-th by node index). Owned by a Scheduler; not thread-safe.
+// leaves), each with its nodes and their common capacity summary, and the occupied slots listed by capacity
+// partition (CapacityPart; in no particular order within one). The score cache scans slots instead of nodes —
+// only those of the partitions a request may fit: nodes in one state share a verdict, so a request's best node is
+// found among the best slots, the tie rule then choosing among their nodes (first, last or k-th by node index).
+// Owned by a Scheduler; not thread-safe.
 class LiveStates {
  public:
   static constexpr uint32_t kNoState = std::numeric_limits<uint32_t>::max();
@@ -229,6 +242,8 @@ class LiveStates {
   // The lowest / highest node index in slot s (its nodes are kept in ascending order).
   int first_node(int s) const { return nodes_[s].front(); }
   int last_node(int s) const { return nodes_[s].back(); }
+  // The occupied slots whose capacity is in partition p (0 <= p < kParts).
+  const std::vector<int>& part(int p) const { return part_slots_[p]; }
 
  private:
   std::vector<Slot> slots_;
@@ -236,6 +251,8 @@ class LiveStates {
   std::vector<int> free_;            // free slots
   std::vector<int> slot_of_state_;   // per state id: its slot, or -1
   std::vector<int> node_slot_;       // per node: its slot, or -1
+  std::vector<int> part_slots_[kParts];  // per partition: its occupied slots
+  std::vector<int> slot_pos_;        // per occupied slot: its index in part_slots_[CapacityPart(capacity)]
 };
 
 }  // namespace xpool::scheduler_internal

@@ -11,7 +11,8 @@ namespace xpool::scheduler_internal {
 namespace {
 
 // Property test: random moves of nodes between states; after each, the live slots agree with a plain map from
-// state to its nodes (each live state in exactly one slot, its nodes ascending, free slots reused).
+// state to its nodes (each live state in exactly one slot, its nodes ascending, free slots reused), and each
+// occupied slot is listed once, in its capacity's partition.
 TEST(LiveStatesTest, SlotsFollowRandomMoves) {
   Rng rng(5);
   constexpr int kNodes = 40;
@@ -24,6 +25,8 @@ TEST(LiveStatesTest, SlotsFollowRandomMoves) {
     const uint32_t state = std::uniform_int_distribution<uint32_t>(0, kStates - 1)(rng);
     Capacity c;
     c.free_cpu = state;  // the capacity travels with the state
+    c.idle = static_cast<int>(state % 3);
+    c.best_share = 250 * (state % 5);
     live.Move(node, state, c);
     state_of[node] = static_cast<int>(state);
     std::map<uint32_t, std::set<int>> expected;
@@ -48,11 +51,22 @@ TEST(LiveStatesTest, SlotsFollowRandomMoves) {
       seen[slot.state] = std::set<int>(nodes.begin(), nodes.end());
     }
     ASSERT_EQ(seen, expected) << "step " << step;
+    std::multiset<int> listed;
+    for (int p = 0; p < kParts; ++p) {
+      for (int s : live.part(p)) {
+        ASSERT_GT(live.slot(s).count, 0) << "free slot listed, step " << step;
+        EXPECT_EQ(CapacityPart(live.slot(s).capacity), p);
+        listed.insert(s);
+      }
+    }
+    ASSERT_EQ(listed.size(), seen.size()) << "step " << step;
+    ASSERT_EQ(std::set<int>(listed.begin(), listed.end()).size(), listed.size()) << "slot listed twice";
     // Slots are reused: never more slots than states ever live at once (here at most kStates).
     ASSERT_LE(live.size(), static_cast<int>(kStates));
   }
   live.Reset(kNodes);
   for (int s = 0; s < live.size(); ++s) EXPECT_EQ(live.slot(s).count, 0);
+  for (int p = 0; p < kParts; ++p) EXPECT_TRUE(live.part(p).empty());
 }
 
 }  // namespace

@@ -47,20 +47,33 @@ void FragmentationPolicyBase::OnArrival(const TaskRequest& request) {
   }
 }
 
-int64_t FragmentationPolicyBase::WeightedBefore(int node) {
+int64_t FragmentationPolicyBase::WeightedBefore(const ClusterState& state, int node) {
   if (static_cast<size_t>(node) >= before_.size()) before_.resize(node + 1);
   Before& b = before_[node];
   const size_t devices = scratch_.gpu_milli.size();
   bool same = b.valid && b.cpu_milli == scratch_.cpu_milli && b.gpu_milli == scratch_.gpu_milli;
-  for (size_t i = 0; same && i < devices; ++i) same = b.gpu_model[i] == scratch_.gpu_model[i];
+  if (same && (b.models_identity != state.identity() || b.models_version != state.description_version())) {
+    for (size_t i = 0; same && i < devices; ++i) same = b.gpu_model[i] == scratch_.gpu_model[i];
+    if (same) {
+      b.models_identity = state.identity();
+      b.models_version = state.description_version();
+    }
+  }
   if (same) return b.weighted;
   b.valid = true;
   b.cpu_milli = scratch_.cpu_milli;
   b.gpu_milli = scratch_.gpu_milli;
   b.gpu_model.resize(devices);
   for (size_t i = 0; i < devices; ++i) b.gpu_model[i].assign(scratch_.gpu_model[i]);
+  b.models_identity = state.identity();
+  b.models_version = state.description_version();
   b.weighted = meter_.Weighted(scratch_);
   return b.weighted;
+}
+
+int64_t FragmentationPolicyBase::NodeWeightedBefore(const ClusterState& state, int node) {
+  ReadNodeFree(state, node, &scratch_);
+  return WeightedBefore(state, node);
 }
 
 bool FragmentationPolicyBase::Score(const ClusterState& state, const TaskRequest& request,
@@ -68,27 +81,32 @@ bool FragmentationPolicyBase::Score(const ClusterState& state, const TaskRequest
                                     std::vector<int>* chosen_devices) {
   const int node = candidate.node;
   const bool sharing = IsSharingRequest(request);
-  if (state.identity() != cache_identity_) {  // another state (a copy): its generations say nothing here
-    for (auto& per_shape : cache_) per_shape.clear();
-    cache_identity_ = state.identity();
-  }
-  const int shape = shapes_.Id(request);
-  if (shape >= static_cast<int>(cache_.size())) cache_.resize(shape + 1);
-  std::vector<Entry>& entries = cache_[shape];
-  if (static_cast<int>(entries.size()) < state.node_count()) entries.resize(state.node_count());
-  Entry& e = entries[node];
-  if (e.generation == state.generation(node) &&
-      (!score_reads_request_memory() || e.memory_mib == request.memory_mib)) {
-    *score = e.score;
-    if (sharing) {
-      chosen_devices->assign(1, e.device);
-    } else {
-      ChooseBestFitDevices(state, request, candidate, chosen_devices);
+  Entry uncached;
+  Entry* entry = &uncached;
+  if (!caller_caches_) {
+    if (state.identity() != cache_identity_) {  // another state (a copy): its generations say nothing here
+      for (auto& per_shape : cache_) per_shape.clear();
+      cache_identity_ = state.identity();
     }
-    return true;
+    const int shape = shapes_.Id(request);
+    if (shape >= static_cast<int>(cache_.size())) cache_.resize(shape + 1);
+    std::vector<Entry>& entries = cache_[shape];
+    if (static_cast<int>(entries.size()) < state.node_count()) entries.resize(state.node_count());
+    entry = &entries[node];
+    if (entry->generation == state.generation(node) &&
+        (!score_reads_request_memory() || entry->memory_mib == request.memory_mib)) {
+      *score = entry->score;
+      if (sharing) {
+        chosen_devices->assign(1, entry->device);
+      } else {
+        ChooseBestFitDevices(state, request, candidate, chosen_devices);
+      }
+      return true;
+    }
   }
+  Entry& e = *entry;
   ReadNodeFree(state, node, &scratch_);
-  const int64_t before = uses_weighted_before() ? WeightedBefore(node) : 0;
+  const int64_t before = uses_weighted_before() ? WeightedBefore(state, node) : 0;
   if (sharing) {
     int best = -1;
     int64_t best_score = 0;
@@ -128,6 +146,11 @@ int64_t FgdPolicy::Evaluate(const ClusterState& /*state*/, const TaskRequest& re
                             const std::vector<int>& devices, int64_t before) {
   return FgdSigmoidScore(FragmentationDelta(&scratch(), request, devices, &meter(), before),
                          target().total_count());
+}
+
+bool FgdPolicy::ScoreBound(const ClusterState& state, int node, int64_t* bound) {
+  *bound = FgdSigmoidScore(NodeWeightedBefore(state, node), target().total_count());
+  return true;
 }
 
 }  // namespace xpool

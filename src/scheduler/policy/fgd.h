@@ -28,6 +28,8 @@ class FragmentationPolicyBase : public PlacementPolicy {
   bool Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate, Rng& rng,
              int64_t* score, std::vector<int>* chosen_devices) final;
   void OnArrival(const TaskRequest& request) final;
+  // A Scheduler memoising verdicts per node state: the per-(shape, node) score cache is skipped (it only misses).
+  void SetCallerCachesScores(bool caches) final { caller_caches_ = caches; }
   const TargetWorkload& target() const { return target_; }
   FragmentationPolicyBase(const FragmentationPolicyBase&) = delete;  // meter_ points at target_
   FragmentationPolicyBase& operator=(const FragmentationPolicyBase&) = delete;
@@ -39,6 +41,8 @@ class FragmentationPolicyBase : public PlacementPolicy {
   bool learning() const { return learn_; }
   // Times the learned target was rebuilt (each clears the score cache).
   uint64_t target_rebuilds() const { return target_rebuilds_; }
+  // meter().Weighted of the node's free state before any placement (memoised per node with that state).
+  int64_t NodeWeightedBefore(const ClusterState& state, int node);
   // Drops the per-(shape, node) score cache: for subclasses whose measure changed. Not from within Evaluate.
   void ClearScoreCache() {
     for (auto& per_shape : cache_) per_shape.clear();
@@ -88,15 +92,21 @@ class FragmentationPolicyBase : public PlacementPolicy {
     int64_t cpu_milli = 0;
     std::vector<int64_t> gpu_milli;
     std::vector<std::string> gpu_model;
+    // The state (identity) and description_version under which gpu_model was last found equal to the node's:
+    // models change only with the description, so the string compare is skipped while both are unchanged.
+    uint64_t models_identity = 0;
+    uint64_t models_version = ~uint64_t{0};
     int64_t weighted = 0;
   };
-  int64_t WeightedBefore(int node);  // meter_.Weighted(scratch_), scratch_ being node's free state
+  // meter_.Weighted(scratch_), scratch_ being node's free state in `state`.
+  int64_t WeightedBefore(const ClusterState& state, int node);
 
   FragmentMeter meter_;                    // over target_
   ShapeIndex shapes_;                      // request shapes scored so far
   std::vector<std::vector<Entry>> cache_;  // [shape id][node], for the state whose identity() is below
   uint64_t cache_identity_ = 0;
   std::vector<Before> before_;             // [node]
+  bool caller_caches_ = false;             // SetCallerCachesScores: cache_ is neither read nor written
   NodeFree scratch_;
 };
 
@@ -112,6 +122,9 @@ class FgdPolicy final : public FragmentationPolicyBase {
   bool cacheable() const override { return !learning(); }
   // The fragmentation measure reads CPU and GPU compute only.
   bool ignores_request_memory() const override { return true; }
+  // Placing a pod never leaves less than no fragmentation: Δ = before − after ≤ before, and the score is monotone
+  // in Δ, so the score of the node's fragmentation before placement bounds every request's.
+  bool ScoreBound(const ClusterState& state, int node, int64_t* bound) override;
 
  private:
   int64_t Evaluate(const ClusterState& state, const TaskRequest& request, int node,

@@ -1,6 +1,7 @@
 #include "scheduler/policy/xpool_default.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "scheduler/policy/share_choice.h"
@@ -150,6 +151,55 @@ bool DefaultPolicy::RefreshShapeMemory() {
   cpu_per_gpu_ = cpu_per_gpu;
   last_node_ = -1;  // the measure changed
   return true;
+}
+
+void DefaultPolicy::MemoryRange(const ClusterState& state, int node, const TaskRequest& request, int64_t* lo,
+                                int64_t* hi) {
+  RefreshShapeMemory();  // as Evaluate: the means the score was computed with
+  const int64_t memory = state.FreeMemory(node);
+  const int64_t left = memory - request.memory_mib;  // x: the memory left after placement
+  *lo = *hi = request.memory_mib;
+  if (left < 0) return;  // does not fit: only this memory
+  // x enters step 2 only as P_res(m) = min(P_gpu(m), ⌊x / mem_m⌋) for the shapes with a known memory. P_gpu after
+  // any placement is at most P_gpu on the free devices now (placing only takes compute away, and counting every
+  // model only adds), `cap`: ⌊x / mem_m⌋ ≥ cap keeps P_res = P_gpu, else ⌊x / mem_m⌋ itself must stay.
+  int64_t x_lo = 0;
+  int64_t x_hi = std::numeric_limits<int64_t>::max();
+  const std::vector<WeightedShape>& shapes = target().shapes();
+  std::vector<int64_t>& gpu = range_gpu_;  // the node's free compute per usable device (as ReadNodeFree)
+  gpu.clear();
+  for (size_t m = 0; m < shapes.size() && m < shape_memory_.size(); ++m) {
+    const PodShape& shape = shapes[m].shape;
+    const int64_t mem = shape_memory_[m];
+    if (mem <= 0 || shape.gpu_count <= 0 || shape.gpu_milli <= 0) continue;
+    if (gpu.empty()) {
+      const Node& n = state.node(node);
+      for (size_t d = 0; d < n.devices.size(); ++d) {
+        const Device& dev = n.devices[d];
+        if (dev.healthy && !dev.cordoned && !state.usage(node).devices[d].exclusive) {
+          gpu.push_back(state.FreeDeviceCompute(node, static_cast<int>(d)));
+        }
+      }
+      if (gpu.empty()) break;  // no device: P_gpu = 0 for every shape, memory does not count
+    }
+    int64_t cap = 0;
+    int usable = 0;
+    for (int64_t g : gpu) {
+      if (g < shape.gpu_milli) continue;
+      ++usable;
+      cap += g / shape.gpu_milli;
+    }
+    if (shape.gpu_count > 1) cap = usable / shape.gpu_count;
+    const int64_t q = left / mem;
+    if (q >= cap) {
+      x_lo = std::max(x_lo, cap * mem);
+    } else {
+      x_lo = std::max(x_lo, q * mem);
+      x_hi = std::min(x_hi, (q + 1) * mem - 1);
+    }
+  }
+  *lo = x_hi >= memory ? 0 : memory - x_hi;
+  *hi = memory - x_lo;
 }
 
 int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& request, int node,

@@ -49,6 +49,11 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   // changes only in OnArrival / OnPlaced; ScoreEpoch moves with it.
   bool cacheable() const override { return true; }
   uint64_t ScoreEpoch() const override { return target_rebuilds() + memory_refreshes_; }
+  // The request's memory enters the score only through how many pods of each target shape the memory left after
+  // placement feeds (step 2), capped by how many its devices could host: a range of memories keeps those counts.
+  bool has_memory_ranges() const override { return true; }
+  void MemoryRange(const ClusterState& state, int node, const TaskRequest& request, int64_t* lo,
+                   int64_t* hi) override;
 
   // Σ_m count_m F'_n(m) (step 2, without step 3's S_n) for a node whose free CPU / devices are `node` and free memory `memory_mib`;
   // `shape_memory_mib[m]` is target shape m's memory (0 = unknown: memory not counted). Exposed for tests.
@@ -99,6 +104,7 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   uint64_t last_identity_ = 0;  // ClusterState::identity() of last_node_'s state
   uint64_t last_generation_ = 0;
   int64_t last_before_ = 0;
+  std::vector<int64_t> range_gpu_;  // MemoryRange's scratch
 };
 
 }  // namespace xpool

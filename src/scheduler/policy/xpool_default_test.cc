@@ -4,7 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "model/node_builder.h"
+#include "scheduler/fit.h"
 #include "scheduler/policy/fgd.h"
 #include "scheduler/schedule.h"
 
@@ -270,6 +275,68 @@ TEST(DefaultPolicyTest, MultiGpuPodKeepsWholeNodesForWholeNodePods) {
   std::vector<int> devices;
   ASSERT_EQ(PlaceOn(state, &policy, Pod(4000, 4, 1000), &devices), 1);
   EXPECT_EQ(devices, (std::vector<int>{4, 5, 6, 7}));
+}
+
+// MemoryRange: every memory in a request's range (that the node still fits) scores as the request itself, on nodes
+// left with different free GPU, CPU and memory; and the ranges do split (memory changes scores here).
+TEST(DefaultPolicyTest, MemoryRangeKeepsTheScore) {
+  ClusterState state;
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(state.AddNode(MakeNode("n" + std::to_string(i)).WithCpu(96000).WithMemory((96 + 64 * i) * 1024)
+                                  .WithGpus(8, "G2", 16384).Build())
+                    .ok());
+  }
+  for (int i = 1; i < 4; ++i) {  // node 0 idle; the others part used
+    Allocation used;
+    used.node = i;
+    used.cpu_milli = 8000 * i;
+    used.memory_mib = 24 * 1024 * i;
+    for (int d = 0; d < 2 * i; ++d) used.devices.push_back(DeviceGrant{d, 0, d % 2 == 0 ? 1000 : 300 * i});
+    ASSERT_TRUE(state.Apply(used).ok());
+  }
+  const std::vector<TaskRequest> shapes = {Pod(4000, 1, 1000, 32 * 1024), Pod(2000, 1, 500, 12 * 1024),
+                                           Pod(8000, 2, 1000, 60 * 1024), Pod(1000, 1, 250, 6 * 1024)};
+  DefaultPolicy policy;
+  for (const TaskRequest& r : shapes) Learn(&policy, r, 8);
+  for (const TaskRequest& r : shapes) policy.OnPlaced(state, r, Allocation{});
+  ASSERT_TRUE(policy.has_memory_ranges());
+  Rng rng(1);
+  auto score = [&](int node, const TaskRequest& r, int64_t* out) {
+    NodeCandidate candidate;
+    NodeVerdict verdict;
+    std::vector<int> devices;
+    return FitNode(state, node, r, false, &candidate, &verdict) &&
+           policy.Score(state, r, candidate, rng, out, &devices);
+  };
+  int split = 0;
+  for (int node = 0; node < state.node_count(); ++node) {
+    const int64_t free = state.FreeMemory(node);
+    for (const TaskRequest& shape : shapes) {
+      for (int64_t memory = 0; memory <= free; memory += 3 * 1024 + 17) {
+        TaskRequest r = shape;
+        r.memory_mib = memory;
+        int64_t expected = 0;
+        ASSERT_TRUE(score(node, r, &expected));
+        int64_t lo = -1, hi = -1;
+        policy.MemoryRange(state, node, r, &lo, &hi);
+        ASSERT_LE(lo, memory);
+        ASSERT_GE(hi, memory);
+        ASSERT_GE(lo, 0);
+        if (lo > 0 || hi < free) ++split;
+        for (int64_t m = lo; m <= std::min(hi, free); m += std::max<int64_t>(1, (std::min(hi, free) - lo) / 16)) {
+          for (int64_t probe : {m, std::min(hi, free)}) {
+            TaskRequest other = shape;
+            other.memory_mib = probe;
+            int64_t got = 0;
+            ASSERT_TRUE(score(node, other, &got));
+            ASSERT_EQ(got, expected) << "node " << node << " memory " << memory << " probe " << probe << " range ["
+                                     << lo << ", " << hi << "]";
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(split, 50);  // memory moves scores here: most ranges are a part of [0, free]
 }
 
 }  // namespace
