@@ -77,7 +77,7 @@ std::string PolicyList() {
 int RunScheduler(const Args& args) {
   FlagSet flags("xpool k8s scheduler",
                 "Runs the kube-scheduler extender (filter, prioritize, bind, preempt) for xpool-managed devices.");
-  std::string listen = "0.0.0.0:8888", prefix = "/", policy = "best-fit";
+  std::string listen = "0.0.0.0:8888", prefix = "/", policy = "default";
   std::string tls_cert, tls_key;
   int64_t seed = 1;
   ApiFlags api_flags;

@@ -21,7 +21,7 @@ int RunServer(const Args& args) {
                "is not on 8470)");
   flags.String("state-dir", &options.state_dir, "directory for admin.token and the SQLite database (required)");
   flags.String("store", &options.store, "postgres://... to keep state in PostgreSQL (default: SQLite in --state-dir)");
-  flags.String("policy", &options.policy, "placement policy, any name MakePolicy knows (default best-fit)");
+  flags.String("policy", &options.policy, "placement policy, any name MakePolicy knows (default: default)");
   flags.Int("max-body", &max_body, "largest request body in bytes (default 1 MiB); larger is 413");
   flags.Int("threads", &threads, "HTTP worker threads (default 128; each open keep-alive connection holds one)");
   flags.Int("tick-ms", &options.tick_ms, "periodic scheduling pass interval in ms (default 1000)");

@@ -52,7 +52,7 @@ struct KubeClusterStats {
 class KubeCluster {
  public:
   struct Options {
-    std::string default_policy = "best-fit";
+    std::string default_policy = "default";
     uint64_t seed = 1;
     // A reservation the API server has not shown back survives a relist for this long (a bind in flight).
     TimeMicros unconfirmed_grace = 120 * kMicrosPerSecond;

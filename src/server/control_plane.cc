@@ -114,6 +114,7 @@ Status ControlPlane::Rebuild() {
   ASSIGN_OR_RETURN(std::vector<JobRecord> held, store_.ListJobs(holding));
   for (const JobRecord& job : held) {
     HeldJob h(JobTerms::Of(job));
+    ArrivedLocked(h);  // the policy relearns the workload from the jobs alive now
     h.state = job.state;
     h.last_start = job.last_start_us > 0 ? job.last_start_us : job.updated_us;
     h.allocations = std::move(booked[job.id]);
@@ -132,6 +133,7 @@ Status ControlPlane::Rebuild() {
   ASSIGN_OR_RETURN(std::vector<JobRecord> queued, store_.ListJobs(filter));
   for (const JobRecord& job : queued) {
     EnqueueLocked(job);
+    ArrivedLocked(queued_[job.id]);
     queued_[job.id].reason = job.pending_reason;
     queued_[job.id].persisted = job.pending_reason;
   }
@@ -167,6 +169,10 @@ void ControlPlane::EnqueueLocked(const JobRecord& job) {
   QueuedJob q(JobTerms::Of(job));
   q.restarted = job.restart_count > 0;
   queued_[job.id] = std::move(q);
+}
+
+void ControlPlane::ArrivedLocked(const JobTerms& terms) {
+  for (int r = 0; r < terms.replicas; ++r) policy_->OnArrival(terms.request);
 }
 
 void ControlPlane::DequeueLocked(JobId id) {
@@ -207,6 +213,7 @@ Result<JobRecord> ControlPlane::Submit(TenantId tenant, const JobSpec& spec) {
   {
     std::lock_guard lock(mu_);
     EnqueueLocked(job);
+    ArrivedLocked(queued_[job.id]);
     fresh_.push_back(job.id);
   }
   Wake(false);

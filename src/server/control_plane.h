@@ -53,7 +53,7 @@ struct QueueJob;  // scheduler/queue/queue_types.h
 namespace xpool::server {
 
 struct ControlPlaneOptions {
-  std::string policy = "best-fit";
+  std::string policy = "default";  // the fragmentation-aware policy (docs/scheduling.md)
   uint64_t seed = 42;
   TimeMicros tick = 1'000'000;
   TimeMicros node_timeout = 30'000'000;
@@ -182,6 +182,8 @@ class ControlPlane {
 
   void Loop();
   void EnqueueLocked(const JobRecord& job);
+  // Tells the policy that the job's replicas arrived (it learns the workload from arrivals: fgd, default).
+  void ArrivedLocked(const JobTerms& terms);
   void DequeueLocked(JobId id);
   void ReleaseLocked(JobId id);
   // Adds `id` to (or removes it from) held_on_node_ for every node its allocations touch.

@@ -135,6 +135,26 @@ TEST_F(ControlPlaneTest, PlacesOnARegisteredNodeAndCommitsToTheStore) {
   EXPECT_TRUE(control_->CheckConsistency().ok());
 }
 
+// The server's policy learns the workload from submitted jobs (fgd and default read a target learned from
+// arrivals): after many whole-GPU jobs that require the H800 model, an unconstrained one keeps the only H800 free for them
+// and goes to the A100 node, though the H800 node comes first and a policy without a target would tie them.
+TEST_F(ControlPlaneTest, ThePolicyLearnsTheWorkloadFromSubmittedJobs) {
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("h800").WithGpus(1, "H800", 81920).Simulated().Build()).ok());
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("a100").WithGpus(1, "A100", 81920).Simulated().Build()).ok());
+  for (int i = 0; i < 20; ++i) {
+    JobSpec s = Spec("needs-h800-" + std::to_string(i), 1, 1, 50, 100);
+    s.resources.gpu_type = {"H800"};
+    JobRecord j = Submit(s);
+    ASSERT_TRUE(control_->Cancel(j.id, "only its arrival counts").ok());
+  }
+  JobRecord any = Submit(Spec("any", 1, 1, 50, 100));
+  EXPECT_EQ(control_->RunPass(true), 1);
+  auto allocations = store_->JobAllocations(any.id);
+  ASSERT_TRUE(allocations.ok());
+  ASSERT_EQ(allocations->size(), 1u);
+  EXPECT_EQ((*allocations)[0].node, "a100");
+}
+
 TEST_F(ControlPlaneTest, GangIsAllOrNothing) {
   ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(1, "A100", 81920).Simulated().Build()).ok());
   ASSERT_TRUE(control_->RegisterNode(MakeNode("n2").WithGpus(1, "A100", 81920).Simulated().Build()).ok());

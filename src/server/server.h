@@ -30,7 +30,7 @@ struct ServerOptions {
   std::string agent_listen;
   std::string state_dir;                  // required: admin.token lives here (and xpool.db for SQLite)
   std::string store;                      // "" = SQLite at STATE_DIR/xpool.db; or postgres://...
-  std::string policy = "best-fit";
+  std::string policy = "default";  // the fragmentation-aware policy (docs/scheduling.md)
   size_t max_body_bytes = 1 << 20;
   // HTTP workers. httplib gives each open keep-alive connection a worker until it closes or idles 5 s, so this
   // bounds the concurrent keep-alive clients (Studio tabs hold ~6, the CLI one briefly; agents use gRPC): idle

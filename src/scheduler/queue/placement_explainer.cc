@@ -89,13 +89,24 @@ std::vector<NodeVerdict>& PlacementExplainer::VerdictsFor(const TaskRequest& r) 
   return verdicts_[it->second];
 }
 
+void PlacementExplainer::Refresh(int node) {
+  node_group_[node] = GroupOf(node);
+  const Node& n = state_.node(node);
+  const NodeUsage& u = state_.usage(node);
+  NodeLevel& level = node_level_[node];
+  level.blocked = !n.ready ? FitReason::kNodeNotReady : n.cordoned ? FitReason::kNodeCordoned : FitReason::kFits;
+  level.free_cpu = n.cpu_milli - u.cpu_milli;  // as FitNode computes them
+  level.free_memory = n.memory_mib - u.memory_mib;
+}
+
 void PlacementExplainer::RebuildAll() {
   groups_.clear();
   device_requests_.clear();
   verdicts_.clear();
   const int count = state_.node_count();
   node_group_.assign(count, 0);
-  for (int n = 0; n < count; ++n) node_group_[n] = GroupOf(n);
+  node_level_.assign(count, NodeLevel{});
+  for (int n = 0; n < count; ++n) Refresh(n);
 }
 
 void PlacementExplainer::Sync() {
@@ -110,7 +121,7 @@ void PlacementExplainer::Sync() {
     // Duplicates are harmless: a key is rebuilt to the same id.
     std::sort(changed_.begin(), changed_.end());
     changed_.erase(std::unique(changed_.begin(), changed_.end()), changed_.end());
-    for (int n : changed_) node_group_[n] = GroupOf(n);
+    for (int n : changed_) Refresh(n);
   }
   synced_ = true;
   seq_ = state_.change_seq();
@@ -127,16 +138,21 @@ ScheduleOutcome PlacementExplainer::Explain(const TaskRequest& request, Placemen
     return Schedule(state_, request, policy, rng);
   }
   Sync();
-  // FitNode on this request checks only the node's readiness, CPU and memory, in FitNode's order.
-  TaskRequest node_level;
-  node_level.cpu_milli = request.cpu_milli;
-  node_level.memory_mib = request.memory_mib;
   std::vector<NodeVerdict>& known = VerdictsFor(request);
   if (known.size() < groups_.size()) known.resize(groups_.size());  // kFits: not known yet
   ReasonTally tally(request);
   NodeVerdict verdict;
   for (int n = 0; n < state_.node_count(); ++n) {
-    if (!FitNode(state_, n, node_level, /*ignore_usage=*/false, &candidate_, &verdict)) {
+    // FitNode's node-level checks (readiness, cordon, CPU, memory), in its order, on the node's compact copy.
+    const NodeLevel& level = node_level_[n];
+    FitReason node_fit = level.blocked;
+    if (node_fit == FitReason::kFits && level.free_cpu < request.cpu_milli) node_fit = FitReason::kNotEnoughCpu;
+    if (node_fit == FitReason::kFits && level.free_memory < request.memory_mib) {
+      node_fit = FitReason::kNotEnoughMemory;
+    }
+    if (node_fit != FitReason::kFits) {
+      verdict.reason = node_fit;
+      verdict.device = -1;
       tally.Add(state_, n, verdict);
       continue;
     }

@@ -9,7 +9,8 @@
 // devices, as Scheduler's state ids), so nodes are grouped by a device key kept current from the ClusterState's
 // change journal. The full FitNode runs once per group and device request (the request's device part; on the
 // first node of the group that passes the node-level checks), remembered while the group ids last, and only the
-// node-level checks run on every node. The tally is the same ReasonTally, the outcome the same
+// node-level checks run on every node — on a compact per-node copy of what they read (readiness, cordon, free CPU
+// and memory), kept current with the group ids. The tally is the same ReasonTally, the outcome the same
 // NotPlacedOutcome: the text is identical to Schedule()'s.
 //
 // Exactness guards: requests naming device uuids, policies that are not cacheable, and any request that some
@@ -51,6 +52,7 @@ class PlacementExplainer {
  private:
   void Sync();                 // node_group_ current with the journal
   int GroupOf(int node);       // builds the node's device key and interns it
+  void Refresh(int node);      // node_group_ and node_level_ for the node
   void RebuildAll();
   std::vector<NodeVerdict>& VerdictsFor(const TaskRequest& request);  // this device request's group verdicts
 
@@ -59,6 +61,14 @@ class PlacementExplainer {
   uint64_t seq_ = 0;
   uint64_t description_version_ = 0;
   std::vector<int> node_group_;                  // per node: its device group id
+  // Per node, what FitNode's node-level checks read: kNodeNotReady / kNodeCordoned when blocked (FitNode's order),
+  // else kFits, and the free CPU and memory.
+  struct NodeLevel {
+    int64_t free_cpu = 0;
+    int64_t free_memory = 0;
+    FitReason blocked = FitReason::kFits;
+  };
+  std::vector<NodeLevel> node_level_;
   std::unordered_map<std::string, int> groups_;  // device key → group id
   std::string key_;
   std::vector<int> changed_;
