@@ -1,7 +1,6 @@
 #include "scheduler/policy/xpool_default.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <utility>
 
@@ -169,7 +168,8 @@ int64_t DefaultPolicy::ResourceFragment(const NodeFree& node, int64_t memory_mib
 
 void DefaultPolicy::OnPlaced(const ClusterState& state, const TaskRequest& request,
                              const Allocation& /*allocation*/) {
-  if (state.totals().device_compute_capacity_milli != cluster_gpu_milli_) {  // the cluster's memory per GPU
+  if (state.totals().device_compute_capacity_milli != cluster_gpu_milli_ ||
+      state.totals().cpu_capacity_milli != cluster_cpu_milli_) {  // the cluster's memory and CPU per GPU
     cluster_gpu_milli_ = state.totals().device_compute_capacity_milli;
     cluster_memory_mib_ = 0;
     for (int n = 0; n < state.node_count(); ++n) cluster_memory_mib_ += state.node(n).memory_mib;
