@@ -15,6 +15,8 @@
 // with the stream's target workload (see BenchPolicy).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -102,9 +104,20 @@ const std::vector<TaskRequest>& Stream(bool trace) {
   return trace ? real : shaped;
 }
 
+// The first placements' outcomes hashed (node and devices, or not placed): equal digests = equal decisions, for
+// checking that a faster Scheduler decides as before. Over the first kDigestCalls calls of the timed loop (all of
+// them when a run has fewer, so compare runs of at least that many iterations).
+constexpr int64_t kDigestCalls = 20000;
+void MixDigest(uint64_t* digest, const ScheduleOutcome& o) {
+  auto mix = [digest](uint64_t v) { *digest = (*digest ^ v) * 1099511628211ull; };
+  mix(o.kind == OutcomeKind::kPlaced ? static_cast<uint64_t>(o.allocation.node) : ~uint64_t{0});
+  for (const DeviceGrant& g : o.allocation.devices) mix(static_cast<uint64_t>(g.device));
+}
+
 template <typename PlaceFn>
-void RunPlacements(benchmark::State& bs, ClusterState& cluster, const std::vector<TaskRequest>& stream,
-                   PlaceFn place) {
+uint64_t RunPlacements(benchmark::State& bs, ClusterState& cluster, const std::vector<TaskRequest>& stream,
+                       PlaceFn place) {
+  uint64_t digest = 1469598103934665603ull;
   Churn churn(&cluster, 7);
   size_t next = 0;
   // Fill to about 80 % before timing, with best-fit's fast path whatever the policy measured (a full-scan policy
@@ -122,6 +135,7 @@ void RunPlacements(benchmark::State& bs, ClusterState& cluster, const std::vecto
   for (auto _ : bs) {
     churn.KeepBelow(0.85);
     ScheduleOutcome o = place(stream[next++ % stream.size()], churn.rng());
+    if (attempts < kDigestCalls) MixDigest(&digest, o);
     ++attempts;
     if (o.kind == OutcomeKind::kPlaced) {
       churn.Placed(o.allocation);
@@ -134,6 +148,8 @@ void RunPlacements(benchmark::State& bs, ClusterState& cluster, const std::vecto
   bs.SetItemsProcessed(attempts);
   bs.counters["placed_fraction"] = attempts ? static_cast<double>(placed) / attempts : 0;
   bs.counters["gpu_util"] = attempts ? util_sum / attempts : 0;
+  bs.counters["digest_calls"] = static_cast<double>(std::min(attempts, kDigestCalls));  // compare equal counts only
+  return digest;
 }
 
 // The policy measured. "fgd" is the paper's FGD, whose target workload is the request stream's (as the fill
@@ -161,13 +177,17 @@ void BM_Place(benchmark::State& bs, std::string cluster_name, std::string policy
     return;
   }
   Scheduler scheduler(cluster, **policy, SchedulerOptions{.explain = false});
-  RunPlacements(bs, cluster, stream, [&](const TaskRequest& r, Rng& rng) { return scheduler.Schedule(r, rng); });
+  const uint64_t digest = RunPlacements(bs, cluster, stream,
+                                        [&](const TaskRequest& r, Rng& rng) { return scheduler.Schedule(r, rng); });
   const SchedulerStats& st = scheduler.stats();
   bs.counters["visited_per_call"] = st.calls ? static_cast<double>(st.nodes_visited) / st.calls : 0;
   bs.counters["fits_per_call"] = st.calls ? static_cast<double>(st.fit_calls) / st.calls : 0;
-  bs.SetLabel(scheduler.mode() == SchedulerMode::kOrderedWalk  ? "ordered-walk"
-              : scheduler.mode() == SchedulerMode::kScoreCache ? "score-cache"
-                                                               : "full-scan");
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(digest));
+  bs.SetLabel(std::string(scheduler.mode() == SchedulerMode::kOrderedWalk  ? "ordered-walk"
+                          : scheduler.mode() == SchedulerMode::kScoreCache ? "score-cache"
+                                                                           : "full-scan") +
+              " digest " + hex);
 }
 
 void BM_PlaceScan(benchmark::State& bs, std::string policy_name) {
@@ -179,7 +199,11 @@ void BM_PlaceScan(benchmark::State& bs, std::string policy_name) {
     return;
   }
   PlacementPolicy& p = **policy;
-  RunPlacements(bs, cluster, stream, [&](const TaskRequest& r, Rng& rng) { return Schedule(cluster, r, p, rng); });
+  const uint64_t digest =
+      RunPlacements(bs, cluster, stream, [&](const TaskRequest& r, Rng& rng) { return Schedule(cluster, r, p, rng); });
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(digest));
+  bs.SetLabel(std::string("digest ") + hex);
 }
 
 [[maybe_unused]] const bool kRegistered = [] {

@@ -93,6 +93,9 @@ class PlacementPolicy {
   // verdict share the bound. A Scheduler then skips scoring a node whose bound is below a score it already found
   // (never a node that could tie it). Default: no bound.
   virtual bool ScoreBound(const ClusterState& /*state*/, int /*node*/, int64_t* /*bound*/) { return false; }
+  // Optional, with ScoreBound: an upper bound on Score for this request on every node that has a ScoreBound (the
+  // Scheduler uses the lesser of the two). Default: none.
+  virtual bool RequestScoreBound(const TaskRequest& /*request*/, int64_t* /*bound*/) const { return false; }
 
   // For cacheable policies that keep a score cache of their own: a caller that memoises verdicts itself (a
   // Scheduler scanning node states) says so, and the policy may then skip its cache (which would only miss

@@ -189,18 +189,29 @@ bool UniformDevices(const Node& n) {
   return true;
 }
 
-// Interns keys into dense ids 0, 1, ….
+// Interns keys into dense ids 0, 1, … in first-seen order. A key no longer in use may be forgotten: its id is
+// never given again until Clear (caches keyed by id stay valid), and the table stays the size of the keys in use.
 class Interner {
  public:
   uint32_t Id(const std::string& key) {
-    auto [it, added] = ids_.try_emplace(key, static_cast<uint32_t>(ids_.size()));
+    auto [it, added] = ids_.try_emplace(key, static_cast<uint32_t>(keys_.size()));
+    if (added) keys_.push_back(&it->first);
     return it->second;
   }
-  void Clear() { ids_.clear(); }
-  size_t size() const { return ids_.size(); }
+  void Forget(uint32_t id) {
+    if (id >= keys_.size() || keys_[id] == nullptr) return;
+    ids_.erase(ids_.find(*keys_[id]));
+    keys_[id] = nullptr;
+  }
+  void Clear() {
+    ids_.clear();
+    keys_.clear();
+  }
+  size_t size() const { return keys_.size(); }  // ids given since Clear
 
  private:
   std::unordered_map<std::string, uint32_t> ids_;
+  std::vector<const std::string*> keys_;  // per id: its key in ids_, nullptr once forgotten
 };
 
 }  // namespace
@@ -432,7 +443,7 @@ constexpr size_t kMaxStates = 1 << 18;
 // A by_states shape refreshes its per-node tree while at most 1/kRefreshRatio of the nodes changed since its last
 // use (a refresh updates the tree, likely cold in cache when many shapes are in use: several times the cost of
 // scanning a live state in order); beyond that it scans the live states.
-constexpr uint64_t kRefreshRatio = 8;
+constexpr uint64_t kRefreshRatio = 64;
 constexpr int kOftenToBuild = 8;
 }  // namespace
 
@@ -445,6 +456,7 @@ void Scheduler::SyncStates() {
       !m.states_synced || m.states_description_version != state_.description_version() ||
       static_cast<int>(m.node_state.size()) != count || m.states.size() > kMaxStates + 4 * static_cast<size_t>(count);
   auto update = [&](int n, bool known) {
+    const uint32_t old_state = known ? m.node_state[n] : LiveStates::kNoState;
     // Conditions (ready, cordoned, device health) change without a new description_version: key the description
     // again when they did (or the node is new to the tables).
     const uint64_t conditions = Conditions(state_.node(n));
@@ -470,6 +482,10 @@ void Scheduler::SyncStates() {
     m.node_state[n] = m.states.Id(m.state_key);
     m.node_capacity[n] = CapacityOf(state_, n);
     m.live.Move(n, m.node_state[n], m.node_capacity[n]);
+    // A state no node is in any more leaves the table (a churning cluster makes ~3 new ones per placement).
+    if (old_state != m.node_state[n] && old_state != LiveStates::kNoState && !m.live.holds(old_state)) {
+      m.states.Forget(old_state);
+    }
   };
   if (descriptions_changed ||
       !ChangedNodes(state_, m.states_seq, &m.changed, &m.stamp, &m.stamp_clock, &m.raw_changed)) {
@@ -478,6 +494,7 @@ void Scheduler::SyncStates() {
       m.descriptions.Clear();
       m.states.Clear();
       m.shapes.clear();
+      m.slot_bound.clear();  // keyed by state id
     }
     m.node_description.assign(count, 0);
     m.node_uniform.assign(count, 0);
@@ -575,12 +592,55 @@ int64_t SlotBound(const ClusterState& state, PlacementPolicy& policy, const Live
 }
 }  // namespace
 
+// The slots ScanStates deferred (no verdict memoised for the shape), after the others: each is scored and taken
+// as the loop there takes a slot, unless the policy's bounds (ScoreBound for the state, RequestScoreBound) say it
+// cannot change the pick — below the best verdict found, or equal to it with its nodes after the tie rule's pick.
+void Scheduler::ScoreFresh(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, int64_t* best_io,
+                           bool* memory_short) {
+  Impl& m = *impl_;
+  const LiveStates& live = m.live;
+  int64_t& best = *best_io;
+  const TieBreak tie_break = policy_.tie_break();
+  int tie_pick = -1;  // the node the tie rule picks among the tied slots so far (kFirst, kLast)
+  auto note_tie = [&](int s) {
+    if (tie_break == TieBreak::kFirst) {
+      tie_pick = tie_pick < 0 ? live.first_node(s) : std::min(tie_pick, live.first_node(s));
+    } else if (tie_break == TieBreak::kLast) {
+      tie_pick = std::max(tie_pick, live.last_node(s));
+    }
+  };
+  for (int s : m.tied) note_tie(s);
+  int64_t request_bound = kNoBound;
+  if (policy_.RequestScoreBound(key, &request_bound)) request_bound = std::max(request_bound, kLowestScore);
+  for (int s : m.fresh) {
+    if (best != kNoFit) {
+      const int64_t slot_bound = SlotBound(state_, policy_, live, &m.slot_bound, s);
+      const int64_t bound = slot_bound == kNoBound ? kNoBound : std::min(slot_bound, request_bound);
+      if (bound < best) continue;
+      if (bound == best && tie_break == TieBreak::kFirst && live.first_node(s) > tie_pick) continue;
+      if (bound == best && tie_break == TieBreak::kLast && live.last_node(s) < tie_pick) continue;
+    }
+    const int64_t v = SlotVerdict(cache, key, s);
+    if (v == kNoFit || v < best) continue;
+    if (live.slot(s).capacity.free_memory < request.memory_mib) {
+      *memory_short = true;
+      continue;
+    }
+    if (v > best) {
+      best = v;
+      m.tied.clear();
+      tie_pick = -1;
+    }
+    m.tied.push_back(s);
+    note_tie(s);
+  }
+}
+
 // Scans the live node states of the capacity partitions the request may fit (in any order: the outcome depends
 // only on the set of slots): a state's verdict for the shape is computed once per slot occupancy, on one of its
 // nodes; the best verdict among the slots with the request's memory wins, and the tie rule picks among their
 // nodes. Its cost grows with those live states (up to ~1,000 on a churning openb), not with the nodes changed
-// since the shape was last used. Slots without a memoised verdict are scored after the others, and not at all when
-// the policy's ScoreBound for their state is below the best verdict found (they can neither win nor tie).
+// since the shape was last used. Slots without a memoised verdict are scored after the others (ScoreFresh).
 int Scheduler::ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng) {
   Impl& m = *impl_;
   LiveStates& live = m.live;
@@ -589,44 +649,34 @@ int Scheduler::ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskR
   bool memory_short = false;  // a slot at least as good as the best lacked the request's memory
   m.tied.clear();
   m.fresh.clear();
-  auto consider = [&](int s, int64_t v) {
-    if (v == kNoFit || v < best) return;
-    if (live.slot(s).capacity.free_memory < request.memory_mib) {
-      memory_short = true;
-      return;
-    }
-    if (v > best) {
-      best = v;
-      m.tied.clear();
-    }
-    m.tied.push_back(s);
-  };
   EligibleParts(key, &m.eligible);
   for (int p : m.eligible) {
     for (int s : live.part(p)) {
       const LiveStates::Slot& slot = live.slot(s);
       ++stats_.nodes_visited;
       if (!MayFit(slot.capacity, key)) continue;  // the capacity check first: it reads no per-shape memo
-      if (cache.ranges) {
-        if (slot.capacity.free_memory < request.memory_mib) {
-          memory_short = true;
-          continue;
-        }
-        consider(s, RangeVerdict(cache, request, s));
+      if (!cache.ranges && cache.by_slot[s].state != slot.state) {
+        m.fresh.push_back(s);  // no memoised verdict: scored after the others (ScoreFresh)
         continue;
       }
-      const ShapeCache::SlotVerdict& memo = cache.by_slot[s];
-      if (memo.state != slot.state) {
-        m.fresh.push_back(s);
+      if (cache.ranges && slot.capacity.free_memory < request.memory_mib) {
+        memory_short = true;
         continue;
       }
-      consider(s, memo.verdict);
+      const int64_t v = cache.ranges ? RangeVerdict(cache, request, s) : SlotVerdict(cache, key, s);
+      if (v == kNoFit || v < best) continue;
+      if (slot.capacity.free_memory < request.memory_mib) {
+        memory_short = true;
+        continue;
+      }
+      if (v > best) {
+        best = v;
+        m.tied.clear();
+      }
+      m.tied.push_back(s);
     }
   }
-  for (int s : m.fresh) {
-    if (best != kNoFit && SlotBound(state_, policy_, live, &m.slot_bound, s) < best) continue;
-    consider(s, SlotVerdict(cache, key, s));
-  }
+  if (!m.fresh.empty()) ScoreFresh(cache, key, request, &best, &memory_short);
   if (memory_short) ++stats_.memory_scans;
   if (best == kNoFit) return -1;
   int pick = -1;
@@ -745,11 +795,13 @@ ScheduleOutcome Scheduler::Schedule(const TaskRequest& request, Rng& rng) {
     m.seen_max_compute = totals.max_node_device_compute_milli;
     m.synced = false;
     m.shapes.clear();
+    m.slot_bound.clear();  // bounds follow the scores
   }
   if (policy_.ScoreEpoch() != m.seen_epoch) {  // the policy's learned state moved: its scores may have changed
     m.seen_epoch = policy_.ScoreEpoch();
     m.synced = false;
     m.shapes.clear();
+    m.slot_bound.clear();  // bounds follow the scores
   }
 
   const int best_node = mode_ == SchedulerMode::kOrderedWalk ? WalkOrdered(request, rng) : ScanCache(request, rng);

@@ -80,6 +80,9 @@ class Scheduler {
   int64_t SlotVerdict(ShapeCache& cache, const TaskRequest& key, int slot);  // memoised per live-state slot
   int64_t RangeVerdict(ShapeCache& cache, const TaskRequest& request, int slot);  // per slot and memory range
   int64_t Evaluate(const TaskRequest& key, int node);     // FitNode + Score as one cached verdict
+  // ScanStates' slots without a memoised verdict, scored last and skipped where the policy's bounds allow.
+  void ScoreFresh(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, int64_t* best,
+                  bool* memory_short);
 
   const ClusterState& state_;
   PlacementPolicy& policy_;

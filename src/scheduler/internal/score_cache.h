@@ -234,6 +234,8 @@ class LiveStates {
   void Move(int node, uint32_t state, const Capacity& capacity);
 
   int slot_of(int node) const { return node_slot_[node]; }  // after Move(node, ...)
+  // Whether some node is in state `state` now.
+  bool holds(uint32_t state) const { return state < slot_of_state_.size() && slot_of_state_[state] >= 0; }
   int size() const { return static_cast<int>(slots_.size()); }  // slots, free ones included
   int live() const { return static_cast<int>(slots_.size() - free_.size()); }
   const Slot& slot(int s) const { return slots_[s]; }

@@ -51,6 +51,7 @@ TEST(LiveStatesTest, SlotsFollowRandomMoves) {
       seen[slot.state] = std::set<int>(nodes.begin(), nodes.end());
     }
     ASSERT_EQ(seen, expected) << "step " << step;
+    for (uint32_t st = 0; st < kStates + 2; ++st) EXPECT_EQ(live.holds(st), expected.count(st) > 0) << step;
     std::multiset<int> listed;
     for (int p = 0; p < kParts; ++p) {
       for (int s : live.part(p)) {
@@ -65,6 +66,7 @@ TEST(LiveStatesTest, SlotsFollowRandomMoves) {
     ASSERT_LE(live.size(), static_cast<int>(kStates));
   }
   live.Reset(kNodes);
+  for (uint32_t st = 0; st < kStates; ++st) EXPECT_FALSE(live.holds(st));
   for (int s = 0; s < live.size(); ++s) EXPECT_EQ(live.slot(s).count, 0);
   for (int p = 0; p < kParts; ++p) EXPECT_TRUE(live.part(p).empty());
 }

@@ -149,7 +149,19 @@ int64_t FgdPolicy::Evaluate(const ClusterState& /*state*/, const TaskRequest& re
 }
 
 bool FgdPolicy::ScoreBound(const ClusterState& state, int node, int64_t* bound) {
+  for (const Device& d : state.node(node).devices) {
+    if (d.compute_milli < kWholeDeviceMilli) return false;
+  }
   *bound = FgdSigmoidScore(NodeWeightedBefore(state, node), target().total_count());
+  return true;
+}
+
+// Per shape m of the target, F_n(m) − F'_n(m) ≤ k · d: a shape that fitted neither before nor after loses the
+// idle compute taken (k · d); one that fitted before only, at most that (F = unusable ≤ idle, F' = idle − k · d);
+// one that fits both, at most d per chosen device that was already unusable to it (usable ones add g − d ≥ 0).
+bool FgdPolicy::RequestScoreBound(const TaskRequest& request, int64_t* bound) const {
+  const int64_t total = target().total_count();
+  *bound = FgdSigmoidScore(total * request.device_count * request.device_compute_milli, total);
   return true;
 }
 

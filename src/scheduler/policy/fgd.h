@@ -124,7 +124,11 @@ class FgdPolicy final : public FragmentationPolicyBase {
   bool ignores_request_memory() const override { return true; }
   // Placing a pod never leaves less than no fragmentation: Δ = before − after ≤ before, and the score is monotone
   // in Δ, so the score of the node's fragmentation before placement bounds every request's.
+  // Nodes with a device below a whole device's compute have none (a whole-device grant there would leave the
+  // measure a negative free compute).
   bool ScoreBound(const ClusterState& state, int node, int64_t* bound) override;
+  // On such a node no shape's fragment drops by more than the compute the request takes (k · d): Δ ≤ k · d.
+  bool RequestScoreBound(const TaskRequest& request, int64_t* bound) const override;
 
  private:
   int64_t Evaluate(const ClusterState& state, const TaskRequest& request, int node,
