@@ -87,6 +87,10 @@ DefaultPolicy::ShapeGroups DefaultPolicy::ShapeGroups::Of(const TargetWorkload& 
                      [](const Member& a, const Member& b) { return a.cpu_milli < b.cpu_milli; });
     g.count_from.assign(g.members.size() + 1, 0);
     for (size_t k = g.members.size(); k-- > 0;) g.count_from[k] = g.count_from[k + 1] + g.members[k].count;
+    g.max_memory_before.assign(g.members.size() + 1, 0);
+    for (size_t k = 0; k < g.members.size(); ++k) {
+      g.max_memory_before[k + 1] = std::max(g.max_memory_before[k], g.members[k].memory_mib);
+    }
   }
   return out;
 }
@@ -144,6 +148,16 @@ int64_t DefaultPolicy::ResourceFragment(const NodeFree& node, int64_t memory_mib
     const bool devices_fit = usable >= shape.gpu_count;
     if (!devices_fit) {  // no member fits: all idle GPU
       sum += group.count_from[0] * idle;
+      continue;
+    }
+    // The members the node's CPU fits: a prefix. When the memory feeds each of them as many pods as the devices
+    // could host (the common case), each one's fragment is the unusable devices' idle GPU.
+    const size_t fits = static_cast<size_t>(
+        std::upper_bound(group.members.begin(), group.members.end(), node.cpu_milli,
+                         [](int64_t cpu, const ShapeGroups::Member& m) { return cpu < m.cpu_milli; }) -
+        group.members.begin());
+    if (memory_mib >= pods_gpu * group.max_memory_before[fits]) {
+      sum += (group.count_from[0] - group.count_from[fits]) * unusable_milli + group.count_from[fits] * idle;
       continue;
     }
     for (size_t k = 0; k < group.members.size(); ++k) {
@@ -252,6 +266,7 @@ void DefaultPolicy::MemoryRange(const ClusterState& state, int node, const TaskR
   RefreshShapeMemory();  // as Evaluate: the means the score was computed with
   const int64_t memory = state.FreeMemory(node);
   const int64_t left = memory - request.memory_mib;  // x: the memory left after placement
+  const int64_t cpu_after = state.FreeCpu(node) - request.cpu_milli;
   *lo = *hi = request.memory_mib;
   if (left < 0) return;  // does not fit: only this memory
   // x enters step 2 only as P_res(m) = min(P_gpu(m), ⌊x / mem_m⌋) for the shapes with a known memory. P_gpu after
@@ -261,44 +276,52 @@ void DefaultPolicy::MemoryRange(const ClusterState& state, int node, const TaskR
   int64_t x_hi = std::numeric_limits<int64_t>::max();
   std::vector<int64_t>& gpu = range_gpu_;  // the node's free compute per usable device (as ReadNodeFree)
   gpu.clear();
-  bool read = false;
+  const Node& n = state.node(node);
+  for (size_t d = 0; d < n.devices.size(); ++d) {
+    const Device& dev = n.devices[d];
+    if (dev.healthy && !dev.cordoned && !state.usage(node).devices[d].exclusive) {
+      gpu.push_back(state.FreeDeviceCompute(node, static_cast<int>(d)));
+    }
+  }
+  if (gpu.empty()) {  // no device: P_gpu = 0 for every shape, memory does not count
+    *lo = 0;
+    *hi = memory;
+    return;
+  }
   FreeLevels levels;
-  bool by_levels = false;
+  const bool by_levels = levels.Read(gpu);
   for (const ShapeGroups::Group& group : groups_.groups) {
     const PodShape& shape = group.gpu;
-    int64_t cap = -1;  // computed for the group's first member with a known memory
-    for (const ShapeGroups::Member& member : group.members) {
-      const int64_t mem = member.memory_mib;
+    // A member whose CPU the node cannot give after placement is all idle GPU whatever the memory left: only the
+    // prefix of members (by CPU) that fits bounds the range.
+    const size_t fits = static_cast<size_t>(
+        std::upper_bound(group.members.begin(), group.members.end(), cpu_after,
+                         [](int64_t cpu, const ShapeGroups::Member& m) { return cpu < m.cpu_milli; }) -
+        group.members.begin());
+    const int64_t max_memory = group.max_memory_before[fits];
+    if (max_memory <= 0) continue;  // no member with a known memory
+    int64_t cap = 0;
+    int usable = 0;
+    if (by_levels) {
+      for (int l = 0; l < levels.size && levels.value[l] >= shape.gpu_milli; ++l) {
+        usable += levels.count[l];
+        cap += levels.value[l] / shape.gpu_milli * levels.count[l];
+      }
+    } else {
+      for (int64_t g : gpu) {
+        if (g < shape.gpu_milli) continue;
+        ++usable;
+        cap += g / shape.gpu_milli;
+      }
+    }
+    if (shape.gpu_count > 1) cap = usable / shape.gpu_count;
+    if (left >= cap * max_memory) {  // ⌊left / mem⌋ ≥ cap for every member: x ≥ cap · mem keeps each
+      x_lo = std::max(x_lo, cap * max_memory);
+      continue;
+    }
+    for (size_t k = 0; k < fits; ++k) {
+      const int64_t mem = group.members[k].memory_mib;
       if (mem <= 0) continue;
-      if (!read) {
-        read = true;
-        const Node& n = state.node(node);
-        for (size_t d = 0; d < n.devices.size(); ++d) {
-          const Device& dev = n.devices[d];
-          if (dev.healthy && !dev.cordoned && !state.usage(node).devices[d].exclusive) {
-            gpu.push_back(state.FreeDeviceCompute(node, static_cast<int>(d)));
-          }
-        }
-        by_levels = levels.Read(gpu);
-      }
-      if (gpu.empty()) break;  // no device: P_gpu = 0 for every shape, memory does not count
-      if (cap < 0) {
-        cap = 0;
-        int usable = 0;
-        if (by_levels) {
-          for (int l = 0; l < levels.size && levels.value[l] >= shape.gpu_milli; ++l) {
-            usable += levels.count[l];
-            cap += levels.value[l] / shape.gpu_milli * levels.count[l];
-          }
-        } else {
-          for (int64_t g : gpu) {
-            if (g < shape.gpu_milli) continue;
-            ++usable;
-            cap += g / shape.gpu_milli;
-          }
-        }
-        if (shape.gpu_count > 1) cap = usable / shape.gpu_count;
-      }
       if (left >= cap * mem) {  // ⌊left / mem⌋ ≥ cap
         x_lo = std::max(x_lo, cap * mem);
       } else {

@@ -74,6 +74,7 @@ class DefaultPolicy final : public FragmentationPolicyBase {
       bool any_model = false;  // no model constraint
       std::vector<Member> members;   // by CPU, ascending
       std::vector<int64_t> count_from;  // [k] = Σ count of members k…end
+      std::vector<int64_t> max_memory_before;  // [k] = the largest memory among members 0…k−1 (0 if none)
     };
     int64_t idle_count = 0;  // Σ count of the shapes asking no GPU compute: their fragment is all idle GPU
     std::vector<Group> groups;
