@@ -112,6 +112,7 @@ struct Scheduler::ShapeCache {
     int64_t lo = 0;
     int64_t hi = -1;
     int64_t verdict = kUnknown;
+    bool ranged = false;  // [lo, hi] is the policy's MemoryRange (else lo = hi = the memory it was computed for)
   };
   static constexpr int kRangeWays = 2;  // verdicts kept per slot, most recent first
   uint64_t seq = 0;
@@ -257,6 +258,7 @@ struct Scheduler::Impl {
   std::vector<int> tied;                // slots holding the best verdict of a scan
   std::vector<int> tied_nodes;          // their nodes, for a k-th pick
   std::vector<int> fresh;               // slots a scan found without a memoised verdict
+  TaskRequest range_request;            // RangeVerdict: a request at a kept verdict's memory, for MemoryRange
   // Per live-state slot: the policy's ScoreBound for its state (kNoBound: none), valid while the slot holds it.
   std::vector<std::pair<uint32_t, int64_t>> slot_bound;
   uint64_t states_seq = 0;
@@ -727,16 +729,24 @@ int64_t Scheduler::RangeVerdict(ShapeCache& cache, const TaskRequest& request, i
     cache.by_range.resize(cache.by_range.size() + kWays);
   }
   ShapeCache::RangeVerdict* ways = &cache.by_range[at];
+  const int node = m.live.any_node(s);
   for (int w = 0; w < kWays; ++w) {
-    if (ways[w].state == state && ways[w].lo <= request.memory_mib && request.memory_mib <= ways[w].hi) {
-      return ways[w].verdict;
+    if (ways[w].state != state) continue;
+    if (ways[w].lo <= request.memory_mib && request.memory_mib <= ways[w].hi) return ways[w].verdict;
+    // A verdict is kept for its own memory first; its range is asked of the policy only when another memory of
+    // the shape comes (most shapes come with one memory: the range would be computed for nothing).
+    if (!ways[w].ranged) {
+      ways[w].ranged = true;
+      m.range_request = request;
+      m.range_request.memory_mib = ways[w].lo;
+      policy_.MemoryRange(state_, node, m.range_request, &ways[w].lo, &ways[w].hi);
+      if (ways[w].lo <= request.memory_mib && request.memory_mib <= ways[w].hi) return ways[w].verdict;
     }
   }
-  const int node = m.live.any_node(s);
   ShapeCache::RangeVerdict fresh;
   fresh.state = state;
   fresh.verdict = Evaluate(request, node);
-  policy_.MemoryRange(state_, node, request, &fresh.lo, &fresh.hi);
+  fresh.lo = fresh.hi = request.memory_mib;
   std::copy_backward(ways, ways + kWays - 1, ways + kWays);
   ways[0] = fresh;
   return fresh.verdict;

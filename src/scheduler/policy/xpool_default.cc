@@ -1,7 +1,6 @@
 #include "scheduler/policy/xpool_default.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <utility>
 
@@ -13,6 +12,35 @@ constexpr int64_t kTieBits = 20;         // the best-fit term lives below the sc
 constexpr int64_t kMemoryRefresh = 256;  // placements between refreshes of the per-shape mean memory
 // Step 2: the memory asked per GPU, relative to the cluster's, at which GPU stranded by memory counts in full.
 constexpr double kMemoryPivot = 0.75;
+
+// A node's free compute per device as its distinct levels, descending, with how many devices are at each.
+struct FreeLevels {
+  static constexpr int kMax = 16;
+  int64_t value[kMax];
+  int count[kMax];
+  int size = 0;
+  // False when there are more than kMax levels (the caller then reads device by device).
+  bool Read(const std::vector<int64_t>& free) {
+    size = 0;
+    for (int64_t g : free) {
+      int l = 0;
+      while (l < size && value[l] > g) ++l;
+      if (l < size && value[l] == g) {
+        ++count[l];
+        continue;
+      }
+      if (size == kMax) return false;
+      for (int k = size; k > l; --k) {
+        value[k] = value[k - 1];
+        count[k] = count[k - 1];
+      }
+      value[l] = g;
+      count[l] = 1;
+      ++size;
+    }
+    return true;
+  }
+};
 }  // namespace
 
 int64_t DefaultPolicy::MemoryStrandPercent(double memory_per_gpu_ratio) {
@@ -28,20 +56,77 @@ int64_t DefaultPolicy::CpuStrandedGpu(const NodeFree& node, double cpu_per_gpu_m
   return std::max<int64_t>(0, idle - static_cast<int64_t>(fed));
 }
 
-int64_t DefaultPolicy::ResourceFragment(const NodeFree& node, int64_t memory_mib, const TargetWorkload& target,
-                                        const std::vector<int64_t>& shape_memory_mib, int64_t strand_percent) {
-  int64_t idle = 0;
-  for (int64_t g : node.gpu_milli) idle += g;
-  int64_t sum = 0;
+DefaultPolicy::ShapeGroups DefaultPolicy::ShapeGroups::Of(const TargetWorkload& target,
+                                                           const std::vector<int64_t>& shape_memory_mib) {
+  ShapeGroups out;
   const std::vector<WeightedShape>& shapes = target.shapes();
   for (size_t m = 0; m < shapes.size(); ++m) {
     const PodShape& shape = shapes[m].shape;
-    int64_t fragment = idle;
-    if (shape.gpu_count > 0 && shape.gpu_milli > 0 && node.cpu_milli >= shape.cpu_milli) {
-      int usable = 0;
-      int64_t pods_gpu = 0;  // m-pods the usable devices could host
-      int64_t usable_milli = 0;
-      int64_t unusable_milli = 0;
+    if (shape.gpu_count <= 0 || shape.gpu_milli <= 0) {
+      out.idle_count += shapes[m].count;
+      continue;
+    }
+    auto same_gpu = [&](const Group& g) {
+      return g.gpu.gpu_count == shape.gpu_count && g.gpu.gpu_milli == shape.gpu_milli &&
+             g.gpu.type_include == shape.type_include && g.gpu.type_exclude == shape.type_exclude;
+    };
+    auto it = std::find_if(out.groups.begin(), out.groups.end(), same_gpu);
+    if (it == out.groups.end()) {
+      Group g;
+      g.gpu = shape;
+      g.gpu.cpu_milli = 0;
+      g.any_model = shape.type_include.empty() && shape.type_exclude.empty();
+      out.groups.push_back(std::move(g));
+      it = std::prev(out.groups.end());
+    }
+    const int64_t mem = m < shape_memory_mib.size() ? shape_memory_mib[m] : 0;
+    it->members.push_back({shape.cpu_milli, mem, shapes[m].count});
+  }
+  for (Group& g : out.groups) {  // by CPU, so that a node stops at the first member its free CPU cannot fit
+    std::stable_sort(g.members.begin(), g.members.end(),
+                     [](const Member& a, const Member& b) { return a.cpu_milli < b.cpu_milli; });
+    g.count_from.assign(g.members.size() + 1, 0);
+    for (size_t k = g.members.size(); k-- > 0;) g.count_from[k] = g.count_from[k + 1] + g.members[k].count;
+    g.max_memory_before.assign(g.members.size() + 1, 0);
+    for (size_t k = 0; k < g.members.size(); ++k) {
+      g.max_memory_before[k + 1] = std::max(g.max_memory_before[k], g.members[k].memory_mib);
+    }
+  }
+  return out;
+}
+
+int64_t DefaultPolicy::ResourceFragment(const NodeFree& node, int64_t memory_mib, const TargetWorkload& target,
+                                        const std::vector<int64_t>& shape_memory_mib, int64_t strand_percent) {
+  return ResourceFragment(node, memory_mib, ShapeGroups::Of(target, shape_memory_mib), strand_percent);
+}
+
+int64_t DefaultPolicy::ResourceFragment(const NodeFree& node, int64_t memory_mib, const ShapeGroups& groups,
+                                        int64_t strand_percent) {
+  int64_t idle = 0;
+  for (int64_t g : node.gpu_milli) idle += g;
+  int64_t sum = groups.idle_count * idle;
+  // Most nodes have one model and few distinct free levels (idle, used, a partly used device or two): then the
+  // model is checked once per group and each level once, not each device.
+  bool one_model = true;
+  for (size_t i = 1; one_model && i < node.gpu_model.size(); ++i) one_model = node.gpu_model[i] == node.gpu_model[0];
+  FreeLevels levels;
+  const bool by_levels = one_model && levels.Read(node.gpu_milli);
+  for (const ShapeGroups::Group& group : groups.groups) {
+    const PodShape& shape = group.gpu;
+    int usable = 0;
+    int64_t pods_gpu = 0;  // m-pods the usable devices could host
+    int64_t usable_milli = 0;
+    int64_t unusable_milli = 0;
+    if (by_levels) {
+      if (!node.gpu_model.empty() && (group.any_model || ShapeAllowsModel(shape, node.gpu_model[0]))) {
+        for (int l = 0; l < levels.size && levels.value[l] >= shape.gpu_milli; ++l) {
+          usable += levels.count[l];
+          usable_milli += levels.value[l] * levels.count[l];
+          if (shape.gpu_count == 1) pods_gpu += levels.value[l] / shape.gpu_milli * levels.count[l];
+        }
+      }
+      unusable_milli = idle - usable_milli;
+    } else {
       std::string_view model;
       bool allowed = false;
       for (size_t i = 0; i < node.gpu_milli.size(); ++i) {
@@ -58,26 +143,47 @@ int64_t DefaultPolicy::ResourceFragment(const NodeFree& node, int64_t memory_mib
           unusable_milli += g;
         }
       }
-      if (shape.gpu_count > 1) pods_gpu = usable / shape.gpu_count;
-      if (usable >= shape.gpu_count) {
-        int64_t pods_res = pods_gpu;  // m-pods the free memory can feed, at most pods_gpu
-        const int64_t mem = m < shape_memory_mib.size() ? shape_memory_mib[m] : 0;
-        if (mem > 0) pods_res = std::min(pods_res, memory_mib / mem);
-        if (pods_res <= 0) {
-          fragment = idle;
-        } else {
-          fragment = unusable_milli + usable_milli * (pods_gpu - pods_res) / pods_gpu * strand_percent / 100;
-        }
-      }
     }
-    sum += shapes[m].count * fragment;
+    if (shape.gpu_count > 1) pods_gpu = usable / shape.gpu_count;
+    const bool devices_fit = usable >= shape.gpu_count;
+    if (!devices_fit) {  // no member fits: all idle GPU
+      sum += group.count_from[0] * idle;
+      continue;
+    }
+    // The members the node's CPU fits: a prefix. When the memory feeds each of them as many pods as the devices
+    // could host (the common case), each one's fragment is the unusable devices' idle GPU.
+    const size_t fits = static_cast<size_t>(
+        std::upper_bound(group.members.begin(), group.members.end(), node.cpu_milli,
+                         [](int64_t cpu, const ShapeGroups::Member& m) { return cpu < m.cpu_milli; }) -
+        group.members.begin());
+    if (memory_mib >= pods_gpu * group.max_memory_before[fits]) {
+      sum += (group.count_from[0] - group.count_from[fits]) * unusable_milli + group.count_from[fits] * idle;
+      continue;
+    }
+    for (size_t k = 0; k < group.members.size(); ++k) {
+      const ShapeGroups::Member& member = group.members[k];
+      if (node.cpu_milli < member.cpu_milli) {  // neither does any later one (more CPU): all idle GPU
+        sum += group.count_from[k] * idle;
+        break;
+      }
+      const int64_t mem = member.memory_mib;
+      int64_t fragment = idle;  // the free memory feeds no m-pod
+      if (mem <= 0 || memory_mib >= pods_gpu * mem) {
+        fragment = unusable_milli;  // the memory feeds every m-pod the devices could host
+      } else if (memory_mib >= mem) {
+        const int64_t pods_res = memory_mib / mem;  // m-pods the free memory can feed, < pods_gpu
+        fragment = unusable_milli + usable_milli * (pods_gpu - pods_res) / pods_gpu * strand_percent / 100;
+      }
+      sum += member.count * fragment;
+    }
   }
   return sum;
 }
 
 void DefaultPolicy::OnPlaced(const ClusterState& state, const TaskRequest& request,
                              const Allocation& /*allocation*/) {
-  if (state.totals().device_compute_capacity_milli != cluster_gpu_milli_) {  // the cluster's memory per GPU
+  if (state.totals().device_compute_capacity_milli != cluster_gpu_milli_ ||
+      state.totals().cpu_capacity_milli != cluster_cpu_milli_) {  // the cluster's memory and CPU per GPU
     cluster_gpu_milli_ = state.totals().device_compute_capacity_milli;
     cluster_memory_mib_ = 0;
     for (int n = 0; n < state.node_count(); ++n) cluster_memory_mib_ += state.node(n).memory_mib;
@@ -147,10 +253,11 @@ bool DefaultPolicy::RefreshShapeMemory() {
     return false;
   }
   shape_memory_ = std::move(memory);
+  groups_ = ShapeGroups::Of(target(), shape_memory_);
   strand_percent_ = strand_percent;
   cpu_binds_ = cpu_binds;
   cpu_per_gpu_ = cpu_per_gpu;
-  last_node_ = -1;  // the measure changed
+  ++measure_version_;  // the measure changed: every node's F' before with it
   return true;
 }
 
@@ -159,6 +266,7 @@ void DefaultPolicy::MemoryRange(const ClusterState& state, int node, const TaskR
   RefreshShapeMemory();  // as Evaluate: the means the score was computed with
   const int64_t memory = state.FreeMemory(node);
   const int64_t left = memory - request.memory_mib;  // x: the memory left after placement
+  const int64_t cpu_after = state.FreeCpu(node) - request.cpu_milli;
   *lo = *hi = request.memory_mib;
   if (left < 0) return;  // does not fit: only this memory
   // x enters step 2 only as P_res(m) = min(P_gpu(m), ⌊x / mem_m⌋) for the shapes with a known memory. P_gpu after
@@ -166,37 +274,61 @@ void DefaultPolicy::MemoryRange(const ClusterState& state, int node, const TaskR
   // model only adds), `cap`: ⌊x / mem_m⌋ ≥ cap keeps P_res = P_gpu, else ⌊x / mem_m⌋ itself must stay.
   int64_t x_lo = 0;
   int64_t x_hi = std::numeric_limits<int64_t>::max();
-  const std::vector<WeightedShape>& shapes = target().shapes();
   std::vector<int64_t>& gpu = range_gpu_;  // the node's free compute per usable device (as ReadNodeFree)
   gpu.clear();
-  for (size_t m = 0; m < shapes.size() && m < shape_memory_.size(); ++m) {
-    const PodShape& shape = shapes[m].shape;
-    const int64_t mem = shape_memory_[m];
-    if (mem <= 0 || shape.gpu_count <= 0 || shape.gpu_milli <= 0) continue;
-    if (gpu.empty()) {
-      const Node& n = state.node(node);
-      for (size_t d = 0; d < n.devices.size(); ++d) {
-        const Device& dev = n.devices[d];
-        if (dev.healthy && !dev.cordoned && !state.usage(node).devices[d].exclusive) {
-          gpu.push_back(state.FreeDeviceCompute(node, static_cast<int>(d)));
-        }
-      }
-      if (gpu.empty()) break;  // no device: P_gpu = 0 for every shape, memory does not count
+  const Node& n = state.node(node);
+  for (size_t d = 0; d < n.devices.size(); ++d) {
+    const Device& dev = n.devices[d];
+    if (dev.healthy && !dev.cordoned && !state.usage(node).devices[d].exclusive) {
+      gpu.push_back(state.FreeDeviceCompute(node, static_cast<int>(d)));
     }
+  }
+  if (gpu.empty()) {  // no device: P_gpu = 0 for every shape, memory does not count
+    *lo = 0;
+    *hi = memory;
+    return;
+  }
+  FreeLevels levels;
+  const bool by_levels = levels.Read(gpu);
+  for (const ShapeGroups::Group& group : groups_.groups) {
+    const PodShape& shape = group.gpu;
+    // A member whose CPU the node cannot give after placement is all idle GPU whatever the memory left: only the
+    // prefix of members (by CPU) that fits bounds the range.
+    const size_t fits = static_cast<size_t>(
+        std::upper_bound(group.members.begin(), group.members.end(), cpu_after,
+                         [](int64_t cpu, const ShapeGroups::Member& m) { return cpu < m.cpu_milli; }) -
+        group.members.begin());
+    const int64_t max_memory = group.max_memory_before[fits];
+    if (max_memory <= 0) continue;  // no member with a known memory
     int64_t cap = 0;
     int usable = 0;
-    for (int64_t g : gpu) {
-      if (g < shape.gpu_milli) continue;
-      ++usable;
-      cap += g / shape.gpu_milli;
+    if (by_levels) {
+      for (int l = 0; l < levels.size && levels.value[l] >= shape.gpu_milli; ++l) {
+        usable += levels.count[l];
+        cap += levels.value[l] / shape.gpu_milli * levels.count[l];
+      }
+    } else {
+      for (int64_t g : gpu) {
+        if (g < shape.gpu_milli) continue;
+        ++usable;
+        cap += g / shape.gpu_milli;
+      }
     }
     if (shape.gpu_count > 1) cap = usable / shape.gpu_count;
-    const int64_t q = left / mem;
-    if (q >= cap) {
-      x_lo = std::max(x_lo, cap * mem);
-    } else {
-      x_lo = std::max(x_lo, q * mem);
-      x_hi = std::min(x_hi, (q + 1) * mem - 1);
+    if (left >= cap * max_memory) {  // ⌊left / mem⌋ ≥ cap for every member: x ≥ cap · mem keeps each
+      x_lo = std::max(x_lo, cap * max_memory);
+      continue;
+    }
+    for (size_t k = 0; k < fits; ++k) {
+      const int64_t mem = group.members[k].memory_mib;
+      if (mem <= 0) continue;
+      if (left >= cap * mem) {  // ⌊left / mem⌋ ≥ cap
+        x_lo = std::max(x_lo, cap * mem);
+      } else {
+        const int64_t q = left / mem;
+        x_lo = std::max(x_lo, q * mem);
+        x_hi = std::min(x_hi, (q + 1) * mem - 1);
+      }
     }
   }
   *lo = x_hi >= memory ? 0 : memory - x_hi;
@@ -208,11 +340,15 @@ int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& re
   RefreshShapeMemory();
   NodeFree& free = scratch();
   const int64_t memory = state.FreeMemory(node);
-  if (node != last_node_ || state.generation(node) != last_generation_ || state.identity() != last_identity_) {
-    last_node_ = node;
-    last_generation_ = state.generation(node);
-    last_identity_ = state.identity();
-    last_before_ = ResourceFragment(free, memory, target(), shape_memory_, strand_percent_);
+  if (static_cast<size_t>(node) >= before_memo_.size()) before_memo_.resize(node + 1);
+  Before& before = before_memo_[node];
+  if (!before.valid || before.generation != state.generation(node) || before.identity != state.identity() ||
+      before.measure != measure_version_) {
+    before.valid = true;
+    before.generation = state.generation(node);
+    before.identity = state.identity();
+    before.measure = measure_version_;
+    before.weighted = ResourceFragment(free, memory, groups_, strand_percent_);
   }
   // Step 3: GPU the node's CPU cannot feed, counted for every target shape (so × Σcount); a CPU-only request
   // is scored on it only when the CPU binds.
@@ -222,7 +358,7 @@ int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& re
   free.cpu_milli -= request.cpu_milli;
   for (int d : devices) free.gpu_milli[d] -= request.device_compute_milli;
   const int64_t after =
-      ResourceFragment(free, memory - request.memory_mib, target(), shape_memory_, strand_percent_) +
+      ResourceFragment(free, memory - request.memory_mib, groups_, strand_percent_) +
       (count_cpu ? total * CpuStrandedGpu(free, cpu_per_gpu_) : 0);
   free.cpu_milli += request.cpu_milli;
   for (int d : devices) free.gpu_milli[d] += request.device_compute_milli;
@@ -234,7 +370,7 @@ int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& re
   const int64_t cpu_after = free.cpu_milli - request.cpu_milli;
 
   // Step 4 + 5 (Δ and score): FGD's bounded score of Δ.
-  const int64_t score = FgdSigmoidScore(last_before_ + cpu_before - after, total);
+  const int64_t score = FgdSigmoidScore(before.weighted + cpu_before - after, total);
 
   // Ties below the score: the least free GPU left on the node, then the least free CPU (each 0..1023).
   const int64_t gpu_term = std::clamp<int64_t>((max_gpu - gpu_after) * 1023 / max_gpu, 0, 1023);

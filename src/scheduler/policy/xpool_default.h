@@ -60,6 +60,29 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   // `strand_percent` is step 2's weight w in percent.
   static int64_t ResourceFragment(const NodeFree& node, int64_t memory_mib, const TargetWorkload& target,
                                   const std::vector<int64_t>& shape_memory_mib, int64_t strand_percent = 100);
+  // The target's shapes grouped by their GPU request (count, share, model constraints), each member with its CPU,
+  // memory and count: ResourceFragment reads a node's devices once per group instead of once per shape (a learned
+  // target has hundreds of shapes that differ in CPU and memory only). Built when the target or the means change.
+  struct ShapeGroups {
+    struct Member {
+      int64_t cpu_milli = 0;
+      int64_t memory_mib = 0;  // 0 = unknown: memory not counted
+      int64_t count = 0;
+    };
+    struct Group {
+      PodShape gpu;  // the shared GPU request (cpu_milli 0)
+      bool any_model = false;  // no model constraint
+      std::vector<Member> members;   // by CPU, ascending
+      std::vector<int64_t> count_from;  // [k] = Σ count of members k…end
+      std::vector<int64_t> max_memory_before;  // [k] = the largest memory among members 0…k−1 (0 if none)
+    };
+    int64_t idle_count = 0;  // Σ count of the shapes asking no GPU compute: their fragment is all idle GPU
+    std::vector<Group> groups;
+    static ShapeGroups Of(const TargetWorkload& target, const std::vector<int64_t>& shape_memory_mib);
+  };
+  // The same sum over grouped shapes (equal to the ungrouped one, integer for integer).
+  static int64_t ResourceFragment(const NodeFree& node, int64_t memory_mib, const ShapeGroups& groups,
+                                  int64_t strand_percent);
   // Step 2's weight w, in percent, for ρ = `memory_per_gpu_ratio`.
   static int64_t MemoryStrandPercent(double memory_per_gpu_ratio);
   // Step 3: the node's idle GPU (milli) beyond what its free CPU can feed at `cpu_per_gpu_milli` CPU milli per
@@ -88,6 +111,7 @@ class DefaultPolicy final : public FragmentationPolicyBase {
 
   std::vector<ShapeMemory> memory_seen_;  // per placed shape
   std::vector<int64_t> shape_memory_;     // per target shape (mean MiB)
+  ShapeGroups groups_;                    // the target with shape_memory_, grouped (rebuilt with it)
   const WeightedShape* target_key_ = nullptr;
   int64_t target_total_ = -1;
   int64_t placed_ = 0;
@@ -99,11 +123,17 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   int64_t cluster_cpu_milli_ = 0;
   double cpu_per_gpu_ = 0;  // step 3's c̄, recomputed with shape_memory_
   bool cpu_binds_ = false;
-  // F' of the node last evaluated, reused for its other device choices.
-  int last_node_ = -1;
-  uint64_t last_identity_ = 0;  // ClusterState::identity() of last_node_'s state
-  uint64_t last_generation_ = 0;
-  int64_t last_before_ = 0;
+  // F' before placement per node, reused for every request shape and device choice scored on the node while
+  // it, its state (ClusterState::identity()) and the measure (measure_version_) stay the same.
+  struct Before {
+    bool valid = false;
+    uint64_t identity = 0;
+    uint64_t generation = 0;
+    uint64_t measure = 0;
+    int64_t weighted = 0;
+  };
+  std::vector<Before> before_memo_;
+  uint64_t measure_version_ = 0;  // moves whenever groups_ or strand_percent_ change
   std::vector<int64_t> range_gpu_;  // MemoryRange's scratch
 };
 
