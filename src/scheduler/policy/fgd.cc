@@ -110,7 +110,8 @@ bool FragmentationPolicyBase::Score(const ClusterState& state, const TaskRequest
   if (sharing) {
     int best = -1;
     int64_t best_score = 0;
-    std::vector<int> one(1);
+    std::vector<int>& one = one_device_;
+    one.resize(1);
     const auto& fitting = candidate.fitting_devices;
     for (size_t i = 0; i < fitting.size(); ++i) {
       const int d = fitting[i];

@@ -108,6 +108,7 @@ class FragmentationPolicyBase : public PlacementPolicy {
   std::vector<Before> before_;             // [node]
   bool caller_caches_ = false;             // SetCallerCachesScores: cache_ is neither read nor written
   NodeFree scratch_;
+  std::vector<int> one_device_;            // Score's one-device choice for a sharing request (no allocation)
 };
 
 class FgdPolicy final : public FragmentationPolicyBase {
