@@ -9,6 +9,7 @@
 
 #include "scheduler/fit.h"
 #include "scheduler/internal/key_bytes.h"
+#include "scheduler/internal/request_key.h"
 #include "scheduler/internal/score_cache.h"
 
 namespace xpool {
@@ -26,37 +27,8 @@ using scheduler_internal::ScoreTree;
 
 // ---- Request shapes as hash keys ----
 
-bool SameRequest(const TaskRequest& a, const TaskRequest& b) {
-  return a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib && a.device_count == b.device_count &&
-         a.device_memory_mib == b.device_memory_mib && a.device_memory_percent == b.device_memory_percent &&
-         a.device_compute_milli == b.device_compute_milli && a.vendor == b.vendor &&
-         a.type_include == b.type_include && a.type_exclude == b.type_exclude &&
-         a.uuid_include == b.uuid_include && a.uuid_exclude == b.uuid_exclude && a.numa_bind == b.numa_bind;
-}
-
-struct RequestHash {
-  size_t operator()(const TaskRequest& r) const {
-    uint64_t h = 1469598103934665603ull;
-    auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-    mix(static_cast<uint64_t>(r.cpu_milli));
-    mix(static_cast<uint64_t>(r.memory_mib));
-    mix(static_cast<uint64_t>(r.device_count));
-    mix(static_cast<uint64_t>(r.device_memory_mib));
-    mix(static_cast<uint64_t>(r.device_memory_percent));
-    mix(static_cast<uint64_t>(r.device_compute_milli));
-    mix(r.vendor.has_value() ? static_cast<uint64_t>(*r.vendor) + 1 : 0);
-    mix(r.numa_bind ? 1 : 0);
-    for (const auto* list : {&r.type_include, &r.type_exclude, &r.uuid_include, &r.uuid_exclude}) {
-      mix(list->size());
-      for (const std::string& s : *list) mix(std::hash<std::string>()(s));
-    }
-    return static_cast<size_t>(h);
-  }
-};
-
-struct RequestEq {
-  bool operator()(const TaskRequest& a, const TaskRequest& b) const { return SameRequest(a, b); }
-};
+using scheduler_internal::RequestEq;
+using scheduler_internal::RequestHash;
 
 template <typename V>
 using ShapeMap = std::unordered_map<TaskRequest, V, RequestHash, RequestEq>;
@@ -65,6 +37,7 @@ using ShapeMap = std::unordered_map<TaskRequest, V, RequestHash, RequestEq>;
 
 // Idle = no task on the device (healthy, not cordoned); shareable = could take one more sharer.
 using scheduler_internal::CapacityPart;
+using scheduler_internal::EligibleParts;
 using scheduler_internal::kComputeBuckets;
 using scheduler_internal::kIdleParts;
 using scheduler_internal::kParts;
@@ -72,21 +45,6 @@ using scheduler_internal::kParts;
 int PartitionOf(const Node& n, const Capacity& c) {
   if (!n.ready || n.cordoned) return -1;
   return CapacityPart(c);
-}
-
-// The partitions that may hold a node able to take `r` (a node outside them fails MayFit: see CapacityPart).
-void EligibleParts(const TaskRequest& r, std::vector<int>* parts) {
-  parts->clear();
-  if (!r.wants_devices()) {
-    for (int p = 0; p < kParts; ++p) parts->push_back(p);
-    return;
-  }
-  const int min_idle = r.exclusive() ? std::min(r.device_count, kIdleParts) : 1;
-  if (!r.exclusive()) {
-    const int64_t bucket = std::min<int64_t>(r.device_compute_milli / 100, kComputeBuckets - 1);
-    for (int p = static_cast<int>(bucket); p < kComputeBuckets; ++p) parts->push_back(p);
-  }
-  for (int p = kComputeBuckets + min_idle - 1; p < kParts; ++p) parts->push_back(p);
 }
 
 struct StaticVerdict {

@@ -81,4 +81,18 @@ void LiveStates::Move(int node, uint32_t state, const Capacity& capacity) {
   ++slots_[s].count;
 }
 
+void EligibleParts(const TaskRequest& r, std::vector<int>* parts) {
+  parts->clear();
+  if (!r.wants_devices()) {
+    for (int p = 0; p < kParts; ++p) parts->push_back(p);
+    return;
+  }
+  const int min_idle = r.exclusive() ? std::min(r.device_count, kIdleParts) : 1;
+  if (!r.exclusive()) {
+    const int64_t bucket = std::min<int64_t>(r.device_compute_milli / 100, kComputeBuckets - 1);
+    for (int p = static_cast<int>(bucket); p < kComputeBuckets; ++p) parts->push_back(p);
+  }
+  for (int p = kComputeBuckets + min_idle - 1; p < kParts; ++p) parts->push_back(p);
+}
+
 }  // namespace xpool::scheduler_internal

@@ -26,7 +26,7 @@ Capacity CapacityOf(const ClusterState& state, int node);
 
 // Capacity partitions: what a node can still take, coarsely — nodes with idle devices by their count (1..8+),
 // the others by their best shareable free compute in 100-milli buckets. A node outside the partitions that
-// EligibleParts (scheduler.cc) lists for a request fails MayFit for it.
+// EligibleParts lists for a request fails MayFit for it.
 constexpr int kComputeBuckets = 11;  // no idle device, by best shareable free compute / 100
 constexpr int kIdleParts = 8;        // 1..8+ idle devices
 constexpr int kParts = kComputeBuckets + kIdleParts;
@@ -34,6 +34,8 @@ inline int CapacityPart(const Capacity& c) {
   if (c.idle > 0) return kComputeBuckets + std::min(c.idle, kIdleParts) - 1;
   return static_cast<int>(std::min<int64_t>(c.best_share / 100, kComputeBuckets - 1));
 }
+// The partitions that may hold a node able to take `r` (a node outside them fails MayFit: see CapacityPart).
+void EligibleParts(const TaskRequest& r, std::vector<int>* parts);
 
 // False when the node certainly cannot take `r` (a necessary condition only; FitNode decides).
 inline bool MayFit(const Capacity& c, const TaskRequest& r) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "model/task_request.h"
+#include "scheduler/internal/request_key.h"
 
 namespace xpool::internal {
 
@@ -92,42 +93,14 @@ class ShapeTable {
     const TaskRequest* request;
     int replicas;
   };
-  static void Mix(size_t& h, size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
-  static void MixStrings(size_t& h, const std::vector<std::string>& v) {
-    for (const std::string& s : v) Mix(h, std::hash<std::string>()(s));
-    Mix(h, v.size());
-  }
   struct Hash {
     size_t operator()(const Key& k) const {
-      const TaskRequest& r = *k.request;
-      size_t h = static_cast<size_t>(k.replicas);
-      Mix(h, static_cast<size_t>(r.cpu_milli));
-      Mix(h, static_cast<size_t>(r.memory_mib));
-      Mix(h, static_cast<size_t>(r.device_count));
-      Mix(h, static_cast<size_t>(r.device_memory_mib));
-      Mix(h, static_cast<size_t>(r.device_memory_percent));
-      Mix(h, static_cast<size_t>(r.device_compute_milli));
-      Mix(h, r.vendor ? static_cast<size_t>(*r.vendor) + 1 : 0);
-      Mix(h, r.numa_bind);
-      MixStrings(h, r.type_include);
-      MixStrings(h, r.type_exclude);
-      MixStrings(h, r.uuid_include);
-      MixStrings(h, r.uuid_exclude);
-      return h;
+      return scheduler_internal::HashRequest(*k.request) ^ (static_cast<size_t>(k.replicas) * 0x9e3779b97f4a7c15ULL);
     }
   };
   struct Equal {
     bool operator()(const Key& a, const Key& b) const {
-      const TaskRequest& x = *a.request;
-      const TaskRequest& y = *b.request;
-      return a.replicas == b.replicas && x.cpu_milli == y.cpu_milli &&
-             x.memory_mib == y.memory_mib && x.device_count == y.device_count &&
-             x.device_memory_mib == y.device_memory_mib &&
-             x.device_memory_percent == y.device_memory_percent &&
-             x.device_compute_milli == y.device_compute_milli && x.vendor == y.vendor &&
-             x.numa_bind == y.numa_bind && x.type_include == y.type_include &&
-             x.type_exclude == y.type_exclude && x.uuid_include == y.uuid_include &&
-             x.uuid_exclude == y.uuid_exclude;
+      return a.replicas == b.replicas && scheduler_internal::SameRequest(*a.request, *b.request);
     }
   };
   int size_ = 0;
