@@ -41,7 +41,53 @@ struct FreeLevels {
     return true;
   }
 };
+
+// What a node's devices offer one GPU-request group: the devices that can take one of its pods, their free
+// compute, and how many of its pods they could host.
+struct Hosted {
+  int usable = 0;
+  int64_t usable_milli = 0;
+  int64_t pods = 0;
+};
+
+Hosted HostedByLevels(const FreeLevels& levels, const PodShape& shape) {
+  Hosted h;
+  for (int l = 0; l < levels.size && levels.value[l] >= shape.gpu_milli; ++l) {
+    h.usable += levels.count[l];
+    h.usable_milli += levels.value[l] * levels.count[l];
+    if (shape.gpu_count == 1) h.pods += levels.value[l] / shape.gpu_milli * levels.count[l];
+  }
+  if (shape.gpu_count > 1) h.pods = h.usable / shape.gpu_count;
+  return h;
+}
+
+// Device by device; with `check_models`, only the devices whose model the shape allows.
+Hosted HostedByDevices(const NodeFree& node, const PodShape& shape, bool check_models) {
+  Hosted h;
+  std::string_view model;
+  bool allowed = true;
+  for (size_t i = 0; i < node.gpu_milli.size(); ++i) {
+    const int64_t g = node.gpu_milli[i];
+    if (check_models && (i == 0 || node.gpu_model[i] != model)) {
+      model = node.gpu_model[i];
+      allowed = ShapeAllowsModel(shape, model);
+    }
+    if (allowed && g >= shape.gpu_milli) {
+      ++h.usable;
+      h.usable_milli += g;
+      if (shape.gpu_count == 1) h.pods += g / shape.gpu_milli;
+    }
+  }
+  if (shape.gpu_count > 1) h.pods = h.usable / shape.gpu_count;
+  return h;
+}
 }  // namespace
+
+size_t DefaultPolicy::ShapeGroups::Group::MembersWithin(int64_t cpu_milli) const {
+  return static_cast<size_t>(std::upper_bound(members.begin(), members.end(), cpu_milli,
+                                              [](int64_t cpu, const Member& m) { return cpu < m.cpu_milli; }) -
+                             members.begin());
+}
 
 int64_t DefaultPolicy::MemoryStrandPercent(double memory_per_gpu_ratio) {
   const double x = memory_per_gpu_ratio / kMemoryPivot;
@@ -113,49 +159,22 @@ int64_t DefaultPolicy::ResourceFragment(const NodeFree& node, int64_t memory_mib
   const bool by_levels = one_model && levels.Read(node.gpu_milli);
   for (const ShapeGroups::Group& group : groups.groups) {
     const PodShape& shape = group.gpu;
-    int usable = 0;
-    int64_t pods_gpu = 0;  // m-pods the usable devices could host
-    int64_t usable_milli = 0;
-    int64_t unusable_milli = 0;
-    if (by_levels) {
-      if (!node.gpu_model.empty() && (group.any_model || ShapeAllowsModel(shape, node.gpu_model[0]))) {
-        for (int l = 0; l < levels.size && levels.value[l] >= shape.gpu_milli; ++l) {
-          usable += levels.count[l];
-          usable_milli += levels.value[l] * levels.count[l];
-          if (shape.gpu_count == 1) pods_gpu += levels.value[l] / shape.gpu_milli * levels.count[l];
-        }
-      }
-      unusable_milli = idle - usable_milli;
-    } else {
-      std::string_view model;
-      bool allowed = false;
-      for (size_t i = 0; i < node.gpu_milli.size(); ++i) {
-        const int64_t g = node.gpu_milli[i];
-        if (i == 0 || node.gpu_model[i] != model) {
-          model = node.gpu_model[i];
-          allowed = ShapeAllowsModel(shape, model);
-        }
-        if (allowed && g >= shape.gpu_milli) {
-          ++usable;
-          usable_milli += g;
-          if (shape.gpu_count == 1) pods_gpu += g / shape.gpu_milli;
-        } else {
-          unusable_milli += g;
-        }
-      }
+    Hosted hosted;  // none when the node's one model is not allowed
+    if (!by_levels) {
+      hosted = HostedByDevices(node, shape, /*check_models=*/true);
+    } else if (!node.gpu_model.empty() && (group.any_model || ShapeAllowsModel(shape, node.gpu_model[0]))) {
+      hosted = HostedByLevels(levels, shape);
     }
-    if (shape.gpu_count > 1) pods_gpu = usable / shape.gpu_count;
-    const bool devices_fit = usable >= shape.gpu_count;
-    if (!devices_fit) {  // no member fits: all idle GPU
+    const int64_t pods_gpu = hosted.pods;  // m-pods the usable devices could host
+    const int64_t usable_milli = hosted.usable_milli;
+    const int64_t unusable_milli = idle - usable_milli;
+    if (hosted.usable < shape.gpu_count) {  // no member fits: all idle GPU
       sum += group.count_from[0] * idle;
       continue;
     }
     // The members the node's CPU fits: a prefix. When the memory feeds each of them as many pods as the devices
     // could host (the common case), each one's fragment is the unusable devices' idle GPU.
-    const size_t fits = static_cast<size_t>(
-        std::upper_bound(group.members.begin(), group.members.end(), node.cpu_milli,
-                         [](int64_t cpu, const ShapeGroups::Member& m) { return cpu < m.cpu_milli; }) -
-        group.members.begin());
+    const size_t fits = group.MembersWithin(node.cpu_milli);
     if (memory_mib >= pods_gpu * group.max_memory_before[fits]) {
       sum += (group.count_from[0] - group.count_from[fits]) * unusable_milli + group.count_from[fits] * idle;
       continue;
@@ -274,47 +293,17 @@ void DefaultPolicy::MemoryRange(const ClusterState& state, int node, const TaskR
   // model only adds), `cap`: ⌊x / mem_m⌋ ≥ cap keeps P_res = P_gpu, else ⌊x / mem_m⌋ itself must stay.
   int64_t x_lo = 0;
   int64_t x_hi = std::numeric_limits<int64_t>::max();
-  std::vector<int64_t>& gpu = range_gpu_;  // the node's free compute per usable device (as ReadNodeFree)
-  gpu.clear();
-  const Node& n = state.node(node);
-  for (size_t d = 0; d < n.devices.size(); ++d) {
-    const Device& dev = n.devices[d];
-    if (dev.healthy && !dev.cordoned && !state.usage(node).devices[d].exclusive) {
-      gpu.push_back(state.FreeDeviceCompute(node, static_cast<int>(d)));
-    }
-  }
-  if (gpu.empty()) {  // no device: P_gpu = 0 for every shape, memory does not count
-    *lo = 0;
-    *hi = memory;
-    return;
-  }
+  ReadNodeFree(state, node, &range_free_);  // devices that cannot take a pod read as 0 free
   FreeLevels levels;
-  const bool by_levels = levels.Read(gpu);
+  const bool by_levels = levels.Read(range_free_.gpu_milli);
   for (const ShapeGroups::Group& group : groups_.groups) {
-    const PodShape& shape = group.gpu;
     // A member whose CPU the node cannot give after placement is all idle GPU whatever the memory left: only the
     // prefix of members (by CPU) that fits bounds the range.
-    const size_t fits = static_cast<size_t>(
-        std::upper_bound(group.members.begin(), group.members.end(), cpu_after,
-                         [](int64_t cpu, const ShapeGroups::Member& m) { return cpu < m.cpu_milli; }) -
-        group.members.begin());
+    const size_t fits = group.MembersWithin(cpu_after);
     const int64_t max_memory = group.max_memory_before[fits];
     if (max_memory <= 0) continue;  // no member with a known memory
-    int64_t cap = 0;
-    int usable = 0;
-    if (by_levels) {
-      for (int l = 0; l < levels.size && levels.value[l] >= shape.gpu_milli; ++l) {
-        usable += levels.count[l];
-        cap += levels.value[l] / shape.gpu_milli * levels.count[l];
-      }
-    } else {
-      for (int64_t g : gpu) {
-        if (g < shape.gpu_milli) continue;
-        ++usable;
-        cap += g / shape.gpu_milli;
-      }
-    }
-    if (shape.gpu_count > 1) cap = usable / shape.gpu_count;
+    const int64_t cap = by_levels ? HostedByLevels(levels, group.gpu).pods
+                                  : HostedByDevices(range_free_, group.gpu, /*check_models=*/false).pods;
     if (left >= cap * max_memory) {  // ⌊left / mem⌋ ≥ cap for every member: x ≥ cap · mem keeps each
       x_lo = std::max(x_lo, cap * max_memory);
       continue;

@@ -75,6 +75,8 @@ class DefaultPolicy final : public FragmentationPolicyBase {
       std::vector<Member> members;   // by CPU, ascending
       std::vector<int64_t> count_from;  // [k] = Σ count of members k…end
       std::vector<int64_t> max_memory_before;  // [k] = the largest memory among members 0…k−1 (0 if none)
+      // How many members (a prefix: they are by CPU) ask at most `cpu_milli`.
+      size_t MembersWithin(int64_t cpu_milli) const;
     };
     int64_t idle_count = 0;  // Σ count of the shapes asking no GPU compute: their fragment is all idle GPU
     std::vector<Group> groups;
@@ -134,7 +136,7 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   };
   std::vector<Before> before_memo_;
   uint64_t measure_version_ = 0;  // moves whenever groups_ or strand_percent_ change
-  std::vector<int64_t> range_gpu_;  // MemoryRange's scratch
+  NodeFree range_free_;  // MemoryRange's scratch
 };
 
 }  // namespace xpool
