@@ -83,10 +83,8 @@ Hosted HostedByDevices(const NodeFree& node, const PodShape& shape, bool check_m
 }
 }  // namespace
 
-size_t DefaultPolicy::ShapeGroups::Group::MembersWithin(int64_t cpu_milli) const {
-  return static_cast<size_t>(std::upper_bound(members.begin(), members.end(), cpu_milli,
-                                              [](int64_t cpu, const Member& m) { return cpu < m.cpu_milli; }) -
-                             members.begin());
+size_t DefaultPolicy::ShapeGroups::CpuRank(int64_t cpu_milli) const {
+  return static_cast<size_t>(std::upper_bound(cpu_levels.begin(), cpu_levels.end(), cpu_milli) - cpu_levels.begin());
 }
 
 int64_t DefaultPolicy::MemoryStrandPercent(double memory_per_gpu_ratio) {
@@ -108,10 +106,7 @@ DefaultPolicy::ShapeGroups DefaultPolicy::ShapeGroups::Of(const TargetWorkload& 
   const std::vector<WeightedShape>& shapes = target.shapes();
   for (size_t m = 0; m < shapes.size(); ++m) {
     const PodShape& shape = shapes[m].shape;
-    if (shape.gpu_count <= 0 || shape.gpu_milli <= 0) {
-      out.idle_count += shapes[m].count;
-      continue;
-    }
+    if (shape.gpu_count <= 0 || shape.gpu_milli <= 0) continue;  // all idle GPU whatever the memory: FGD's part
     auto same_gpu = [&](const Group& g) {
       return g.gpu.gpu_count == shape.gpu_count && g.gpu.gpu_milli == shape.gpu_milli &&
              g.gpu.type_include == shape.type_include && g.gpu.type_exclude == shape.type_exclude;
@@ -121,82 +116,133 @@ DefaultPolicy::ShapeGroups DefaultPolicy::ShapeGroups::Of(const TargetWorkload& 
       Group g;
       g.gpu = shape;
       g.gpu.cpu_milli = 0;
-      g.any_model = shape.type_include.empty() && shape.type_exclude.empty();
       out.groups.push_back(std::move(g));
       it = std::prev(out.groups.end());
     }
     const int64_t mem = m < shape_memory_mib.size() ? shape_memory_mib[m] : 0;
     it->members.push_back({shape.cpu_milli, mem, shapes[m].count});
   }
-  for (Group& g : out.groups) {  // by CPU, so that a node stops at the first member its free CPU cannot fit
+  for (Group& g : out.groups) {  // by CPU, so that the members a node's free CPU fits are a prefix
     std::stable_sort(g.members.begin(), g.members.end(),
                      [](const Member& a, const Member& b) { return a.cpu_milli < b.cpu_milli; });
-    g.count_from.assign(g.members.size() + 1, 0);
-    for (size_t k = g.members.size(); k-- > 0;) g.count_from[k] = g.count_from[k + 1] + g.members[k].count;
-    g.max_memory_before.assign(g.members.size() + 1, 0);
-    for (size_t k = 0; k < g.members.size(); ++k) {
-      g.max_memory_before[k + 1] = std::max(g.max_memory_before[k], g.members[k].memory_mib);
+    for (const Member& m : g.members) out.cpu_levels.push_back(m.cpu_milli);
+  }
+  std::sort(out.cpu_levels.begin(), out.cpu_levels.end());
+  out.cpu_levels.erase(std::unique(out.cpu_levels.begin(), out.cpu_levels.end()), out.cpu_levels.end());
+  // Rank 0: below every demand (no member fits); rank r: at least cpu_levels[r − 1], below cpu_levels[r].
+  const size_t ranks = out.cpu_levels.size() + 1;
+  const size_t count = out.groups.size();
+  out.at_cpu.assign(ranks * count, AtCpu{});
+  for (size_t g = 0; g < count; ++g) {
+    const std::vector<Member>& members = out.groups[g].members;
+    AtCpu at;
+    for (size_t r = 1; r < ranks; ++r) {
+      for (; at.fits < members.size() && members[at.fits].cpu_milli <= out.cpu_levels[r - 1]; ++at.fits) {
+        at.max_memory = std::max(at.max_memory, members[at.fits].memory_mib);
+      }
+      out.at_cpu[r * count + g] = at;
     }
   }
+  // The groups per rank, most endangered first: memory per share (or per device), compared as exact fractions.
+  std::vector<uint32_t> order;
+  for (size_t r = 0; r < ranks; ++r) {
+    const AtCpu* at = &out.at_cpu[r * count];
+    auto per_unit = [&](uint32_t g) {  // the group's (largest memory, pods' unit: share milli or devices per pod)
+      const PodShape& gpu = out.groups[g].gpu;
+      return std::pair<int64_t, int64_t>(at[g].max_memory, gpu.gpu_count == 1 ? gpu.gpu_milli : gpu.gpu_count);
+    };
+    auto more_endangered = [&](uint32_t a, uint32_t b) {
+      const auto [ma, ua] = per_unit(a);
+      const auto [mb, ub] = per_unit(b);
+      return static_cast<__int128>(ma) * ub > static_cast<__int128>(mb) * ua;
+    };
+    for (bool single : {true, false}) {
+      order.clear();
+      for (uint32_t g = 0; g < count; ++g) {
+        if (at[g].max_memory > 0 && (out.groups[g].gpu.gpu_count == 1) == single) order.push_back(g);
+      }
+      std::stable_sort(order.begin(), order.end(), more_endangered);
+      std::vector<uint32_t>& list = single ? out.single : out.multi;
+      (single ? out.single_from : out.multi_from).push_back(static_cast<uint32_t>(list.size()));
+      list.insert(list.end(), order.begin(), order.end());
+    }
+  }
+  out.single_from.push_back(static_cast<uint32_t>(out.single.size()));
+  out.multi_from.push_back(static_cast<uint32_t>(out.multi.size()));
   return out;
 }
 
 int64_t DefaultPolicy::ResourceFragment(const NodeFree& node, int64_t memory_mib, const TargetWorkload& target,
                                         const std::vector<int64_t>& shape_memory_mib, int64_t strand_percent) {
-  return ResourceFragment(node, memory_mib, ShapeGroups::Of(target, shape_memory_mib), strand_percent);
+  FragmentMeter fgd(&target);
+  return fgd.Weighted(node) +
+         MemoryStranded(node, memory_mib, ShapeGroups::Of(target, shape_memory_mib), strand_percent);
 }
 
-int64_t DefaultPolicy::ResourceFragment(const NodeFree& node, int64_t memory_mib, const ShapeGroups& groups,
-                                        int64_t strand_percent) {
+namespace {
+// The GPU that group g's fitting members (the first at.fits) lose to memory on `node`, beyond FGD's fragment:
+// where the devices could host P pods but the memory feeds only R < P, P − R of P parts of the usable devices'
+// free GPU, × the weight; where it feeds none, all of it.
+// `one_model`: the node's devices are all of its first device's model (checked once per node, not per group).
+int64_t GroupMemoryStranded(const NodeFree& node, bool one_model, int64_t memory_mib,
+                            const DefaultPolicy::ShapeGroups::Group& group, const DefaultPolicy::ShapeGroups::AtCpu& at,
+                            int64_t strand_percent) {
+  const PodShape& shape = group.gpu;
+  const bool any_model = shape.type_include.empty() && shape.type_exclude.empty();
+  if (one_model && !any_model && !ShapeAllowsModel(shape, node.gpu_model.front())) return 0;
+  const Hosted hosted = HostedByDevices(node, shape, /*check_models=*/!one_model && !any_model);
+  if (hosted.usable < group.gpu.gpu_count) return 0;  // all idle GPU for FGD already
+  const int64_t pods_gpu = hosted.pods;  // m-pods the usable devices could host
+  const int64_t usable_milli = hosted.usable_milli;
+  if (memory_mib >= pods_gpu * at.max_memory) return 0;  // the memory feeds every pod of every fitting member
+  int64_t stranded = 0;
+  for (size_t k = 0; k < at.fits; ++k) {
+    const DefaultPolicy::ShapeGroups::Member& member = group.members[k];
+    const int64_t mem = member.memory_mib;
+    if (mem <= 0 || memory_mib >= pods_gpu * mem) continue;  // the memory feeds every m-pod the devices could host
+    int64_t lost = usable_milli;  // the free memory feeds no m-pod
+    if (memory_mib >= mem) {
+      const int64_t pods_res = memory_mib / mem;  // m-pods the free memory can feed, < pods_gpu
+      lost = usable_milli * (pods_gpu - pods_res) / pods_gpu * strand_percent / 100;
+    }
+    stranded += member.count * lost;
+  }
+  return stranded;
+}
+}  // namespace
+
+int64_t DefaultPolicy::MemoryStranded(const NodeFree& node, int64_t memory_mib, const ShapeGroups& groups,
+                                      int64_t strand_percent) {
+  if (node.gpu_milli.empty() || groups.groups.empty()) return 0;
   int64_t idle = 0;
   for (int64_t g : node.gpu_milli) idle += g;
-  int64_t sum = groups.idle_count * idle;
-  // Most nodes have one model and few distinct free levels (idle, used, a partly used device or two): then the
-  // model is checked once per group and each level once, not each device.
-  bool one_model = true;
-  for (size_t i = 1; one_model && i < node.gpu_model.size(); ++i) one_model = node.gpu_model[i] == node.gpu_model[0];
-  FreeLevels levels;
-  const bool by_levels = one_model && levels.Read(node.gpu_milli);
-  for (const ShapeGroups::Group& group : groups.groups) {
-    const PodShape& shape = group.gpu;
-    Hosted hosted;  // none when the node's one model is not allowed
-    if (!by_levels) {
-      hosted = HostedByDevices(node, shape, /*check_models=*/true);
-    } else if (!node.gpu_model.empty() && (group.any_model || ShapeAllowsModel(shape, node.gpu_model[0]))) {
-      hosted = HostedByLevels(levels, shape);
-    }
-    const int64_t pods_gpu = hosted.pods;  // m-pods the usable devices could host
-    const int64_t usable_milli = hosted.usable_milli;
-    const int64_t unusable_milli = idle - usable_milli;
-    if (hosted.usable < shape.gpu_count) {  // no member fits: all idle GPU
-      sum += group.count_from[0] * idle;
-      continue;
-    }
-    // The members the node's CPU fits: a prefix. When the memory feeds each of them as many pods as the devices
-    // could host (the common case), each one's fragment is the unusable devices' idle GPU.
-    const size_t fits = group.MembersWithin(node.cpu_milli);
-    if (memory_mib >= pods_gpu * group.max_memory_before[fits]) {
-      sum += (group.count_from[0] - group.count_from[fits]) * unusable_milli + group.count_from[fits] * idle;
-      continue;
-    }
-    for (size_t k = 0; k < group.members.size(); ++k) {
-      const ShapeGroups::Member& member = group.members[k];
-      if (node.cpu_milli < member.cpu_milli) {  // neither does any later one (more CPU): all idle GPU
-        sum += group.count_from[k] * idle;
-        break;
+  const int64_t devices = static_cast<int64_t>(node.gpu_milli.size());
+  const size_t rank = groups.CpuRank(node.cpu_milli);
+  const ShapeGroups::AtCpu* at = &groups.at_cpu[rank * groups.groups.size()];
+  int64_t stranded = 0;
+  int one_model = -1;  // unknown until a group needs it
+  auto stranded_in = [&](uint32_t g) {
+    if (one_model < 0) {
+      one_model = 1;
+      for (size_t i = 1; one_model == 1 && i < node.gpu_model.size(); ++i) {
+        if (node.gpu_model[i] != node.gpu_model[0]) one_model = 0;
       }
-      const int64_t mem = member.memory_mib;
-      int64_t fragment = idle;  // the free memory feeds no m-pod
-      if (mem <= 0 || memory_mib >= pods_gpu * mem) {
-        fragment = unusable_milli;  // the memory feeds every m-pod the devices could host
-      } else if (memory_mib >= mem) {
-        const int64_t pods_res = memory_mib / mem;  // m-pods the free memory can feed, < pods_gpu
-        fragment = unusable_milli + usable_milli * (pods_gpu - pods_res) / pods_gpu * strand_percent / 100;
-      }
-      sum += member.count * fragment;
     }
+    return GroupMemoryStranded(node, one_model == 1, memory_mib, groups.groups[g], at[g], strand_percent);
+  };
+  // Each list stops at the first group whose pods the memory surely feeds (P ≤ idle / share, or devices / count):
+  // every later one asks less memory per unit.
+  for (uint32_t i = groups.single_from[rank]; i < groups.single_from[rank + 1]; ++i) {
+    const uint32_t g = groups.single[i];
+    if (memory_mib * groups.groups[g].gpu.gpu_milli >= idle * at[g].max_memory) break;
+    stranded += stranded_in(g);
   }
-  return sum;
+  for (uint32_t i = groups.multi_from[rank]; i < groups.multi_from[rank + 1]; ++i) {
+    const uint32_t g = groups.multi[i];
+    if (memory_mib * groups.groups[g].gpu.gpu_count >= devices * at[g].max_memory) break;
+    stranded += stranded_in(g);
+  }
+  return stranded;
 }
 
 void DefaultPolicy::OnPlaced(const ClusterState& state, const TaskRequest& request,
@@ -296,11 +342,13 @@ void DefaultPolicy::MemoryRange(const ClusterState& state, int node, const TaskR
   ReadNodeFree(state, node, &range_free_);  // devices that cannot take a pod read as 0 free
   FreeLevels levels;
   const bool by_levels = levels.Read(range_free_.gpu_milli);
-  for (const ShapeGroups::Group& group : groups_.groups) {
+  const ShapeGroups::AtCpu* at = &groups_.at_cpu[groups_.CpuRank(cpu_after) * groups_.groups.size()];
+  for (size_t g = 0; g < groups_.groups.size(); ++g) {
     // A member whose CPU the node cannot give after placement is all idle GPU whatever the memory left: only the
     // prefix of members (by CPU) that fits bounds the range.
-    const size_t fits = group.MembersWithin(cpu_after);
-    const int64_t max_memory = group.max_memory_before[fits];
+    const ShapeGroups::Group& group = groups_.groups[g];
+    const size_t fits = at[g].fits;
+    const int64_t max_memory = at[g].max_memory;
     if (max_memory <= 0) continue;  // no member with a known memory
     const int64_t cap = by_levels ? HostedByLevels(levels, group.gpu).pods
                                   : HostedByDevices(range_free_, group.gpu, /*check_models=*/false).pods;
@@ -337,7 +385,7 @@ int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& re
     before.generation = state.generation(node);
     before.identity = state.identity();
     before.measure = measure_version_;
-    before.weighted = ResourceFragment(free, memory, groups_, strand_percent_);
+    before.weighted = Fragment(free, memory);
   }
   // Step 3: GPU the node's CPU cannot feed, counted for every target shape (so × Σcount); a CPU-only request
   // is scored on it only when the CPU binds.
@@ -347,7 +395,7 @@ int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& re
   free.cpu_milli -= request.cpu_milli;
   for (int d : devices) free.gpu_milli[d] -= request.device_compute_milli;
   const int64_t after =
-      ResourceFragment(free, memory - request.memory_mib, groups_, strand_percent_) +
+      Fragment(free, memory - request.memory_mib) +
       (count_cpu ? total * CpuStrandedGpu(free, cpu_per_gpu_) : 0);
   free.cpu_milli += request.cpu_milli;
   for (int d : devices) free.gpu_milli[d] += request.device_compute_milli;

@@ -60,9 +60,11 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   // `strand_percent` is step 2's weight w in percent.
   static int64_t ResourceFragment(const NodeFree& node, int64_t memory_mib, const TargetWorkload& target,
                                   const std::vector<int64_t>& shape_memory_mib, int64_t strand_percent = 100);
-  // The target's shapes grouped by their GPU request (count, share, model constraints), each member with its CPU,
-  // memory and count: ResourceFragment reads a node's devices once per group instead of once per shape (a learned
-  // target has hundreds of shapes that differ in CPU and memory only). Built when the target or the means change.
+  // Step 2 is FGD's Σ_m count_m F_n(m) (FragmentMeter, a few steps per device) plus the GPU stranded by memory,
+  // which only the groups whose pods the free memory may not feed add. The target's shapes grouped by their GPU
+  // request (count, share, model constraints), each member with its CPU, memory and count, tell which: a learned
+  // target has hundreds of shapes in dozens of groups, and on most nodes the memory feeds all but one or two.
+  // Built when the target or the means change.
   struct ShapeGroups {
     struct Member {
       int64_t cpu_milli = 0;
@@ -71,20 +73,28 @@ class DefaultPolicy final : public FragmentationPolicyBase {
     };
     struct Group {
       PodShape gpu;  // the shared GPU request (cpu_milli 0)
-      bool any_model = false;  // no model constraint
       std::vector<Member> members;   // by CPU, ascending
-      std::vector<int64_t> count_from;  // [k] = Σ count of members k…end
-      std::vector<int64_t> max_memory_before;  // [k] = the largest memory among members 0…k−1 (0 if none)
-      // How many members (a prefix: they are by CPU) ask at most `cpu_milli`.
-      size_t MembersWithin(int64_t cpu_milli) const;
     };
-    int64_t idle_count = 0;  // Σ count of the shapes asking no GPU compute: their fragment is all idle GPU
+    // What a free CPU means to one group: the members it fits (a prefix, by CPU) and the largest memory among them.
+    struct AtCpu {
+      int64_t max_memory = 0;  // 0 if none, or none with a known memory
+      uint32_t fits = 0;
+    };
     std::vector<Group> groups;
+    std::vector<int64_t> cpu_levels;  // the members' distinct CPU demands, ascending
+    // Per CPU rank (how many cpu_levels a free CPU reaches) and group: at_cpu[rank * groups.size() + g].
+    std::vector<AtCpu> at_cpu;
+    // Per CPU rank, the groups with a fitting member of known memory, those a node's memory is most likely not to
+    // feed first: single-device groups by largest memory per milli of share (a node hosts at most idle / share of
+    // their pods), the others by largest memory per device (at most devices / count pods). Rank r's groups are
+    // single[single_from[r] .. single_from[r + 1]), likewise multi.
+    std::vector<uint32_t> single, single_from, multi, multi_from;
+    size_t CpuRank(int64_t cpu_milli) const;
     static ShapeGroups Of(const TargetWorkload& target, const std::vector<int64_t>& shape_memory_mib);
   };
-  // The same sum over grouped shapes (equal to the ungrouped one, integer for integer).
-  static int64_t ResourceFragment(const NodeFree& node, int64_t memory_mib, const ShapeGroups& groups,
-                                  int64_t strand_percent);
+  // Step 2's GPU stranded by memory alone (ResourceFragment less FGD's weighted fragment), for `groups`.
+  static int64_t MemoryStranded(const NodeFree& node, int64_t memory_mib, const ShapeGroups& groups,
+                                int64_t strand_percent);
   // Step 2's weight w, in percent, for ρ = `memory_per_gpu_ratio`.
   static int64_t MemoryStrandPercent(double memory_per_gpu_ratio);
   // Step 3: the node's idle GPU (milli) beyond what its free CPU can feed at `cpu_per_gpu_milli` CPU milli per
@@ -110,6 +120,10 @@ class DefaultPolicy final : public FragmentationPolicyBase {
     return state.FreeDeviceCompute(node, d) < state.FreeDeviceCompute(node, best);
   }
   bool RefreshShapeMemory();  // shape_memory_ for the current target; true when it was recomputed
+  // Step 2 with the learned target and means: FGD's weighted fragment (meter()) + MemoryStranded.
+  int64_t Fragment(const NodeFree& node, int64_t memory_mib) {
+    return meter().Weighted(node) + MemoryStranded(node, memory_mib, groups_, strand_percent_);
+  }
 
   std::vector<ShapeMemory> memory_seen_;  // per placed shape
   std::vector<int64_t> shape_memory_;     // per target shape (mean MiB)

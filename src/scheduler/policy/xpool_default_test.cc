@@ -59,8 +59,9 @@ int PlaceOn(const ClusterState& state, PlacementPolicy* policy, const TaskReques
   return out.allocation.node;
 }
 
-// Step 2 written shape by shape, device by device (how it reads in docs/scheduling.md): the oracle for the
-// grouped computation (ShapeGroups, free levels, members by CPU) that ResourceFragment runs.
+// Step 2 written shape by shape, device by device (how it reads in docs/scheduling.md): the oracle for what
+// ResourceFragment runs (FGD's fragment by FragmentMeter, plus the memory stranding of only the groups a node's
+// memory may not feed, found through ShapeGroups' per-CPU-rank lists).
 int64_t FragmentShapeByShape(const NodeFree& node, int64_t memory_mib, const TargetWorkload& target,
                              const std::vector<int64_t>& shape_memory_mib, int64_t strand_percent) {
   int64_t idle = 0;
