@@ -323,6 +323,13 @@ int64_t FragmentMeter::Weighted(const NodeFree& node) {
   const ModelTables& tables = TablesFor(node.gpu_model[0]);
   const size_t cls = static_cast<size_t>(
       std::upper_bound(cpu_levels_.begin(), cpu_levels_.end(), node.cpu_milli) - cpu_levels_.begin());
+  // Only where the free compute steps down (v_u > v_{u+1}) can a share lie in (v_{u+1}, v_u]: the last device of
+  // each run of equal values, ascending (a node has few distinct levels: idle, used, a partly used device or two).
+  size_t steps[kMaxFastDevices];
+  size_t step_count = 0;
+  for (size_t u = count; u >= 1; --u) {
+    if (u == count || v[u - 1] != v[u]) steps[step_count++] = u;
+  }
   for (const CountTable& c : tables.counts) {
     const size_t k = static_cast<size_t>(c.gpu_count);
     if (k > count) break;
@@ -336,7 +343,8 @@ int64_t FragmentMeter::Weighted(const NodeFree& node) {
     };
     // Groups whose share lies in (v_{u+1}, v_u] have exactly u usable GPUs: they subtract S(u) each.
     size_t next = 0;  // J(v_{count+1}) = 0
-    for (size_t u = count; u >= k; --u) {
+    for (size_t i = 0; i < step_count && steps[i] >= k; ++i) {
+      const size_t u = steps[i];
       const size_t here = rank(v[u - 1]);
       sum -= prefix[u] * (w[here] - w[next]);
       next = here;
