@@ -183,14 +183,12 @@ namespace {
 // The GPU that group g's fitting members (the first at.fits) lose to memory on `node`, beyond FGD's fragment:
 // where the devices could host P pods but the memory feeds only R < P, P − R of P parts of the usable devices'
 // free GPU, × the weight; where it feeds none, all of it.
-// `one_model`: the node's devices are all of its first device's model (checked once per node, not per group).
-int64_t GroupMemoryStranded(const NodeFree& node, bool one_model, int64_t memory_mib,
+// `check_models`: whether each device's model must be checked against the group's (the caller checked the node's
+// one model otherwise).
+int64_t GroupMemoryStranded(const NodeFree& node, bool check_models, int64_t memory_mib,
                             const DefaultPolicy::ShapeGroups::Group& group, const DefaultPolicy::ShapeGroups::AtCpu& at,
                             int64_t strand_percent) {
-  const PodShape& shape = group.gpu;
-  const bool any_model = shape.type_include.empty() && shape.type_exclude.empty();
-  if (one_model && !any_model && !ShapeAllowsModel(shape, node.gpu_model.front())) return 0;
-  const Hosted hosted = HostedByDevices(node, shape, /*check_models=*/!one_model && !any_model);
+  const Hosted hosted = HostedByDevices(node, group.gpu, check_models);
   if (hosted.usable < group.gpu.gpu_count) return 0;  // all idle GPU for FGD already
   const int64_t pods_gpu = hosted.pods;  // m-pods the usable devices could host
   const int64_t usable_milli = hosted.usable_milli;
@@ -220,15 +218,21 @@ int64_t DefaultPolicy::MemoryStranded(const NodeFree& node, int64_t memory_mib, 
   const size_t rank = groups.CpuRank(node.cpu_milli);
   const ShapeGroups::AtCpu* at = &groups.at_cpu[rank * groups.groups.size()];
   int64_t stranded = 0;
-  int one_model = -1;  // unknown until a group needs it
-  auto stranded_in = [&](uint32_t g) {
-    if (one_model < 0) {
-      one_model = 1;
-      for (size_t i = 1; one_model == 1 && i < node.gpu_model.size(); ++i) {
-        if (node.gpu_model[i] != node.gpu_model[0]) one_model = 0;
+  int one_model = -1;  // unknown until a group with a model constraint needs it
+  auto stranded_in = [&](uint32_t g) -> int64_t {
+    const PodShape& shape = groups.groups[g].gpu;
+    bool check_models = false;
+    if (!shape.type_include.empty() || !shape.type_exclude.empty()) {
+      if (one_model < 0) {
+        one_model = 1;
+        for (size_t i = 1; one_model == 1 && i < node.gpu_model.size(); ++i) {
+          if (node.gpu_model[i] != node.gpu_model[0]) one_model = 0;
+        }
       }
+      if (one_model == 1 && !ShapeAllowsModel(shape, node.gpu_model.front())) return 0;
+      check_models = one_model == 0;
     }
-    return GroupMemoryStranded(node, one_model == 1, memory_mib, groups.groups[g], at[g], strand_percent);
+    return GroupMemoryStranded(node, check_models, memory_mib, groups.groups[g], at[g], strand_percent);
   };
   // Each list stops at the first group whose pods the memory surely feeds (P ≤ idle / share, or devices / count):
   // every later one asks less memory per unit.
