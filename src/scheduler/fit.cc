@@ -132,8 +132,10 @@ bool FitNode(const ClusterState& state, int node_index, const TaskRequest& reque
   const Node& node = state.node(node_index);
   const NodeUsage& usage = state.usage(node_index);
   auto fail = [verdict](FitReason reason, int device) {
-    verdict->reason = reason;
-    verdict->device = device;
+    if (verdict != nullptr) {
+      verdict->reason = reason;
+      verdict->device = device;
+    }
     return false;
   };
   if (!ignore_usage) {
@@ -155,6 +157,10 @@ bool FitNode(const ClusterState& state, int node_index, const TaskRequest& reque
   // A device the plain check accepts fits; any other takes the full check, which also says why not.
   const bool plain = !ignore_usage && PlainDeviceRequest(request);
   for (int d = 0; d < device_count; ++d) {
+    if (plain && verdict == nullptr) {  // PlainDeviceFits is FitDevice's kFits; no reason wanted
+      if (PlainDeviceFits(node.devices[d], usage.devices[d], request)) candidate->fitting_devices.push_back(d);
+      continue;
+    }
     const FitReason r = plain && PlainDeviceFits(node.devices[d], usage.devices[d], request)
                             ? FitReason::kFits
                             : FitDevice(node.devices[d], ignore_usage ? nullptr : &usage.devices[d], request);

@@ -71,7 +71,8 @@ DeviceGrant GrantFor(const Device& device, const TaskRequest& request);
 FitReason FitDevice(const Device& device, const DeviceUsage* usage, const TaskRequest& request);
 
 // One node. On success fills `candidate` (node index and fitting devices, ascending) and returns true. On failure
-// fills `verdict`. `request` must have passed ValidateTaskRequest.
+// fills `verdict`, unless it is nullptr (a caller that needs no reason: devices a plain request does not fit are
+// then not checked again for why). `request` must have passed ValidateTaskRequest.
 bool FitNode(const ClusterState& state, int node, const TaskRequest& request, bool ignore_usage,
              NodeCandidate* candidate, NodeVerdict* verdict);
 

@@ -276,6 +276,12 @@ TEST(FitTest, PlainRequestsFitTheDevicesFitDeviceAccepts) {
         EXPECT_EQ(candidate.fitting_devices, expected) << round << "/" << q;
         ++fitted;
       }
+      // Without a verdict wanted (the scoring scans), the same answer and the same devices.
+      NodeCandidate terse;
+      EXPECT_EQ(FitNode(state, 0, r, false, &terse, nullptr), fits) << round << "/" << q;
+      if (fits) {
+        EXPECT_EQ(terse.fitting_devices, expected) << round << "/" << q;
+      }
     }
   }
   EXPECT_GT(fitted, 500);

@@ -185,7 +185,6 @@ struct Scheduler::Impl {
   std::vector<uint64_t> stamp;  // dedupes `changed`
   uint64_t stamp_clock = 0;
   NodeCandidate candidate;
-  NodeVerdict verdict;
   std::vector<int> chosen;
   std::vector<int> best_devices;
 
@@ -360,7 +359,7 @@ int Scheduler::WalkOrdered(const TaskRequest& request, Rng& rng) {
     ++stats_.nodes_visited;
     if (!MayFit(m.capacity[n], request)) continue;
     ++stats_.fit_calls;
-    if (!FitNode(state_, n, request, false, &m.candidate, &m.verdict)) continue;
+    if (!FitNode(state_, n, request, false, &m.candidate, nullptr)) continue;
     int64_t score = 0;
     if (!policy_.Score(state_, request, m.candidate, rng, &score, &m.chosen) ||
         !ValidDeviceChoice(state_, request, m.candidate, m.chosen)) {
@@ -517,7 +516,7 @@ int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
   if (best_node >= 0) {
     // Deterministic policy: scoring the winner again yields its device choice.
     int64_t score = 0;
-    if (!FitNode(state_, best_node, request, false, &m.candidate, &m.verdict) ||
+    if (!FitNode(state_, best_node, request, false, &m.candidate, nullptr) ||
         !policy_.Score(state_, request, m.candidate, rng, &score, &m.best_devices)) {
       return kFallBack;  // not reached for a cacheable policy
     }
@@ -529,7 +528,7 @@ int64_t Scheduler::Evaluate(const TaskRequest& key, int node) {
   Impl& m = *impl_;
   ++stats_.fit_calls;
   int64_t score = 0;
-  const bool fits = FitNode(state_, node, key, false, &m.candidate, &m.verdict) &&
+  const bool fits = FitNode(state_, node, key, false, &m.candidate, nullptr) &&
                     policy_.Score(state_, key, m.candidate, m.scratch_rng, &score, &m.chosen) &&
                     ValidDeviceChoice(state_, key, m.candidate, m.chosen);
   return fits ? std::max(score, kLowestScore) : kNoFit;
