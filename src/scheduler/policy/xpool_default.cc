@@ -344,23 +344,26 @@ void DefaultPolicy::MemoryRange(const ClusterState& state, int node, const TaskR
   int64_t x_lo = 0;
   int64_t x_hi = std::numeric_limits<int64_t>::max();
   ReadNodeFree(state, node, &range_free_);  // devices that cannot take a pod read as 0 free
+  int64_t idle = 0;
+  for (int64_t g : range_free_.gpu_milli) idle += g;
+  const int64_t devices = static_cast<int64_t>(range_free_.gpu_milli.size());
   FreeLevels levels;
-  const bool by_levels = levels.Read(range_free_.gpu_milli);
-  const ShapeGroups::AtCpu* at = &groups_.at_cpu[groups_.CpuRank(cpu_after) * groups_.groups.size()];
-  for (size_t g = 0; g < groups_.groups.size(); ++g) {
-    // A member whose CPU the node cannot give after placement is all idle GPU whatever the memory left: only the
-    // prefix of members (by CPU) that fits bounds the range.
+  int by_levels = -1;  // read when a group first needs its exact cap
+  // A member whose CPU the node cannot give after placement is all idle GPU whatever the memory left: only the
+  // prefix of members (by CPU) that fits bounds the range (ShapeGroups' lists for the CPU left).
+  const size_t rank = groups_.CpuRank(cpu_after);
+  const ShapeGroups::AtCpu* at = &groups_.at_cpu[rank * groups_.groups.size()];
+  auto bound_by = [&](uint32_t g) {
     const ShapeGroups::Group& group = groups_.groups[g];
-    const size_t fits = at[g].fits;
+    if (by_levels < 0) by_levels = levels.Read(range_free_.gpu_milli) ? 1 : 0;
+    const int64_t cap = by_levels == 1 ? HostedByLevels(levels, group.gpu).pods
+                                       : HostedByDevices(range_free_, group.gpu, /*check_models=*/false).pods;
     const int64_t max_memory = at[g].max_memory;
-    if (max_memory <= 0) continue;  // no member with a known memory
-    const int64_t cap = by_levels ? HostedByLevels(levels, group.gpu).pods
-                                  : HostedByDevices(range_free_, group.gpu, /*check_models=*/false).pods;
     if (left >= cap * max_memory) {  // ⌊left / mem⌋ ≥ cap for every member: x ≥ cap · mem keeps each
       x_lo = std::max(x_lo, cap * max_memory);
-      continue;
+      return;
     }
-    for (size_t k = 0; k < fits; ++k) {
+    for (size_t k = 0; k < at[g].fits; ++k) {
       const int64_t mem = group.members[k].memory_mib;
       if (mem <= 0) continue;
       if (left >= cap * mem) {  // ⌊left / mem⌋ ≥ cap
@@ -371,6 +374,27 @@ void DefaultPolicy::MemoryRange(const ClusterState& state, int node, const TaskR
         x_hi = std::min(x_hi, (q + 1) * mem - 1);
       }
     }
+  };
+  // Most endangered first: from the first group whose cap surely fits in what is left (cap ≤ idle / share, or
+  // devices / count), every later one asks at most that much memory per unit, so x ≥ that bound (≥ each cap · mem
+  // and ≤ left) keeps them all: a range at most as wide as the group-by-group one, and as valid.
+  for (uint32_t i = groups_.single_from[rank]; i < groups_.single_from[rank + 1]; ++i) {
+    const uint32_t g = groups_.single[i];
+    const int64_t share = groups_.groups[g].gpu.gpu_milli;
+    if (left * share >= idle * at[g].max_memory) {
+      x_lo = std::max(x_lo, (idle * at[g].max_memory + share - 1) / share);
+      break;
+    }
+    bound_by(g);
+  }
+  for (uint32_t i = groups_.multi_from[rank]; i < groups_.multi_from[rank + 1]; ++i) {
+    const uint32_t g = groups_.multi[i];
+    const int64_t count = groups_.groups[g].gpu.gpu_count;
+    if (left * count >= devices * at[g].max_memory) {
+      x_lo = std::max(x_lo, (devices * at[g].max_memory + count - 1) / count);
+      break;
+    }
+    bound_by(g);
   }
   *lo = x_hi >= memory ? 0 : memory - x_hi;
   *hi = memory - x_lo;
