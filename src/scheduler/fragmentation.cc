@@ -1,6 +1,7 @@
 #include "scheduler/fragmentation.h"
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 
 namespace xpool {
@@ -56,6 +57,19 @@ int64_t SortFreeDescending(const NodeFree& node, int64_t* sorted, int64_t* prefi
 }
 
 }  // namespace
+
+size_t PodShapeHash::operator()(const PodShape& shape) const {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields PodShape's == compares
+  auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  mix(static_cast<uint64_t>(shape.cpu_milli));
+  mix(static_cast<uint64_t>(shape.gpu_count));
+  mix(static_cast<uint64_t>(shape.gpu_milli));
+  for (const std::vector<std::string>* list : {&shape.type_include, &shape.type_exclude}) {
+    mix(list->size());
+    for (const std::string& s : *list) mix(std::hash<std::string>()(s));
+  }
+  return static_cast<size_t>(h);
+}
 
 bool ShapeAllowsModel(const PodShape& shape, std::string_view model) {
   if (shape.type_include.empty() && shape.type_exclude.empty()) return true;

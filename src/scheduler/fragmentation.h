@@ -30,6 +30,10 @@ struct PodShape {
   bool operator==(const PodShape&) const = default;
 };
 PodShape ShapeOf(const TaskRequest& request);
+// A hash over every PodShape field its equality compares.
+struct PodShapeHash {
+  size_t operator()(const PodShape& shape) const;
+};
 // True when a device of `model` may serve `shape` (include list empty or matching, no exclude matching).
 bool ShapeAllowsModel(const PodShape& shape, std::string_view model);
 

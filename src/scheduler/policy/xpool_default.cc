@@ -262,17 +262,10 @@ void DefaultPolicy::OnPlaced(const ClusterState& state, const TaskRequest& reque
   // caller happens to score (cached or not): a target rebuilt since the last score, then every kMemoryRefresh.
   const bool caught_up = placed_at_refresh_ >= 0 && RefreshShapeMemory();
   ++placed_;
-  PodShape s = ShapeOf(request);
-  bool found = false;
-  for (ShapeMemory& m : memory_seen_) {
-    if (m.shape == s) {
-      m.sum_mib += request.memory_mib;
-      ++m.count;
-      found = true;
-      break;
-    }
-  }
-  if (!found) memory_seen_.push_back({std::move(s), request.memory_mib, 1});
+  auto [seen, added] = memory_seen_.try_emplace(ShapeOf(request));
+  seen->second.sum_mib += request.memory_mib;
+  ++seen->second.count;
+  (void)added;
   if ((placed_at_refresh_ >= 0 && RefreshShapeMemory()) || caught_up) {
     ++memory_refreshes_;
     ClearScoreCache();
@@ -289,12 +282,8 @@ bool DefaultPolicy::RefreshShapeMemory() {
   placed_at_refresh_ = placed_;
   std::vector<int64_t> memory(shapes.size(), 0);
   for (size_t m = 0; m < shapes.size(); ++m) {
-    for (const ShapeMemory& seen : memory_seen_) {
-      if (seen.shape == shapes[m].shape) {
-        memory[m] = seen.sum_mib / seen.count;
-        break;
-      }
-    }
+    auto seen = memory_seen_.find(shapes[m].shape);
+    if (seen != memory_seen_.end()) memory[m] = seen->second.sum_mib / seen->second.count;
   }
   // Step 2's weight: the target's memory per GPU (learned means) against the cluster's. Step 3's CPU per GPU.
   double asked_mib = 0, gpu = 0, cpu_all = 0, cpu_gpu_shapes = 0;

@@ -31,6 +31,7 @@
 // Not thread-safe.
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -106,7 +107,6 @@ class DefaultPolicy final : public FragmentationPolicyBase {
 
  private:
   struct ShapeMemory {
-    PodShape shape;
     int64_t sum_mib = 0;
     int64_t count = 0;
   };
@@ -125,7 +125,7 @@ class DefaultPolicy final : public FragmentationPolicyBase {
     return meter().Weighted(node) + MemoryStranded(node, memory_mib, groups_, strand_percent_);
   }
 
-  std::vector<ShapeMemory> memory_seen_;  // per placed shape
+  std::unordered_map<PodShape, ShapeMemory, PodShapeHash> memory_seen_;  // per placed shape
   std::vector<int64_t> shape_memory_;     // per target shape (mean MiB)
   ShapeGroups groups_;                    // the target with shape_memory_, grouped (rebuilt with it)
   const WeightedShape* target_key_ = nullptr;
