@@ -65,11 +65,11 @@ struct Scheduler::ShapeCache {
     int64_t verdict = kUnknown;
   };
   // A verdict for the request memories [lo, hi] (PlacementPolicy::MemoryRange).
-  struct RangeVerdict {
-    uint32_t state = LiveStates::kNoState;
+  struct RangeVerdict {  // 32 bytes: a slot's two ways fill one cache line (the scans read them all over memory)
     int64_t lo = 0;
     int64_t hi = -1;
     int64_t verdict = kUnknown;
+    uint32_t state = LiveStates::kNoState;
     bool ranged = false;  // [lo, hi] is the policy's MemoryRange (else lo = hi = the memory it was computed for)
   };
   static constexpr int kRangeWays = 2;  // verdicts kept per slot, most recent first

@@ -145,8 +145,10 @@ DefaultPolicy::ShapeGroups DefaultPolicy::ShapeGroups::Of(const TargetWorkload& 
   }
   // The groups per rank, most endangered first: memory per share (or per device), compared as exact fractions.
   std::vector<uint32_t> order;
+  out.single_from.clear();
+  out.multi_from.clear();
   for (size_t r = 0; r < ranks; ++r) {
-    const AtCpu* at = &out.at_cpu[r * count];
+    const AtCpu* at = out.at_cpu.data() + r * count;
     auto per_unit = [&](uint32_t g) {  // the group's (largest memory, pods' unit: share milli or devices per pod)
       const PodShape& gpu = out.groups[g].gpu;
       return std::pair<int64_t, int64_t>(at[g].max_memory, gpu.gpu_count == 1 ? gpu.gpu_milli : gpu.gpu_count);
@@ -216,7 +218,7 @@ int64_t DefaultPolicy::MemoryStranded(const NodeFree& node, int64_t memory_mib, 
   for (int64_t g : node.gpu_milli) idle += g;
   const int64_t devices = static_cast<int64_t>(node.gpu_milli.size());
   const size_t rank = groups.CpuRank(node.cpu_milli);
-  const ShapeGroups::AtCpu* at = &groups.at_cpu[rank * groups.groups.size()];
+  const ShapeGroups::AtCpu* at = groups.at_cpu.data() + rank * groups.groups.size();
   int64_t stranded = 0;
   int one_model = -1;  // unknown until a group with a model constraint needs it
   auto stranded_in = [&](uint32_t g) -> int64_t {
@@ -341,7 +343,7 @@ void DefaultPolicy::MemoryRange(const ClusterState& state, int node, const TaskR
   // A member whose CPU the node cannot give after placement is all idle GPU whatever the memory left: only the
   // prefix of members (by CPU) that fits bounds the range (ShapeGroups' lists for the CPU left).
   const size_t rank = groups_.CpuRank(cpu_after);
-  const ShapeGroups::AtCpu* at = &groups_.at_cpu[rank * groups_.groups.size()];
+  const ShapeGroups::AtCpu* at = groups_.at_cpu.data() + rank * groups_.groups.size();
   auto bound_by = [&](uint32_t g) {
     const ShapeGroups::Group& group = groups_.groups[g];
     if (by_levels < 0) by_levels = levels.Read(range_free_.gpu_milli) ? 1 : 0;

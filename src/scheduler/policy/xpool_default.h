@@ -89,7 +89,8 @@ class DefaultPolicy final : public FragmentationPolicyBase {
     // feed first: single-device groups by largest memory per milli of share (a node hosts at most idle / share of
     // their pods), the others by largest memory per device (at most devices / count pods). Rank r's groups are
     // single[single_from[r] .. single_from[r + 1]), likewise multi.
-    std::vector<uint32_t> single, single_from, multi, multi_from;
+    std::vector<uint32_t> single, multi;
+    std::vector<uint32_t> single_from = {0, 0}, multi_from = {0, 0};  // an empty target: rank 0, no groups
     size_t CpuRank(int64_t cpu_milli) const;
     static ShapeGroups Of(const TargetWorkload& target, const std::vector<int64_t>& shape_memory_mib);
   };

@@ -132,6 +132,14 @@ TEST(DefaultResourceFragment, GroupedEqualsShapeByShapeOnRandomNodesAndTargets) 
   }
 }
 
+TEST(DefaultResourceFragment, NothingLearnedStrandsNothing) {
+  const NodeFree node = Free(8000, {1000, 1000, 300, 0});
+  EXPECT_EQ(DefaultPolicy::MemoryStranded(node, 1024, DefaultPolicy::ShapeGroups{}, 100), 0);
+  const DefaultPolicy::ShapeGroups none = DefaultPolicy::ShapeGroups::Of(TargetWorkload(), {});
+  EXPECT_EQ(DefaultPolicy::MemoryStranded(node, 1024, none, 100), 0);
+  EXPECT_EQ(DefaultPolicy::ResourceFragment(node, 1024, TargetWorkload(), {}), 0);
+}
+
 TEST(DefaultResourceFragment, CountsGpuThatMemoryCannotFeed) {
   const TargetWorkload target = TargetWorkload::FromCounts({{Shape(4000, 1, 1000), 1}}, 100);
   // Enough memory (or memory unknown): FGD's fragment (nothing).
