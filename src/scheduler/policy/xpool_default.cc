@@ -209,6 +209,32 @@ int64_t GroupMemoryStranded(const NodeFree& node, bool check_models, int64_t mem
   }
   return stranded;
 }
+
+// Visits, most endangered first, the groups (for the free CPU's rank) whose pods `memory_mib` may not feed on a
+// node with `idle` free GPU milli on `devices` devices. Each list stops at the first group whose pods it surely
+// feeds (P ≤ idle / share, or devices / count): every later one asks less memory per unit. Returns the most memory
+// the pods of those surely fed groups could ask (rounded up, at most memory_mib; 0 if none).
+template <typename Visit>
+int64_t VisitEndangered(const DefaultPolicy::ShapeGroups& groups, size_t rank, int64_t memory_mib, int64_t idle,
+                        int64_t devices, Visit visit) {
+  const DefaultPolicy::ShapeGroups::AtCpu* at = groups.at_cpu.data() + rank * groups.groups.size();
+  int64_t fed = 0;
+  auto walk = [&](const std::vector<uint32_t>& list, const std::vector<uint32_t>& from, int64_t available,
+                  bool single) {
+    for (uint32_t i = from[rank]; i < from[rank + 1]; ++i) {
+      const uint32_t g = list[i];
+      const int64_t unit = single ? groups.groups[g].gpu.gpu_milli : groups.groups[g].gpu.gpu_count;
+      if (memory_mib * unit >= available * at[g].max_memory) {
+        fed = std::max(fed, (available * at[g].max_memory + unit - 1) / unit);
+        return;
+      }
+      visit(g);
+    }
+  };
+  walk(groups.single, groups.single_from, idle, /*single=*/true);
+  walk(groups.multi, groups.multi_from, devices, /*single=*/false);
+  return fed;
+}
 }  // namespace
 
 int64_t DefaultPolicy::MemoryStranded(const NodeFree& node, int64_t memory_mib, const ShapeGroups& groups,
@@ -236,18 +262,7 @@ int64_t DefaultPolicy::MemoryStranded(const NodeFree& node, int64_t memory_mib, 
     }
     return GroupMemoryStranded(node, check_models, memory_mib, groups.groups[g], at[g], strand_percent);
   };
-  // Each list stops at the first group whose pods the memory surely feeds (P ≤ idle / share, or devices / count):
-  // every later one asks less memory per unit.
-  for (uint32_t i = groups.single_from[rank]; i < groups.single_from[rank + 1]; ++i) {
-    const uint32_t g = groups.single[i];
-    if (memory_mib * groups.groups[g].gpu.gpu_milli >= idle * at[g].max_memory) break;
-    stranded += stranded_in(g);
-  }
-  for (uint32_t i = groups.multi_from[rank]; i < groups.multi_from[rank + 1]; ++i) {
-    const uint32_t g = groups.multi[i];
-    if (memory_mib * groups.groups[g].gpu.gpu_count >= devices * at[g].max_memory) break;
-    stranded += stranded_in(g);
-  }
+  VisitEndangered(groups, rank, memory_mib, idle, devices, [&](uint32_t g) { stranded += stranded_in(g); });
   return stranded;
 }
 
@@ -369,24 +384,8 @@ void DefaultPolicy::MemoryRange(const ClusterState& state, int node, const TaskR
   // Most endangered first: from the first group whose cap surely fits in what is left (cap ≤ idle / share, or
   // devices / count), every later one asks at most that much memory per unit, so x ≥ that bound (≥ each cap · mem
   // and ≤ left) keeps them all: a range at most as wide as the group-by-group one, and as valid.
-  for (uint32_t i = groups_.single_from[rank]; i < groups_.single_from[rank + 1]; ++i) {
-    const uint32_t g = groups_.single[i];
-    const int64_t share = groups_.groups[g].gpu.gpu_milli;
-    if (left * share >= idle * at[g].max_memory) {
-      x_lo = std::max(x_lo, (idle * at[g].max_memory + share - 1) / share);
-      break;
-    }
-    bound_by(g);
-  }
-  for (uint32_t i = groups_.multi_from[rank]; i < groups_.multi_from[rank + 1]; ++i) {
-    const uint32_t g = groups_.multi[i];
-    const int64_t count = groups_.groups[g].gpu.gpu_count;
-    if (left * count >= devices * at[g].max_memory) {
-      x_lo = std::max(x_lo, (devices * at[g].max_memory + count - 1) / count);
-      break;
-    }
-    bound_by(g);
-  }
+  const int64_t surely_fed = VisitEndangered(groups_, rank, left, idle, devices, bound_by);
+  x_lo = std::max(x_lo, surely_fed);
   *lo = x_hi >= memory ? 0 : memory - x_hi;
   *hi = memory - x_lo;
 }
