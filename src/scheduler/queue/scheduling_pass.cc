@@ -19,8 +19,9 @@ namespace {
 
 // What the pass remembers about a request shape (see the header: answers stay true until the next
 // suspension, which bumps the epoch). Laid out so that what a waiting job reads on the common path
-// (demand, epochs and flags, the remembered reason's pointer and size) shares its first cache line:
-// the walk meets thousands of shapes in no particular order.
+// (demand, epochs and flags, the remembered reason) shares its first cache line: the walk meets
+// thousands of shapes in no particular order. Texts are views into the result's arena, which outlives
+// the pass and never moves a text, so equal views (same data and size) are the same text.
 struct alignas(64) ShapeMemo {
   // What the shape is (filled by Setup): its demand, a job of that shape (its request and replicas
   // stand for all of them), whether the unfit frontier may answer it.
@@ -29,15 +30,22 @@ struct alignas(64) ShapeMemo {
   int job = -1;
   bool plain = false;
   bool never_fits = false;
-  std::string wait_reason;
+  std::string_view wait_reason;
   internal::UnfitFrontier::Vec frontier_key{};  // when plain: the job's numbers (the walk reads no job)
-  std::string never_reason;
+  std::string_view never_reason;
+  // The last wait text built with a tail (base + tail): the next job of the shape with the same base
+  // and tail shares it.
+  std::string_view joined_base;
+  std::string_view joined_tail;
+  std::string_view joined;
 };
 struct PreemptMemo {
   int64_t epoch = -1;
   int failed_priority = -1;  // the victim search failed at this priority or above: fails below too
-  std::string reason;        // why, as appended to the job's wait reason ("; ..."), or empty
+  std::string_view reason;   // why, as appended to the job's wait reason ("; ..."), or empty
 };
+
+bool SameView(std::string_view a, std::string_view b) { return a.data() == b.data() && a.size() == b.size(); }
 
 class Pass {
  public:
@@ -66,8 +74,10 @@ class Pass {
   void CommitMoves(int j, int t, MovePlan plan);
   void RoomChanged(const std::vector<int>& nodes);
   void Commit(int j, int t, VictimChoice choice, bool within);
-  void Decide(int j, DecisionKind kind, std::string reason,
+  std::string_view Joined(ShapeMemo& memo, std::string_view base, std::string_view tail);
+  void Decide(int j, DecisionKind kind, std::string_view reason,
               std::vector<Allocation> allocations = {});
+  std::string_view Keep(std::string_view a, std::string_view b = {}) { return result_.texts.Add(a, b); }
   const std::string& TenantName(int j) const { return ledger_.tenant(tenant_of_[j]).name; }
 
   const std::vector<QueueJob>& jobs_;
@@ -134,7 +144,7 @@ std::vector<DrfQueue::Waiting> Pass::Setup() {
     if (bad.ok() && !ledger_.error(t).ok())
       bad = ledger_.error(t).WithContext("job " + job.id.ToString());
     if (!bad.ok()) {
-      if (job.state != QueueJobState::kRunning) Decide(j, DecisionKind::kRejected, bad.message());
+      if (job.state != QueueJobState::kRunning) Decide(j, DecisionKind::kRejected, Keep(bad.message()));
       continue;  // a bad running job holds what it holds, but is not counted, ordered or suspended
     }
     tenant_of_[j] = t;
@@ -194,16 +204,15 @@ void Pass::Consider(int j, const JobInfo& info) {
   ShapeMemo& memo = shape_memo_[shape];
   const ResourceAmounts& demand = memo.demand;
   if (std::string limit = ledger_.LimitReason(t, info.priority, demand); !limit.empty()) {
-    Decide(j, DecisionKind::kWait, std::move(limit));
+    Decide(j, DecisionKind::kWait, Keep(limit));
     return;
   }
   if (memo.never_fits) {
     Decide(j, DecisionKind::kNeverFits, memo.never_reason);
     return;
   }
-  // The wait reason: a remembered one (stays put until the job is decided) or the placer's.
-  std::string asked;
-  const std::string* reason = nullptr;
+  // The wait reason: a remembered one or the placer's.
+  const std::string_view* reason = nullptr;
   const bool plain = memo.plain;
   if (KnownUnfit(memo)) {
     reason = &memo.wait_reason;
@@ -221,7 +230,7 @@ void Pass::Consider(int j, const JobInfo& info) {
             if (&b == &a) break;
             (void)state_.Release(b);
           }
-          Decide(j, DecisionKind::kWait, "placement could not be booked: " + s.message());
+          Decide(j, DecisionKind::kWait, Keep("placement could not be booked: ", s.message()));
           return;
         }
       }
@@ -234,24 +243,32 @@ void Pass::Consider(int j, const JobInfo& info) {
     }
     if (p.kind == OutcomeKind::kNeverFits) {
       memo.never_fits = true;
-      memo.never_reason = p.reason;
-      Decide(j, DecisionKind::kNeverFits, std::move(p.reason));
+      memo.never_reason = Keep(p.reason);
+      Decide(j, DecisionKind::kNeverFits, memo.never_reason);
       return;
     }
     memo.wait_epoch = room_epoch_;
-    memo.wait_reason = p.reason;
-    if (plain) frontier_.Add(job.request, job.replicas, p.reason);
-    asked = std::move(p.reason);
-    reason = &asked;
+    memo.wait_reason = Keep(p.reason);
+    if (plain) frontier_.Add(job.request, job.replicas, memo.wait_reason);
+    reason = &memo.wait_reason;
   }
+  const std::string_view base = *reason;
   if (TryMove(j, t, shape)) return;
   std::string_view tail;
   if (TryPreempt(j, t, shape, demand, &tail)) return;
-  // One allocation per waiting job: 100,000 of them per pass on a long queue.
-  std::string text;
-  text.reserve(reason->size() + tail.size());
-  text.append(*reason).append(tail);
-  Decide(j, DecisionKind::kWait, std::move(text));
+  Decide(j, DecisionKind::kWait, Joined(memo, base, tail));
+}
+
+// base + tail, kept in the result's arena, shared with the shape's previous job when it had the same
+// (100,000 waiting jobs, a few thousand texts).
+std::string_view Pass::Joined(ShapeMemo& memo, std::string_view base, std::string_view tail) {
+  if (tail.empty()) return base;
+  if (!SameView(memo.joined_base, base) || !SameView(memo.joined_tail, tail)) {
+    memo.joined = Keep(base, tail);
+    memo.joined_base = base;
+    memo.joined_tail = tail;
+  }
+  return memo.joined;
 }
 
 bool Pass::KnownUnfit(ShapeMemo& memo) {
@@ -302,7 +319,7 @@ bool Pass::TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, st
     }
   }
   if (!choice.found) {
-    memo = {epoch_, job.priority, choice.reason.empty() ? std::string() : "; " + choice.reason};
+    memo = {epoch_, job.priority, choice.reason.empty() ? std::string_view() : Keep("; ", choice.reason)};
     *tail = memo.reason;
     return false;
   }
@@ -411,7 +428,7 @@ void Pass::CommitMoves(int j, int t, MovePlan plan) {
   RoomChanged(touched);
   result_.stats.suspended += static_cast<int>(plan.moved.size() + plan.suspended.size());
   result_.stats.moved += static_cast<int>(plan.moved.size());
-  Decide(j, DecisionKind::kPreempt, std::move(reason), std::move(plan.allocations));
+  Decide(j, DecisionKind::kPreempt, Keep(reason), std::move(plan.allocations));
   plan.moved.insert(plan.moved.end(), plan.suspended.begin(), plan.suspended.end());
   result_.decisions.back().victims = std::move(plan.moved);
 }
@@ -454,11 +471,11 @@ void Pass::Commit(int j, int t, VictimChoice choice, bool within) {
   }
   rerank_ = true;
   result_.stats.suspended += static_cast<int>(choice.victims.size());
-  Decide(j, DecisionKind::kPreempt, std::move(reason), std::move(choice.allocations));
+  Decide(j, DecisionKind::kPreempt, Keep(reason), std::move(choice.allocations));
   result_.decisions.back().victims = std::move(choice.victims);
 }
 
-void Pass::Decide(int j, DecisionKind kind, std::string reason,
+void Pass::Decide(int j, DecisionKind kind, std::string_view reason,
                   std::vector<Allocation> allocations) {
   PassStats& s = result_.stats;
   switch (kind) {
@@ -479,7 +496,7 @@ void Pass::Decide(int j, DecisionKind kind, std::string reason,
       ++s.rejected;
       break;
   }
-  result_.decisions.push_back({j, kind, std::move(allocations), {}, std::move(reason)});
+  result_.decisions.push_back({j, kind, std::move(allocations), {}, reason});
 }
 
 }  // namespace
