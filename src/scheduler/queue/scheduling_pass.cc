@@ -28,6 +28,7 @@ struct alignas(64) ShapeMemo {
   ResourceAmounts demand;
   int64_t wait_epoch = -1;  // placement answered kWait at this room epoch
   int job = -1;
+  bool request_ok = false;  // the shape's request and replicas are valid (else nothing below is filled)
   bool plain = false;
   bool never_fits = false;
   std::string_view wait_reason;
@@ -66,6 +67,7 @@ class Pass {
 
  private:
   std::vector<DrfQueue::Waiting> Setup();
+  int ShapeOf(int j);
   struct JobInfo;
   void Consider(int j, const JobInfo& info);
   bool KnownUnfit(ShapeMemo& memo);
@@ -137,7 +139,13 @@ std::vector<DrfQueue::Waiting> Pass::Setup() {
     const QueueJob& job = jobs_[j];
     info_[j].priority = job.priority;
     const int t = ledger_.IndexOf(job.tenant);
-    Status bad = ValidateQueueJob(job);
+    const bool waits = job.state != QueueJobState::kRunning;
+    // A waiting job's request and replicas are checked once per shape (equal requests, equal answer); with
+    // its priority in range too, ValidateQueueJob has nothing left to refuse.
+    const int shape = waits ? ShapeOf(j) : -1;
+    const bool valid = waits && shape_memo_[shape].request_ok && job.priority >= kMinPriority &&
+                       job.priority <= kMaxPriority;
+    Status bad = valid ? Status::Ok() : ValidateQueueJob(job);
     if (bad.ok() && t < 0)
       bad = InvalidArgumentError("job " + job.id.ToString() + ": unknown tenant " +
                                  job.tenant.ToString());
@@ -158,20 +166,29 @@ std::vector<DrfQueue::Waiting> Pass::Setup() {
       }
     } else {
       waiting.push_back({j, job.priority, job.first_submit, job.id.value()});
-      const int shape = shapes_.IdOf(job.request, job.replicas);
       info_[j].tenant = t;
       info_[j].shape = shape;
-      if (shape == static_cast<int>(shape_memo_.size())) {
-        ShapeMemo& memo = shape_memo_.emplace_back();
-        memo.job = j;
-        memo.demand = DemandOf(job, largest_device_memory_);
-        memo.plain = internal::UnfitFrontier::Eligible(job.request);
-        memo.frontier_key = internal::UnfitFrontier::ToVec(job.request, job.replicas);
-      }
     }
   }
   by_running_order_ = SortRunningForPreemption(jobs_, running, now_);
   return waiting;
+}
+
+// The shape of waiting job j; a new shape gets its memo, filled from j (any job of the shape stands for all).
+int Pass::ShapeOf(int j) {
+  const QueueJob& job = jobs_[j];
+  const int shape = shapes_.IdOf(job.request, job.replicas);
+  if (shape == static_cast<int>(shape_memo_.size())) {
+    ShapeMemo& memo = shape_memo_.emplace_back();
+    memo.job = j;
+    memo.request_ok = job.replicas >= 1 && ValidateTaskRequest(job.request).ok();
+    if (memo.request_ok) {  // its jobs are rejected otherwise: nothing reads the rest
+      memo.demand = DemandOf(job, largest_device_memory_);
+      memo.plain = internal::UnfitFrontier::Eligible(job.request);
+      memo.frontier_key = internal::UnfitFrontier::ToVec(job.request, job.replicas);
+    }
+  }
+  return shape;
 }
 
 PassResult Pass::Run() {
