@@ -77,8 +77,10 @@ class Pass {
   void RoomChanged(const std::vector<int>& nodes);
   void Commit(int j, int t, VictimChoice choice, bool within);
   std::string_view Joined(ShapeMemo& memo, std::string_view base, std::string_view tail);
-  void Decide(int j, DecisionKind kind, std::string_view reason,
-              std::vector<Allocation> allocations = {});
+  JobDecision& Decide(int j, DecisionKind kind, std::string_view reason);
+  void Decide(int j, DecisionKind kind, std::string_view reason, std::vector<Allocation>&& allocations) {
+    Decide(j, kind, reason).allocations = std::move(allocations);
+  }
   std::string_view Keep(std::string_view a, std::string_view b = {}) { return result_.texts.Add(a, b); }
   const std::string& TenantName(int j) const { return ledger_.tenant(tenant_of_[j]).name; }
 
@@ -270,9 +272,9 @@ void Pass::Consider(int j, const JobInfo& info) {
     reason = &memo.wait_reason;
   }
   const std::string_view base = *reason;
-  if (TryMove(j, t, shape)) return;
+  if (options_.moves != MoveRule::kOff && TryMove(j, t, shape)) return;
   std::string_view tail;
-  if (TryPreempt(j, t, shape, demand, &tail)) return;
+  if (options_.preemption && TryPreempt(j, t, shape, demand, &tail)) return;
   Decide(j, DecisionKind::kWait, Joined(memo, base, tail));
 }
 
@@ -492,8 +494,8 @@ void Pass::Commit(int j, int t, VictimChoice choice, bool within) {
   result_.decisions.back().victims = std::move(choice.victims);
 }
 
-void Pass::Decide(int j, DecisionKind kind, std::string_view reason,
-                  std::vector<Allocation> allocations) {
+// Most of a pass's 100,000 decisions are waits without allocations: built in place, nothing to move.
+JobDecision& Pass::Decide(int j, DecisionKind kind, std::string_view reason) {
   PassStats& s = result_.stats;
   switch (kind) {
     case DecisionKind::kPlace:
@@ -513,7 +515,11 @@ void Pass::Decide(int j, DecisionKind kind, std::string_view reason,
       ++s.rejected;
       break;
   }
-  result_.decisions.push_back({j, kind, std::move(allocations), {}, reason});
+  JobDecision& d = result_.decisions.emplace_back();
+  d.job = j;
+  d.kind = kind;
+  d.reason = reason;
+  return d;
 }
 
 }  // namespace

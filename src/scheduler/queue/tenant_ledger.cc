@@ -63,6 +63,7 @@ TenantLedger::TenantLedger(const std::vector<Tenant>& tenants) {
   for (const Tenant& t : tenants) {
     const int i = size();
     tenants_.push_back(&t);
+    limited_.push_back(t.limit != ResourceAmounts::Unlimited() || !t.priority_limits.empty());
     usage_.emplace_back();
     version_.push_back(0);
     band_usage_.emplace_back(t.priority_limits.size());
@@ -100,8 +101,7 @@ void TenantLedger::Remove(int index, int priority, const ResourceAmounts& amount
   }
 }
 
-std::string TenantLedger::LimitReason(int index, int priority,
-                                      const ResourceAmounts& demand) const {
+std::string TenantLedger::FirstLimitBreach(int index, int priority, const ResourceAmounts& demand) const {
   const Tenant& t = *tenants_[index];
   if (Breaches(usage_[index], demand, t.limit)) return FirstBreach(t.name, "", usage_[index], demand, t.limit);
   for (size_t b = 0; b < t.priority_limits.size(); ++b) {

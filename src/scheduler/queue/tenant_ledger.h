@@ -7,6 +7,7 @@
 // Built from the tenant list and the running jobs at the start of a pass, then updated as the pass
 // places and suspends work. Owned by one pass (or by whoever asks for a queue order); not
 // thread-safe.
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -38,7 +39,10 @@ class TenantLedger {
   // Empty when `demand` at `priority` stays within every limit of the tenant; otherwise the first
   // limit it breaks, e.g. "tenant a at its gpu limit (8000/8000 milli)". Limits below current use
   // are respected for new work only: the answer for running work is never asked.
-  std::string LimitReason(int index, int priority, const ResourceAmounts& demand) const;
+  std::string LimitReason(int index, int priority, const ResourceAmounts& demand) const {
+    if (!limited_[index]) return {};  // most tenants have no limit: a pass asks for every waiting job
+    return FirstLimitBreach(index, priority, demand);
+  }
 
   // True when usage + demand stays within the guarantee in every resource the demand uses.
   bool WithinGuarantee(int index, const ResourceAmounts& demand) const;
@@ -50,7 +54,10 @@ class TenantLedger {
   int64_t DominantSharePpb(int index, const ClusterTotals& totals) const;
 
  private:
+  std::string FirstLimitBreach(int index, int priority, const ResourceAmounts& demand) const;
+
   std::vector<const Tenant*> tenants_;
+  std::vector<uint8_t> limited_;  // per tenant: some limit or per-priority limit is set
   std::vector<Status> errors_;
   std::vector<ResourceAmounts> usage_;
   std::vector<uint64_t> version_;
