@@ -1,12 +1,13 @@
 #pragma once
-// TextArena: append-only storage for texts that many records refer to by std::string_view — a scheduling
-// pass's decision reasons, where ~100,000 waiting jobs share a few thousand distinct texts: one copy per text
-// instead of one heap string per job (each a malloc, a copy and, when the result is dropped, a free).
+// TextArena: append-only storage for texts that many records refer to by std::string_view — a
+// scheduling pass's decision reasons, where ~100,000 waiting jobs share a few thousand distinct
+// texts: one copy per text instead of one heap string per job (each a malloc, a copy and, when the
+// result is dropped, a free).
 //
-// Texts are copied into chunks of kChunkBytes (a longer text gets a chunk of its own); a view Add returns stays
-// valid, unchanged, for the arena's life, also after the arena is moved (the chunks are not). Not copyable, so
-// the owner of the arena (PassResult) cannot be copied into one whose views point into the other. Not
-// thread-safe.
+// Texts are copied into chunks of kChunkBytes (a longer text gets a chunk of its own); a view Add
+// returns stays valid, unchanged, for the arena's life, also after the arena is moved (the chunks
+// are not). Not copyable, so the owner of the arena (PassResult) cannot be copied into one whose
+// views point into the other. Not thread-safe.
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -23,9 +24,12 @@ class TextArena {
   TextArena() = default;
   TextArena(const TextArena&) = delete;
   TextArena& operator=(const TextArena&) = delete;
-  // Moving hands the chunks over; the moved-from arena is empty (its next Add starts a chunk of its own).
+  // Moving hands the chunks over; the moved-from arena is empty (its next Add starts a chunk of its
+  // own).
   TextArena(TextArena&& o) noexcept
-      : chunks_(std::move(o.chunks_)), next_(std::exchange(o.next_, nullptr)), left_(std::exchange(o.left_, 0)) {
+      : chunks_(std::move(o.chunks_)),
+        next_(std::exchange(o.next_, nullptr)),
+        left_(std::exchange(o.left_, 0)) {
     o.chunks_.clear();
   }
   TextArena& operator=(TextArena&& o) noexcept {

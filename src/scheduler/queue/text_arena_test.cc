@@ -23,17 +23,20 @@ TEST(TextArenaTest, ViewsKeepTheirTextsAcrossChunksAndMoves) {
   std::vector<std::string> expected;
   std::vector<std::string_view> views;
   for (int i = 0; i < 5000; ++i) {
-    // Mostly short texts, some longer than a quarter chunk (their own chunks), some split in two parts.
+    // Mostly short texts, some longer than a quarter chunk (their own chunks), some split in two
+    // parts.
     const size_t size = i % 97 == 0 ? TextArena::kChunkBytes / 4 + 1 + rng() % 100000 : rng() % 300;
     const std::string text = Text(size, i);
     const size_t cut = i % 3 == 0 ? size / 2 : size;
-    views.push_back(arena.Add(std::string_view(text).substr(0, cut), std::string_view(text).substr(cut)));
+    views.push_back(
+        arena.Add(std::string_view(text).substr(0, cut), std::string_view(text).substr(cut)));
     expected.push_back(text);
   }
   EXPECT_GT(arena.chunk_count(), 10u);
   TextArena moved = std::move(arena);
   EXPECT_EQ(arena.chunk_count(), 0u);
-  // The moved-from arena starts afresh: its texts must not land in the chunks the other one owns now.
+  // The moved-from arena starts afresh: its texts must not land in the chunks the other one owns
+  // now.
   for (int i = 0; i < 2000; ++i) {
     const std::string text = Text(200, -i);
     std::string_view v = arena.Add(text);
