@@ -71,7 +71,18 @@ class Pass {
   struct JobInfo;
   void Consider(int j, const JobInfo& info);
   bool KnownUnfit(ShapeMemo& memo);
-  bool TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, std::string_view* tail);
+  bool TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, std::string_view* tail) {
+    // The early answers inline (nearly every waiting job of a long queue gets one); the search out of line.
+    if (!options_.preemption) return false;
+    const bool within = ledger_.WithinGuarantee(t, demand);
+    if (current_priority_ <= min_victim_priority_ && !within) return false;
+    if (result_.stats.victim_searches >= options_.max_victim_searches) {
+      *tail = deferred_;
+      return false;
+    }
+    return SearchVictims(j, t, shape, within, tail);
+  }
+  bool SearchVictims(int j, int t, int shape, bool within, std::string_view* tail);
   bool TryMove(int j, int t, int shape);
   void CommitMoves(int j, int t, MovePlan plan);
   void RoomChanged(const std::vector<int>& nodes);
@@ -274,7 +285,7 @@ void Pass::Consider(int j, const JobInfo& info) {
   const std::string_view base = *reason;
   if (options_.moves != MoveRule::kOff && TryMove(j, t, shape)) return;
   std::string_view tail;
-  if (options_.preemption && TryPreempt(j, t, shape, demand, &tail)) return;
+  if (TryPreempt(j, t, shape, demand, &tail)) return;
   Decide(j, DecisionKind::kWait, Joined(memo, base, tail));
 }
 
@@ -308,15 +319,8 @@ bool Pass::KnownUnfit(ShapeMemo& memo) {
 }
 
 // True when the job preempts (decided); otherwise `tail` is what its wait reason gets appended.
-bool Pass::TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, std::string_view* tail) {
+bool Pass::SearchVictims(int j, int t, int shape, bool within, std::string_view* tail) {
   const QueueJob& job = jobs_[j];
-  if (!options_.preemption) return false;
-  const bool within = ledger_.WithinGuarantee(t, demand);
-  if (current_priority_ <= min_victim_priority_ && !within) return false;
-  if (result_.stats.victim_searches >= options_.max_victim_searches) {
-    *tail = deferred_;
-    return false;
-  }
   const int64_t key = (static_cast<int64_t>(shape) << 32) | (within ? t + 1 : 0);
   PreemptMemo& memo = preempt_memo_[key];
   if (memo.epoch == epoch_ && memo.failed_priority >= current_priority_) {

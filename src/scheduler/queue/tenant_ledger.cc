@@ -114,16 +114,6 @@ std::string TenantLedger::FirstLimitBreach(int index, int priority, const Resour
   return "";
 }
 
-bool TenantLedger::WithinGuarantee(int index, const ResourceAmounts& demand) const {
-  const ResourceAmounts& u = usage_[index];
-  const ResourceAmounts& g = tenants_[index]->guaranteed;
-  for (int d = 0; d < 3; ++d) {  // GPU compute, GPU memory, CPU: running jobs are not guaranteed
-    const auto field = kDimensions[d].field;
-    if (demand.*field > 0 && u.*field + demand.*field > g.*field) return false;
-  }
-  return true;
-}
-
 bool TenantLedger::AboveGuarantee(int index) const {
   const ResourceAmounts& u = usage_[index];
   const ResourceAmounts& g = tenants_[index]->guaranteed;

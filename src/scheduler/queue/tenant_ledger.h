@@ -44,8 +44,18 @@ class TenantLedger {
     return FirstLimitBreach(index, priority, demand);
   }
 
-  // True when usage + demand stays within the guarantee in every resource the demand uses.
-  bool WithinGuarantee(int index, const ResourceAmounts& demand) const;
+  // True when usage + demand stays within the guarantee in every resource the demand uses (GPU compute,
+  // GPU memory, CPU: running jobs are not guaranteed). Inline: a pass asks for most waiting jobs.
+  bool WithinGuarantee(int index, const ResourceAmounts& demand) const {
+    const ResourceAmounts& u = usage_[index];
+    const ResourceAmounts& g = tenants_[index]->guaranteed;
+    const auto within = [](int64_t used, int64_t want, int64_t guaranteed) {
+      return want <= 0 || used + want <= guaranteed;
+    };
+    return within(u.gpu_compute_milli, demand.gpu_compute_milli, g.gpu_compute_milli) &&
+           within(u.gpu_memory_mib, demand.gpu_memory_mib, g.gpu_memory_mib) &&
+           within(u.cpu_milli, demand.cpu_milli, g.cpu_milli);
+  }
   // True when usage exceeds the guarantee in some resource (GPU compute, GPU memory or CPU).
   bool AboveGuarantee(int index) const;
 
