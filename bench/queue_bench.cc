@@ -25,6 +25,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/cluster_state.h"
@@ -128,7 +129,7 @@ World MakeWorld(PlacementPolicy& policy) {
 std::string PassDigest(const PassResult& r) {
   uint64_t h = 1469598103934665603ULL;
   auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
-  auto mix_string = [&](const std::string& s) {
+  auto mix_string = [&](std::string_view s) {
     for (char c : s) mix(static_cast<unsigned char>(c));
     mix(s.size());
   };

@@ -502,7 +502,7 @@ void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vect
     const JobId id = ids[d.job];
     auto q = queued_.find(id);
     if (q == queued_.end()) continue;
-    std::string reason = d.reason;
+    std::string reason(d.reason);
     switch (d.kind) {
       case DecisionKind::kPlace:
         if (BookLocked(id, d.allocations, &reason, commits)) continue;
@@ -534,7 +534,7 @@ void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vect
           if (BookLocked(id, d.allocations, &reason, commits)) continue;
           break;
         }
-        reason = "waiting for job " + JobList(victims) + " to checkpoint and leave (" + d.reason + ")";
+        reason = "waiting for job " + JobList(victims) + " to checkpoint and leave (" + std::string(d.reason) + ")";
         awaiting_[id] = std::move(victims);
         break;
       }

@@ -4,6 +4,8 @@
 #include <tuple>
 #include <utility>
 
+#include "scheduler/queue/internal/bucket_order.h"
+
 namespace xpool {
 namespace {
 
@@ -37,40 +39,23 @@ DrfQueue::DrfQueue(const std::vector<QueueJob>& jobs, const std::vector<int>& wa
 DrfQueue::DrfQueue(const std::vector<Waiting>& waiting, const std::vector<int>& tenant_of,
                    const TenantLedger& ledger, const ClusterTotals& totals)
     : tenant_of_(tenant_of), ledger_(ledger), totals_(totals), order_(waiting.size()) {
-  // Sort compact keys rather than comparing through the (large) jobs: first into one bucket per
-  // (priority, tenant) — a counting sort, since there are few of both — then each bucket by (first
-  // submit, id), small sorts that stay in cache.
-  struct Key {
-    TimeMicros submit;
-    int64_t id;
-    int index;
-    int bucket;  // (kMaxPriority - priority) * tenants + tenant
-  };
+  // Sort compact keys rather than comparing through the (large) jobs: one bucket per (priority,
+  // tenant), each by (first submit, id).
   const int tenants = std::max(1, ledger_.size());
-  std::vector<Key> keys;
+  std::vector<internal::BucketKey> keys;
   keys.reserve(waiting.size());
-  std::vector<int> bucket_start(static_cast<size_t>(kMaxPriority + 1) * tenants + 1, 0);
   for (const Waiting& w : waiting) {
-    const int bucket = (kMaxPriority - w.priority) * tenants + tenant_of_[w.index];
-    keys.push_back({w.first_submit, w.id, w.index, bucket});
-    ++bucket_start[bucket + 1];
+    keys.push_back({w.first_submit, w.id, w.index, (kMaxPriority - w.priority) * tenants + tenant_of_[w.index]});
   }
-  for (size_t b = 1; b < bucket_start.size(); ++b) bucket_start[b] += bucket_start[b - 1];
-  std::vector<Key> sorted(keys.size());
-  {
-    std::vector<int> next(bucket_start.begin(), bucket_start.end() - 1);
-    for (const Key& k : keys) sorted[next[k.bucket]++] = k;
-  }
-  const auto by_submit = [](const Key& a, const Key& b) {
-    return std::tie(a.submit, a.id, a.index) < std::tie(b.submit, b.id, b.index);
-  };
+  std::vector<int> bucket_start;
+  const std::vector<internal::BucketKey> sorted =
+      internal::SortByBucketThenSubmit(std::move(keys), (kMaxPriority + 1) * tenants, &bucket_start);
   order_keys_.resize(sorted.size());
   int last_level = -1;
   for (size_t b = 0; b + 1 < bucket_start.size(); ++b) {  // one run per non-empty bucket
     const int begin = bucket_start[b];
     const int end = bucket_start[b + 1];
     if (begin == end) continue;
-    std::sort(sorted.begin() + begin, sorted.begin() + end, by_submit);
     const int level = static_cast<int>(b) / tenants;
     if (level != last_level) level_starts_.push_back(static_cast<int>(runs_.size()));
     last_level = level;

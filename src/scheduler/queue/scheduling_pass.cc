@@ -19,25 +19,34 @@ namespace {
 
 // What the pass remembers about a request shape (see the header: answers stay true until the next
 // suspension, which bumps the epoch). Laid out so that what a waiting job reads on the common path
-// (demand, epochs and flags, the remembered reason's pointer and size) shares its first cache line:
-// the walk meets thousands of shapes in no particular order.
+// (demand, epochs and flags, the remembered reason) shares its first cache line: the walk meets
+// thousands of shapes in no particular order. Texts are views into the result's arena, which outlives
+// the pass and never moves a text, so equal views (same data and size) are the same text.
 struct alignas(64) ShapeMemo {
   // What the shape is (filled by Setup): its demand, a job of that shape (its request and replicas
   // stand for all of them), whether the unfit frontier may answer it.
   ResourceAmounts demand;
   int64_t wait_epoch = -1;  // placement answered kWait at this room epoch
   int job = -1;
+  bool request_ok = false;  // the shape's request and replicas are valid (else nothing below is filled)
   bool plain = false;
   bool never_fits = false;
-  std::string wait_reason;
+  std::string_view wait_reason;
   internal::UnfitFrontier::Vec frontier_key{};  // when plain: the job's numbers (the walk reads no job)
-  std::string never_reason;
+  std::string_view never_reason;
+  // The last wait text built with a tail (base + tail): the next job of the shape with the same base
+  // and tail shares it.
+  std::string_view joined_base;
+  std::string_view joined_tail;
+  std::string_view joined;
 };
 struct PreemptMemo {
   int64_t epoch = -1;
   int failed_priority = -1;  // the victim search failed at this priority or above: fails below too
-  std::string reason;        // why, as appended to the job's wait reason ("; ..."), or empty
+  std::string_view reason;   // why, as appended to the job's wait reason ("; ..."), or empty
 };
+
+bool SameView(std::string_view a, std::string_view b) { return a.data() == b.data() && a.size() == b.size(); }
 
 class Pass {
  public:
@@ -58,16 +67,32 @@ class Pass {
 
  private:
   std::vector<DrfQueue::Waiting> Setup();
+  int ShapeOf(int j);
   struct JobInfo;
   void Consider(int j, const JobInfo& info);
   bool KnownUnfit(ShapeMemo& memo);
-  bool TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, std::string_view* tail);
+  bool TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, std::string_view* tail) {
+    // The early answers inline (nearly every waiting job of a long queue gets one); the search out of line.
+    if (!options_.preemption) return false;
+    const bool within = ledger_.WithinGuarantee(t, demand);
+    if (current_priority_ <= min_victim_priority_ && !within) return false;
+    if (result_.stats.victim_searches >= options_.max_victim_searches) {
+      *tail = deferred_;
+      return false;
+    }
+    return SearchVictims(j, t, shape, within, tail);
+  }
+  bool SearchVictims(int j, int t, int shape, bool within, std::string_view* tail);
   bool TryMove(int j, int t, int shape);
   void CommitMoves(int j, int t, MovePlan plan);
   void RoomChanged(const std::vector<int>& nodes);
   void Commit(int j, int t, VictimChoice choice, bool within);
-  void Decide(int j, DecisionKind kind, std::string reason,
-              std::vector<Allocation> allocations = {});
+  std::string_view Joined(ShapeMemo& memo, std::string_view base, std::string_view tail);
+  JobDecision& Decide(int j, DecisionKind kind, std::string_view reason);
+  void Decide(int j, DecisionKind kind, std::string_view reason, std::vector<Allocation>&& allocations) {
+    Decide(j, kind, reason).allocations = std::move(allocations);
+  }
+  std::string_view Keep(std::string_view a, std::string_view b = {}) { return result_.texts.Add(a, b); }
   const std::string& TenantName(int j) const { return ledger_.tenant(tenant_of_[j]).name; }
 
   const std::vector<QueueJob>& jobs_;
@@ -127,14 +152,20 @@ std::vector<DrfQueue::Waiting> Pass::Setup() {
     const QueueJob& job = jobs_[j];
     info_[j].priority = job.priority;
     const int t = ledger_.IndexOf(job.tenant);
-    Status bad = ValidateQueueJob(job);
+    const bool waits = job.state != QueueJobState::kRunning;
+    // A waiting job's request and replicas are checked once per shape (equal requests, equal answer); with
+    // its priority in range too, ValidateQueueJob has nothing left to refuse.
+    const int shape = waits ? ShapeOf(j) : -1;
+    const bool valid = waits && shape_memo_[shape].request_ok && job.priority >= kMinPriority &&
+                       job.priority <= kMaxPriority;
+    Status bad = valid ? Status::Ok() : ValidateQueueJob(job);
     if (bad.ok() && t < 0)
       bad = InvalidArgumentError("job " + job.id.ToString() + ": unknown tenant " +
                                  job.tenant.ToString());
     if (bad.ok() && !ledger_.error(t).ok())
       bad = ledger_.error(t).WithContext("job " + job.id.ToString());
     if (!bad.ok()) {
-      if (job.state != QueueJobState::kRunning) Decide(j, DecisionKind::kRejected, bad.message());
+      if (job.state != QueueJobState::kRunning) Decide(j, DecisionKind::kRejected, Keep(bad.message()));
       continue;  // a bad running job holds what it holds, but is not counted, ordered or suspended
     }
     tenant_of_[j] = t;
@@ -148,20 +179,29 @@ std::vector<DrfQueue::Waiting> Pass::Setup() {
       }
     } else {
       waiting.push_back({j, job.priority, job.first_submit, job.id.value()});
-      const int shape = shapes_.IdOf(job.request, job.replicas);
       info_[j].tenant = t;
       info_[j].shape = shape;
-      if (shape == static_cast<int>(shape_memo_.size())) {
-        ShapeMemo& memo = shape_memo_.emplace_back();
-        memo.job = j;
-        memo.demand = DemandOf(job, largest_device_memory_);
-        memo.plain = internal::UnfitFrontier::Eligible(job.request);
-        memo.frontier_key = internal::UnfitFrontier::ToVec(job.request, job.replicas);
-      }
     }
   }
   by_running_order_ = SortRunningForPreemption(jobs_, running, now_);
   return waiting;
+}
+
+// The shape of waiting job j; a new shape gets its memo, filled from j (any job of the shape stands for all).
+int Pass::ShapeOf(int j) {
+  const QueueJob& job = jobs_[j];
+  const int shape = shapes_.IdOf(job.request, job.replicas);
+  if (shape == static_cast<int>(shape_memo_.size())) {
+    ShapeMemo& memo = shape_memo_.emplace_back();
+    memo.job = j;
+    memo.request_ok = job.replicas >= 1 && ValidateTaskRequest(job.request).ok();
+    if (memo.request_ok) {  // its jobs are rejected otherwise: nothing reads the rest
+      memo.demand = DemandOf(job, largest_device_memory_);
+      memo.plain = internal::UnfitFrontier::Eligible(job.request);
+      memo.frontier_key = internal::UnfitFrontier::ToVec(job.request, job.replicas);
+    }
+  }
+  return shape;
 }
 
 PassResult Pass::Run() {
@@ -194,16 +234,15 @@ void Pass::Consider(int j, const JobInfo& info) {
   ShapeMemo& memo = shape_memo_[shape];
   const ResourceAmounts& demand = memo.demand;
   if (std::string limit = ledger_.LimitReason(t, info.priority, demand); !limit.empty()) {
-    Decide(j, DecisionKind::kWait, std::move(limit));
+    Decide(j, DecisionKind::kWait, Keep(limit));
     return;
   }
   if (memo.never_fits) {
     Decide(j, DecisionKind::kNeverFits, memo.never_reason);
     return;
   }
-  // The wait reason: a remembered one (stays put until the job is decided) or the placer's.
-  std::string asked;
-  const std::string* reason = nullptr;
+  // The wait reason: a remembered one or the placer's.
+  const std::string_view* reason = nullptr;
   const bool plain = memo.plain;
   if (KnownUnfit(memo)) {
     reason = &memo.wait_reason;
@@ -221,7 +260,7 @@ void Pass::Consider(int j, const JobInfo& info) {
             if (&b == &a) break;
             (void)state_.Release(b);
           }
-          Decide(j, DecisionKind::kWait, "placement could not be booked: " + s.message());
+          Decide(j, DecisionKind::kWait, Keep("placement could not be booked: ", s.message()));
           return;
         }
       }
@@ -234,24 +273,32 @@ void Pass::Consider(int j, const JobInfo& info) {
     }
     if (p.kind == OutcomeKind::kNeverFits) {
       memo.never_fits = true;
-      memo.never_reason = p.reason;
-      Decide(j, DecisionKind::kNeverFits, std::move(p.reason));
+      memo.never_reason = Keep(p.reason);
+      Decide(j, DecisionKind::kNeverFits, memo.never_reason);
       return;
     }
     memo.wait_epoch = room_epoch_;
-    memo.wait_reason = p.reason;
-    if (plain) frontier_.Add(job.request, job.replicas, p.reason);
-    asked = std::move(p.reason);
-    reason = &asked;
+    memo.wait_reason = Keep(p.reason);
+    if (plain) frontier_.Add(job.request, job.replicas, memo.wait_reason);
+    reason = &memo.wait_reason;
   }
-  if (TryMove(j, t, shape)) return;
+  const std::string_view base = *reason;
+  if (options_.moves != MoveRule::kOff && TryMove(j, t, shape)) return;
   std::string_view tail;
   if (TryPreempt(j, t, shape, demand, &tail)) return;
-  // One allocation per waiting job: 100,000 of them per pass on a long queue.
-  std::string text;
-  text.reserve(reason->size() + tail.size());
-  text.append(*reason).append(tail);
-  Decide(j, DecisionKind::kWait, std::move(text));
+  Decide(j, DecisionKind::kWait, Joined(memo, base, tail));
+}
+
+// base + tail, kept in the result's arena, shared with the shape's previous job when it had the same
+// (100,000 waiting jobs, a few thousand texts).
+std::string_view Pass::Joined(ShapeMemo& memo, std::string_view base, std::string_view tail) {
+  if (tail.empty()) return base;
+  if (!SameView(memo.joined_base, base) || !SameView(memo.joined_tail, tail)) {
+    memo.joined = Keep(base, tail);
+    memo.joined_base = base;
+    memo.joined_tail = tail;
+  }
+  return memo.joined;
 }
 
 bool Pass::KnownUnfit(ShapeMemo& memo) {
@@ -272,15 +319,8 @@ bool Pass::KnownUnfit(ShapeMemo& memo) {
 }
 
 // True when the job preempts (decided); otherwise `tail` is what its wait reason gets appended.
-bool Pass::TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, std::string_view* tail) {
+bool Pass::SearchVictims(int j, int t, int shape, bool within, std::string_view* tail) {
   const QueueJob& job = jobs_[j];
-  if (!options_.preemption) return false;
-  const bool within = ledger_.WithinGuarantee(t, demand);
-  if (current_priority_ <= min_victim_priority_ && !within) return false;
-  if (result_.stats.victim_searches >= options_.max_victim_searches) {
-    *tail = deferred_;
-    return false;
-  }
   const int64_t key = (static_cast<int64_t>(shape) << 32) | (within ? t + 1 : 0);
   PreemptMemo& memo = preempt_memo_[key];
   if (memo.epoch == epoch_ && memo.failed_priority >= current_priority_) {
@@ -302,7 +342,7 @@ bool Pass::TryPreempt(int j, int t, int shape, const ResourceAmounts& demand, st
     }
   }
   if (!choice.found) {
-    memo = {epoch_, job.priority, choice.reason.empty() ? std::string() : "; " + choice.reason};
+    memo = {epoch_, job.priority, choice.reason.empty() ? std::string_view() : Keep("; ", choice.reason)};
     *tail = memo.reason;
     return false;
   }
@@ -411,7 +451,7 @@ void Pass::CommitMoves(int j, int t, MovePlan plan) {
   RoomChanged(touched);
   result_.stats.suspended += static_cast<int>(plan.moved.size() + plan.suspended.size());
   result_.stats.moved += static_cast<int>(plan.moved.size());
-  Decide(j, DecisionKind::kPreempt, std::move(reason), std::move(plan.allocations));
+  Decide(j, DecisionKind::kPreempt, Keep(reason), std::move(plan.allocations));
   plan.moved.insert(plan.moved.end(), plan.suspended.begin(), plan.suspended.end());
   result_.decisions.back().victims = std::move(plan.moved);
 }
@@ -454,12 +494,12 @@ void Pass::Commit(int j, int t, VictimChoice choice, bool within) {
   }
   rerank_ = true;
   result_.stats.suspended += static_cast<int>(choice.victims.size());
-  Decide(j, DecisionKind::kPreempt, std::move(reason), std::move(choice.allocations));
+  Decide(j, DecisionKind::kPreempt, Keep(reason), std::move(choice.allocations));
   result_.decisions.back().victims = std::move(choice.victims);
 }
 
-void Pass::Decide(int j, DecisionKind kind, std::string reason,
-                  std::vector<Allocation> allocations) {
+// Most of a pass's 100,000 decisions are waits without allocations: built in place, nothing to move.
+JobDecision& Pass::Decide(int j, DecisionKind kind, std::string_view reason) {
   PassStats& s = result_.stats;
   switch (kind) {
     case DecisionKind::kPlace:
@@ -479,7 +519,11 @@ void Pass::Decide(int j, DecisionKind kind, std::string reason,
       ++s.rejected;
       break;
   }
-  result_.decisions.push_back({j, kind, std::move(allocations), {}, std::move(reason)});
+  JobDecision& d = result_.decisions.emplace_back();
+  d.job = j;
+  d.kind = kind;
+  d.reason = reason;
+  return d;
 }
 
 }  // namespace

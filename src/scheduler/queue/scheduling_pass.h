@@ -35,6 +35,7 @@
 // JobPlacer.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/clock.h"
@@ -42,6 +43,7 @@
 #include "scheduler/preemption/victim_selection.h"
 #include "scheduler/queue/job_placer.h"
 #include "scheduler/queue/queue_types.h"
+#include "scheduler/queue/text_arena.h"
 
 namespace xpool {
 
@@ -76,13 +78,16 @@ struct JobDecision {
   DecisionKind kind = DecisionKind::kWait;
   std::vector<Allocation> allocations;  // kPlace / kPreempt: one per replica
   std::vector<int> victims;             // kPreempt: indices of the running jobs to suspend
-  std::string reason;                   // readable, for the job's events
+  // Readable, for the job's events. Points into the PassResult's `texts` (or static storage): valid while the
+  // result lives, so copy it (std::string(reason)) to keep it longer. Jobs waiting for the same reason share
+  // one text — most of a long queue waits for one of a few thousand.
+  std::string_view reason;
 };
 
 struct SuspendDecision {
   int job = -1;      // the running job to suspend
   int for_job = -1;  // the waiting job it makes room for
-  std::string reason;
+  std::string reason;  // its own text (a few per pass, each naming the job it makes room for)
   std::vector<Allocation> move_to;  // a move: restarts at once here (booked in the returned state); empty: waits
 };
 
@@ -99,11 +104,13 @@ struct PassStats {
   int move_searches = 0;
 };
 
+// Movable, not copyable: the decisions' reasons point into `texts`, which a copy would not own.
 struct PassResult {
   // Every job that was not running, once: waiting jobs in the order considered, then rejected ones.
   std::vector<JobDecision> decisions;
   std::vector<SuspendDecision> suspensions;
   PassStats stats;
+  TextArena texts;  // what the decisions' reasons point into
 };
 
 // `state` is the caller's scratch copy of the cluster, holding the allocations of every running job

@@ -220,6 +220,47 @@ TEST(SchedulingPassTest, BadInputIsRejectedOthersStillSchedule) {
   EXPECT_EQ(r.stats.rejected, 3);
 }
 
+// Requests are validated once per shape: each job still gets its own answer, in ValidateQueueJob's order, and a
+// shape first met on a job rejected for something else still serves the valid jobs of that shape.
+TEST(SchedulingPassTest, EachJobIsJudgedByItselfThoughShapesAreCheckedOnce) {
+  Scenario s;
+  TaskRequest nothing;
+  s.jobs.push_back(Waiting(1, 1, 50, 0, nothing));
+  s.jobs.push_back(Waiting(2, 2, 50, 0, nothing));
+  s.jobs.push_back(Waiting(3, 1, 150, 0, nothing));
+  s.jobs.push_back(Waiting(4, 1, 150, 0, GpuRequest(1)));
+  s.jobs.push_back(Waiting(5, 1, 50, 0, GpuRequest(1)));
+  s.jobs.push_back(Waiting(6, 77, 50, 0, GpuRequest(2)));
+  s.jobs.push_back(Waiting(7, 2, 50, 0, GpuRequest(2)));
+  s.jobs.push_back(Waiting(8, 1, 50, 0, GpuRequest(3), /*replicas=*/0));
+  s.jobs.push_back(Waiting(9, 1, 50, 0, GpuRequest(3)));
+  PassResult r = s.Pass();
+  struct Row {
+    int64_t id;
+    DecisionKind kind;
+    std::string reason_has;
+  };
+  const Row rows[] = {
+      {1, DecisionKind::kRejected, "job 1: the request asks for nothing"},
+      {2, DecisionKind::kRejected, "job 2: the request asks for nothing"},
+      {3, DecisionKind::kRejected, "job 3: priority 150 is out of range"},
+      {4, DecisionKind::kRejected, "job 4: priority 150 is out of range"},
+      {5, DecisionKind::kPlace, "placed"},
+      {6, DecisionKind::kRejected, "unknown tenant 77"},
+      {7, DecisionKind::kPlace, "placed"},
+      {8, DecisionKind::kRejected, "job 8: replicas must be at least 1"},
+      {9, DecisionKind::kPlace, "placed"},
+  };
+  ASSERT_EQ(r.decisions.size(), std::size(rows));
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.id);
+    const JobDecision& d = DecisionFor(r, s.jobs, row.id);
+    EXPECT_EQ(DecisionKindName(d.kind), DecisionKindName(row.kind));
+    EXPECT_NE(d.reason.find(row.reason_has), std::string::npos) << d.reason;
+  }
+  EXPECT_EQ(s.state.totals().device_compute_allocated_milli, 6000);
+}
+
 TEST(SchedulingPassTest, RemembersUnfitShapesWithinAPass) {
   Scenario s;
   for (int i = 0; i < 100; ++i) s.jobs.push_back(Waiting(1 + i, 2, 50, i, GpuRequest(1)));

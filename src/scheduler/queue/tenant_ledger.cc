@@ -63,6 +63,7 @@ TenantLedger::TenantLedger(const std::vector<Tenant>& tenants) {
   for (const Tenant& t : tenants) {
     const int i = size();
     tenants_.push_back(&t);
+    limited_.push_back(t.limit != ResourceAmounts::Unlimited() || !t.priority_limits.empty());
     usage_.emplace_back();
     version_.push_back(0);
     band_usage_.emplace_back(t.priority_limits.size());
@@ -100,8 +101,7 @@ void TenantLedger::Remove(int index, int priority, const ResourceAmounts& amount
   }
 }
 
-std::string TenantLedger::LimitReason(int index, int priority,
-                                      const ResourceAmounts& demand) const {
+std::string TenantLedger::FirstLimitBreach(int index, int priority, const ResourceAmounts& demand) const {
   const Tenant& t = *tenants_[index];
   if (Breaches(usage_[index], demand, t.limit)) return FirstBreach(t.name, "", usage_[index], demand, t.limit);
   for (size_t b = 0; b < t.priority_limits.size(); ++b) {
@@ -112,16 +112,6 @@ std::string TenantLedger::LimitReason(int index, int priority,
     return FirstBreach(t.name, scope, band_usage_[index][b], demand, band.limit);
   }
   return "";
-}
-
-bool TenantLedger::WithinGuarantee(int index, const ResourceAmounts& demand) const {
-  const ResourceAmounts& u = usage_[index];
-  const ResourceAmounts& g = tenants_[index]->guaranteed;
-  for (int d = 0; d < 3; ++d) {  // GPU compute, GPU memory, CPU: running jobs are not guaranteed
-    const auto field = kDimensions[d].field;
-    if (demand.*field > 0 && u.*field + demand.*field > g.*field) return false;
-  }
-  return true;
 }
 
 bool TenantLedger::AboveGuarantee(int index) const {

@@ -102,6 +102,28 @@ TEST(TenantLedgerTest, LimitReasons) {
   }
 }
 
+// Tenants without any limit skip the checks: one with only a per-priority limit, or only a running-jobs limit,
+// must still be checked.
+TEST(TenantLedgerTest, EveryKindOfLimitIsChecked) {
+  Tenant band = MakeTenant(1, "band");
+  band.priority_limits.push_back({80, 100, {2000, kUnlimitedAmount, kUnlimitedAmount, kUnlimitedAmount}});
+  Tenant jobs = MakeTenant(2, "jobs");
+  jobs.limit.running_jobs = 1;
+  Tenant memory = MakeTenant(3, "memory");
+  memory.limit.gpu_memory_mib = 1024;
+  Tenant none = MakeTenant(4, "none");
+  std::vector<Tenant> tenants = {band, jobs, memory, none};
+  TenantLedger ledger(tenants);
+  const ResourceAmounts held = {2000, 1024, 1000, 1};
+  for (int t = 0; t < 4; ++t) ledger.Add(t, 90, held);
+  const ResourceAmounts demand = {1000, 512, 1000, 1};
+  EXPECT_EQ(ledger.LimitReason(0, 90, demand), "tenant band at its gpu limit for priority 80..100 (2000/2000 milli)");
+  EXPECT_EQ(ledger.LimitReason(0, 50, demand), "");
+  EXPECT_EQ(ledger.LimitReason(1, 50, demand), "tenant jobs at its running jobs limit (1/1)");
+  EXPECT_EQ(ledger.LimitReason(2, 50, demand), "tenant memory at its gpu memory limit (1024/1024 MiB)");
+  EXPECT_EQ(ledger.LimitReason(3, 90, demand), "");
+}
+
 TEST(TenantLedgerTest, GuaranteeStatus) {
   std::vector<Tenant> tenants = {MakeTenant(1, "a", 4000)};
   TenantLedger ledger(tenants);

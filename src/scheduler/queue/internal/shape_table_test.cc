@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <cstdint>
 #include <deque>
 #include <random>
 #include <vector>
@@ -45,6 +47,57 @@ TEST(ShapeTableTest, EqualShapesShareAnIdAndEveryFieldCounts) {
   for (size_t v = 0; v < variants.size(); ++v) {
     const TaskRequest copy = variants[v];
     EXPECT_EQ(table.IdOf(copy, 1), ids[v + 1]);
+  }
+}
+
+// The flat key packs two 32-bit numbers to a word and vendor and NUMA binding beside the replicas: no field,
+// negative or at its limits, may read as another. Each pair of these gets one id only when equal.
+TEST(ShapeTableTest, PackedFieldsNeverReadAsEachOther) {
+  struct Shape {
+    TaskRequest q;
+    int replicas;
+  };
+  std::vector<Shape> shapes;
+  const int kInts[] = {0, 1, -1, 2, 1 << 16, INT32_MAX, INT32_MIN};
+  for (int v : kInts) {
+    for (int fields = 1; fields < 8; ++fields) {  // device count, percent, replicas: each set alone or together
+      TaskRequest q;
+      int replicas = 1;
+      if (fields & 1) q.device_count = v;
+      if (fields & 2) q.device_memory_percent = v;
+      if (fields & 4) replicas = v;
+      shapes.push_back({q, replicas});
+    }
+  }
+  for (int64_t v : {int64_t{-1}, int64_t{1} << 32, INT64_MIN, INT64_MAX}) {
+    for (int field = 0; field < 4; ++field) {
+      TaskRequest q;
+      (field == 0 ? q.cpu_milli : field == 1 ? q.memory_mib : field == 2 ? q.device_memory_mib
+                                                                         : q.device_compute_milli) = v;
+      shapes.push_back({q, 1});
+    }
+  }
+  for (Vendor v : {Vendor::kNvidia, Vendor::kAscend, Vendor::kMetax}) {
+    TaskRequest q;
+    q.vendor = v;
+    shapes.push_back({q, 1});
+    q.numa_bind = true;
+    shapes.push_back({q, 1});
+  }
+  TaskRequest numa;
+  numa.numa_bind = true;
+  shapes.push_back({numa, 1});
+  shapes.push_back({numa, -1});
+  ShapeTable table;
+  std::vector<int> ids;
+  for (const Shape& s : shapes) ids.push_back(table.IdOf(s.q, s.replicas));
+  for (size_t a = 0; a < shapes.size(); ++a) {
+    for (size_t b = 0; b < shapes.size(); ++b) {
+      SCOPED_TRACE(testing::Message() << a << " vs " << b);
+      const bool same = shapes[a].replicas == shapes[b].replicas &&
+                        scheduler_internal::SameRequest(shapes[a].q, shapes[b].q);
+      EXPECT_EQ(ids[a] == ids[b], same);
+    }
   }
 }
 

@@ -4,10 +4,11 @@
 // or replicas never fit where less did not — so a request at least as large in every number as a
 // recorded one does not fit either, and the pass answers it without asking the placer. Only plain
 // requests take part: no vendor, type, uuid or NUMA selector, device memory in MiB. Keeps only
-// minimal entries (at most kMaxEntries). Cleared whenever room appears. Not thread-safe.
+// minimal entries (at most kMaxEntries). Cleared whenever room appears. Reasons are kept as views: their texts
+// must outlive the frontier (the pass keeps them in its result's TextArena). Not thread-safe.
 #include <array>
 #include <cstdint>
-#include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/task_request.h"
@@ -30,16 +31,16 @@ class UnfitFrontier {
             r.device_memory_mib, r.device_compute_milli, replicas};
   }
   // The reason recorded for a request this one is at least as large as; nullptr when none.
-  const std::string* Covering(const TaskRequest& r, int replicas) const {
+  const std::string_view* Covering(const TaskRequest& r, int replicas) const {
     return Covering(ToVec(r, replicas));
   }
-  const std::string* Covering(const Vec& v) const {
+  const std::string_view* Covering(const Vec& v) const {
     for (const Entry& e : entries_) {
       if (AtLeast(v, e.v)) return &e.reason;
     }
     return nullptr;
   }
-  void Add(const TaskRequest& r, int replicas, const std::string& reason) {
+  void Add(const TaskRequest& r, int replicas, std::string_view reason) {
     const Vec v = ToVec(r, replicas);
     for (const Entry& e : entries_) {
       if (AtLeast(v, e.v)) return;  // already covered
@@ -52,7 +53,7 @@ class UnfitFrontier {
  private:
   struct Entry {
     Vec v;
-    std::string reason;
+    std::string_view reason;
   };
   static bool AtLeast(const Vec& a, const Vec& b) {
     for (size_t i = 0; i < a.size(); ++i) {
