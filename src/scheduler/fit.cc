@@ -212,8 +212,8 @@ std::string DescribeReason(FitReason reason, std::string_view detail, const Task
   return "unknown";
 }
 
-void ReasonTally::Add(const ClusterState& state, int node, const NodeVerdict& verdict) {
-  ++total_;
+void ReasonTally::Add(const ClusterState& state, int node, const NodeVerdict& verdict, int count) {
+  total_ += count;
   std::string_view detail;
   if (verdict.device >= 0) {
     const Device& dev = state.node(node).devices[verdict.device];
@@ -228,11 +228,11 @@ void ReasonTally::Add(const ClusterState& state, int node, const NodeVerdict& ve
   }
   for (Entry& e : entries_) {
     if (e.reason == verdict.reason && e.detail == detail) {
-      ++e.count;
+      e.count += count;
       return;
     }
   }
-  entries_.push_back(Entry{verdict.reason, std::string(detail), 1});
+  entries_.push_back(Entry{verdict.reason, std::string(detail), count});
 }
 
 std::string ReasonTally::Render() const {

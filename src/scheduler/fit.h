@@ -81,7 +81,8 @@ bool FitNode(const ClusterState& state, int node, const TaskRequest& request, bo
 class ReasonTally {
  public:
   explicit ReasonTally(const TaskRequest& request) : request_(&request) {}
-  void Add(const ClusterState& state, int node, const NodeVerdict& verdict);
+  // `count` nodes turned down as `node` was (the detail is read from `node`'s device).
+  void Add(const ClusterState& state, int node, const NodeVerdict& verdict, int count = 1);
   std::string Render() const;
   int total() const { return total_; }
 

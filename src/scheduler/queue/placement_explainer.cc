@@ -128,6 +128,13 @@ void PlacementExplainer::Sync() {
   description_version_ = state_.description_version();
 }
 
+ScheduleOutcome PlacementExplainer::ScheduleAfterCounting(const TaskRequest& request, PlacementPolicy& policy,
+                                                          Rng& rng) {
+  for (int g : touched_groups_) group_count_[g] = 0;
+  touched_groups_.clear();
+  return Schedule(state_, request, policy, rng);
+}
+
 ScheduleOutcome PlacementExplainer::Explain(const TaskRequest& request, PlacementPolicy& policy, Rng& rng) {
   ++stats_.explains;
   // Schedule() itself: an invalid request (answered at once), uuid selectors (the key leaves uuids out), and
@@ -140,7 +147,15 @@ ScheduleOutcome PlacementExplainer::Explain(const TaskRequest& request, Placemen
   Sync();
   std::vector<NodeVerdict>& known = VerdictsFor(request);
   if (known.size() < groups_.size()) known.resize(groups_.size());  // kFits: not known yet
-  ReasonTally tally(request);
+  // Nodes are counted per node-level reason and per device group, then tallied once each: ReasonTally merges
+  // equal reasons anyway (a group's nodes share their devices' models, so the detail too).
+  std::array<int, kFitReasonCount> level_count{};
+  std::array<int, kFitReasonCount> level_node{};
+  touched_groups_.clear();
+  if (group_count_.size() < groups_.size()) {
+    group_count_.resize(groups_.size(), 0);
+    group_node_.resize(groups_.size(), -1);
+  }
   NodeVerdict verdict;
   for (int n = 0; n < state_.node_count(); ++n) {
     // FitNode's node-level checks (readiness, cordon, CPU, memory), in its order, on the node's compact copy.
@@ -151,26 +166,40 @@ ScheduleOutcome PlacementExplainer::Explain(const TaskRequest& request, Placemen
       node_fit = FitReason::kNotEnoughMemory;
     }
     if (node_fit != FitReason::kFits) {
-      verdict.reason = node_fit;
-      verdict.device = -1;
-      tally.Add(state_, n, verdict);
+      if (level_count[static_cast<int>(node_fit)]++ == 0) level_node[static_cast<int>(node_fit)] = n;
       continue;
     }
     if (!request.wants_devices()) {  // fits: Schedule() decides (and scores)
       ++stats_.full_scans;
-      return Schedule(state_, request, policy, rng);
+      return ScheduleAfterCounting(request, policy, rng);
     }
-    NodeVerdict& group = known[node_group_[n]];
+    const int g = node_group_[n];
+    NodeVerdict& group = known[g];
     if (group.reason == FitReason::kFits) {
       ++stats_.group_fits;
       if (FitNode(state_, n, request, /*ignore_usage=*/false, &candidate_, &verdict)) {
         ++stats_.full_scans;
-        return Schedule(state_, request, policy, rng);
+        return ScheduleAfterCounting(request, policy, rng);
       }
       group = verdict;
     }
-    tally.Add(state_, n, group);
+    if (group_count_[g]++ == 0) {
+      group_node_[g] = n;
+      touched_groups_.push_back(g);
+    }
   }
+  ReasonTally tally(request);
+  verdict.device = -1;
+  for (int r = 0; r < kFitReasonCount; ++r) {
+    if (level_count[r] == 0) continue;
+    verdict.reason = static_cast<FitReason>(r);
+    tally.Add(state_, level_node[r], verdict, level_count[r]);
+  }
+  for (int g : touched_groups_) {
+    tally.Add(state_, group_node_[g], known[g], group_count_[g]);
+    group_count_[g] = 0;
+  }
+  touched_groups_.clear();
   return NotPlacedOutcome(state_, request, tally);
 }
 

@@ -55,6 +55,8 @@ class PlacementExplainer {
   void Refresh(int node);      // node_group_ and node_level_ for the node
   void RebuildAll();
   std::vector<NodeVerdict>& VerdictsFor(const TaskRequest& request);  // this device request's group verdicts
+  // Schedule() for a request some node turned out to fit, after clearing Explain's per-group counts.
+  ScheduleOutcome ScheduleAfterCounting(const TaskRequest& request, PlacementPolicy& policy, Rng& rng);
 
   const ClusterState& state_;
   bool synced_ = false;
@@ -79,6 +81,10 @@ class PlacementExplainer {
   std::vector<std::vector<NodeVerdict>> verdicts_;
   std::string request_key_;
   NodeCandidate candidate_;
+  // Explain's scratch: per group id, how many nodes it turned down and the first of them; the groups counted.
+  std::vector<int> group_count_;
+  std::vector<int> group_node_;
+  std::vector<int> touched_groups_;
   Stats stats_;
 };
 
