@@ -37,6 +37,25 @@ const JobDecision& DecisionFor(const PassResult& r, const std::vector<QueueJob>&
   return kNone;
 }
 
+// One expected decision: the job, its kind and a part of its reason.
+struct ExpectedDecision {
+  int64_t id;
+  DecisionKind kind;
+  std::string reason_has;
+};
+
+// Every expected decision is in `r` (one per row), each with its kind and reason.
+void ExpectDecisions(const PassResult& r, const std::vector<QueueJob>& jobs,
+                     const std::vector<ExpectedDecision>& rows) {
+  ASSERT_EQ(r.decisions.size(), rows.size());
+  for (const ExpectedDecision& row : rows) {
+    SCOPED_TRACE(row.id);
+    const JobDecision& d = DecisionFor(r, jobs, row.id);
+    EXPECT_EQ(DecisionKindName(d.kind), DecisionKindName(row.kind));
+    EXPECT_NE(d.reason.find(row.reason_has), std::string::npos) << d.reason;
+  }
+}
+
 struct Scenario {
   ClusterState state;
   FirstFitPlacer placer;
@@ -198,25 +217,13 @@ TEST(SchedulingPassTest, BadInputIsRejectedOthersStillSchedule) {
   s.jobs.push_back(Waiting(4, 1, 50, 0, GpuRequest(16)));
   s.jobs.push_back(Waiting(5, 1, 50, 0, GpuRequest(1)));
   PassResult r = s.Pass();
-  struct Row {
-    int64_t id;
-    DecisionKind kind;
-    std::string reason_has;
-  };
-  const Row rows[] = {
+  ExpectDecisions(r, s.jobs, {
       {1, DecisionKind::kRejected, "priority 150 is out of range 0..100"},
       {2, DecisionKind::kRejected, "unknown tenant 77"},
       {3, DecisionKind::kRejected, "asks for nothing"},
       {4, DecisionKind::kNeverFits, "no node is large enough"},
       {5, DecisionKind::kPlace, "placed"},
-  };
-  ASSERT_EQ(r.decisions.size(), 5u);
-  for (const Row& row : rows) {
-    SCOPED_TRACE(row.id);
-    const JobDecision& d = DecisionFor(r, s.jobs, row.id);
-    EXPECT_EQ(DecisionKindName(d.kind), DecisionKindName(row.kind));
-    EXPECT_NE(d.reason.find(row.reason_has), std::string::npos) << d.reason;
-  }
+  });
   EXPECT_EQ(r.stats.rejected, 3);
 }
 
@@ -235,12 +242,7 @@ TEST(SchedulingPassTest, EachJobIsJudgedByItselfThoughShapesAreCheckedOnce) {
   s.jobs.push_back(Waiting(8, 1, 50, 0, GpuRequest(3), /*replicas=*/0));
   s.jobs.push_back(Waiting(9, 1, 50, 0, GpuRequest(3)));
   PassResult r = s.Pass();
-  struct Row {
-    int64_t id;
-    DecisionKind kind;
-    std::string reason_has;
-  };
-  const Row rows[] = {
+  ExpectDecisions(r, s.jobs, {
       {1, DecisionKind::kRejected, "job 1: the request asks for nothing"},
       {2, DecisionKind::kRejected, "job 2: the request asks for nothing"},
       {3, DecisionKind::kRejected, "job 3: priority 150 is out of range"},
@@ -250,14 +252,7 @@ TEST(SchedulingPassTest, EachJobIsJudgedByItselfThoughShapesAreCheckedOnce) {
       {7, DecisionKind::kPlace, "placed"},
       {8, DecisionKind::kRejected, "job 8: replicas must be at least 1"},
       {9, DecisionKind::kPlace, "placed"},
-  };
-  ASSERT_EQ(r.decisions.size(), std::size(rows));
-  for (const Row& row : rows) {
-    SCOPED_TRACE(row.id);
-    const JobDecision& d = DecisionFor(r, s.jobs, row.id);
-    EXPECT_EQ(DecisionKindName(d.kind), DecisionKindName(row.kind));
-    EXPECT_NE(d.reason.find(row.reason_has), std::string::npos) << d.reason;
-  }
+  });
   EXPECT_EQ(s.state.totals().device_compute_allocated_milli, 6000);
 }
 
