@@ -41,4 +41,4 @@ clean:
 	rm -rf build build-asan
 
 format:
-	git ls-files '*.h' '*.cc' | xargs clang-format -i
+	git ls-files '*.h' '*.cc' '*.c' | xargs clang-format -i

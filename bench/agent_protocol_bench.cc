@@ -45,7 +45,8 @@ World* MakeWorld() {
   const auto dir = std::filesystem::temp_directory_path() / ("xpool-agent-bench-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   w->http_port = xpool::testing::FreePort();
-  do w->grpc_port = xpool::testing::FreePort(); while (w->grpc_port == w->http_port);
+  do w->grpc_port = xpool::testing::FreePort();
+  while (w->grpc_port == w->http_port);
   server::ServerOptions o;
   o.listen = "127.0.0.1:" + std::to_string(w->http_port);
   o.agent_listen = "127.0.0.1:" + std::to_string(w->grpc_port);
@@ -112,8 +113,8 @@ void BM_AgentHeartbeat(benchmark::State& state, bool grpc) {
     client = std::make_unique<agent::GrpcControlPlaneClient>(
         agent::GrpcClientOptions{"127.0.0.1:" + std::to_string(w.grpc_port), w.token, 5 * kMicrosPerSecond});
   } else {
-    client = std::make_unique<agent::HttpControlPlaneClient>(agent::HttpClientOptions{
-        "http://127.0.0.1:" + std::to_string(w.http_port), w.token, 5 * kMicrosPerSecond});
+    client = std::make_unique<agent::HttpControlPlaneClient>(
+        agent::HttpClientOptions{"http://127.0.0.1:" + std::to_string(w.http_port), w.token, 5 * kMicrosPerSecond});
   }
   std::vector<agent::TaskReport> reports = w.reports;
   int64_t errors = 0;

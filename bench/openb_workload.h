@@ -41,20 +41,16 @@ inline int64_t GpuMemoryMib(const std::string& model) {
 // The openb GPU node list's composition (1,213 nodes, 6,212 GPUs), by (cpu, memory, gpus, model).
 inline const std::vector<NodeShape>& OpenbShapes() {
   static const std::vector<NodeShape> shapes = {
-      {96000, 393216, 8, "G2", 549},     {104000, 524288, 2, "T4", 387},
-      {16000, 122880, 2, "P100", 107},   {128000, 786432, 8, "G3", 39},
-      {32000, 131072, 4, "V100M16", 28}, {64000, 262144, 2, "P100", 22},
-      {96000, 786432, 8, "V100M32", 21}, {8000, 32768, 1, "V100M16", 19},
-      {96000, 393216, 4, "T4", 17},      {48000, 376832, 4, "V100M32", 9},
-      {64000, 262144, 8, "V100M16", 7},  {8000, 61440, 1, "P100", 3},
-      {8000, 61440, 2, "P100", 2},       {128000, 1048576, 1, "A10", 2},
-      {82000, 344064, 8, "V100M16", 1},
+      {96000, 393216, 8, "G2", 549},     {104000, 524288, 2, "T4", 387},    {16000, 122880, 2, "P100", 107},
+      {128000, 786432, 8, "G3", 39},     {32000, 131072, 4, "V100M16", 28}, {64000, 262144, 2, "P100", 22},
+      {96000, 786432, 8, "V100M32", 21}, {8000, 32768, 1, "V100M16", 19},   {96000, 393216, 4, "T4", 17},
+      {48000, 376832, 4, "V100M32", 9},  {64000, 262144, 8, "V100M16", 7},  {8000, 61440, 1, "P100", 3},
+      {8000, 61440, 2, "P100", 2},       {128000, 1048576, 1, "A10", 2},    {82000, 344064, 8, "V100M16", 1},
   };
   return shapes;
 }
 
-inline Node MakeGpuNode(const std::string& name, int64_t cpu, int64_t memory, int gpus,
-                        const std::string& model) {
+inline Node MakeGpuNode(const std::string& name, int64_t cpu, int64_t memory, int gpus, const std::string& model) {
   NodeBuilder b = MakeNode(name).WithCpu(cpu).WithMemory(memory);
   if (gpus > 0) b.WithGpus(gpus, model, GpuMemoryMib(model));
   return b.Build();
@@ -72,13 +68,13 @@ inline std::vector<Node> ReadOpenbNodes() {
   while (std::getline(in, line)) {
     std::stringstream ss(line);
     std::string name, cpu, memory, gpus, model;
-    if (!std::getline(ss, name, ',') || !std::getline(ss, cpu, ',') ||
-        !std::getline(ss, memory, ',') || !std::getline(ss, gpus, ',')) {
+    if (!std::getline(ss, name, ',') || !std::getline(ss, cpu, ',') || !std::getline(ss, memory, ',') ||
+        !std::getline(ss, gpus, ',')) {
       return {};
     }
     std::getline(ss, model, ',');
-    nodes.push_back(MakeGpuNode(name, std::atoll(cpu.c_str()), std::atoll(memory.c_str()),
-                                std::atoi(gpus.c_str()), model));
+    nodes.push_back(
+        MakeGpuNode(name, std::atoll(cpu.c_str()), std::atoll(memory.c_str()), std::atoi(gpus.c_str()), model));
   }
   return nodes;
 }
@@ -90,8 +86,7 @@ inline ClusterState OpenbCluster() {
     int i = 0;
     for (const NodeShape& s : OpenbShapes()) {
       for (int k = 0; k < s.count; ++k) {
-        nodes.push_back(MakeGpuNode("openb-" + std::to_string(i++), s.cpu_milli, s.memory_mib,
-                                    s.gpus, s.model));
+        nodes.push_back(MakeGpuNode("openb-" + std::to_string(i++), s.cpu_milli, s.memory_mib, s.gpus, s.model));
       }
     }
   }
@@ -110,8 +105,7 @@ inline std::vector<TaskRequest> OpenbShapedStream(size_t n, uint64_t seed) {
     r.device_count = 1;
     if (pct(rng) < 38) {
       const int p = pct(rng);
-      r.device_compute_milli =
-          p < 60 ? common_share[p % 4] : 50 + 10 * std::uniform_int_distribution<int>(0, 76)(rng);
+      r.device_compute_milli = p < 60 ? common_share[p % 4] : 50 + 10 * std::uniform_int_distribution<int>(0, 76)(rng);
       r.cpu_milli = 1000 * std::uniform_int_distribution<int>(2, 8)(rng);
       r.memory_mib = 4096 * std::uniform_int_distribution<int>(1, 6)(rng);
     } else {

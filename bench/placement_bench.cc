@@ -26,14 +26,14 @@
 
 #include "model/cluster_state.h"
 #include "model/node_builder.h"
-#include "scheduler/policy.h"
+#include "openb_workload.h"
 #include "scheduler/fragmentation.h"
+#include "scheduler/policy.h"
 #include "scheduler/policy/best_fit.h"
 #include "scheduler/policy/fgd.h"
 #include "scheduler/schedule.h"
 #include "scheduler/scheduler.h"
 #include "sim/trace.h"
-#include "openb_workload.h"
 
 namespace xpool {
 namespace {
@@ -155,8 +155,7 @@ uint64_t RunPlacements(benchmark::State& bs, ClusterState& cluster, const std::v
 // The policy measured. "fgd" is the paper's FGD, whose target workload is the request stream's (as the fill
 // experiment derives it from the sampled pods), so its scores are cacheable; the registry's "fgd" learns the
 // target from OnArrival, which this loop does not call.
-Result<std::unique_ptr<PlacementPolicy>> BenchPolicy(const std::string& name,
-                                                     const std::vector<TaskRequest>& stream) {
+Result<std::unique_ptr<PlacementPolicy>> BenchPolicy(const std::string& name, const std::vector<TaskRequest>& stream) {
   if (name == "fgd") {
     return std::unique_ptr<PlacementPolicy>(std::make_unique<FgdPolicy>(TargetWorkload::FromRequests(stream)));
   }
@@ -177,8 +176,8 @@ void BM_Place(benchmark::State& bs, std::string cluster_name, std::string policy
     return;
   }
   Scheduler scheduler(cluster, **policy, SchedulerOptions{.explain = false});
-  const uint64_t digest = RunPlacements(bs, cluster, stream,
-                                        [&](const TaskRequest& r, Rng& rng) { return scheduler.Schedule(r, rng); });
+  const uint64_t digest =
+      RunPlacements(bs, cluster, stream, [&](const TaskRequest& r, Rng& rng) { return scheduler.Schedule(r, rng); });
   const SchedulerStats& st = scheduler.stats();
   bs.counters["visited_per_call"] = st.calls ? static_cast<double>(st.nodes_visited) / st.calls : 0;
   bs.counters["fits_per_call"] = st.calls ? static_cast<double>(st.fit_calls) / st.calls : 0;

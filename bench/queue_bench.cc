@@ -55,8 +55,7 @@ std::vector<Tenant> MakeTenants(const ClusterTotals& totals) {
     t.id = TenantId(i + 1);
     t.name = "t" + std::to_string(i);
     if (i < 20) {
-      t.guaranteed = {totals.device_compute_capacity_milli * 15 / 1000,
-                      totals.device_memory_capacity_mib * 15 / 1000,
+      t.guaranteed = {totals.device_compute_capacity_milli * 15 / 1000, totals.device_memory_capacity_mib * 15 / 1000,
                       totals.cpu_capacity_milli * 15 / 1000, 0};
     } else if (i < 30) {
       t.limit.gpu_compute_milli = totals.device_compute_capacity_milli * 2 / 100;
@@ -209,8 +208,8 @@ void BM_SchedulingPass(benchmark::State& bs, std::string policy_name) {
 
 const bool kRegistered = [] {
   for (const char* policy : {"best-fit", "fgd", "default"}) {
-    benchmark::RegisterBenchmark((std::string("BM_SchedulingPass/") + policy).c_str(),
-                                 BM_SchedulingPass, std::string(policy))
+    benchmark::RegisterBenchmark((std::string("BM_SchedulingPass/") + policy).c_str(), BM_SchedulingPass,
+                                 std::string(policy))
         ->Unit(benchmark::kMillisecond)
         ->Iterations(5);
   }

@@ -70,14 +70,12 @@ CgroupV2 CgroupV2::Probe(const std::string& root, const std::string& parent) {
   return cg;
 }
 
-Result<std::string> CgroupV2::CreateTask(const std::string& task_id, int64_t cpu_milli,
-                                         int64_t memory_mib) {
+Result<std::string> CgroupV2::CreateTask(const std::string& task_id, int64_t cpu_milli, int64_t memory_mib) {
   if (!available_) return FailedPreconditionError(reason_);
   const std::string dir = TaskDir(task_id);
   RETURN_IF_ERROR(MakeDir(dir));
   // cpu.max: quota and period in microseconds; 1000 milli = one full CPU = 100000 µs per 100000 µs.
-  const std::string cpu =
-      cpu_milli > 0 ? std::to_string(cpu_milli * 100) + " 100000" : "max 100000";
+  const std::string cpu = cpu_milli > 0 ? std::to_string(cpu_milli * 100) + " 100000" : "max 100000";
   RETURN_IF_ERROR(WriteFile(dir + "/cpu.max", cpu));
   const std::string memory = memory_mib > 0 ? std::to_string(memory_mib * 1024 * 1024) : "max";
   RETURN_IF_ERROR(WriteFile(dir + "/memory.max", memory));

@@ -39,12 +39,9 @@ Result<int> ParsePcieLevel(std::string_view name) {
     std::string_view name;
     int score;
   };
-  static constexpr Level kLevels[] = {{"board", kLinkSameBoard},
-                                      {"switch", kLinkPcieSwitch},
-                                      {"multiswitch", kLinkPcieMultiSwitch},
-                                      {"hostbridge", kLinkPcieHostBridge},
-                                      {"numa", kLinkNuma},
-                                      {"system", kLinkSystem}};
+  static constexpr Level kLevels[] = {
+      {"board", kLinkSameBoard},           {"switch", kLinkPcieSwitch}, {"multiswitch", kLinkPcieMultiSwitch},
+      {"hostbridge", kLinkPcieHostBridge}, {"numa", kLinkNuma},         {"system", kLinkSystem}};
   for (const Level& l : kLevels) {
     if (l.name == name) return l.score;
   }
@@ -95,17 +92,17 @@ std::string Align(const std::vector<std::vector<std::string>>& rows) {
 std::string FormatDeviceTable(const DiscoveryReport& report) {
   const Node& n = report.node;
   std::ostringstream out;
-  out << "node " << n.name << (n.simulated ? " (SIMULATED)" : "") << ": " << n.devices.size()
-      << " device(s), " << n.cpu_milli / 1000 << " CPUs, " << FormatMemoryMiB(n.memory_mib)
-      << " memory; source " << report.source << "\n";
+  out << "node " << n.name << (n.simulated ? " (SIMULATED)" : "") << ": " << n.devices.size() << " device(s), "
+      << n.cpu_milli / 1000 << " CPUs, " << FormatMemoryMiB(n.memory_mib) << " memory; source " << report.source
+      << "\n";
   if (!report.note.empty()) out << "note: " << report.note << "\n";
   if (n.devices.empty()) return out.str();
   std::vector<std::vector<std::string>> rows = {
       {"INDEX", "VENDOR", "MODEL", "MEMORY", "NUMA", "SHARERS", "HEALTH", "UUID"}};
   for (const Device& d : n.devices) {
-    rows.push_back({std::to_string(d.index), std::string(VendorName(d.vendor)), d.model,
-                    FormatMemoryMiB(d.memory_mib), std::to_string(d.numa_node),
-                    std::to_string(d.max_sharers), d.healthy ? "ok" : "UNHEALTHY", d.uuid});
+    rows.push_back({std::to_string(d.index), std::string(VendorName(d.vendor)), d.model, FormatMemoryMiB(d.memory_mib),
+                    std::to_string(d.numa_node), std::to_string(d.max_sharers), d.healthy ? "ok" : "UNHEALTHY",
+                    d.uuid});
   }
   out << "\n" << Align(rows);
   if (!n.links.empty()) {
@@ -113,8 +110,7 @@ std::string FormatDeviceTable(const DiscoveryReport& report) {
     for (const Device& d : n.devices) links[0].push_back(std::to_string(d.index));
     for (int a = 0; a < n.links.size(); ++a) {
       std::vector<std::string> row = {std::to_string(a)};
-      for (int b = 0; b < n.links.size(); ++b)
-        row.push_back(a == b ? "-" : std::to_string(n.links.Score(a, b)));
+      for (int b = 0; b < n.links.size(); ++b) row.push_back(a == b ? "-" : std::to_string(n.links.Score(a, b)));
       links.push_back(std::move(row));
     }
     out << "\nlink scores (100 per NVLink lane; PCIe 50 board, 40 switch, 30 switches, 20 host "

@@ -135,8 +135,8 @@ TEST(GrpcCodecTest, ReplyRoundTrips) {
 }
 
 TEST(GrpcClientTest, ServerUrlPicksTheTransport) {
-  for (const char* ok : {"grpc://127.0.0.1:8471", "127.0.0.1:8471", "localhost:1", "http://127.0.0.1:8470",
-                         "grpc://[::1]:8471/"}) {
+  for (const char* ok :
+       {"grpc://127.0.0.1:8471", "127.0.0.1:8471", "localhost:1", "http://127.0.0.1:8470", "grpc://[::1]:8471/"}) {
     EXPECT_TRUE(MakeControlPlaneClient(ok, "t", kMicrosPerSecond).ok()) << ok;
   }
   for (const char* bad : {"ftp://h:1", "grpc://h", "h:", "h:0", "h:99999", "http://h:x", ""}) {

@@ -1,11 +1,11 @@
 #include "agent/http_client.h"
 
-#include "agent/protocol.h"
-
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
 #include <utility>
+
+#include "agent/protocol.h"
 
 namespace xpool::agent {
 namespace {
@@ -16,8 +16,7 @@ Status ErrorFromResponse(int http_status, const std::string& body, const std::st
   std::string message = body;
   try {
     Json j = Json::parse(body);
-    if (j.contains("error") && j["error"].contains("message"))
-      message = j["error"]["message"].get<std::string>();
+    if (j.contains("error") && j["error"].contains("message")) message = j["error"]["message"].get<std::string>();
   } catch (const Json::exception&) {
   }
   const std::string text = what + ": HTTP " + std::to_string(http_status) + ": " + message;
@@ -39,13 +38,11 @@ Status ErrorFromResponse(int http_status, const std::string& body, const std::st
 
 }  // namespace
 
-HttpControlPlaneClient::HttpControlPlaneClient(HttpClientOptions options)
-    : options_(std::move(options)) {}
+HttpControlPlaneClient::HttpControlPlaneClient(HttpClientOptions options) : options_(std::move(options)) {}
 
 Result<std::string> HttpControlPlaneClient::Post(const std::string& path, const std::string& body) {
   httplib::Client client(options_.server_url);
-  if (!client.is_valid())
-    return InvalidArgumentError("bad server URL \"" + options_.server_url + "\"");
+  if (!client.is_valid()) return InvalidArgumentError("bad server URL \"" + options_.server_url + "\"");
   const auto seconds = options_.timeout_micros / kMicrosPerSecond;
   const auto micros = options_.timeout_micros % kMicrosPerSecond;
   client.set_connection_timeout(seconds, micros);
@@ -58,8 +55,7 @@ Result<std::string> HttpControlPlaneClient::Post(const std::string& path, const 
     return UnavailableError("cannot reach the server at " + options_.server_url + " (" +
                             httplib::to_string(res.error()) + ")");
   }
-  if (res->status < 200 || res->status >= 300)
-    return ErrorFromResponse(res->status, res->body, "POST " + path);
+  if (res->status < 200 || res->status >= 300) return ErrorFromResponse(res->status, res->body, "POST " + path);
   return res->body;
 }
 
@@ -68,10 +64,8 @@ Status HttpControlPlaneClient::Register(const Node& node) {
   return Post("/api/v1/nodes?agent=1", RegisterBody(node)).status();
 }
 
-Result<HeartbeatReply> HttpControlPlaneClient::Heartbeat(const Node& node,
-                                                         const std::vector<TaskReport>& tasks) {
-  ASSIGN_OR_RETURN(std::string body,
-                   Post("/api/v1/nodes/" + node.name + "/heartbeat", HeartbeatBody(node, tasks)));
+Result<HeartbeatReply> HttpControlPlaneClient::Heartbeat(const Node& node, const std::vector<TaskReport>& tasks) {
+  ASSIGN_OR_RETURN(std::string body, Post("/api/v1/nodes/" + node.name + "/heartbeat", HeartbeatBody(node, tasks)));
   return ParseHeartbeatReply(body);
 }
 

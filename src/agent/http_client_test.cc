@@ -50,9 +50,8 @@ TEST(HeartbeatCodecTest, ReplyWithoutTasksLeavesTasksAlone) {
 }
 
 TEST(HeartbeatCodecTest, BadRepliesAreErrors) {
-  for (const char* bad :
-       {"not json", "[1]", R"({"tasks": 3})", R"({"tasks": [{"action": "explode"}]})",
-        R"({"tasks": [{"command": "ls"}]})", R"({"tasks": [{"devices": [{"index": "x"}]}]})"}) {
+  for (const char* bad : {"not json", "[1]", R"({"tasks": 3})", R"({"tasks": [{"action": "explode"}]})",
+                          R"({"tasks": [{"command": "ls"}]})", R"({"tasks": [{"devices": [{"index": "x"}]}]})"}) {
     SCOPED_TRACE(bad);
     auto reply = ParseHeartbeatReply(bad);
     ASSERT_FALSE(reply.ok());
@@ -85,16 +84,14 @@ class HttpClientTest : public testing::Test {
     server_.Post("/api/v1/nodes", [this](const httplib::Request& req, httplib::Response& res) {
       if (req.get_header_value("Authorization") != "Bearer good") {
         res.status = 401;
-        res.set_content(R"({"error": {"code": "UNAUTHENTICATED", "message": "bad token"}})",
-                        "application/json");
+        res.set_content(R"({"error": {"code": "UNAUTHENTICATED", "message": "bad token"}})", "application/json");
         return;
       }
       registered_ = req.body;
       res.status = 201;
       res.set_content("{}", "application/json");
     });
-    server_.Post("/api/v1/nodes/n1/heartbeat", [this](const httplib::Request& req,
-                                                      httplib::Response& res) {
+    server_.Post("/api/v1/nodes/n1/heartbeat", [this](const httplib::Request& req, httplib::Response& res) {
       heartbeat_ = req.body;
       res.set_content(R"({"tasks": [{"task_id": "job1-r0", "command": ["true"], "workdir": "/"}]})",
                       "application/json");
@@ -151,8 +148,7 @@ TEST(HttpClientUnreachableTest, UnreachableServerIsUnavailable) {
   HttpControlPlaneClient client(o);
   Status s = client.Register(MakeNode("n1").Build());
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
-  EXPECT_NE(s.message().find("cannot reach the server at http://127.0.0.1:"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find("cannot reach the server at http://127.0.0.1:"), std::string::npos) << s.message();
 
   HttpControlPlaneClient bad_url(HttpClientOptions{"not a url", "", kMicrosPerSecond});
   EXPECT_FALSE(bad_url.Register(MakeNode("n1").Build()).ok());

@@ -40,8 +40,7 @@ std::string SearchPath(const std::string& name, const std::string& path_list) {
     if (dir.empty()) dir = ".";
     const std::string candidate = dir + "/" + name;
     struct stat st {};
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-        ::access(candidate.c_str(), X_OK) == 0) {
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
       return candidate;
     }
     start = colon + 1;
@@ -123,9 +122,7 @@ Launcher::Launcher(LauncherOptions options) : options_(std::move(options)) {
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
     shim_command_ = {ec ? std::string("xpool") : exe.string(), "task-shim"};
   }
-  cgroup_ = options_.cgroup_root.empty()
-                ? CgroupV2()
-                : CgroupV2::Probe(options_.cgroup_root, options_.cgroup_parent);
+  cgroup_ = options_.cgroup_root.empty() ? CgroupV2() : CgroupV2::Probe(options_.cgroup_root, options_.cgroup_parent);
   if (!cgroup_.available()) {
     notices_.push_back("tasks run without CPU/memory limits: " + cgroup_.reason());
   }
@@ -153,13 +150,9 @@ TimeMicros Launcher::Now() const {
   return options_.clock ? options_.clock->NowMicros() : RealClock::Instance().NowMicros();
 }
 
-std::string Launcher::TaskDir(const std::string& task_id) const {
-  return options_.state_dir + "/" + task_id;
-}
+std::string Launcher::TaskDir(const std::string& task_id) const { return options_.state_dir + "/" + task_id; }
 
-std::string Launcher::LogPath(const std::string& task_id) const {
-  return TaskDir(task_id) + "/output.log";
-}
+std::string Launcher::LogPath(const std::string& task_id) const { return TaskDir(task_id) + "/output.log"; }
 
 std::vector<std::string> Launcher::TakeNotices() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -173,8 +166,7 @@ Status Launcher::Start(const LaunchSpec& spec) {
   for (auto it = tasks_.begin(); it != tasks_.end(); ++it) {
     if ((*it)->status.task_id != spec.task_id) continue;
     RefreshLocked(it->get());
-    if ((*it)->status.running())
-      return AlreadyExistsError("task " + spec.task_id + " is already running");
+    if ((*it)->status.running()) return AlreadyExistsError("task " + spec.task_id + " is already running");
     break;
   }
   const std::string dir = TaskDir(spec.task_id);
@@ -226,8 +218,7 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
   if (options_.inherit_env) {
     for (char** e = environ; e && *e; ++e) {
       const std::string kv(*e);
-      if (size_t eq = kv.find('='); eq != std::string::npos)
-        env[kv.substr(0, eq)] = kv.substr(eq + 1);
+      if (size_t eq = kv.find('='); eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
   }
   for (const auto& [k, v] : spec.env) env[k] = v;
@@ -241,22 +232,17 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
     ASSIGN_OR_RETURN(suspend_signal, CheckpointSignalNumber(spec.suspend_signal));
   }
   ::unlink(paths.suspend_file.c_str());  // a resumed task must not see its old suspend request
-  if (spec.shares_device && !spec.devices.empty() && vgpu_library_.empty() &&
-      !vgpu_missing_noted_) {
+  if (spec.shares_device && !spec.devices.empty() && vgpu_library_.empty() && !vgpu_missing_noted_) {
     vgpu_missing_noted_ = true;
-    notices_.push_back(
-        "runtime library " +
-        std::string(options_.vgpu_library.empty() ? "libxpool-vgpu.so" : options_.vgpu_library) +
-        " not found: tasks sharing a device run without in-process limits");
+    notices_.push_back("runtime library " +
+                       std::string(options_.vgpu_library.empty() ? "libxpool-vgpu.so" : options_.vgpu_library) +
+                       " not found: tasks sharing a device run without in-process limits");
   }
-  for (const auto& [k, v] :
-       BuildTaskEnv(spec, paths, env.count("LD_PRELOAD") ? env["LD_PRELOAD"] : ""))
-    env[k] = v;
+  for (const auto& [k, v] : BuildTaskEnv(spec, paths, env.count("LD_PRELOAD") ? env["LD_PRELOAD"] : "")) env[k] = v;
 
   // Checks that give a clear reason before any process exists.
   struct stat wd {};
-  if (::stat(spec.workdir.c_str(), &wd) != 0)
-    return fail("workdir " + Quoted(spec.workdir) + " does not exist");
+  if (::stat(spec.workdir.c_str(), &wd) != 0) return fail("workdir " + Quoted(spec.workdir) + " does not exist");
   if (!S_ISDIR(wd.st_mode)) return fail("workdir " + Quoted(spec.workdir) + " is not a directory");
   std::string program = spec.argv[0];
   if (program.find('/') == std::string::npos) {
@@ -456,8 +442,7 @@ Status Launcher::Suspend(const std::string& task_id, TimeMicros grace_micros) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& task : tasks_) {
     if (task->status.task_id != task_id) continue;
-    if (!task->status.running())
-      return FailedPreconditionError("task " + task_id + " is not running");
+    if (!task->status.running()) return FailedPreconditionError("task " + task_id + " is not running");
     if (task->stop_sent || task->suspend_sent) return Status::Ok();  // already suspending or stopping
     task->suspend_sent = true;  // the shim writes the suspend file, then sends the signal
     return SendShimControl(task->dir, "suspend", grace_micros);
@@ -503,8 +488,7 @@ Status Launcher::Forget(const std::string& task_id) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = tasks_.begin(); it != tasks_.end(); ++it) {
     if ((*it)->status.task_id != task_id) continue;
-    if ((*it)->status.running())
-      return FailedPreconditionError("task " + task_id + " is still running");
+    if ((*it)->status.running()) return FailedPreconditionError("task " + task_id + " is still running");
     ReapShimLocked(it->get(), /*block=*/true);  // it exits right after recording the end
     ::unlink(FileIn((*it)->dir, kShimSpecFile).c_str());
     ::unlink(FileIn((*it)->dir, kShimControlFile).c_str());

@@ -147,7 +147,7 @@ class Launcher {
   std::string TaskDir(const std::string& task_id) const;
 
   const LauncherOptions options_;
-  std::string vgpu_library_;  // resolved; empty when not found
+  std::string vgpu_library_;               // resolved; empty when not found
   std::vector<std::string> shim_command_;  // resolved
   mutable std::mutex mu_;
   CgroupV2 cgroup_;                           // guarded by mu_

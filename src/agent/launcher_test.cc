@@ -19,7 +19,6 @@ namespace {
 
 constexpr TimeMicros kWait = 10 * kMicrosPerSecond;
 
-
 class LauncherTest : public testing::Test {
  protected:
   void SetUp() override {
@@ -46,9 +45,7 @@ class LauncherTest : public testing::Test {
     spec.job_id = 42;
     return spec;
   }
-  std::string Log(Launcher& l, const std::string& id) {
-    return ReadLogTail(l.LogPath(id), 0).value_or("");
-  }
+  std::string Log(Launcher& l, const std::string& id) { return ReadLogTail(l.LogPath(id), 0).value_or(""); }
 
   std::string dir_, work_;
 };
@@ -71,17 +68,14 @@ TEST_F(LauncherTest, RunsInWorkdirWithTaskEnv) {
   EXPECT_EQ(st->exit_code, 0);
   const std::string log = Log(launcher, "job42-r1");
   for (const std::string& want :
-       {work_ + "\n", std::string("CUDA_VISIBLE_DEVICES=2,0\n"),
-        std::string("NVIDIA_VISIBLE_DEVICES=2,0\n"),
-        std::string("XPOOL_DEVICE_MEMORY_LIMIT_0=40960\n"),
-        std::string("XPOOL_DEVICE_CORE_LIMIT_0=50\n"),
+       {work_ + "\n", std::string("CUDA_VISIBLE_DEVICES=2,0\n"), std::string("NVIDIA_VISIBLE_DEVICES=2,0\n"),
+        std::string("XPOOL_DEVICE_MEMORY_LIMIT_0=40960\n"), std::string("XPOOL_DEVICE_CORE_LIMIT_0=50\n"),
         "XPOOL_SHARED_REGION=" + dir_ + "/state/job42-r1/vgpu.region\n",
-        "XPOOL_SUSPEND_FILE=" + dir_ + "/state/job42-r1/suspend\n",
-        std::string("LD_PRELOAD=") + XPOOL_FAKE_NVML_PATH, std::string("XPOOL_JOB_ID=42\n"),
-        std::string("XPOOL_REPLICA=1\n"), std::string("XPOOL_RESTART_COUNT=3\n"),
-        std::string("MY_VAR=hello\n"), std::string("MASTER_ADDR=10.1.2.3\n"),
-        std::string("MASTER_PORT=29501\n"), std::string("WORLD_SIZE=2\n"), std::string("RANK=1\n"),
-        std::string("LOCAL_RANK=1\n"), std::string("to-stderr\n")}) {
+        "XPOOL_SUSPEND_FILE=" + dir_ + "/state/job42-r1/suspend\n", std::string("LD_PRELOAD=") + XPOOL_FAKE_NVML_PATH,
+        std::string("XPOOL_JOB_ID=42\n"), std::string("XPOOL_REPLICA=1\n"), std::string("XPOOL_RESTART_COUNT=3\n"),
+        std::string("MY_VAR=hello\n"), std::string("MASTER_ADDR=10.1.2.3\n"), std::string("MASTER_PORT=29501\n"),
+        std::string("WORLD_SIZE=2\n"), std::string("RANK=1\n"), std::string("LOCAL_RANK=1\n"),
+        std::string("to-stderr\n")}) {
     EXPECT_NE(log.find(want), std::string::npos) << "missing " << want << " in:\n" << log;
   }
   EXPECT_EQ(log.find("XPOOL_DEVICE_MEMORY_LIMIT_1"), std::string::npos);
@@ -115,8 +109,7 @@ TEST_F(LauncherTest, MissingCommandFailsTheTaskNotTheLauncher) {
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(st->state, TaskState::kFailed);
   EXPECT_EQ(st->exit_code, 127);
-  EXPECT_NE(st->error.find("exec \"xpool-no-such-command\": command not found"), std::string::npos)
-      << st->error;
+  EXPECT_NE(st->error.find("exec \"xpool-no-such-command\": command not found"), std::string::npos) << st->error;
   EXPECT_NE(Log(launcher, "nocmd").find("could not start"), std::string::npos);
   // A path that exists but cannot be executed fails in the child, with the kernel's reason.
   std::ofstream(work_ + "/not-executable.sh") << "echo hi\n";
@@ -163,10 +156,7 @@ TEST_F(LauncherTest, BadSpecAndDuplicateAreErrors) {
 
 TEST_F(LauncherTest, StopTerminatesTheWholeGroup) {
   Launcher launcher(Options());
-  ASSERT_TRUE(
-      launcher
-          .Start(Shell("tree", "sleep 100 & echo $! > c1; sh -c 'sleep 100' & echo $! > c2; wait"))
-          .ok());
+  ASSERT_TRUE(launcher.Start(Shell("tree", "sleep 100 & echo $! > c1; sh -c 'sleep 100' & echo $! > c2; wait")).ok());
   ASSERT_TRUE(WaitUntil([&] { return ReadFile(work_ + "/c2").size() > 1; }));
   const pid_t c1 = std::stoi(ReadFile(work_ + "/c1"));
   const pid_t c2 = std::stoi(ReadFile(work_ + "/c2"));
@@ -180,10 +170,7 @@ TEST_F(LauncherTest, StopTerminatesTheWholeGroup) {
 TEST_F(LauncherTest, StopEscalatesToSigkillAfterGrace) {
   // The grace runs on the shim's (real) clock.
   Launcher launcher(Options());
-  ASSERT_TRUE(launcher
-                  .Start(Shell("stubborn",
-                               "trap '' TERM; echo ready > ready; while :; do sleep 0.05; done"))
-                  .ok());
+  ASSERT_TRUE(launcher.Start(Shell("stubborn", "trap '' TERM; echo ready > ready; while :; do sleep 0.05; done")).ok());
   ASSERT_TRUE(WaitUntil([&] { return ReadFile(work_ + "/ready") == "ready\n"; }));
   const auto stop_at = std::chrono::steady_clock::now();
   ASSERT_TRUE(launcher.Stop("stubborn", 600'000).ok());
@@ -248,10 +235,7 @@ TEST_F(LauncherTest, SuspendThatIsIgnoredEndsInStopAndKill) {
   o.suspend_signal = SIGUSR2;
   Launcher launcher(o);
   ASSERT_TRUE(
-      launcher
-          .Start(
-              Shell("deaf", "trap '' USR2 TERM; echo ready > ready; while :; do sleep 0.05; done"))
-          .ok());
+      launcher.Start(Shell("deaf", "trap '' USR2 TERM; echo ready > ready; while :; do sleep 0.05; done")).ok());
   ASSERT_TRUE(WaitUntil([&] { return ReadFile(work_ + "/ready") == "ready\n"; }));
   const auto suspend_at = std::chrono::steady_clock::now();
   ASSERT_TRUE(launcher.Suspend("deaf", 300'000).ok());  // → SIGTERM (ignored) after 0.3 s → SIGKILL after 0.3 s
@@ -264,8 +248,7 @@ TEST_F(LauncherTest, SuspendThatIsIgnoredEndsInStopAndKill) {
 
 TEST_F(LauncherTest, SuspendWithGraceZeroStopsAtOnce) {
   Launcher launcher(Options());
-  ASSERT_TRUE(launcher.Start(Shell("now", "trap '' USR1 TERM; echo ready > ready; while :; do sleep 0.05; done"))
-                  .ok());
+  ASSERT_TRUE(launcher.Start(Shell("now", "trap '' USR1 TERM; echo ready > ready; while :; do sleep 0.05; done")).ok());
   ASSERT_TRUE(WaitUntil([&] { return ReadFile(work_ + "/ready") == "ready\n"; }));
   ASSERT_TRUE(launcher.Suspend("now", 0).ok());
   std::vector<TaskStatus> ended;
@@ -282,10 +265,7 @@ TEST_F(LauncherTest, LogsAreCappedAndRotated) {
   LauncherOptions o = Options();
   o.log_limits = LogLimits{4096, 2};
   Launcher launcher(o);
-  ASSERT_TRUE(
-      launcher
-          .Start(Shell("chatty", "i=0; while [ $i -lt 1000 ]; do echo line-$i; i=$((i+1)); done"))
-          .ok());
+  ASSERT_TRUE(launcher.Start(Shell("chatty", "i=0; while [ $i -lt 1000 ]; do echo line-$i; i=$((i+1)); done")).ok());
   EXPECT_EQ(launcher.WaitFor("chatty", kWait)->state, TaskState::kSucceeded);
   const std::string path = launcher.LogPath("chatty");
   EXPECT_EQ(LogFiles(path).size(), 3u);

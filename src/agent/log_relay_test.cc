@@ -10,7 +10,7 @@ TEST(LogRelayTest, AppendsInOrderAndDropsResends) {
   EXPECT_EQ(relay.Read("t", 0, 100).status().code(), StatusCode::kNotFound);
   relay.Append("t", 0, "hello ");
   relay.Append("t", 6, "world\n");
-  relay.Append("t", 0, "hello ");       // a resend after a lost reply
+  relay.Append("t", 0, "hello ");          // a resend after a lost reply
   relay.Append("t", 3, "lo world\nmore");  // overlaps: only "more" is new
   auto all = relay.Read("t", 0, 1000);
   ASSERT_TRUE(all.ok());

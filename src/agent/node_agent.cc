@@ -4,10 +4,10 @@
 #include <filesystem>
 #include <set>
 #include <string_view>
+#include <utility>
 
 #include "agent/log_relay.h"
 #include "agent/protocol.h"
-#include <utility>
 
 namespace xpool::agent {
 namespace {
@@ -45,8 +45,7 @@ void NodeAgent::AttachLog(TaskReport* report) {
   LogShip& ship = logs_[report->status.task_id];
   if (!report->status.log_note.empty() && !ship.noted) {
     ship.noted = true;
-    notices_.push_back("task " + report->status.task_id + ": " + report->status.log_note +
-                       " (the task keeps running)");
+    notices_.push_back("task " + report->status.task_id + ": " + report->status.log_note + " (the task keeps running)");
   }
   if (!ship.follower) {
     const std::string path = launcher_->LogPath(report->status.task_id);
@@ -83,8 +82,7 @@ void NodeAgent::AttachLog(TaskReport* report) {
 
 void NodeAgent::AttachChunk(LogShip& ship, TaskReport* report) {
   if (ship.pending.empty()) return;
-  const std::string_view chunk(ship.pending.data(),
-                               std::min<size_t>(ship.pending.size(), LogRelay::kMaxChunkBytes));
+  const std::string_view chunk(ship.pending.data(), std::min<size_t>(ship.pending.size(), LogRelay::kMaxChunkBytes));
   size_t consumed = 0;
   report->log_data = SanitizeUtf8(chunk, /*hold_incomplete_tail=*/report->status.running(), &consumed);
   report->log_offset = ship.offset;
@@ -243,8 +241,7 @@ void NodeAgent::Reconcile(const HeartbeatReply& reply) {
       case TaskAssignment::Action::kRun:
         if (!current.ok()) {
           const auto failed = start_errors_.find(id);
-          if (failed == start_errors_.end() || failed->second.restart_count < a.spec.restart_count)
-            StartTask(a);
+          if (failed == start_errors_.end() || failed->second.restart_count < a.spec.restart_count) StartTask(a);
         } else if (meta != meta_.end() && meta->second.restart_count < a.spec.restart_count) {
           // The server restarted the job (e.g. it requeued it while this agent was away): the earlier run is
           // stale. It is stopped first; the new run starts once it has ended, never beside it.

@@ -13,8 +13,8 @@
 // (agent/http_client.h) and tests use a fake. NodeAgent is owned by the agent's main loop; not
 // thread-safe.
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,8 +56,7 @@ class ControlPlaneClient {
   // Registers (or re-registers) the node with its devices and links.
   virtual Status Register(const Node& node) = 0;
   // Reports device health and every task; returns the tasks the server wants on this node.
-  virtual Result<HeartbeatReply> Heartbeat(const Node& node,
-                                           const std::vector<TaskReport>& tasks) = 0;
+  virtual Result<HeartbeatReply> Heartbeat(const Node& node, const std::vector<TaskReport>& tasks) = 0;
   // Whether the transport holds a working connection to the server now (it may try to connect). Lets the agent
   // cut a backoff short when an unreachable server comes back, before the server's node timeout runs out.
   // False when the transport cannot tell.
@@ -106,17 +105,16 @@ class NodeAgent {
   Node node_;
   ControlPlaneClient* client_;
   Launcher* launcher_;
-  std::map<std::string, Meta> meta_;  // every task the launcher holds
-  std::map<std::string, TaskReport>
-      start_errors_;  // specs the launcher refused, reported until acknowledged
+  std::map<std::string, Meta> meta_;                // every task the launcher holds
+  std::map<std::string, TaskReport> start_errors_;  // specs the launcher refused, reported until acknowledged
   TimeMicros interval_micros_ = 2 * kMicrosPerSecond;
   // Per task: its log read from the start and what is not yet acknowledged by a heartbeat.
   struct LogShip {
     std::unique_ptr<LogFollower> follower;
-    int64_t offset = 0;    // stream offset of pending[0]
-    std::string pending;   // read, not yet acknowledged
+    int64_t offset = 0;      // stream offset of pending[0]
+    std::string pending;     // read, not yet acknowledged
     std::string acked_tail;  // the last acknowledged bytes (up to kResendTailBytes), just before `offset`
-    bool noted = false;    // its log note was shown
+    bool noted = false;      // its log note was shown
   };
   std::map<std::string, LogShip> logs_;
   // Tasks forgotten after the server's acknowledgement (their end) whose output may still be wanted: the rest not

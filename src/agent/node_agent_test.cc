@@ -62,8 +62,8 @@ class NodeAgentTest : public testing::Test {
   void SetUp() override {
     dir_ = FreshDir("node_agent_" + CurrentTestName());
     launcher_ = std::make_unique<Launcher>(Options());
-    agent_ = std::make_unique<NodeAgent>(
-        MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build(), &server_, launcher_.get());
+    agent_ = std::make_unique<NodeAgent>(MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build(), &server_,
+                                         launcher_.get());
   }
   LauncherOptions Options() {
     LauncherOptions o;
@@ -82,8 +82,8 @@ class NodeAgentTest : public testing::Test {
     LauncherOptions o = Options();
     o.stop_tasks_on_exit = stop_tasks_on_exit;
     launcher_ = std::make_unique<Launcher>(o);
-    agent_ = std::make_unique<NodeAgent>(
-        MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build(), &server_, launcher_.get());
+    agent_ = std::make_unique<NodeAgent>(MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build(), &server_,
+                                         launcher_.get());
   }
   void TearDown() override {
     agent_.reset();
@@ -303,8 +303,9 @@ TEST_F(NodeAgentTest, RestartedAgentAdoptsRunningAndEndedTasks) {
   StartAgent(/*stop_tasks_on_exit=*/false);
   // job13 waits for a file, then exits 3.
   const std::string go = dir_ + "/go";
-  server_.wanted = {Run("job12-r0", "exec sleep 30"),
-                    Run("job13-r0", "i=0; while [ ! -f " + go + " ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i+1)); done; exit 3")};
+  server_.wanted = {
+      Run("job12-r0", "exec sleep 30"),
+      Run("job13-r0", "i=0; while [ ! -f " + go + " ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i+1)); done; exit 3")};
   server_.wanted[1].spec.job_id = 13;
   ASSERT_TRUE(TickUntil("job12-r0", TaskState::kRunning));
   ASSERT_TRUE(TickUntil("job13-r0", TaskState::kRunning));

@@ -116,7 +116,10 @@ TEST(ProtocolTest, SanitizeUtf8KeepsLengthAndHoldsAnIncompleteTail) {
   EXPECT_EQ(n, 5u);
   const std::string euro = "\xE2\x82\xAC";  // €
   EXPECT_EQ(SanitizeUtf8("a" + euro + "b", false, &n), "a" + euro + "b");
-  EXPECT_EQ(SanitizeUtf8("a\xFF" "b", false, &n), "a?b");
+  EXPECT_EQ(SanitizeUtf8("a\xFF"
+                         "b",
+                         false, &n),
+            "a?b");
   EXPECT_EQ(SanitizeUtf8("a\xC0\xAF", false, &n), "a??");  // overlong encoding
   // The first two bytes of € at the end: held back for the next read, or replaced when nothing follows.
   EXPECT_EQ(SanitizeUtf8("ab\xE2\x82", true, &n), "ab");

@@ -7,31 +7,25 @@ namespace xpool::agent {
 
 Status ValidateLaunchSpec(const LaunchSpec& spec) {
   if (spec.task_id.empty() || spec.task_id.size() > 128 || spec.task_id[0] == '.') {
-    return InvalidArgumentError("task id \"" + spec.task_id +
-                                "\" must be 1..128 characters, not starting with .");
+    return InvalidArgumentError("task id \"" + spec.task_id + "\" must be 1..128 characters, not starting with .");
   }
   for (char c : spec.task_id) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-';
-    if (!ok)
-      return InvalidArgumentError("task id \"" + spec.task_id +
-                                  "\" may hold only A-Z a-z 0-9 . _ -");
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    if (!ok) return InvalidArgumentError("task id \"" + spec.task_id + "\" may hold only A-Z a-z 0-9 . _ -");
   }
   if (spec.argv.empty() || spec.argv[0].empty()) {
     return InvalidArgumentError("task " + spec.task_id + ": no command");
   }
   if (spec.workdir.empty()) return InvalidArgumentError("task " + spec.task_id + ": no workdir");
   for (const auto& [name, value] : spec.env) {
-    if (name.empty() || name.find('=') != std::string::npos ||
-        name.find('\0') != std::string::npos) {
-      return InvalidArgumentError("task " + spec.task_id + ": bad environment variable name \"" +
-                                  name + "\"");
+    if (name.empty() || name.find('=') != std::string::npos || name.find('\0') != std::string::npos) {
+      return InvalidArgumentError("task " + spec.task_id + ": bad environment variable name \"" + name + "\"");
     }
   }
   for (const TaskDevice& d : spec.devices) {
     if (d.index < 0 || d.memory_mib < 0 || d.core_percent < 0 || d.core_percent > 100) {
-      return InvalidArgumentError("task " + spec.task_id + ": bad device limits for device " +
-                                  std::to_string(d.index));
+      return InvalidArgumentError("task " + spec.task_id + ": bad device limits for device " + std::to_string(d.index));
     }
   }
   if (!spec.suspend_signal.empty()) {
@@ -45,8 +39,7 @@ Status ValidateLaunchSpec(const LaunchSpec& spec) {
   return Status::Ok();
 }
 
-std::vector<TaskDevice> TaskDevicesFromGrants(const Node& node,
-                                              const std::vector<DeviceGrant>& grants,
+std::vector<TaskDevice> TaskDevicesFromGrants(const Node& node, const std::vector<DeviceGrant>& grants,
                                               bool* shares_device) {
   std::vector<TaskDevice> out;
   bool shares = false;
@@ -54,15 +47,12 @@ std::vector<TaskDevice> TaskDevicesFromGrants(const Node& node,
     TaskDevice d;
     d.index = g.device;
     d.memory_mib = g.memory_mib;
-    const int64_t device_memory = g.device >= 0 && g.device < static_cast<int>(node.devices.size())
-                                      ? node.devices[g.device].memory_mib
-                                      : 0;
+    const int64_t device_memory =
+        g.device >= 0 && g.device < static_cast<int>(node.devices.size()) ? node.devices[g.device].memory_mib : 0;
     if (g.compute_milli > 0 && g.compute_milli < kWholeDeviceMilli) {
-      d.core_percent =
-          static_cast<int>((g.compute_milli + 9) / 10);  // round up: never below the grant
+      d.core_percent = static_cast<int>((g.compute_milli + 9) / 10);  // round up: never below the grant
     }
-    if (g.compute_milli < kWholeDeviceMilli || (device_memory > 0 && g.memory_mib < device_memory))
-      shares = true;
+    if (g.compute_milli < kWholeDeviceMilli || (device_memory > 0 && g.memory_mib < device_memory)) shares = true;
     out.push_back(d);
   }
   if (shares_device) *shares_device = shares;
@@ -100,9 +90,8 @@ std::map<std::string, std::string> BuildTaskEnv(const LaunchSpec& spec, const Ta
   if (spec.shares_device && !spec.devices.empty()) {
     if (!paths.shared_region.empty()) env[XPOOL_ENV_SHARED_REGION] = paths.shared_region;
     if (!paths.vgpu_library.empty()) {
-      env["LD_PRELOAD"] = inherited_ld_preload.empty()
-                              ? paths.vgpu_library
-                              : paths.vgpu_library + ":" + inherited_ld_preload;
+      env["LD_PRELOAD"] =
+          inherited_ld_preload.empty() ? paths.vgpu_library : paths.vgpu_library + ":" + inherited_ld_preload;
     }
   }
   if (spec.distributed) {

@@ -32,18 +32,16 @@ struct DistributedEnv {
 };
 
 struct LaunchSpec {
-  std::string
-      task_id;  // [A-Za-z0-9._-], unique among the launcher's tasks; names its log and cgroup
-  std::vector<std::string> argv;           // argv[0] is looked up in PATH
-  std::string workdir;                     // must exist
+  std::string task_id;            // [A-Za-z0-9._-], unique among the launcher's tasks; names its log and cgroup
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH
+  std::string workdir;            // must exist
   std::map<std::string, std::string> env;  // the job's own variables (xpool's variables win)
   int64_t job_id = 0;
   int replica = 0;
   int restart_count = 0;
   Vendor vendor = Vendor::kNvidia;
   std::vector<TaskDevice> devices;
-  bool shares_device =
-      false;  // some device is shared with other tasks → preload the runtime library
+  bool shares_device = false;  // some device is shared with other tasks → preload the runtime library
   std::optional<DistributedEnv> distributed;
   int64_t cpu_milli = 0;   // cgroup cpu.max; 0 = none
   int64_t memory_mib = 0;  // cgroup memory.max; 0 = none
@@ -58,16 +56,14 @@ Status ValidateLaunchSpec(const LaunchSpec& spec);
 
 // The task's devices from its allocation on `node`: limits from the grants (memory MiB; compute
 // milli → percent) and whether the task shares a device (a grant of less than the whole device).
-std::vector<TaskDevice> TaskDevicesFromGrants(const Node& node,
-                                              const std::vector<DeviceGrant>& grants,
+std::vector<TaskDevice> TaskDevicesFromGrants(const Node& node, const std::vector<DeviceGrant>& grants,
                                               bool* shares_device);
 
 // Paths the launcher chose for the task (empty = not set).
 struct TaskPaths {
   std::string shared_region;  // XPOOL_SHARED_REGION
   std::string suspend_file;   // XPOOL_SUSPEND_FILE
-  std::string
-      vgpu_library;  // LD_PRELOAD'ed when the task shares a device; empty = library not found
+  std::string vgpu_library;   // LD_PRELOAD'ed when the task shares a device; empty = library not found
 };
 
 // xpool's variables for the task: visible devices (the vendor's variable; for NVIDIA also

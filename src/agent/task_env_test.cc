@@ -85,8 +85,7 @@ TEST(TaskEnvTest, DevicesFromGrants) {
   EXPECT_TRUE(shares);
   TaskDevicesFromGrants(node, {{3, 81920, 1000}}, &shares);
   EXPECT_FALSE(shares);
-  auto partial =
-      TaskDevicesFromGrants(node, {{0, 1024, 0}}, &shares);  // memory share, no compute reserved
+  auto partial = TaskDevicesFromGrants(node, {{0, 1024, 0}}, &shares);  // memory share, no compute reserved
   EXPECT_TRUE(shares);
   EXPECT_EQ(partial[0].core_percent, 0);
   auto odd = TaskDevicesFromGrants(node, {{0, 1024, 333}}, &shares);

@@ -113,8 +113,7 @@ std::string LogOffsetPath(const std::string& path) {
   return path.substr(0, name) + "." + path.substr(name) + ".offset";
 }
 
-LogWriter::LogWriter(std::string path, LogLimits limits)
-    : path_(std::move(path)), limits_(limits) {}
+LogWriter::LogWriter(std::string path, LogLimits limits) : path_(std::move(path)), limits_(limits) {}
 
 LogWriter::~LogWriter() {
   if (fd_ >= 0) ::close(fd_);
@@ -175,8 +174,7 @@ bool LogWriter::Rotate() {
 
 void LogWriter::WriteChunk(std::string_view data) {
   if (int err = WriteAll(fd_, data); err != 0) {
-    StopWithNote(err == ENOSPC ? "the log disk is full"
-                               : "write to " + path_ + " failed: " + ErrnoText(err));
+    StopWithNote(err == ENOSPC ? "the log disk is full" : "write to " + path_ + " failed: " + ErrnoText(err));
     return;
   }
   size_ += static_cast<int64_t>(data.size());
@@ -190,8 +188,7 @@ void LogWriter::Write(std::string_view data) {
       if (!Rotate()) return;
       continue;
     }
-    const size_t n =
-        static_cast<size_t>(std::min<int64_t>(room, static_cast<int64_t>(data.size())));
+    const size_t n = static_cast<size_t>(std::min<int64_t>(room, static_cast<int64_t>(data.size())));
     WriteChunk(data.substr(0, n));
     data.remove_prefix(n);
   }
@@ -202,8 +199,7 @@ void LogWriter::Note(std::string_view text) { Write("[xpool] " + std::string(tex
 std::vector<std::string> LogFiles(const std::string& path) {
   std::vector<std::string> rotated;
   struct stat st {};
-  for (int i = 1; ::stat(RotatedName(path, i).c_str(), &st) == 0; ++i)
-    rotated.push_back(RotatedName(path, i));
+  for (int i = 1; ::stat(RotatedName(path, i).c_str(), &st) == 0; ++i) rotated.push_back(RotatedName(path, i));
   std::vector<std::string> files(rotated.rbegin(), rotated.rend());
   if (::stat(path.c_str(), &st) == 0) files.push_back(path);
   return files;
@@ -243,8 +239,7 @@ Status LogFollower::Open(bool from_start) {
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) return NotFoundError("no log at " + path_);
   struct stat st {};
-  if (::fstat(fd_, &st) != 0)
-    return UnavailableError("cannot stat " + path_ + ": " + ErrnoText(errno));
+  if (::fstat(fd_, &st) != 0) return UnavailableError("cannot stat " + path_ + ": " + ErrnoText(errno));
   inode_ = st.st_ino;
   offset_ = BaseOf(path_, inode_);
   if (!from_start) {

@@ -81,8 +81,7 @@ TEST(LogFollowerTest, FollowsAcrossRotation) {
   EXPECT_EQ(*follower.ReadNew(), "before\n");
   EXPECT_EQ(*follower.ReadNew(), "");
   std::string expected, got;
-  for (int i = 0; i < 40;
-       ++i) {  // 40 × 9 bytes into 64-byte files: several rotations between reads
+  for (int i = 0; i < 40; ++i) {  // 40 × 9 bytes into 64-byte files: several rotations between reads
     const std::string line = "line " + std::to_string(100 + i) + "\n";
     expected += line;
     log.Write(line);
@@ -131,9 +130,9 @@ TEST(LogFollowerTest, OffsetsCountAcrossRotationsAndWriters) {
   const int64_t live_size = FileSize(path);
   const int64_t kept = live_size + FileSize(path + ".1") + FileSize(path + ".2");
   ASSERT_LT(kept, static_cast<int64_t>(all.size()));
-  expect_tail(5, static_cast<int64_t>(all.size()) - 5);                  // inside the live file
+  expect_tail(5, static_cast<int64_t>(all.size()) - 5);                          // inside the live file
   expect_tail(live_size + 7, static_cast<int64_t>(all.size()) - live_size - 7);  // inside .1
-  expect_tail(1 << 20, static_cast<int64_t>(all.size()) - kept);         // all that is kept
+  expect_tail(1 << 20, static_cast<int64_t>(all.size()) - kept);                 // all that is kept
   LogFollower from_start(path);
   ASSERT_TRUE(from_start.Open(true).ok());
   EXPECT_EQ(from_start.offset(), static_cast<int64_t>(all.size()) - live_size);
@@ -149,8 +148,8 @@ TEST(LogFollowerTest, OffsetsCountAcrossRotationsAndWriters) {
     EXPECT_EQ(from_end.offset(), static_cast<int64_t>(all.size()));
   }
   expect_tail(25, static_cast<int64_t>(all.size()) - 25);
-  expect_tail(1 << 20, static_cast<int64_t>(all.size()) - FileSize(path) - FileSize(path + ".1") -
-                           FileSize(path + ".2"));
+  expect_tail(1 << 20,
+              static_cast<int64_t>(all.size()) - FileSize(path) - FileSize(path + ".1") - FileSize(path + ".2"));
   // The record is a hidden file beside the log, so `output.log*` globs see only output.
   EXPECT_EQ(LogOffsetPath(path), dir + "/.output.log.offset");
   EXPECT_GT(FileSize(LogOffsetPath(path)), 0);

@@ -354,8 +354,8 @@ int Shim::Run(int ready_fd) {
 }  // namespace
 
 TaskState TaskStateFromName(std::string_view name) {
-  for (TaskState s : {TaskState::kRunning, TaskState::kSucceeded, TaskState::kFailed, TaskState::kStopped,
-                      TaskState::kSuspended}) {
+  for (TaskState s :
+       {TaskState::kRunning, TaskState::kSucceeded, TaskState::kFailed, TaskState::kStopped, TaskState::kSuspended}) {
     if (TaskStateName(s) == name) return s;
   }
   return TaskState::kFailed;

@@ -14,7 +14,8 @@
 //     writing the size-capped rotated log (task_log.h) with the launcher's [xpool] notes;
 //   - follows <task dir>/control, lines appended by an agent ("stop <grace_us>", "suspend <grace_us>"), polled
 //     every 50 ms: SIGTERM to the task's group and SIGKILL after the grace; the suspend file
-//     (XPOOL_SUSPEND_FILE) and at once the suspend signal, then SIGTERM after the grace, then SIGKILL. SIGTERM/SIGINT sent to the shim itself stop the task (grace 10 s);
+//     (XPOOL_SUSPEND_FILE) and at once the suspend signal, then SIGTERM after the grace, then SIGKILL. SIGTERM/SIGINT
+//     sent to the shim itself stop the task (grace 10 s);
 //   - waits for the task, kills what it left in its group (and cgroup), and writes <task dir>/status.json
 //     (write to a temporary file + rename, so a reader never sees half a file): `running` with the task's pid
 //     and its /proc start time as soon as it runs, the end (state, exit code or signal, error) when it ended;
@@ -55,8 +56,8 @@ struct ShimSpec {
 // The task's state as the shim last recorded it.
 struct ShimStatus {
   TaskState state = TaskState::kRunning;
-  pid_t pid = 0;             // the task's leader (= its process group)
-  uint64_t pid_start = 0;    // its start time (/proc/PID/stat field 22): a reused pid has another
+  pid_t pid = 0;           // the task's leader (= its process group)
+  uint64_t pid_start = 0;  // its start time (/proc/PID/stat field 22): a reused pid has another
   pid_t shim_pid = 0;
   int exit_code = -1;
   int signal = 0;

@@ -23,7 +23,6 @@ namespace {
 
 constexpr TimeMicros kWait = 10 * kMicrosPerSecond;
 
-
 pid_t ParentOf(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
@@ -95,8 +94,8 @@ TEST_F(TaskShimTest, ShimSupervisesTheTaskInSessionsOfTheirOwn) {
   EXPECT_EQ(spec->job_id, 7);
   EXPECT_EQ(spec->replica, 1);
   EXPECT_EQ(spec->restart_count, 2);
-  EXPECT_TRUE(WaitUntil([&] { return ReadLogTail(launcher.LogPath("t1"), 0).value_or("").find("hello\n") !=
-                                     std::string::npos; }));
+  EXPECT_TRUE(WaitUntil(
+      [&] { return ReadLogTail(launcher.LogPath("t1"), 0).value_or("").find("hello\n") != std::string::npos; }));
   // Stop goes through the control file; the shim records the end, then exits (and is reaped).
   ASSERT_TRUE(launcher.Stop("t1", kWait).ok());
   st = launcher.WaitFor("t1", kWait);
@@ -152,8 +151,11 @@ TEST_F(TaskShimTest, TaskThatEndsWhileNoLauncherRunsIsReportedWithItsExitCode) {
   const std::string go = dir_ + "/go";
   {
     Launcher first(Options(false));
-    ASSERT_TRUE(first.Start(Shell("job8-r0", "i=0; while [ ! -f " + go + " ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i+1)); done; echo bye; exit 3",
-                                  8))
+    ASSERT_TRUE(first
+                    .Start(Shell("job8-r0",
+                                 "i=0; while [ ! -f " + go +
+                                     " ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i+1)); done; echo bye; exit 3",
+                                 8))
                     .ok());
   }
   std::ofstream(go) << "go\n";

@@ -37,8 +37,7 @@ namespace {
 volatile std::sig_atomic_t g_interrupted = 0;
 void OnInterrupt(int) { g_interrupted = 1; }
 
-Result<std::vector<agent::TaskDevice>> ParseDevices(const std::string& list,
-                                                    const agent::DiscoveryReport& report,
+Result<std::vector<agent::TaskDevice>> ParseDevices(const std::string& list, const agent::DiscoveryReport& report,
                                                     int64_t gpumem, int64_t gpucores) {
   std::vector<agent::TaskDevice> devices;
   size_t start = 0;
@@ -48,8 +47,7 @@ Result<std::vector<agent::TaskDevice>> ParseDevices(const std::string& list,
     auto index = ParseNonNegativeInt(list.substr(start, comma - start));
     if (!index.ok()) return InvalidArgumentError("--devices: " + index.status().message());
     if (*index >= static_cast<int64_t>(report.node.devices.size())) {
-      return InvalidArgumentError("--devices: no device " + std::to_string(*index) +
-                                  " on this node (it has " +
+      return InvalidArgumentError("--devices: no device " + std::to_string(*index) + " on this node (it has " +
                                   std::to_string(report.node.devices.size()) + ")");
     }
     devices.push_back({static_cast<int>(*index), gpumem, static_cast<int>(gpucores)});
@@ -59,15 +57,14 @@ Result<std::vector<agent::TaskDevice>> ParseDevices(const std::string& list,
 }
 
 void PrintNotices(agent::Launcher& launcher) {
-  for (const std::string& notice : launcher.TakeNotices())
-    std::fprintf(stderr, "notice: %s\n", notice.c_str());
+  for (const std::string& notice : launcher.TakeNotices()) std::fprintf(stderr, "notice: %s\n", notice.c_str());
 }
 
 // Runs one task in the foreground, streaming its log; Ctrl-C stops it (SIGTERM, SIGKILL after the
 // grace).
 int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::TaskDevice>& devices,
-               const std::vector<std::string>& command, const std::string& state_dir,
-               const std::string& workdir, int64_t grace_s) {
+               const std::vector<std::string>& command, const std::string& state_dir, const std::string& workdir,
+               int64_t grace_s) {
   agent::LauncherOptions options;
   options.state_dir = state_dir;
   options.stop_tasks_on_exit = true;  // a foreground run: its task ends with it
@@ -98,8 +95,7 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::Ta
   for (;;) {
     if (g_interrupted && !stopping) {
       stopping = true;
-      std::fprintf(stderr, "stopping the task (SIGTERM, SIGKILL after %llds)\n",
-                   static_cast<long long>(grace_s));
+      std::fprintf(stderr, "stopping the task (SIGTERM, SIGKILL after %llds)\n", static_cast<long long>(grace_s));
       (void)launcher.Stop(spec.task_id, grace_s * kMicrosPerSecond);
     }
     auto ended = launcher.Poll();
@@ -114,8 +110,7 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::Ta
         auto text = follower.ReadNew();
         if (text.ok()) std::fwrite(text->data(), 1, text->size(), stdout);
       }
-      std::fprintf(stderr, "task %s: %s", st.task_id.c_str(),
-                   std::string(agent::TaskStateName(st.state)).c_str());
+      std::fprintf(stderr, "task %s: %s", st.task_id.c_str(), std::string(agent::TaskStateName(st.state)).c_str());
       if (!st.error.empty()) std::fprintf(stderr, " — %s", st.error.c_str());
       if (!st.log_note.empty()) std::fprintf(stderr, " — %s", st.log_note.c_str());
       std::fprintf(stderr, "\nlog: %s\n", launcher.LogPath(spec.task_id).c_str());
@@ -234,17 +229,15 @@ int StopLeftTasks(const std::string& state_dir, int64_t grace_s) {
 }  // namespace
 
 int RunAgent(const Args& args) {
-  FlagSet flags(
-      "xpool agent",
-      "The node agent: discovers this machine's accelerators and runs the tasks assigned to it.\n"
-      "With --server it registers with the server (gRPC, docs/agent.md) and runs what it assigns; it also\n"
-      "prints the devices (--print-devices) or runs one task locally (--run -- CMD ARGS...).");
+  FlagSet flags("xpool agent",
+                "The node agent: discovers this machine's accelerators and runs the tasks assigned to it.\n"
+                "With --server it registers with the server (gRPC, docs/agent.md) and runs what it assigns; it also\n"
+                "prints the devices (--print-devices) or runs one task locally (--run -- CMD ARGS...).");
   std::string simulate, node_file, nvml_library = "libnvidia-ml.so.1", name, devices_list;
   std::string state_dir = "var/agent", workdir = ".", server, token, token_file;
   bool print_devices = false, run = false, stop_tasks = false;
   int64_t gpumem = 0, gpucores = 0, grace = 10;
-  flags.String("simulate", &simulate,
-               "simulated devices, e.g. 4xA100-80GB or 2xA100-80GB,2xT4-16GB");
+  flags.String("simulate", &simulate, "simulated devices, e.g. 4xA100-80GB or 2xA100-80GB,2xT4-16GB");
   flags.String("node-file", &node_file, "YAML file describing a simulated node (docs/agent.md)");
   flags.String("nvml-library", &nvml_library, "NVML library to dlopen");
   flags.String("name", &name, "node name (default: host name)");
@@ -254,9 +247,7 @@ int RunAgent(const Args& args) {
                "default port 8471), or http://HOST:PORT (the API, HTTP fallback)");
   flags.String("token", &token, "node (or admin) token; default $XPOOL_TOKEN");
   flags.String("token-file", &token_file, "read the token from this file");
-  flags.Bool(
-      "run", &run,
-      "run the command after -- as one task on this node, stream its log, exit with its code");
+  flags.Bool("run", &run, "run the command after -- as one task on this node, stream its log, exit with its code");
   flags.String("devices", &devices_list, "with --run: device indexes for the task, e.g. 0,1");
   flags.Int("gpumem", &gpumem, "with --run: memory limit per device in MiB (0 = none)");
   flags.Int("gpucores", &gpucores, "with --run: compute limit per device in percent (0 = none)");
@@ -274,8 +265,7 @@ int RunAgent(const Args& args) {
   }
   if (stop_tasks && server.empty() && !run && !print_devices) return StopLeftTasks(state_dir, grace);
   if (!print_devices && !run && server.empty()) {
-    std::fprintf(stderr, "error: give --server URL (serve), --print-devices or --run\n\n%s",
-                 flags.Usage().c_str());
+    std::fprintf(stderr, "error: give --server URL (serve), --print-devices or --run\n\n%s", flags.Usage().c_str());
     return 2;
   }
   if (!server.empty() && run) {
@@ -307,8 +297,7 @@ int RunAgent(const Args& args) {
   }
   if (print_devices) std::fputs(agent::FormatDeviceTable(*report).c_str(), stdout);
   if (!server.empty()) {
-    if (!print_devices && !report->note.empty())
-      std::fprintf(stderr, "agent: %s\n", report->note.c_str());
+    if (!print_devices && !report->note.empty()) std::fprintf(stderr, "agent: %s\n", report->note.c_str());
     return Serve(*report, server, token, state_dir, stop_tasks);
   }
   if (!run) return 0;

@@ -6,11 +6,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <iostream>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -75,8 +75,8 @@ Connection Resolve(const std::string& flag_server, const std::string& flag_token
 }
 
 // One REST call. Non-2xx answers become a Status carrying the server's error message.
-Result<json> Call(const Connection& c, const std::string& method, const std::string& path,
-                  const std::string& body = "", const std::string& content_type = "application/json") {
+Result<json> Call(const Connection& c, const std::string& method, const std::string& path, const std::string& body = "",
+                  const std::string& content_type = "application/json") {
   httplib::Client client(c.server);
   if (!client.is_valid()) return InvalidArgumentError("bad server URL \"" + c.server + "\"");
   client.set_connection_timeout(5, 0);
@@ -90,8 +90,8 @@ Result<json> Call(const Connection& c, const std::string& method, const std::str
   };
   httplib::Result res = send();
   if (!res) {
-    return UnavailableError("cannot reach the xpool server at " + c.server + " (" +
-                            httplib::to_string(res.error()) + "); is `xpool server` running?");
+    return UnavailableError("cannot reach the xpool server at " + c.server + " (" + httplib::to_string(res.error()) +
+                            "); is `xpool server` running?");
   }
   json parsed = json::parse(res->body, nullptr, /*allow_exceptions=*/false);
   if (res->status >= 200 && res->status < 300) {
@@ -130,8 +130,10 @@ struct ClientFlags {
 Args Normalise(const Args& args) {
   Args out;
   for (const std::string& a : args) {
-    if (a.size() == 2 && a[0] == '-' && std::isalpha(static_cast<unsigned char>(a[1])) && a != "-h") out.push_back("-" + a);
-    else out.push_back(a);
+    if (a.size() == 2 && a[0] == '-' && std::isalpha(static_cast<unsigned char>(a[1])) && a != "-h")
+      out.push_back("-" + a);
+    else
+      out.push_back(a);
   }
   return out;
 }
@@ -149,8 +151,9 @@ int64_t Int(const json& j, const char* key) {
 
 std::string Age(int64_t since_us) {
   if (since_us <= 0) return "-";
-  int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
-                    std::chrono::system_clock::now().time_since_epoch()).count();
+  int64_t now =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   int64_t s = std::max<int64_t>(0, (now - since_us) / 1000000);
   if (s < 120) return std::to_string(s) + "s";
   if (s < 7200) return std::to_string(s / 60) + "m";
@@ -218,8 +221,12 @@ int PrintJobs(const json& reply, const std::string& output) {
   headers.push_back("REASON");
   std::vector<std::vector<std::string>> rows;
   for (const json& j : reply["jobs"]) {
-    std::vector<std::string> row = {Str(j, "id"),       Str(j, "name"),     Str(j, "tenant"),
-                                    Str(j, "state"),    Str(j, "priority"), Str(j, "replicas"),
+    std::vector<std::string> row = {Str(j, "id"),
+                                    Str(j, "name"),
+                                    Str(j, "tenant"),
+                                    Str(j, "state"),
+                                    Str(j, "priority"),
+                                    Str(j, "replicas"),
                                     Age(Int(j, "submitted_at_us"))};
     if (wide) row.insert(row.end(), {Resources(j), PlacementSummary(j)});
     std::string reason = Str(j, "reason", "-");
@@ -270,8 +277,7 @@ int PrintTenants(const json& reply, const std::string& output) {
   std::vector<std::vector<std::string>> rows;
   for (const json& t : reply["tenants"]) {
     std::string quota = t.contains("quota") && !t["quota"].empty() ? t["quota"].dump() : "unlimited";
-    std::string guaranteed =
-        t.contains("guaranteed") && !t["guaranteed"].empty() ? t["guaranteed"].dump() : "none";
+    std::string guaranteed = t.contains("guaranteed") && !t["guaranteed"].empty() ? t["guaranteed"].dump() : "none";
     rows.push_back({Str(t, "name"), t.value("admin", false) ? "yes" : "no", Str(t, "created_at"), quota, guaranteed});
   }
   PrintTable({"NAME", "ADMIN", "CREATED", "QUOTA", "GUARANTEED"}, rows);
@@ -324,8 +330,8 @@ int RunSubmit(const Args& args) {
   }
   bool is_json = body.str().find_first_not_of(" \t\r\n") != std::string::npos &&
                  body.str()[body.str().find_first_not_of(" \t\r\n")] == '{';
-  auto reply = Call(cf.connection(), "POST", "/api/v1/jobs", body.str(),
-                    is_json ? "application/json" : "application/yaml");
+  auto reply =
+      Call(cf.connection(), "POST", "/api/v1/jobs", body.str(), is_json ? "application/json" : "application/yaml");
   if (!reply.ok()) return Fail(reply.status());
   std::printf("job %s submitted\n", Str(*reply, "id").c_str());
   return 0;
@@ -465,8 +471,7 @@ int RunTop(const Args& args) {
       rows.push_back({Str(n, "name"), Str(d, "index"), Str(d, "model"),
                       FormatMemoryMiB(mem_used) + "/" + FormatMemoryMiB(mem),
                       std::to_string(mem > 0 ? mem_used * 100 / mem : 0) + "%",
-                      std::to_string(cores_used / 10) + "/" + std::to_string(cores / 10),
-                      Str(d, "sharers", "0")});
+                      std::to_string(cores_used / 10) + "/" + std::to_string(cores / 10), Str(d, "sharers", "0")});
     }
   }
   PrintTable({"NODE", "DEVICE", "MODEL", "MEMORY", "MEM%", "CORES%", "TASKS"}, rows);
@@ -604,8 +609,7 @@ int RunLogs(const Args& args) {
     return 2;
   }
   const Connection c = cf.connection();
-  const std::string base =
-      "/api/v1/jobs/" + flags.positional()[0] + "/logs?replica=" + std::to_string(replica);
+  const std::string base = "/api/v1/jobs/" + flags.positional()[0] + "/logs?replica=" + std::to_string(replica);
   int64_t offset = -1;  // first read: the last MiB the server holds
   int quiet_after_done = 0;
   for (;;) {
@@ -613,8 +617,7 @@ int RunLogs(const Args& args) {
     if (!reply.ok()) return Fail(reply.status());
     const int64_t first = Int(*reply, "first_offset");
     if (offset >= 0 && first > offset) {
-      std::fprintf(stderr, "[xpool logs: %lld bytes of output were dropped]\n",
-                   static_cast<long long>(first - offset));
+      std::fprintf(stderr, "[xpool logs: %lld bytes of output were dropped]\n", static_cast<long long>(first - offset));
     }
     const std::string data = Str(*reply, "data");
     std::fwrite(data.data(), 1, data.size(), stdout);

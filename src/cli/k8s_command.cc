@@ -84,8 +84,10 @@ int RunScheduler(const Args& args) {
   flags.String("listen", &listen, "address to serve the extender on (host:port)");
   flags.String("url-prefix", &prefix, "path the verbs are served under (the extender's urlPrefix path)");
   api_flags.Add(&flags);
-  flags.String("policy", &policy, "default placement policy (" + PolicyList() + "; pods may choose with "
-                                  "the xpool.io/policy annotation)");
+  flags.String("policy", &policy,
+               "default placement policy (" + PolicyList() +
+                   "; pods may choose with "
+                   "the xpool.io/policy annotation)");
   flags.Int("seed", &seed, "seed of the policies' random source");
   flags.String("tls-cert", &tls_cert, "serve HTTPS with this certificate (PEM)");
   flags.String("tls-key", &tls_key, "the certificate's private key (PEM)");
@@ -167,8 +169,9 @@ int RunDevicePlugin(const Args& args) {
   ApiFlags api_flags;
   flags.String("device-plugin-dir", &plugin_dir, "kubelet's device-plugins directory (kubelet.sock is there)");
   flags.String("endpoint", &endpoint, "file name of this plugin's socket in that directory");
-  flags.String("resource-name", &resource, "extended resource to serve (default: the devices' vendor's, e.g. "
-                                           "nvidia.com/gpu)");
+  flags.String("resource-name", &resource,
+               "extended resource to serve (default: the devices' vendor's, e.g. "
+               "nvidia.com/gpu)");
   flags.String("node-name", &node_name, "this node's name (default: $NODE_NAME, else the host name)");
   flags.Int("split-count", &split, "schedulable slots per device (default: the vendor's split count, 10 for NVIDIA)");
   flags.String("library-dir", &library_dir, "host directory holding libxpool-vgpu.so (mounted read-only)");

@@ -11,8 +11,7 @@ inline void AddSharedServerFlags(FlagSet& flags, server::ServerOptions* options)
   flags.Int("node-timeout", &options->node_timeout_s, "seconds without a heartbeat before a node is lost (default 30)");
   flags.Int("min-runtime", &options->min_runtime_s,
             "seconds a job runs before it may be suspended for others (default 600)");
-  flags.Int("max-suspensions-per-hour", &options->max_suspensions_per_hour,
-            "suspensions per job per hour (default 3)");
+  flags.Int("max-suspensions-per-hour", &options->max_suspensions_per_hour, "suspensions per job per hour (default 3)");
   flags.String("web-dir", &options->web_dir, "Studio's built web UI (default: BIN/../web, else the build's web/)");
 }
 

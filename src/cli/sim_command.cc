@@ -1,6 +1,5 @@
 // `xpool sim fill | validate`: the FGD paper's experiment on the Alibaba openb trace (src/sim).
 #include "cli/sim_command.h"
-#include "cli/sim_replay_command.h"
 
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/sim_replay_command.h"
 #include "common/flags.h"
 #include "common/units.h"
 #include "sim/fill.h"
@@ -78,9 +78,7 @@ class Progress {
     shown_ = true;
     if (done == total_) std::fprintf(stderr, "\n");
   }
-  double Elapsed() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
+  double Elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
 
  private:
   int total_;
@@ -93,8 +91,8 @@ class Progress {
 
 struct Matrix {
   ClusterState cluster;
-  std::vector<std::string> workloads;              // names
-  std::vector<std::vector<sim::TracePod>> pods;    // per workload
+  std::vector<std::string> workloads;            // names
+  std::vector<std::vector<sim::TracePod>> pods;  // per workload
   std::vector<std::string> policies;
   std::vector<uint64_t> seeds;
   int tune_percent = 130;
@@ -177,8 +175,8 @@ int RunFillCommand(const Args& args) {
   FlagSet flags("xpool sim fill",
                 "The FGD paper's fill experiment: sample pods until 1.3x the cluster's GPU capacity has arrived, "
                 "place them one at a time, record GPU allocation vs arrived workload.");
-  std::string cluster_path, workload_list, policy_list = "fgd", seeds_text = "42", csv, frag_csv, frag_ratio_csv,
-                                           svg, published;
+  std::string cluster_path, workload_list, policy_list = "fgd", seeds_text = "42", csv, frag_csv, frag_ratio_csv, svg,
+                                           published;
   int64_t jobs = 1, tune = 130;
   flags.String("cluster", &cluster_path, "node list CSV (sn,cpu_milli,memory_mib,gpu,model)");
   flags.String("workload", &workload_list, "pod list CSV(s), comma-separated");
@@ -237,8 +235,8 @@ int RunFillCommand(const Args& args) {
     if (!rows.ok()) return Fail(rows.status());
     published_rows = std::move(*rows);
   }
-  std::printf("%-28s %-16s %6s %9s %9s %9s %9s\n", "workload", "policy", "seeds", "alloc@100", "alloc@130",
-              "frag@100", "skipped");
+  std::printf("%-28s %-16s %6s %9s %9s %9s %9s\n", "workload", "policy", "seeds", "alloc@100", "alloc@130", "frag@100",
+              "skipped");
   for (const std::string& w : m.workloads) {
     for (const std::string& p : m.policies) {
       int64_t skipped = 0;
@@ -343,8 +341,7 @@ int RunValidateCommand(const Args& args) {
       const double diff = ours - paper;
       const bool ok = std::fabs(diff) <= tolerance;
       failures += ok ? 0 : 1;
-      std::printf("%-28s %-16s %8.2f%% %8.2f%% %+7.2f%s\n", w.c_str(), p.c_str(), ours, paper, diff,
-                  ok ? "" : "  OUT");
+      std::printf("%-28s %-16s %8.2f%% %8.2f%% %+7.2f%s\n", w.c_str(), p.c_str(), ours, paper, diff, ok ? "" : "  OUT");
     }
   }
   const int64_t placements = Placements(*runs);

@@ -57,8 +57,7 @@ void PrintSummary(const std::vector<Config>& configs) {
 
 void PrintDelays(const Config& c) {
   std::printf("\nqueueing delay (first start - arrival), %s:\n", c.label.c_str());
-  std::printf("  %-14s %7s %7s %10s %10s %10s %10s\n", "group", "pods", "placed", "p50_s", "p95_s", "p99_s",
-              "max_s");
+  std::printf("  %-14s %7s %7s %10s %10s %10s %10s\n", "group", "pods", "placed", "p50_s", "p95_s", "p99_s", "max_s");
   auto row = [](const sim::DelayGroup& g) {
     const sim::DelayStats& d = g.delay;
     std::printf("  %-14s %7lld %7lld %10.1f %10.1f %10.1f %10.1f\n", g.name.c_str(), static_cast<long long>(d.pods),
@@ -76,7 +75,8 @@ void PrintDelays(const Config& c) {
 
 void PrintExplain(const Config& c) {
   const sim::ReplayResult& r = c.result;
-  std::printf("\nwhy pods wait, %s: idle GPU while the queue is non-empty, by the queue head's cause\n", c.label.c_str());
+  std::printf("\nwhy pods wait, %s: idle GPU while the queue is non-empty, by the queue head's cause\n",
+              c.label.c_str());
   std::printf("  %9s %11s  %s\n", "queued_h", "idle_GPU_h", "queue head: why it waits");
   int rows = 0;
   for (const sim::WaitCauseRow& w : r.wait_causes) {
@@ -84,11 +84,12 @@ void PrintExplain(const Config& c) {
     std::printf("  %9.1f %11.1f  %s\n", w.queued_s / 3600.0, w.idle_gpu_hours, w.cause.c_str());
   }
   if (r.wait_causes.size() > 20) std::printf("  (%zu more causes)\n", r.wait_causes.size() - 20);
-  std::printf("  idle GPU on nodes no waiting pod could use even empty: %.1f GPU-h, so allocation while queued "
-              "is at most %.2f %% (measured %.2f %%)\n",
-              r.unusable_idle_gpu_hours, r.allocated_pct_queued_bound, r.allocated_pct_queued);
-  std::printf("  longest waits:\n  %-16s %-10s %5s %6s %5s %10s  %s\n", "pod", "qos", "gpus", "milli", "cpu",
-              "delay_s", "first cause");
+  std::printf(
+      "  idle GPU on nodes no waiting pod could use even empty: %.1f GPU-h, so allocation while queued "
+      "is at most %.2f %% (measured %.2f %%)\n",
+      r.unusable_idle_gpu_hours, r.allocated_pct_queued_bound, r.allocated_pct_queued);
+  std::printf("  longest waits:\n  %-16s %-10s %5s %6s %5s %10s  %s\n", "pod", "qos", "gpus", "milli", "cpu", "delay_s",
+              "first cause");
   for (const sim::WaitedPod& w : r.longest_waits) {
     std::printf("  %-16s %-10s %5d %6lld %5lld %10.0f%s %s\n", w.name.c_str(), w.qos.c_str(), w.num_gpu,
                 static_cast<long long>(w.gpu_milli), static_cast<long long>(w.cpu_milli / 1000), w.delay_s,
@@ -131,9 +132,10 @@ int RunReplayCommand(const Args& args) {
   FlagSet flags("xpool sim replay",
                 "Replays a pod list with its real times: pods arrive at creation_time, run their duration, wait "
                 "when they do not fit; queue, quotas and preemption are the server's scheduling pass.");
-  std::string cluster_path, workload, policy = "default", queue = "priority", share = "on", preemption = "on", moves = "any",
-                                      qos = "", svg, csv;
-  int64_t svg_from_day = 0, nodes_count = 0, min_runtime = 600, checkpoint_cost = 0, max_suspensions = 3, speedup = 1, seed = 42, points = 2000;
+  std::string cluster_path, workload, policy = "default", queue = "priority", share = "on", preemption = "on",
+                                      moves = "any", qos = "", svg, csv;
+  int64_t svg_from_day = 0, nodes_count = 0, min_runtime = 600, checkpoint_cost = 0, max_suspensions = 3, speedup = 1,
+          seed = 42, points = 2000;
   bool whole_gpu = false, compare = false, explain = false;
   flags.String("cluster", &cluster_path, "node list CSV (sn,cpu_milli,memory_mib,gpu,model)");
   flags.String("workload", &workload, "pod list CSV with times (11 columns)");
@@ -141,7 +143,8 @@ int RunReplayCommand(const Args& args) {
   flags.String("queue", &queue, "fifo (one priority, arrival order) or priority (by qos)");
   flags.String("share", &share, "on: pods share GPUs as asked; off: every GPU pod takes whole GPUs");
   flags.String("preemption", &preemption, "on: higher priority suspends lower (priority queue only)");
-  flags.String("moves", &moves, "defragmentation: off, lower (move lower-priority pods only) or any (the default): pods "
+  flags.String("moves", &moves,
+               "defragmentation: off, lower (move lower-priority pods only) or any (the default): pods "
                "move (suspend + restart at once elsewhere) to open a node for a pod that fits nowhere");
   flags.String("qos-priority", &qos, "priority per qos, e.g. LS=90,Guaranteed=90,Burstable=50,BE=10 (the default)");
   flags.Int("min-runtime", &min_runtime, "seconds a pod runs before it may be suspended");
@@ -224,12 +227,12 @@ int RunReplayCommand(const Args& args) {
     c.result = std::move(*r);
   }
   const sim::ReplayResult& first = configs.front().result;
-  std::printf("replay of %s on %d nodes (%.0f GPUs), %lld pods, policy %s, speedup %lld, min-runtime %lld s, "
-              "checkpoint-cost %lld s\n",
-              sim::WorkloadName(workload).c_str(), cluster->node_count(),
-              static_cast<double>(first.gpu_capacity_milli) / 1000.0, static_cast<long long>(first.pods),
-              policy.c_str(), static_cast<long long>(speedup), static_cast<long long>(min_runtime),
-              static_cast<long long>(checkpoint_cost));
+  std::printf(
+      "replay of %s on %d nodes (%.0f GPUs), %lld pods, policy %s, speedup %lld, min-runtime %lld s, "
+      "checkpoint-cost %lld s\n",
+      sim::WorkloadName(workload).c_str(), cluster->node_count(),
+      static_cast<double>(first.gpu_capacity_milli) / 1000.0, static_cast<long long>(first.pods), policy.c_str(),
+      static_cast<long long>(speedup), static_cast<long long>(min_runtime), static_cast<long long>(checkpoint_cost));
   PrintSummary(configs);
   for (const Config& c : configs) PrintDelays(c);
   if (explain) {
@@ -239,7 +242,10 @@ int RunReplayCommand(const Args& args) {
     if (Status w = sim::WriteTextFile(csv, sim::TimelineCsv(configs.back().result)); !w.ok()) return Fail(w);
   }
   if (!svg.empty()) {
-    if (Status w = sim::WriteTextFile(svg, Svg(configs, sim::WorkloadName(workload), cluster->node_count(), static_cast<double>(svg_from_day))); !w.ok()) return Fail(w);
+    if (Status w = sim::WriteTextFile(
+            svg, Svg(configs, sim::WorkloadName(workload), cluster->node_count(), static_cast<double>(svg_from_day)));
+        !w.ok())
+      return Fail(w);
   }
   return 0;
 }

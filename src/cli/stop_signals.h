@@ -31,8 +31,7 @@ inline sigset_t BlockStopSignals() {
 // signal the waiter prints "<who>: signal N, shutting down<detail>" to stderr and calls stop(). When serve
 // returns an error on its own (e.g. the port is taken), the waiter is woken with SIGTERM so that it ends too.
 // `stop_signals` is what BlockStopSignals returned.
-[[nodiscard]] Status ServeUntilStopSignal(const sigset_t& stop_signals, std::string_view who,
-                                          std::string_view detail, const std::function<Status()>& serve,
-                                          const std::function<void()>& stop);
+[[nodiscard]] Status ServeUntilStopSignal(const sigset_t& stop_signals, std::string_view who, std::string_view detail,
+                                          const std::function<Status()>& serve, const std::function<void()>& stop);
 
 }  // namespace xpool::cli

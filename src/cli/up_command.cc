@@ -3,8 +3,6 @@
 // HTTP. NVML devices when present; otherwise a simulated 4xA100-80GB node, said clearly. The tasks run as real
 // processes (the agent's launcher, logs in STATE_DIR/tasks/<task>/output.log).
 #include "cli/up_command.h"
-#include "cli/server_flags.h"
-#include "cli/stop_signals.h"
 
 #include <atomic>
 #include <csignal>
@@ -17,6 +15,8 @@
 #include "agent/launcher.h"
 #include "agent/log_relay.h"
 #include "agent/node_agent.h"
+#include "cli/server_flags.h"
+#include "cli/stop_signals.h"
 #include "common/flags.h"
 #include "server/agent_service.h"
 #include "server/server.h"
@@ -71,7 +71,8 @@ int RunUp(const Args& args) {
   std::string simulate, nvml_library = "libnvidia-ml.so.1", name;
   flags.String("listen", &options.listen, "HOST:PORT to serve the API on (default 127.0.0.1:8470)");
   flags.String("agent-listen", &options.agent_listen, "HOST:PORT for more agents (gRPC), or off (default: port 8471)");
-  flags.String("state-dir", &options.state_dir, "directory for the database, admin.token and task logs (default ./var)");
+  flags.String("state-dir", &options.state_dir,
+               "directory for the database, admin.token and task logs (default ./var)");
   flags.String("policy", &options.policy, "placement policy (default best-fit)");
   flags.String("simulate", &simulate, "simulate these devices instead of discovering, e.g. 4xA100-80GB");
   flags.String("nvml-library", &nvml_library, "the NVML library to load (default libnvidia-ml.so.1)");

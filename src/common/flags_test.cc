@@ -15,8 +15,9 @@ TEST(FlagSetTest, ParsesEveryForm) {
   flags.Int("jobs", &n, "jobs");
   flags.Bool("verbose", &b, "verbose");
   flags.Repeated("env", &env, "env");
-  ASSERT_TRUE(flags.Parse({"pos1", "--name", "x", "--jobs=-3", "--verbose", "--env", "A=1", "--env=B=2",
-                           "pos2", "--", "--not-a-flag"})
+  ASSERT_TRUE(flags
+                  .Parse({"pos1", "--name", "x", "--jobs=-3", "--verbose", "--env", "A=1", "--env=B=2", "pos2", "--",
+                          "--not-a-flag"})
                   .ok());
   EXPECT_EQ(s, "x");
   EXPECT_EQ(n, -3);

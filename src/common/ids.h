@@ -33,7 +33,5 @@ using TaskId = StrongId<TaskIdTag>;
 
 template <typename Tag>
 struct std::hash<xpool::StrongId<Tag>> {
-  size_t operator()(const xpool::StrongId<Tag>& id) const noexcept {
-    return std::hash<int64_t>()(id.value());
-  }
+  size_t operator()(const xpool::StrongId<Tag>& id) const noexcept { return std::hash<int64_t>()(id.value()); }
 };

@@ -30,8 +30,14 @@ class Quantity {
 
   constexpr Quantity operator+(Quantity o) const { return Quantity(milli_ + o.milli_); }
   constexpr Quantity operator-(Quantity o) const { return Quantity(milli_ - o.milli_); }
-  constexpr Quantity& operator+=(Quantity o) { milli_ += o.milli_; return *this; }
-  constexpr Quantity& operator-=(Quantity o) { milli_ -= o.milli_; return *this; }
+  constexpr Quantity& operator+=(Quantity o) {
+    milli_ += o.milli_;
+    return *this;
+  }
+  constexpr Quantity& operator-=(Quantity o) {
+    milli_ -= o.milli_;
+    return *this;
+  }
   constexpr auto operator<=>(const Quantity&) const = default;
 
   // "500m", "2", "1500m" → readable form: whole units when exact, else milli.

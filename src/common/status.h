@@ -44,9 +44,7 @@ class [[nodiscard]] Status {
   // Returns a copy with `context: ` put in front of the message (no-op on OK).
   Status WithContext(std::string_view context) const;
 
-  friend bool operator==(const Status& a, const Status& b) {
-    return a.code_ == b.code_ && a.message_ == b.message_;
-  }
+  friend bool operator==(const Status& a, const Status& b) { return a.code_ == b.code_ && a.message_ == b.message_; }
 
  private:
   StatusCode code_ = StatusCode::kOk;
@@ -56,18 +54,10 @@ class [[nodiscard]] Status {
 inline Status InvalidArgumentError(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
 inline Status NotFoundError(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status AlreadyExistsError(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
-inline Status FailedPreconditionError(std::string m) {
-  return {StatusCode::kFailedPrecondition, std::move(m)};
-}
-inline Status ResourceExhaustedError(std::string m) {
-  return {StatusCode::kResourceExhausted, std::move(m)};
-}
-inline Status PermissionDeniedError(std::string m) {
-  return {StatusCode::kPermissionDenied, std::move(m)};
-}
-inline Status UnauthenticatedError(std::string m) {
-  return {StatusCode::kUnauthenticated, std::move(m)};
-}
+inline Status FailedPreconditionError(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
+inline Status ResourceExhaustedError(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
+inline Status PermissionDeniedError(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
+inline Status UnauthenticatedError(std::string m) { return {StatusCode::kUnauthenticated, std::move(m)}; }
 inline Status UnavailableError(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 inline Status AbortedError(std::string m) { return {StatusCode::kAborted, std::move(m)}; }
 inline Status InternalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
@@ -76,7 +66,7 @@ inline Status InternalError(std::string m) { return {StatusCode::kInternal, std:
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : data_(std::move(value)) {}  // NOLINT: implicit by design, like absl::StatusOr
+  Result(T value) : data_(std::move(value)) {}        // NOLINT: implicit by design, like absl::StatusOr
   Result(Status status) : data_(std::move(status)) {  // NOLINT
     assert(!std::get<Status>(data_).ok() && "Result constructed from an OK status");
     if (std::get<Status>(data_).ok()) data_ = Status(StatusCode::kInternal, "Result from OK status");
@@ -116,15 +106,14 @@ Status AsStatus(const Result<T>& r) {
 #define XPOOL_CONCAT(a, b) XPOOL_CONCAT_INNER(a, b)
 
 // Returns the Status of `expr` from the current function when it is not OK.
-#define RETURN_IF_ERROR(expr)                                              \
-  do {                                                                     \
+#define RETURN_IF_ERROR(expr)                                            \
+  do {                                                                   \
     ::xpool::Status xpool_status_ = ::xpool::internal::AsStatus((expr)); \
-    if (!xpool_status_.ok()) return xpool_status_;                         \
+    if (!xpool_status_.ok()) return xpool_status_;                       \
   } while (0)
 
 // ASSIGN_OR_RETURN(auto x, MakeX()); — declares/assigns on success, returns the Status otherwise.
-#define ASSIGN_OR_RETURN(lhs, expr) \
-  XPOOL_ASSIGN_OR_RETURN_IMPL(XPOOL_CONCAT(xpool_result_, __LINE__), lhs, expr)
+#define ASSIGN_OR_RETURN(lhs, expr) XPOOL_ASSIGN_OR_RETURN_IMPL(XPOOL_CONCAT(xpool_result_, __LINE__), lhs, expr)
 #define XPOOL_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                                \
   if (!tmp.ok()) return tmp.status();               \

@@ -18,8 +18,7 @@ std::string Quoted(std::string_view text) {
 
 // Splits "1.5Gi" into a decimal number with up to `max_decimals` fraction digits, scaled by 10^max_decimals,
 // and the suffix that follows.
-Status ParseScaledDecimal(std::string_view text, int max_decimals, int64_t* scaled,
-                          std::string_view* suffix) {
+Status ParseScaledDecimal(std::string_view text, int max_decimals, int64_t* scaled, std::string_view* suffix) {
   size_t pos = 0;
   int64_t whole = 0;
   bool any_digit = false;
@@ -37,8 +36,7 @@ Status ParseScaledDecimal(std::string_view text, int max_decimals, int64_t* scal
     ++pos;
     while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
       if (decimals == max_decimals) {
-        return InvalidArgumentError(Quoted(text) + " has more than " + std::to_string(max_decimals) +
-                                    " decimals");
+        return InvalidArgumentError(Quoted(text) + " has more than " + std::to_string(max_decimals) + " decimals");
       }
       fraction = fraction * 10 + (text[pos] - '0');
       ++decimals;
@@ -70,8 +68,7 @@ Result<int64_t> ParseNonNegativeInt(std::string_view text) {
   int64_t value = 0;
   for (char c : text) {
     if (c < '0' || c > '9') return InvalidArgumentError(Quoted(text) + " is not a non-negative integer");
-    if (__builtin_mul_overflow(value, int64_t{10}, &value) ||
-        __builtin_add_overflow(value, int64_t{c - '0'}, &value)) {
+    if (__builtin_mul_overflow(value, int64_t{10}, &value) || __builtin_add_overflow(value, int64_t{c - '0'}, &value)) {
       return InvalidArgumentError(Quoted(text) + " is too large");
     }
   }

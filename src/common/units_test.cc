@@ -10,9 +10,9 @@ TEST(UnitsTest, MemoryAccepted) {
     const char* text;
     int64_t mib;
   };
-  const Row rows[] = {{"8Gi", 8192},     {"8192Mi", 8192}, {"8192", 8192}, {"1Ti", 1048576},
-                      {"1.5Gi", 1536},   {"1024Ki", 1},    {"0", 0},       {" 16Gi ", 16384},
-                      {"1G", 954},       {"1048576B", 1},  {"500M", 477}};
+  const Row rows[] = {{"8Gi", 8192},   {"8192Mi", 8192}, {"8192", 8192}, {"1Ti", 1048576},
+                      {"1.5Gi", 1536}, {"1024Ki", 1},    {"0", 0},       {" 16Gi ", 16384},
+                      {"1G", 954},     {"1048576B", 1},  {"500M", 477}};
   for (const Row& row : rows) {
     SCOPED_TRACE(row.text);
     auto got = ParseMemoryMiB(row.text);
@@ -26,8 +26,12 @@ TEST(UnitsTest, MemoryRejectedWithReason) {
     const char* text;
     const char* reason;
   };
-  const Row rows[] = {{"", "empty"},          {"-1Gi", "negative"},   {"8Gb", "unknown unit"},
-                      {"abc", "not a number"}, {"1Ki", "whole number"}, {"99999999999999999999", "too large"},
+  const Row rows[] = {{"", "empty"},
+                      {"-1Gi", "negative"},
+                      {"8Gb", "unknown unit"},
+                      {"abc", "not a number"},
+                      {"1Ki", "whole number"},
+                      {"99999999999999999999", "too large"},
                       {"1.23456Gi", "decimals"}};
   for (const Row& row : rows) {
     SCOPED_TRACE(row.text);

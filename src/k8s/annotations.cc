@@ -39,8 +39,8 @@ Result<Device> DeviceFromJson(const Json& d, const std::string& where) {
   ASSIGN_OR_RETURN(int64_t index, IntField(d, "index", where, true));
   ASSIGN_OR_RETURN(out.memory_mib, IntField(d, "memoryMiB", where, true));
   ASSIGN_OR_RETURN(out.compute_milli, IntField(d, "computeMilli", where, false, kWholeDeviceMilli));
-  ASSIGN_OR_RETURN(int64_t sharers, IntField(d, "maxSharers", where, false,
-                                             ProfileFor(out.vendor).default_max_sharers));
+  ASSIGN_OR_RETURN(int64_t sharers,
+                   IntField(d, "maxSharers", where, false, ProfileFor(out.vendor).default_max_sharers));
   ASSIGN_OR_RETURN(int64_t numa, IntField(d, "numa", where, false));
   if (index < 0 || index > 4096) return InvalidArgumentError(where + ".index is out of range");
   if (sharers < 1 || sharers > 1024) return InvalidArgumentError(where + ".maxSharers must be 1..1024");

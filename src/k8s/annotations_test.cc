@@ -77,7 +77,8 @@ TEST(AnnotationsTest, NodeFromKube) {
 TEST(AnnotationsTest, AssignmentRoundTrip) {
   PodAssignment a;
   a.node = "gpu-node-1";
-  a.containers.push_back({"train", {{"GPU-0a1b", 0, Vendor::kNvidia, 40960, 500}, {"GPU-2", 3, Vendor::kNvidia, 1, 0}}});
+  a.containers.push_back(
+      {"train", {{"GPU-0a1b", 0, Vendor::kNvidia, 40960, 500}, {"GPU-2", 3, Vendor::kNvidia, 1, 0}}});
   a.containers.push_back({"side", {{"MLU-1", 1, Vendor::kCambricon, 10, 10}}});
   Result<PodAssignment> back = DecodeAssignment(EncodeAssignment(a));
   ASSERT_TRUE(back.ok()) << back.status().ToString();

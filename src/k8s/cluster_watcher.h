@@ -53,8 +53,8 @@ class ClusterWatcher {
   std::atomic<int64_t> node_lists_{0}, pod_lists_{0};
   std::mutex mu_;
   std::condition_variable cv_;
-  bool nodes_ok_ = false;  // guarded by mu_
-  bool pods_ok_ = false;   // guarded by mu_
+  bool nodes_ok_ = false;           // guarded by mu_
+  bool pods_ok_ = false;            // guarded by mu_
   bool nodes_listed_once_ = false;  // guarded by mu_
   std::thread nodes_thread_, pods_thread_;
 };

@@ -13,8 +13,8 @@
 #include <set>
 #include <thread>
 
-#include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "common/grpc_status.h"
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "k8s/annotations.h"
 
 namespace xpool::k8s {

@@ -86,7 +86,8 @@ ContainerResponse ContainerEnv(const AllocateMatch& match, const PluginPaths& pa
   if (!match.container.devices.empty()) {
     out.envs[std::string(ProfileFor(match.container.devices[0].vendor).visible_devices_env)] = visible;
   }
-  out.envs[XPOOL_ENV_SHARED_REGION] = paths.shared_region_dir + "/" + match.pod_uid + "_" + match.container.name + ".cache";
+  out.envs[XPOOL_ENV_SHARED_REGION] =
+      paths.shared_region_dir + "/" + match.pod_uid + "_" + match.container.name + ".cache";
   out.envs["LD_PRELOAD"] = paths.container_library_dir + "/" + XPOOL_VGPU_LIBRARY_NAME;
   out.mounts.push_back({paths.library_dir, paths.container_library_dir, true});
   return out;

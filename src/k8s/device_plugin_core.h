@@ -58,7 +58,7 @@ struct ContainerResponse {
 struct PluginPaths {
   std::string library_dir = "/usr/local/xpool";  // host directory holding libxpool-vgpu.so
   std::string container_library_dir = "/usr/local/xpool";
-  std::string shared_region_dir = "/tmp/xpool";   // inside the container, per-task accounting files
+  std::string shared_region_dir = "/tmp/xpool";  // inside the container, per-task accounting files
 };
 
 ContainerResponse ContainerEnv(const AllocateMatch& match, const PluginPaths& paths);

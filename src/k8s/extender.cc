@@ -71,9 +71,15 @@ HttpReply Extender::Filter(std::string_view body) {
   const std::vector<NodeFit> fits = cluster_.Evaluate(args->pod.uid, *demand, names);
   for (size_t i = 0; i < names.size(); ++i) {
     switch (fits[i].kind) {
-      case NodeFit::Kind::kFits: pass(i); break;
-      case NodeFit::Kind::kWait: r.failed_nodes[names[i]] = fits[i].reason; break;
-      case NodeFit::Kind::kNeverFits: r.failed_and_unresolvable_nodes[names[i]] = fits[i].reason; break;
+      case NodeFit::Kind::kFits:
+        pass(i);
+        break;
+      case NodeFit::Kind::kWait:
+        r.failed_nodes[names[i]] = fits[i].reason;
+        break;
+      case NodeFit::Kind::kNeverFits:
+        r.failed_and_unresolvable_nodes[names[i]] = fits[i].reason;
+        break;
     }
   }
   RememberPod(args->pod);
@@ -107,9 +113,9 @@ HttpReply Extender::Prioritize(std::string_view body) {
     if (fits[i].kind != NodeFit::Kind::kFits) continue;
     // Linear onto 0..10; when every fitting node scores the same they all get the top score. Scores are
     // int64 policy units, so scale in a wide type to avoid overflow.
-    out[i].score = hi == lo ? kMaxExtenderPriority
-                            : static_cast<int64_t>(static_cast<__int128>(fits[i].score - lo) * kMaxExtenderPriority /
-                                                   (hi - lo));
+    out[i].score =
+        hi == lo ? kMaxExtenderPriority
+                 : static_cast<int64_t>(static_cast<__int128>(fits[i].score - lo) * kMaxExtenderPriority / (hi - lo));
   }
   return Json(EncodeHostPriorityList(out));
 }
@@ -129,8 +135,9 @@ HttpReply Extender::Bind(std::string_view body) {
   std::optional<PodInfo> pod = args->pod_uid.empty() ? std::nullopt : TakePod(args->pod_uid);
   if (!pod) {
     Result<PodInfo> fetched = api_.GetPod(args->pod_namespace, args->pod_name);
-    if (!fetched.ok()) return fail("xpool: cannot read pod " + args->pod_namespace + "/" + args->pod_name + ": " +
-                                   fetched.status().message());
+    if (!fetched.ok())
+      return fail("xpool: cannot read pod " + args->pod_namespace + "/" + args->pod_name + ": " +
+                  fetched.status().message());
     if (!args->pod_uid.empty() && fetched->uid != args->pod_uid) {
       return fail("xpool: pod " + fetched->Key() + " has uid " + fetched->uid + ", the scheduler asked for " +
                   args->pod_uid + " (recreated?)");
@@ -202,8 +209,7 @@ std::string Extender::Metrics() const {
   line("xpool_extender_bind_failed_total", "bind calls answered with an error", counters_.bind_failed.load());
   line("xpool_extender_preempt_total", "preempt calls", counters_.preempt.load());
   line("xpool_extender_bad_requests_total", "requests that could not be parsed", counters_.bad_requests.load());
-  line("xpool_extender_reserve_refused_total", "binds refused because the node no longer fit",
-       s.reserve_refused);
+  line("xpool_extender_reserve_refused_total", "binds refused because the node no longer fit", s.reserve_refused);
   line("xpool_extender_allocation_conflicts_total", "pods whose recorded allocation no longer fit",
        s.observed_conflicts);
   line("xpool_extender_nodes", "nodes known", s.nodes, "gauge");

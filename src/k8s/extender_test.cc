@@ -4,12 +4,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <condition_variable>
+#include <cstdio>
 #include <future>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "k8s/extender_types.h"
 #include "k8s/fake_kube_api.h"
@@ -30,8 +29,9 @@ KubeNode GpuNode(const std::string& name, int gpus, int64_t memory_mib, const st
 
 json PodJson(const std::string& name, json limits, json annotations = json::object()) {
   return {{"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name}, {"annotations", annotations}}},
-          {"spec", {{"schedulerName", "xpool-scheduler"},
-                    {"containers", json::array({{{"name", "main"}, {"resources", {{"limits", limits}}}}})}}}};
+          {"spec",
+           {{"schedulerName", "xpool-scheduler"},
+            {"containers", json::array({{{"name", "main"}, {"resources", {{"limits", limits}}}}})}}}};
 }
 
 PodInfo PodFrom(const json& pod) {
@@ -169,7 +169,8 @@ TEST_F(ExtenderTest, BindsToDifferentNodesDoNotWaitForEachOther) {
   json ps = PodJson("s", {{"nvidia.com/gpu", "1"}}), pf = PodJson("f", {{"nvidia.com/gpu", "1"}});
   api_.PutPod(PodFrom(ps));
   api_.PutPod(PodFrom(pf));
-  auto slow = std::async(std::launch::async, [&] { return *ParseBindingResult(extender_->Bind(BindArgs("s", "slow")).body); });
+  auto slow =
+      std::async(std::launch::async, [&] { return *ParseBindingResult(extender_->Bind(BindArgs("s", "slow")).body); });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const std::string fast = *ParseBindingResult(extender_->Bind(BindArgs("f", "fast")).body);
   {
@@ -275,7 +276,8 @@ TEST_F(ExtenderTest, PrioritizeScalesScoresAndFilterEchoesNodeObjects) {
   json used = PodJson("used", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "8192"}});
   ASSERT_EQ(Schedule(used, "n1"), "");
   json pod = PodJson("p", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4096"}});
-  Result<std::vector<HostPriority>> scores = ParseHostPriorityList(extender_->Prioritize(Args(pod, {"n1", "n2", "ghost"})).body);
+  Result<std::vector<HostPriority>> scores =
+      ParseHostPriorityList(extender_->Prioritize(Args(pod, {"n1", "n2", "ghost"})).body);
   ASSERT_TRUE(scores.ok());
   ASSERT_EQ(scores->size(), 3u);
   for (const HostPriority& h : *scores) {
@@ -348,8 +350,10 @@ TEST_F(ExtenderTest, ResyncRebuildsFromAnnotationsAndReleasesVanishedPods) {
 TEST_F(ExtenderTest, NodeRebootWithOtherDevicesKeepsBookingsByUuid) {
   cluster_->UpsertNode(GpuNode("n1", 2, 16384));
   ASSERT_EQ(Schedule(PodJson("a", {{"nvidia.com/gpu", "1"}}), "n1"), "");
-  const std::string uuid =
-      DecodeAssignment(api_.Pod("ml/a")->annotations.at(std::string(kAllocationAnnotation)))->containers[0].devices[0].uuid;
+  const std::string uuid = DecodeAssignment(api_.Pod("ml/a")->annotations.at(std::string(kAllocationAnnotation)))
+                               ->containers[0]
+                               .devices[0]
+                               .uuid;
   // The node comes back with a third device: the booking follows its uuid, the new device is free.
   cluster_->UpsertNode(GpuNode("n1", 3, 16384));
   EXPECT_EQ(cluster_->FreeDeviceMemory("n1"), 2 * 16384);
@@ -377,8 +381,8 @@ TEST_F(ExtenderTest, ConcurrentBindsNeverOverAllocate) {
       const std::string name = "t" + std::to_string(t) + "-" + std::to_string(i);
       const int gpus = 1 + static_cast<int>(rng() % 2);
       const int percent = 10 * (1 + static_cast<int>(rng() % 10));
-      json pod = PodJson(name, {{"nvidia.com/gpu", std::to_string(gpus)},
-                                {"nvidia.com/gpumem-percentage", std::to_string(percent)}});
+      json pod = PodJson(
+          name, {{"nvidia.com/gpu", std::to_string(gpus)}, {"nvidia.com/gpumem-percentage", std::to_string(percent)}});
       api_.PutPod(PodFrom(pod));
       names[t].push_back(name);
     }
@@ -405,8 +409,7 @@ TEST_F(ExtenderTest, ConcurrentBindsNeverOverAllocate) {
   EXPECT_GT(bound.load(), 100);
   EXPECT_GT(refused.load(), 0) << "the cluster was meant to fill up";
   std::printf("[ measure  ] %d binds (%d bound, %d refused) from %d threads in %.3f s: %.0f binds/s\n",
-              kThreads * kPerThread, bound.load(), refused.load(), kThreads, seconds,
-              kThreads * kPerThread / seconds);
+              kThreads * kPerThread, bound.load(), refused.load(), kThreads, seconds, kThreads * kPerThread / seconds);
 }
 
 }  // namespace

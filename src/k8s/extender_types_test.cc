@@ -74,8 +74,7 @@ TEST(ExtenderTypesTest, FilterResultGoldenNames) {
   ExpectSameJson(out, R"({"Nodes":null,"NodeNames":["n1"],"FailedNodes":{"n2":"not enough device memory"},
       "FailedAndUnresolvableNodes":{"n3":"no xpool devices"},"Error":""})");
   // And it reads back, in its own casing and in lowerCamel.
-  for (const char* body :
-       {out.c_str(), R"({"nodeNames":["n1"],"failedNodes":{"n2":"not enough device memory"},
+  for (const char* body : {out.c_str(), R"({"nodeNames":["n1"],"failedNodes":{"n2":"not enough device memory"},
                         "failedAndUnresolvableNodes":{"n3":"no xpool devices"},"error":""})"}) {
     Result<ExtenderFilterResult> back = ParseFilterResult(body);
     ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -148,9 +147,8 @@ TEST(ExtenderTypesTest, PreemptionArgsMetaAndFullVictims) {
       R"(,"nodeNameToVictims":{"n2":{"pods":[{"metadata":{"name":"v","uid":"v3"}}],"numPDBViolations":0}}})");
   ASSERT_TRUE(full.ok()) << full.status().ToString();
   EXPECT_EQ(full->victims.at("n2"), (MetaVictims{{"v3"}, 0}));
-  EXPECT_FALSE(ParsePreemptionArgs(std::string(R"({"Pod":)") + kPod +
-                                   R"(,"NodeNameToMetaVictims":{"n1":{"Pods":[{}]}}})")
-                   .ok());
+  EXPECT_FALSE(
+      ParsePreemptionArgs(std::string(R"({"Pod":)") + kPod + R"(,"NodeNameToMetaVictims":{"n1":{"Pods":[{}]}}})").ok());
 }
 
 TEST(ExtenderTypesTest, PreemptionResultGolden) {

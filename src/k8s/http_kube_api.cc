@@ -98,8 +98,8 @@ class HttpKubeApi final : public KubeApi {
     std::string buffer;
     Status stream_error;
     const std::string path = std::string(KindPath(kind)) + "?watch=1&allowWatchBookmarks=true&timeoutSeconds=" +
-                             std::to_string(config_.watch_timeout_seconds) + "&resourceVersion=" +
-                             Escape(resource_version);
+                             std::to_string(config_.watch_timeout_seconds) +
+                             "&resourceVersion=" + Escape(resource_version);
     int status = 0;
     httplib::Result r = client->Get(
         path,
@@ -245,8 +245,9 @@ Result<KubeApiConfig> InClusterConfig() {
   const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
   const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
   if (host == nullptr || port == nullptr) {
-    return FailedPreconditionError("not running in a Kubernetes pod (KUBERNETES_SERVICE_HOST is unset); "
-                                   "give --api-server");
+    return FailedPreconditionError(
+        "not running in a Kubernetes pod (KUBERNETES_SERVICE_HOST is unset); "
+        "give --api-server");
   }
   constexpr const char* kAccount = "/var/run/secrets/kubernetes.io/serviceaccount/";
   KubeApiConfig config;

@@ -12,9 +12,9 @@
 namespace xpool::k8s {
 
 struct KubeApiConfig {
-  std::string server;          // "https://10.96.0.1:443", "http://127.0.0.1:8080"
-  std::string token;           // bearer token; "" = none
-  std::string ca_file;         // CA bundle for https; "" = system default
+  std::string server;   // "https://10.96.0.1:443", "http://127.0.0.1:8080"
+  std::string token;    // bearer token; "" = none
+  std::string ca_file;  // CA bundle for https; "" = system default
   bool insecure_skip_verify = false;
   int64_t timeout_seconds = 10;        // connect and read timeout of ordinary calls
   int64_t watch_timeout_seconds = 60;  // the server ends each watch after this (then it is re-opened)

@@ -42,8 +42,8 @@ struct NodeFit {
 
 struct KubeClusterStats {
   int nodes = 0;
-  int bookings = 0;            // pods holding devices
-  int unconfirmed = 0;         // reserved by a bind the API server has not shown back yet
+  int bookings = 0;     // pods holding devices
+  int unconfirmed = 0;  // reserved by a bind the API server has not shown back yet
   int64_t reserve_ok = 0;
   int64_t reserve_refused = 0;
   int64_t observed_conflicts = 0;  // pods whose recorded allocation no longer fit (not applied)
@@ -96,8 +96,8 @@ class KubeCluster {
 
  private:
   struct Booking {
-    std::string node;  // Kubernetes node name
-    int index = -1;    // ClusterState node index
+    std::string node;                     // Kubernetes node name
+    int index = -1;                       // ClusterState node index
     std::vector<Allocation> allocations;  // one per managed container
     PodAssignment assignment;
     bool confirmed = false;  // seen on the API server
@@ -123,15 +123,15 @@ class KubeCluster {
   const Options options_;
   const Clock* clock_;
   mutable std::mutex mu_;
-  ClusterState state_;                                      // guarded by mu_
-  std::unordered_map<std::string, int> index_;              // node name → live index; guarded by mu_
-  std::unordered_map<std::string, std::string> node_errors_;  // node name → annotation error; guarded by mu_
-  int internal_names_ = 0;                                  // guarded by mu_
-  std::unordered_map<std::string, Booking> bookings_;       // pod uid → booking; guarded by mu_
-  std::unordered_set<std::string> arrived_;                 // pod uids told to OnArrival; guarded by mu_
+  ClusterState state_;                                                // guarded by mu_
+  std::unordered_map<std::string, int> index_;                        // node name → live index; guarded by mu_
+  std::unordered_map<std::string, std::string> node_errors_;          // node name → annotation error; guarded by mu_
+  int internal_names_ = 0;                                            // guarded by mu_
+  std::unordered_map<std::string, Booking> bookings_;                 // pod uid → booking; guarded by mu_
+  std::unordered_set<std::string> arrived_;                           // pod uids told to OnArrival; guarded by mu_
   std::map<std::string, std::unique_ptr<PlacementPolicy>> policies_;  // guarded by mu_
-  Rng rng_;                                                 // guarded by mu_
-  KubeClusterStats counters_;                               // guarded by mu_
+  Rng rng_;                                                           // guarded by mu_
+  KubeClusterStats counters_;                                         // guarded by mu_
 };
 
 }  // namespace xpool::k8s

@@ -26,8 +26,8 @@ Result<int64_t> WholeNumber(const ContainerResources& c, std::string_view resour
                             std::string_view counts) {
   Result<int64_t> n = ParseNonNegativeInt(value);
   if (!n.ok()) {
-    return InvalidArgumentError(Where(c, resource, value) + " is not a whole number (it counts " +
-                                std::string(counts) + ")");
+    return InvalidArgumentError(Where(c, resource, value) + " is not a whole number (it counts " + std::string(counts) +
+                                ")");
   }
   return n;
 }

@@ -21,9 +21,9 @@ PodInfo PodWith(std::map<std::string, std::string> limits, std::map<std::string,
 }
 
 TEST(PodDemandTest, HamiNvidiaNames) {
-  PodInfo pod = PodWith({{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "8000"}, {"nvidia.com/gpucores", "30"},
-                         {"cpu", "4"}},
-                        {{"nvidia.com/use-gputype", "A100, H100"}, {"nvidia.com/nouse-gpuuuid", "GPU-bad"}});
+  PodInfo pod =
+      PodWith({{"nvidia.com/gpu", "2"}, {"nvidia.com/gpumem", "8000"}, {"nvidia.com/gpucores", "30"}, {"cpu", "4"}},
+              {{"nvidia.com/use-gputype", "A100, H100"}, {"nvidia.com/nouse-gpuuuid", "GPU-bad"}});
   Result<PodDemand> d = PodToDemand(pod);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   ASSERT_EQ(d->containers.size(), 1u);
@@ -46,8 +46,8 @@ TEST(PodDemandTest, EveryVendorProfileMapsItsOwnNames) {
     std::map<std::string, std::string> limits = {{std::string(p.count_resource), "1"},
                                                  {std::string(p.memory_resource), "16"}};
     if (!p.cores_resource.empty()) limits[std::string(p.cores_resource)] = "50";
-    PodInfo pod = PodWith(limits, {{std::string(p.use_type_annotation), "X1"},
-                                   {std::string(p.nouse_uuid_annotation), "u1,u2"}});
+    PodInfo pod =
+        PodWith(limits, {{std::string(p.use_type_annotation), "X1"}, {std::string(p.nouse_uuid_annotation), "u1,u2"}});
     Result<PodDemand> d = PodToDemand(pod);
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     ASSERT_EQ(d->containers.size(), 1u);
@@ -95,8 +95,8 @@ TEST(PodDemandTest, PolicyAnnotations) {
   Result<PodDemand> d = PodToDemand(PodWith({{"nvidia.com/gpu", "1"}}, {{"hami.io/gpu-scheduler-policy", "spread"}}));
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->policy, "spread");
-  d = PodToDemand(PodWith({{"nvidia.com/gpu", "1"}},
-                          {{"xpool.io/policy", "fgd"}, {"hami.io/gpu-scheduler-policy", "spread"}}));
+  d = PodToDemand(
+      PodWith({{"nvidia.com/gpu", "1"}}, {{"xpool.io/policy", "fgd"}, {"hami.io/gpu-scheduler-policy", "spread"}}));
   EXPECT_EQ(d->policy, "fgd");
 }
 
@@ -107,15 +107,15 @@ TEST(PodDemandTest, MalformedInputGivesClearMessages) {
     std::string expected;  // a substring of the message
   };
   const Case cases[] = {
-      {{{"nvidia.com/gpumem", "8Gi"}}, {}, "container \"main\": nvidia.com/gpumem \"8Gi\" is not a whole number (it counts MiB)"},
+      {{{"nvidia.com/gpumem", "8Gi"}},
+       {},
+       "container \"main\": nvidia.com/gpumem \"8Gi\" is not a whole number (it counts MiB)"},
       {{{"nvidia.com/gpu", "-1"}}, {}, "nvidia.com/gpu \"-1\" is not a whole number"},
       {{{"nvidia.com/gpu", "1.5"}}, {}, "nvidia.com/gpu \"1.5\" is not a whole number"},
       {{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpucores", "150"}}, {}, "nvidia.com/gpucores \"150\" must be 0..100"},
       {{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "0"}}, {}, "must be 1..100"},
       {{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "0"}}, {}, "nvidia.com/gpumem \"0\" must be positive"},
-      {{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "10"}, {"nvidia.com/gpumem-percentage", "10"}},
-       {},
-       "not both"},
+      {{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "10"}, {"nvidia.com/gpumem-percentage", "10"}}, {}, "not both"},
       {{{"nvidia.com/gpu", "1"}, {"hygon.com/dcunum", "1"}}, {}, "asks for both nvidia and hygon devices"},
       {{{"nvidia.com/gpu", "1"}}, {{"nvidia.com/use-gputype", "A100,,T4"}}, "has an empty item"},
       {{{"nvidia.com/gpu", "1"}}, {{"xpool.io/numa-bind", "yes"}}, "must be \"true\" or \"false\""},
@@ -149,8 +149,8 @@ TEST(PodDemandTest, ParsesPodJsonWithoutCrashingOnBadShapes) {
   EXPECT_EQ(pod->Key(), "ns/p");
   EXPECT_EQ(pod->containers[0].limits.at("nvidia.com/gpu"), "1");
   EXPECT_EQ(pod->scheduler_name, "xpool");
-  for (const char* bad : {"", "[]", "{\"spec\":[]}", "{\"spec\":{\"containers\":{}}}",
-                          "{\"metadata\":{\"name\":5}}", "{\"spec\":{\"containers\":[{\"resources\":{\"limits\":[]}}]}}",
+  for (const char* bad : {"", "[]", "{\"spec\":[]}", "{\"spec\":{\"containers\":{}}}", "{\"metadata\":{\"name\":5}}",
+                          "{\"spec\":{\"containers\":[{\"resources\":{\"limits\":[]}}]}}",
                           "{\"spec\":{\"containers\":[{\"resources\":{\"limits\":{\"a\":{}}}}]}}"}) {
     SCOPED_TRACE(bad);
     Result<PodInfo> p = ParsePod(bad);

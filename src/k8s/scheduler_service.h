@@ -32,8 +32,7 @@ class SchedulerService {
  public:
   // Starts watching through `api` and serving. Fails on a bad listen address, an unknown policy, or a port
   // that cannot be bound.
-  static Result<std::unique_ptr<SchedulerService>> Start(SchedulerServiceOptions options,
-                                                         std::unique_ptr<KubeApi> api);
+  static Result<std::unique_ptr<SchedulerService>> Start(SchedulerServiceOptions options, std::unique_ptr<KubeApi> api);
   ~SchedulerService() { Stop(); }
   void Stop();
 

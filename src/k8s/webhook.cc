@@ -100,7 +100,7 @@ HttpReply HandleAdmissionReview(std::string_view body, const WebhookOptions& opt
   if (!RequestsManagedResources(*pod)) return Allow(uid, Json::array());
   Result<PodDemand> demand = PodToDemand(*pod);
   if (!demand.ok()) return Deny(uid, demand.status().message());
-  if (!demand->managed()) return Allow(uid, Json::array());  // explicit zero counts
+  if (!demand->managed()) return Allow(uid, Json::array());     // explicit zero counts
   if (operation == "UPDATE") return Allow(uid, Json::array());  // the spec is immutable once created
   if (!pod->node_name.empty()) {
     return Deny(uid, "spec.nodeName is set to " + pod->node_name +

@@ -54,8 +54,8 @@ TEST(WebhookTest, ManagedPodGetsXpoolSchedulerByJsonPatch) {
 }
 
 TEST(WebhookTest, EveryVendorIsManaged) {
-  for (const char* resource : {"huawei.com/Ascend910B", "cambricon.com/vmlu", "hygon.com/dcunum",
-                               "iluvatar.ai/vgpu", "metax-tech.com/sgpu"}) {
+  for (const char* resource :
+       {"huawei.com/Ascend910B", "cambricon.com/vmlu", "hygon.com/dcunum", "iluvatar.ai/vgpu", "metax-tech.com/sgpu"}) {
     SCOPED_TRACE(resource);
     json response = Respond(Review(PodObject({{resource, "1"}})));
     EXPECT_EQ(response["allowed"], true);
@@ -92,8 +92,7 @@ TEST(WebhookTest, DeniesWithClearMessages) {
     json response = Respond(Review(c.pod));
     EXPECT_EQ(response["allowed"], false);
     EXPECT_EQ(response["status"]["code"], 400);
-    EXPECT_NE(response["status"]["message"].get<std::string>().find(c.expected), std::string::npos)
-        << response.dump();
+    EXPECT_NE(response["status"]["message"].get<std::string>().find(c.expected), std::string::npos) << response.dump();
   }
 }
 

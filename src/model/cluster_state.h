@@ -19,7 +19,7 @@ namespace xpool {
 struct DeviceUsage {
   int64_t memory_mib = 0;
   int64_t compute_milli = 0;
-  int sharers = 0;  // tasks holding a grant on this device
+  int sharers = 0;         // tasks holding a grant on this device
   bool exclusive = false;  // held whole by one task (a grant of all its compute)
 };
 

@@ -6,10 +6,14 @@ namespace xpool {
 
 std::string_view DeviceModeName(DeviceMode mode) {
   switch (mode) {
-    case DeviceMode::kShared: return "shared";
-    case DeviceMode::kExclusive: return "exclusive";
-    case DeviceMode::kMig: return "mig";
-    case DeviceMode::kMps: return "mps";
+    case DeviceMode::kShared:
+      return "shared";
+    case DeviceMode::kExclusive:
+      return "exclusive";
+    case DeviceMode::kMig:
+      return "mig";
+    case DeviceMode::kMps:
+      return "mps";
   }
   return "shared";
 }
@@ -18,8 +22,7 @@ Result<DeviceMode> ParseDeviceMode(std::string_view name) {
   for (DeviceMode m : {DeviceMode::kShared, DeviceMode::kExclusive, DeviceMode::kMig, DeviceMode::kMps}) {
     if (DeviceModeName(m) == name) return m;
   }
-  return InvalidArgumentError("unknown device mode \"" + std::string(name) +
-                              "\" (known: shared, exclusive, mig, mps)");
+  return InvalidArgumentError("unknown device mode \"" + std::string(name) + "\" (known: shared, exclusive, mig, mps)");
 }
 
 Status ValidateNode(const Node& node) {
@@ -39,8 +42,8 @@ Status ValidateNode(const Node& node) {
     }
   }
   if (!node.links.empty() && node.links.size() != static_cast<int>(node.devices.size())) {
-    return InvalidArgumentError(where + "link table has " + std::to_string(node.links.size()) +
-                                " devices, node has " + std::to_string(node.devices.size()));
+    return InvalidArgumentError(where + "link table has " + std::to_string(node.links.size()) + " devices, node has " +
+                                std::to_string(node.devices.size()));
   }
   return Status::Ok();
 }

@@ -62,8 +62,8 @@ struct Node {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   std::vector<Device> devices;
-  LinkTable links;  // empty = no topology known
-  bool ready = true;     // false when the node's agent is lost
+  LinkTable links;    // empty = no topology known
+  bool ready = true;  // false when the node's agent is lost
   bool cordoned = false;
   bool simulated = false;
 };

@@ -3,9 +3,8 @@
 #include "model/job_spec.h"
 
 #include <csignal>
-#include <utility>
-
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "common/units.h"
 #include "model/internal/job_spec_limits.h"
@@ -43,7 +42,7 @@ Status ValidateResources(const ResourceSpec& r) {
     return InvalidArgumentError("resources.gpumem and resources.gpumem-percentage are exclusive: give one");
   }
   if (r.gpu == 0) {
-    const char* field = r.gpumem_mib != 0            ? "gpumem"
+    const char* field = r.gpumem_mib != 0             ? "gpumem"
                         : r.gpumem_percentage != 0    ? "gpumem-percentage"
                         : r.gpucores != 0             ? "gpucores"
                         : !r.gpu_type.empty()         ? "gpu-type"
@@ -125,8 +124,8 @@ Status ValidateJobSpec(const JobSpec& spec) {
     if (spec.workdir[0] != '/') return InvalidArgumentError("workdir must be an absolute path");
   }
   RETURN_IF_ERROR(ValidateEnv(spec.env));
-  RETURN_IF_ERROR(CheckRange(spec.checkpoint_grace_seconds, 0, kMaxCheckpointGraceSeconds, "checkpoint.grace",
-                             "0..3600 seconds"));
+  RETURN_IF_ERROR(
+      CheckRange(spec.checkpoint_grace_seconds, 0, kMaxCheckpointGraceSeconds, "checkpoint.grace", "0..3600 seconds"));
   RETURN_IF_ERROR(CheckpointSignalNumber(spec.checkpoint_signal).status());
   return Status::Ok();
 }

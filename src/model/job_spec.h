@@ -56,10 +56,10 @@ inline constexpr size_t kMaxJobSpecBytes = 1 << 20;
 struct ResourceSpec {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
-  int gpu = 0;                   // devices per replica
-  int64_t gpumem_mib = 0;        // per device; 0 = unset
-  int gpumem_percentage = 0;     // per device 1..100; 0 = unset
-  int gpucores = 0;              // per device, percent 1..100; 0 = unset
+  int gpu = 0;                // devices per replica
+  int64_t gpumem_mib = 0;     // per device; 0 = unset
+  int gpumem_percentage = 0;  // per device 1..100; 0 = unset
+  int gpucores = 0;           // per device, percent 1..100; 0 = unset
   std::vector<std::string> gpu_type;
   std::vector<std::string> gpu_type_exclude;
   std::vector<std::string> gpu_uuid;

@@ -1,19 +1,19 @@
 // ParseJobSpec: reads a JobSpec from YAML (yaml-cpp) or, for a JSON object (API bodies, the store's canonical
 // form), with nlohmann's SAX parser, checking every field's type through one walker, then applies ValidateJobSpec
 // for the limits. Errors name the field path and the reason, the same for both readers.
+#include "model/internal/job_spec_parse.h"
+
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
-#include <nlohmann/json.hpp>
-
 #include <exception>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
 
 #include "common/units.h"
 #include "model/internal/job_spec_limits.h"
-#include "model/internal/job_spec_parse.h"
 #include "model/job_spec.h"
 
 namespace xpool {
@@ -36,11 +36,16 @@ class YamlView {
   explicit YamlView(YAML::Node node) : node_(std::move(node)) {}
   Kind kind() const {
     switch (node_.Type()) {
-      case YAML::NodeType::Null: return Kind::kNull;
-      case YAML::NodeType::Scalar: return Kind::kScalar;
-      case YAML::NodeType::Sequence: return Kind::kSequence;
-      case YAML::NodeType::Map: return Kind::kMap;
-      case YAML::NodeType::Undefined: break;
+      case YAML::NodeType::Null:
+        return Kind::kNull;
+      case YAML::NodeType::Scalar:
+        return Kind::kScalar;
+      case YAML::NodeType::Sequence:
+        return Kind::kSequence;
+      case YAML::NodeType::Map:
+        return Kind::kMap;
+      case YAML::NodeType::Undefined:
+        break;
     }
     return Kind::kUndefined;
   }
@@ -63,8 +68,8 @@ class YamlView {
 // A JSON document as the walker sees it: scalars keep the text YAML would read (numbers as written, true/false).
 struct JsonValue {
   Kind kind = Kind::kNull;
-  std::string text;              // kScalar
-  std::vector<JsonValue> items;  // kSequence: the items; kMap: the values, in order
+  std::string text;               // kScalar
+  std::vector<JsonValue> items;   // kSequence: the items; kMap: the values, in order
   std::vector<std::string> keys;  // kMap: the keys, parallel to items
 };
 
@@ -88,11 +93,16 @@ class JsonView {
 template <typename N>
 std::string_view KindName(const N& node) {
   switch (node.kind()) {
-    case Kind::kNull: return "null";
-    case Kind::kScalar: return "a scalar";
-    case Kind::kSequence: return "a list";
-    case Kind::kMap: return "a mapping";
-    case Kind::kUndefined: break;
+    case Kind::kNull:
+      return "null";
+    case Kind::kScalar:
+      return "a scalar";
+    case Kind::kSequence:
+      return "a list";
+    case Kind::kMap:
+      return "a mapping";
+    case Kind::kUndefined:
+      break;
   }
   return "undefined";
 }
@@ -113,16 +123,14 @@ Result<std::string> ReadString(const N& node, const std::string& path, size_t mi
 }
 
 template <typename N>
-Result<int64_t> ReadInt(const N& node, const std::string& path, int64_t lo, int64_t hi,
-                        std::string_view range) {
+Result<int64_t> ReadInt(const N& node, const std::string& path, int64_t lo, int64_t hi, std::string_view range) {
   ASSIGN_OR_RETURN(std::string s, ReadScalar(node, path, "an integer"));
   Result<int64_t> n = ParseNonNegativeInt(s);
   if (!n.ok()) {
     if (!s.empty() && s[0] == '-' && ParseNonNegativeInt(std::string_view(s).substr(1)).ok()) {
       return InvalidArgumentError(path + " must be " + std::string(range) + " (got " + Printable(s) + ")");
     }
-    return InvalidArgumentError(path + " must be an integer " + std::string(range) + ", not '" + Printable(s) +
-                                "'");
+    return InvalidArgumentError(path + " must be an integer " + std::string(range) + ", not '" + Printable(s) + "'");
   }
   if (*n < lo || *n > hi) {
     return InvalidArgumentError(path + " must be " + std::string(range) + " (got " + std::to_string(*n) + ")");
@@ -148,15 +156,13 @@ Result<std::vector<std::string>> ReadStringList(const N& node, const std::string
     return out;
   }
   if (node.kind() != Kind::kSequence) {
-    return InvalidArgumentError(path + " must be a string or a list of strings, not " +
-                                std::string(KindName(node)));
+    return InvalidArgumentError(path + " must be a string or a list of strings, not " + std::string(KindName(node)));
   }
   if (node.size() > static_cast<size_t>(kMaxSelectorItems)) {
     return InvalidArgumentError(path + " must have at most " + std::to_string(kMaxSelectorItems) + " items");
   }
   for (size_t i = 0; i < node.size(); ++i) {
-    ASSIGN_OR_RETURN(std::string s,
-                     ReadString(node[i], path + "[" + std::to_string(i) + "]", 1, kMaxSelectorLength));
+    ASSIGN_OR_RETURN(std::string s, ReadString(node[i], path + "[" + std::to_string(i) + "]", 1, kMaxSelectorLength));
     out.push_back(std::move(s));
   }
   return out;
@@ -172,8 +178,7 @@ Status ForEachField(const N& map, const std::string& path, F&& field) {
   std::set<std::string> seen;
   return map.ForEachEntry([&](const std::string* key, const N& value) -> Status {
     if (key == nullptr) {
-      return InvalidArgumentError((path.empty() ? std::string("the spec") : path) +
-                                  " has a key that is not a string");
+      return InvalidArgumentError((path.empty() ? std::string("the spec") : path) + " has a key that is not a string");
     }
     const std::string child = Join(path, Printable(*key));
     if (!seen.insert(*key).second) return InvalidArgumentError("duplicate field '" + child + "'");
@@ -193,8 +198,7 @@ Result<int64_t> ReadMemory(const N& node, const std::string& path) {
 
 template <typename N>
 Status ReadResources(const N& node, ResourceSpec* r) {
-  return ForEachField(node, "resources", [r](const std::string& key, const N& v,
-                                              const std::string& path) -> Status {
+  return ForEachField(node, "resources", [r](const std::string& key, const N& v, const std::string& path) -> Status {
     if (key == "cpu") {
       ASSIGN_OR_RETURN(std::string s, ReadScalar(v, path, "a cpu amount like \"500m\" or 2"));
       Result<Quantity> q = ParseCpu(s);
@@ -245,8 +249,7 @@ Status ReadCommand(const N& node, JobSpec* spec) {
     return Status::Ok();
   }
   if (node.kind() != Kind::kSequence) {
-    return InvalidArgumentError("command must be a list of arguments or a string, not " +
-                                std::string(KindName(node)));
+    return InvalidArgumentError("command must be a list of arguments or a string, not " + std::string(KindName(node)));
   }
   if (node.size() == 0) return InvalidArgumentError("command must not be empty");
   if (node.size() > static_cast<size_t>(kMaxArgs)) {
@@ -266,8 +269,7 @@ Status ReadEnv(const N& node, JobSpec* spec) {
   if (node.kind() == Kind::kMap && node.size() > static_cast<size_t>(kMaxEnv)) {
     return InvalidArgumentError("env must have at most " + std::to_string(kMaxEnv) + " variables");
   }
-  return ForEachField(node, "env", [spec](const std::string& key, const N& v,
-                                          const std::string& path) -> Status {
+  return ForEachField(node, "env", [spec](const std::string& key, const N& v, const std::string& path) -> Status {
     RETURN_IF_ERROR(CheckEnvName(key));
     ASSIGN_OR_RETURN(std::string value, ReadString(v, path, 0, kMaxEnvValueLength));
     spec->env[key] = std::move(value);
@@ -287,8 +289,8 @@ Result<int64_t> ReadGrace(const N& node, const std::string& path) {
   }
   Result<int64_t> n = ParseNonNegativeInt(digits);
   if (!n.ok() || *n > kMaxCheckpointGraceSeconds / scale) {
-    return InvalidArgumentError(path + " must be 0..3600 seconds (e.g. 30, \"45s\", \"5m\"), not '" +
-                                Printable(s) + "'");
+    return InvalidArgumentError(path + " must be 0..3600 seconds (e.g. 30, \"45s\", \"5m\"), not '" + Printable(s) +
+                                "'");
   }
   return *n * scale;
 }
@@ -296,8 +298,7 @@ Result<int64_t> ReadGrace(const N& node, const std::string& path) {
 template <typename N>
 Status ReadTopLevel(const N& root, JobSpec* spec) {
   bool has_name = false, has_command = false, has_resources = false;
-  RETURN_IF_ERROR(ForEachField(root, "", [&](const std::string& key, const N& v,
-                                             const std::string& path) -> Status {
+  RETURN_IF_ERROR(ForEachField(root, "", [&](const std::string& key, const N& v, const std::string& path) -> Status {
     if (key == "name") {
       ASSIGN_OR_RETURN(spec->name, ReadScalar(v, path, "a string"));
       RETURN_IF_ERROR(CheckName(spec->name, path));
@@ -328,8 +329,7 @@ Status ReadTopLevel(const N& root, JobSpec* spec) {
     } else if (key == "preemptible") {
       ASSIGN_OR_RETURN(spec->preemptible, ReadBool(v, path));
     } else if (key == "checkpoint") {
-      RETURN_IF_ERROR(ForEachField(v, path, [spec](const std::string& k, const N& g,
-                                                   const std::string& p) -> Status {
+      RETURN_IF_ERROR(ForEachField(v, path, [spec](const std::string& k, const N& g, const std::string& p) -> Status {
         if (k == "signal") {
           ASSIGN_OR_RETURN(spec->checkpoint_signal, ReadString(g, p, 1, 16));
           return CheckpointSignalNumber(spec->checkpoint_signal).status();
@@ -397,8 +397,12 @@ class JsonBuilder {
 
   bool null() { return Add(Kind::kNull, ""); }
   bool boolean(bool v) { return Add(Kind::kScalar, v ? "true" : "false"); }
-  bool number_integer(number_integer_t v) { return (v != 0 || !MayHaveMinusZero()) && Add(Kind::kScalar, std::to_string(v)); }
-  bool number_unsigned(number_unsigned_t v) { return (v != 0 || !MayHaveMinusZero()) && Add(Kind::kScalar, std::to_string(v)); }
+  bool number_integer(number_integer_t v) {
+    return (v != 0 || !MayHaveMinusZero()) && Add(Kind::kScalar, std::to_string(v));
+  }
+  bool number_unsigned(number_unsigned_t v) {
+    return (v != 0 || !MayHaveMinusZero()) && Add(Kind::kScalar, std::to_string(v));
+  }
   bool number_float(number_float_t, const string_t& text) { return Add(Kind::kScalar, text); }
   bool string(string_t& v) { return Add(Kind::kScalar, std::move(v)); }
   bool binary(binary_t&) { return false; }

@@ -254,18 +254,76 @@ bool ExpectSameAsYaml(const std::string& text) {
 }
 
 TEST(JobSpecTest, JsonFastPathAgreesWithYamlOnEveryFieldAndValue) {
-  const std::vector<std::string> fields = {
-      "name", "tenant", "priority", "replicas", "command", "workdir", "env", "preemptible", "checkpoint",
-      "checkpoint.grace", "checkpoint.signal", "resources", "resources.cpu", "resources.memory", "resources.gpu",
-      "resources.gpumem", "resources.gpumem-percentage", "resources.gpucores", "resources.gpu-type",
-      "resources.gpu-type-exclude", "resources.gpu-uuid", "resources.numa-bind", "resources.vendor",
-      "resources.modle", "nmae", "env.A", "env.1A"};
-  const std::vector<std::string> values = {
-      "null", "true", "false", "0", "1", "2", "-1", "64", "65", "100", "101", "1024", "1025", "1.5", "1.50", "1e3",
-      "-0.0", "18446744073709551616", "1e400", "\"\"", "\"x\"", "\"500m\"", "\"1.5\"", "\"8Gi\"", "\"0\"", "\"high\"",
-      "\"nvidia\"", "\"SIGUSR2\"", "\"5m\"", "\"45s\"", "\"/data\"", "\"\\u00e9\\n\\t\\\"\\\\\\/\"", "\"a\\u0000b\"",
-      "[]", "[\"a\"]", "[\"a\", 1]", "[\"a\", null]", "[[\"a\"]]", "{}", "{\"A\": \"b\"}", "{\"grace\": 5}",
-      "{\"a\": {\"b\": [1, {\"c\": 2}]}}", "\"" + std::string(300, 'n') + "\""};
+  const std::vector<std::string> fields = {"name",
+                                           "tenant",
+                                           "priority",
+                                           "replicas",
+                                           "command",
+                                           "workdir",
+                                           "env",
+                                           "preemptible",
+                                           "checkpoint",
+                                           "checkpoint.grace",
+                                           "checkpoint.signal",
+                                           "resources",
+                                           "resources.cpu",
+                                           "resources.memory",
+                                           "resources.gpu",
+                                           "resources.gpumem",
+                                           "resources.gpumem-percentage",
+                                           "resources.gpucores",
+                                           "resources.gpu-type",
+                                           "resources.gpu-type-exclude",
+                                           "resources.gpu-uuid",
+                                           "resources.numa-bind",
+                                           "resources.vendor",
+                                           "resources.modle",
+                                           "nmae",
+                                           "env.A",
+                                           "env.1A"};
+  const std::vector<std::string> values = {"null",
+                                           "true",
+                                           "false",
+                                           "0",
+                                           "1",
+                                           "2",
+                                           "-1",
+                                           "64",
+                                           "65",
+                                           "100",
+                                           "101",
+                                           "1024",
+                                           "1025",
+                                           "1.5",
+                                           "1.50",
+                                           "1e3",
+                                           "-0.0",
+                                           "18446744073709551616",
+                                           "1e400",
+                                           "\"\"",
+                                           "\"x\"",
+                                           "\"500m\"",
+                                           "\"1.5\"",
+                                           "\"8Gi\"",
+                                           "\"0\"",
+                                           "\"high\"",
+                                           "\"nvidia\"",
+                                           "\"SIGUSR2\"",
+                                           "\"5m\"",
+                                           "\"45s\"",
+                                           "\"/data\"",
+                                           "\"\\u00e9\\n\\t\\\"\\\\\\/\"",
+                                           "\"a\\u0000b\"",
+                                           "[]",
+                                           "[\"a\"]",
+                                           "[\"a\", 1]",
+                                           "[\"a\", null]",
+                                           "[[\"a\"]]",
+                                           "{}",
+                                           "{\"A\": \"b\"}",
+                                           "{\"grace\": 5}",
+                                           "{\"a\": {\"b\": [1, {\"c\": 2}]}}",
+                                           "\"" + std::string(300, 'n') + "\""};
   for (const std::string& field : fields) {
     for (const std::string& value : values) {
       // name, resources and command first; the field under test replaces its own default or is added.
@@ -273,12 +331,18 @@ TEST(JobSpecTest, JsonFastPathAgreesWithYamlOnEveryFieldAndValue) {
       const size_t dot = field.find('.');
       const std::string top = field.substr(0, dot);
       const std::string sub = dot == std::string::npos ? "" : field.substr(dot + 1);
-      if (field == "name") name = value;
-      else if (field == "resources") resources = value;
-      else if (field == "command") command = value;
-      else if (top == "resources") resources = "{\"cpu\": 1, \"" + sub + "\": " + value + "}";
-      else if (!sub.empty()) extra = ", \"" + top + "\": {\"" + sub + "\": " + value + "}";
-      else extra = ", \"" + field + "\": " + value;
+      if (field == "name")
+        name = value;
+      else if (field == "resources")
+        resources = value;
+      else if (field == "command")
+        command = value;
+      else if (top == "resources")
+        resources = "{\"cpu\": 1, \"" + sub + "\": " + value + "}";
+      else if (!sub.empty())
+        extra = ", \"" + top + "\": {\"" + sub + "\": " + value + "}";
+      else
+        extra = ", \"" + field + "\": " + value;
       const std::string text =
           "{\"name\": " + name + ", \"resources\": " + resources + ", \"command\": " + command + extra + "}";
       // Every one is a JSON object the fast path reads, but nlohmann refuses numbers beyond a double.
@@ -292,10 +356,12 @@ TEST(JobSpecTest, JsonFastPathAgreesWithYamlOnStructure) {
       R"({"name": "a", "resources": {"cpu": 1}, "command": "x"})",
       "{\"name\":\"a\",\"resources\":{\"gpu\":1,\"gpumem\":\"4Gi\"},\"command\":[\"x\"]}",
       "  \n{\n\t\"name\": \"a\",\r\n  \"resources\": {\"cpu\": 1}, \"command\": [\"x\"]\n}\n\n",
-      R"({"name": "a", "name": "b", "resources": {"cpu": 1}, "command": "x"})",      // duplicate field
+      R"({"name": "a", "name": "b", "resources": {"cpu": 1}, "command": "x"})",  // duplicate field
       R"({"name": "a", "resources": {"cpu": 1, "cpu": 2}, "command": "x"})",
       R"({"name": "a", "resources": {"cpu": 1}, "command": "x", "env": {"A": "1", "A": "2"}})",
-      R"({})", R"({"resources": {"cpu": 1}, "command": "x"})", R"({"name": "a", "command": "x"})",
+      R"({})",
+      R"({"resources": {"cpu": 1}, "command": "x"})",
+      R"({"name": "a", "command": "x"})",
       R"({"name": "a", "resources": {"cpu": 1}})",
       R"({"name": "a", "resources": {"cpu": 1}, "command": "x", "": 1})",
       R"({"name": "a\u00e9", "resources": {"cpu": 1}, "command": ["\u00e9", "\u0041"]})",
@@ -311,17 +377,23 @@ TEST(JobSpecTest, JsonFastPathAgreesWithYamlOnStructure) {
       R"({"name": "a", "resources": {"cpu": 1}, "command": "x"}
 ---
 {})",
-      R"({"name": "a", "resources": {"gpu": -0}, "command": "x"})",  // "-0": YAML reads the text
+      R"({"name": "a", "resources": {"gpu": -0}, "command": "x"})",              // "-0": YAML reads the text
       R"({"name": "a", "resources": {"cpu": 1}, "command": ["\ud83d\ude00"]})",  // a surrogate pair
-      R"({"name": "a", "resources": {"cpu": 1}, "command": ["\ud83d"]})",         // a lone one
+      R"({"name": "a", "resources": {"cpu": 1}, "command": ["\ud83d"]})",        // a lone one
       R"({"name": "a", "resources": {"cpu": 1}, "command": "x", "env": {")" + std::string(2000, 'K') + R"(": "v"}})",
       R"({"name": "a", "resources": {"cpu": 1e400}, "command": "x"})",
       "{\"name\": \"a\", \"env\": " + std::string(40, '[') + std::string(40, ']') + "}",  // deeper than a spec
       // nlohmann stops at a NUL byte (found by tests/fuzz/job_spec_fuzz): the rest must not be ignored.
       std::string("{\"name\": \"t\"}\0\0 \"prtenant:[\n :res", 33),
       "{\"name\": \"Ti,=`=====8Gnant\"\r\r\r\r}\n",  // yaml-cpp refuses this one
-      "{\"name\": \"a\", \"resources\": {\"cpu\": 1}, \"command\": \"x\", \"preemptible\"\n : true}",  // key, break, ':'
-      "name: a\nresources: {cpu: 1}\ncommand: x\n", "[1, 2]", "\"x\"", "", "   ", "{",
+      "{\"name\": \"a\", \"resources\": {\"cpu\": 1}, \"command\": \"x\", \"preemptible\"\n : true}",  // key, break,
+                                                                                                       // ':'
+      "name: a\nresources: {cpu: 1}\ncommand: x\n",
+      "[1, 2]",
+      "\"x\"",
+      "",
+      "   ",
+      "{",
   };
   for (const std::string& text : yaml_only) {
     SCOPED_TRACE(text);

@@ -7,14 +7,22 @@ namespace xpool {
 
 std::string_view JobStateName(JobState state) {
   switch (state) {
-    case JobState::kQueued: return "queued";
-    case JobState::kScheduled: return "scheduled";
-    case JobState::kRunning: return "running";
-    case JobState::kSucceeded: return "succeeded";
-    case JobState::kFailed: return "failed";
-    case JobState::kCancelled: return "cancelled";
-    case JobState::kSuspending: return "suspending";
-    case JobState::kSuspended: return "suspended";
+    case JobState::kQueued:
+      return "queued";
+    case JobState::kScheduled:
+      return "scheduled";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kSucceeded:
+      return "succeeded";
+    case JobState::kFailed:
+      return "failed";
+    case JobState::kCancelled:
+      return "cancelled";
+    case JobState::kSuspending:
+      return "suspending";
+    case JobState::kSuspended:
+      return "suspended";
   }
   return "unknown";
 }
@@ -46,11 +54,9 @@ bool IsLegalTransition(JobState from, JobState to) {
     case S::kScheduled:
       return to == S::kRunning || to == S::kQueued || to == S::kFailed || to == S::kCancelled;
     case S::kRunning:
-      return to == S::kSucceeded || to == S::kFailed || to == S::kCancelled || to == S::kSuspending ||
-             to == S::kQueued;
+      return to == S::kSucceeded || to == S::kFailed || to == S::kCancelled || to == S::kSuspending || to == S::kQueued;
     case S::kSuspending:
-      return to == S::kSuspended || to == S::kSucceeded || to == S::kFailed || to == S::kCancelled ||
-             to == S::kQueued;
+      return to == S::kSuspended || to == S::kSucceeded || to == S::kFailed || to == S::kCancelled || to == S::kQueued;
     case S::kSuspended:
       return to == S::kQueued || to == S::kCancelled;
     case S::kSucceeded:
@@ -63,8 +69,7 @@ bool IsLegalTransition(JobState from, JobState to) {
 
 Status CheckTransition(JobState from, JobState to) {
   if (IsLegalTransition(from, to)) return Status::Ok();
-  std::string message = "cannot go from " + std::string(JobStateName(from)) + " to " +
-                        std::string(JobStateName(to));
+  std::string message = "cannot go from " + std::string(JobStateName(from)) + " to " + std::string(JobStateName(to));
   if (IsTerminal(from)) {
     message += " (" + std::string(JobStateName(from)) + " is final)";
   } else if (from == to) {

@@ -34,8 +34,8 @@ enum class JobState : uint8_t {
 };
 
 inline constexpr JobState kAllJobStates[] = {
-    JobState::kQueued,    JobState::kScheduled, JobState::kRunning,    JobState::kSucceeded,
-    JobState::kFailed,    JobState::kCancelled, JobState::kSuspending, JobState::kSuspended,
+    JobState::kQueued, JobState::kScheduled, JobState::kRunning,    JobState::kSucceeded,
+    JobState::kFailed, JobState::kCancelled, JobState::kSuspending, JobState::kSuspended,
 };
 
 // "queued", "scheduled", ...

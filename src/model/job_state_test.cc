@@ -14,13 +14,13 @@ using S = JobState;
 // The lifecycle written out independently of the implementation's switch.
 const std::set<std::pair<S, S>>& Allowed() {
   static const std::set<std::pair<S, S>> allowed = {
-      {S::kQueued, S::kScheduled},     {S::kQueued, S::kSuspended},      {S::kQueued, S::kFailed},
-      {S::kQueued, S::kCancelled},     {S::kScheduled, S::kRunning},     {S::kScheduled, S::kQueued},
-      {S::kScheduled, S::kFailed},     {S::kScheduled, S::kCancelled},   {S::kRunning, S::kSucceeded},
-      {S::kRunning, S::kFailed},       {S::kRunning, S::kCancelled},     {S::kRunning, S::kSuspending},
-      {S::kRunning, S::kQueued},       {S::kSuspending, S::kSuspended},  {S::kSuspending, S::kSucceeded},
-      {S::kSuspending, S::kFailed},    {S::kSuspending, S::kCancelled},  {S::kSuspending, S::kQueued},
-      {S::kSuspended, S::kQueued},     {S::kSuspended, S::kCancelled},
+      {S::kQueued, S::kScheduled},  {S::kQueued, S::kSuspended},     {S::kQueued, S::kFailed},
+      {S::kQueued, S::kCancelled},  {S::kScheduled, S::kRunning},    {S::kScheduled, S::kQueued},
+      {S::kScheduled, S::kFailed},  {S::kScheduled, S::kCancelled},  {S::kRunning, S::kSucceeded},
+      {S::kRunning, S::kFailed},    {S::kRunning, S::kCancelled},    {S::kRunning, S::kSuspending},
+      {S::kRunning, S::kQueued},    {S::kSuspending, S::kSuspended}, {S::kSuspending, S::kSucceeded},
+      {S::kSuspending, S::kFailed}, {S::kSuspending, S::kCancelled}, {S::kSuspending, S::kQueued},
+      {S::kSuspended, S::kQueued},  {S::kSuspended, S::kCancelled},
   };
   return allowed;
 }

@@ -11,9 +11,19 @@ namespace xpool {
 
 class NodeBuilder {
  public:
-  explicit NodeBuilder(std::string name) { node_.name = std::move(name); node_.cpu_milli = 64000; node_.memory_mib = 262144; }
-  NodeBuilder& WithCpu(int64_t milli) { node_.cpu_milli = milli; return *this; }
-  NodeBuilder& WithMemory(int64_t mib) { node_.memory_mib = mib; return *this; }
+  explicit NodeBuilder(std::string name) {
+    node_.name = std::move(name);
+    node_.cpu_milli = 64000;
+    node_.memory_mib = 262144;
+  }
+  NodeBuilder& WithCpu(int64_t milli) {
+    node_.cpu_milli = milli;
+    return *this;
+  }
+  NodeBuilder& WithMemory(int64_t mib) {
+    node_.memory_mib = mib;
+    return *this;
+  }
   NodeBuilder& WithLabel(std::string key, std::string value) {
     node_.labels[std::move(key)] = std::move(value);
     return *this;
@@ -48,7 +58,10 @@ class NodeBuilder {
     node_.links.Set(a, b, score);
     return *this;
   }
-  NodeBuilder& Simulated() { node_.simulated = true; return *this; }
+  NodeBuilder& Simulated() {
+    node_.simulated = true;
+    return *this;
+  }
   Node Build() const { return node_; }
 
  private:

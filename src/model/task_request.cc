@@ -16,9 +16,8 @@ Status ValidateTaskRequest(const TaskRequest& r) {
   if (r.device_compute_milli < 0 || r.device_compute_milli > 1000) {
     return InvalidArgumentError("device cores must be 0..100 percent");
   }
-  const bool device_fields = r.device_memory_mib > 0 || r.device_memory_percent > 0 ||
-                             r.device_compute_milli > 0 || !r.type_include.empty() ||
-                             !r.uuid_include.empty() || r.numa_bind;
+  const bool device_fields = r.device_memory_mib > 0 || r.device_memory_percent > 0 || r.device_compute_milli > 0 ||
+                             !r.type_include.empty() || !r.uuid_include.empty() || r.numa_bind;
   if (r.device_count == 0 && device_fields) {
     return InvalidArgumentError("device memory, cores or selectors are set but the device count is 0");
   }

@@ -19,8 +19,8 @@ bool TakeDevicesInOrder(const ClusterState& state, const TaskRequest& request, i
 
 // Orders the fitting devices by `key(device)` ascending (ties: lower index first) and takes them as above.
 template <typename KeyFn>
-bool TakeDevicesByKey(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate,
-                      KeyFn key, std::vector<int>* out) {
+bool TakeDevicesByKey(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate, KeyFn key,
+                      std::vector<int>* out) {
   out->clear();
   if (!request.wants_devices()) return true;
   const int need = request.device_count;

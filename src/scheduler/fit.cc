@@ -185,29 +185,52 @@ std::string DescribeReason(FitReason reason, std::string_view detail, const Task
   const std::string n = std::to_string(request.device_count);
   const std::string d(detail);
   switch (reason) {
-    case FitReason::kFits: return "fits";
-    case FitReason::kNodeNotReady: return "node not ready";
-    case FitReason::kNodeCordoned: return "node cordoned";
-    case FitReason::kNotEnoughCpu: return "not enough CPU";
-    case FitReason::kNotEnoughMemory: return "not enough memory";
-    case FitReason::kTooFewDevicesOnNode: return "fewer than " + n + " devices on the node";
-    case FitReason::kVendorMismatch: return "no device of the requested vendor (" + d + " only)";
-    case FitReason::kTypeNotIncluded: return "type " + d + " not among the requested types";
-    case FitReason::kTypeExcluded: return "type " + d + " excluded";
-    case FitReason::kUuidNotIncluded: return "no device with a requested uuid";
-    case FitReason::kUuidExcluded: return "device uuids excluded";
-    case FitReason::kDeviceUnhealthy: return "devices unhealthy";
-    case FitReason::kDeviceCordoned: return "devices cordoned";
-    case FitReason::kDeviceMemoryTooSmall: return "device memory too small (" + d + ")";
-    case FitReason::kDeviceComputeTooSmall: return "device compute too small (" + d + ")";
-    case FitReason::kDeviceHeldExclusively: return "every device held exclusively";
-    case FitReason::kDeviceBusy: return "no idle device for an exclusive request";
-    case FitReason::kTooManySharers: return "every device already has its maximum number of tasks";
-    case FitReason::kNotEnoughDeviceMemory: return "not enough device memory on any device";
-    case FitReason::kNotEnoughDeviceCompute: return "not enough device compute on any device";
-    case FitReason::kTooFewFittingDevices: return "fewer than " + n + " devices fit";
-    case FitReason::kNumaSplit: return "no " + n + " fitting devices on one NUMA node";
-    case FitReason::kPolicyVeto: return "no device choice acceptable to the policy";
+    case FitReason::kFits:
+      return "fits";
+    case FitReason::kNodeNotReady:
+      return "node not ready";
+    case FitReason::kNodeCordoned:
+      return "node cordoned";
+    case FitReason::kNotEnoughCpu:
+      return "not enough CPU";
+    case FitReason::kNotEnoughMemory:
+      return "not enough memory";
+    case FitReason::kTooFewDevicesOnNode:
+      return "fewer than " + n + " devices on the node";
+    case FitReason::kVendorMismatch:
+      return "no device of the requested vendor (" + d + " only)";
+    case FitReason::kTypeNotIncluded:
+      return "type " + d + " not among the requested types";
+    case FitReason::kTypeExcluded:
+      return "type " + d + " excluded";
+    case FitReason::kUuidNotIncluded:
+      return "no device with a requested uuid";
+    case FitReason::kUuidExcluded:
+      return "device uuids excluded";
+    case FitReason::kDeviceUnhealthy:
+      return "devices unhealthy";
+    case FitReason::kDeviceCordoned:
+      return "devices cordoned";
+    case FitReason::kDeviceMemoryTooSmall:
+      return "device memory too small (" + d + ")";
+    case FitReason::kDeviceComputeTooSmall:
+      return "device compute too small (" + d + ")";
+    case FitReason::kDeviceHeldExclusively:
+      return "every device held exclusively";
+    case FitReason::kDeviceBusy:
+      return "no idle device for an exclusive request";
+    case FitReason::kTooManySharers:
+      return "every device already has its maximum number of tasks";
+    case FitReason::kNotEnoughDeviceMemory:
+      return "not enough device memory on any device";
+    case FitReason::kNotEnoughDeviceCompute:
+      return "not enough device compute on any device";
+    case FitReason::kTooFewFittingDevices:
+      return "fewer than " + n + " devices fit";
+    case FitReason::kNumaSplit:
+      return "no " + n + " fitting devices on one NUMA node";
+    case FitReason::kPolicyVeto:
+      return "no device choice acceptable to the policy";
   }
   return "unknown";
 }
@@ -218,12 +241,17 @@ void ReasonTally::Add(const ClusterState& state, int node, const NodeVerdict& ve
   if (verdict.device >= 0) {
     const Device& dev = state.node(node).devices[verdict.device];
     switch (verdict.reason) {
-      case FitReason::kVendorMismatch: detail = VendorName(dev.vendor); break;
+      case FitReason::kVendorMismatch:
+        detail = VendorName(dev.vendor);
+        break;
       case FitReason::kTypeNotIncluded:
       case FitReason::kTypeExcluded:
       case FitReason::kDeviceMemoryTooSmall:
-      case FitReason::kDeviceComputeTooSmall: detail = dev.model; break;
-      default: break;
+      case FitReason::kDeviceComputeTooSmall:
+        detail = dev.model;
+        break;
+      default:
+        break;
     }
   }
   for (Entry& e : entries_) {

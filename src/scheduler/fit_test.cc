@@ -1,11 +1,11 @@
 #include "scheduler/fit.h"
 
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "model/node_builder.h"
 
@@ -29,8 +29,8 @@ struct FitCase {
   std::vector<Allocation> existing;  // node index 0
   std::function<void(ClusterState&)> mutate;
   TaskRequest request;
-  FitReason want_reason;           // kFits = must fit
-  std::vector<int> want_devices;   // when it fits
+  FitReason want_reason;          // kFits = must fit
+  std::vector<int> want_devices;  // when it fits
   bool want_fits_when_empty = true;
 };
 
@@ -48,113 +48,322 @@ Node FourA100() { return MakeNode("n").WithCpu(16000).WithMemory(65536).WithGpus
 std::vector<FitCase> Cases() {
   std::vector<FitCase> cases;
   auto add = [&](FitCase c) { cases.push_back(std::move(c)); };
-  add({"plain sharer fits every device", FourA100(), {}, nullptr, Gpu(1, 300, 1000), FitReason::kFits,
+  add({"plain sharer fits every device", FourA100(), {}, nullptr, Gpu(1, 300, 1000), FitReason::kFits, {0, 1, 2, 3}});
+  add({"cpu-only request",
+       FourA100(),
+       {},
+       nullptr,
+       [] {
+         TaskRequest r;
+         r.cpu_milli = 500;
+         return r;
+       }(),
+       FitReason::kFits,
+       {}});
+  add({"node not ready",
+       FourA100(),
+       {},
+       [](ClusterState& s) { ASSERT_TRUE(s.SetNodeReady(0, false).ok()); },
+       Gpu(1, 300),
+       FitReason::kNodeNotReady,
+       {}});
+  add({"node cordoned",
+       FourA100(),
+       {},
+       [](ClusterState& s) { ASSERT_TRUE(s.SetNodeCordoned(0, true).ok()); },
+       Gpu(1, 300),
+       FitReason::kNodeCordoned,
+       {}});
+  add({"not enough cpu now", FourA100(), {OnDevices({}, 15500)}, nullptr, Gpu(1, 300), FitReason::kNotEnoughCpu, {}});
+  add({"cpu beyond capacity",
+       FourA100(),
+       {},
+       nullptr,
+       [] {
+         auto r = Gpu(1, 300);
+         r.cpu_milli = 17000;
+         return r;
+       }(),
+       FitReason::kNotEnoughCpu,
+       {},
+       false});
+  add({"not enough memory",
+       FourA100(),
+       {OnDevices({}, 0, 65000)},
+       nullptr,
+       Gpu(1, 300),
+       FitReason::kNotEnoughMemory,
+       {}});
+  add({"too many devices for the node",
+       FourA100(),
+       {},
+       nullptr,
+       Gpu(5, 1000),
+       FitReason::kTooFewDevicesOnNode,
+       {},
+       false});
+  add({"vendor mismatch",
+       FourA100(),
+       {},
+       nullptr,
+       [] {
+         auto r = Gpu(1, 300);
+         r.vendor = Vendor::kAscend;
+         return r;
+       }(),
+       FitReason::kVendorMismatch,
+       {},
+       false});
+  add({"vendor match",
+       FourA100(),
+       {},
+       nullptr,
+       [] {
+         auto r = Gpu(1, 300);
+         r.vendor = Vendor::kNvidia;
+         return r;
+       }(),
+       FitReason::kFits,
        {0, 1, 2, 3}});
-  add({"cpu-only request", FourA100(), {}, nullptr, [] { TaskRequest r; r.cpu_milli = 500; return r; }(),
-       FitReason::kFits, {}});
-  add({"node not ready", FourA100(), {}, [](ClusterState& s) { ASSERT_TRUE(s.SetNodeReady(0, false).ok()); },
-       Gpu(1, 300), FitReason::kNodeNotReady, {}});
-  add({"node cordoned", FourA100(), {}, [](ClusterState& s) { ASSERT_TRUE(s.SetNodeCordoned(0, true).ok()); },
-       Gpu(1, 300), FitReason::kNodeCordoned, {}});
-  add({"not enough cpu now", FourA100(), {OnDevices({}, 15500)}, nullptr, Gpu(1, 300), FitReason::kNotEnoughCpu,
-       {}});
-  add({"cpu beyond capacity", FourA100(), {}, nullptr, [] { auto r = Gpu(1, 300); r.cpu_milli = 17000; return r; }(),
-       FitReason::kNotEnoughCpu, {}, false});
-  add({"not enough memory", FourA100(), {OnDevices({}, 0, 65000)}, nullptr, Gpu(1, 300), FitReason::kNotEnoughMemory,
-       {}});
-  add({"too many devices for the node", FourA100(), {}, nullptr, Gpu(5, 1000), FitReason::kTooFewDevicesOnNode, {},
+  add({"type include substring, case-insensitive",
+       FourA100(),
+       {},
+       nullptr,
+       [] {
+         auto r = Gpu(1, 300);
+         r.type_include = {"a100"};
+         return r;
+       }(),
+       FitReason::kFits,
+       {0, 1, 2, 3}});
+  add({"type include misses",
+       FourA100(),
+       {},
+       nullptr,
+       [] {
+         auto r = Gpu(1, 300);
+         r.type_include = {"T4", "V100"};
+         return r;
+       }(),
+       FitReason::kTypeNotIncluded,
+       {},
        false});
-  add({"vendor mismatch", FourA100(), {}, nullptr,
-       [] { auto r = Gpu(1, 300); r.vendor = Vendor::kAscend; return r; }(), FitReason::kVendorMismatch, {}, false});
-  add({"vendor match", FourA100(), {}, nullptr, [] { auto r = Gpu(1, 300); r.vendor = Vendor::kNvidia; return r; }(),
-       FitReason::kFits, {0, 1, 2, 3}});
-  add({"type include substring, case-insensitive", FourA100(), {}, nullptr,
-       [] { auto r = Gpu(1, 300); r.type_include = {"a100"}; return r; }(), FitReason::kFits, {0, 1, 2, 3}});
-  add({"type include misses", FourA100(), {}, nullptr,
-       [] { auto r = Gpu(1, 300); r.type_include = {"T4", "V100"}; return r; }(), FitReason::kTypeNotIncluded, {},
+  add({"type exclude hits",
+       FourA100(),
+       {},
+       nullptr,
+       [] {
+         auto r = Gpu(1, 300);
+         r.type_exclude = {"SXM"};
+         return r;
+       }(),
+       FitReason::kTypeExcluded,
+       {},
        false});
-  add({"type exclude hits", FourA100(), {}, nullptr,
-       [] { auto r = Gpu(1, 300); r.type_exclude = {"SXM"}; return r; }(), FitReason::kTypeExcluded, {}, false});
-  add({"type exclude misses", FourA100(), {}, nullptr,
-       [] { auto r = Gpu(1, 300); r.type_exclude = {"T4"}; return r; }(), FitReason::kFits, {0, 1, 2, 3}});
-  add({"uuid include picks one device", FourA100(), {}, nullptr,
-       [] { auto r = Gpu(1, 300); r.uuid_include = {"n-gpu2"}; return r; }(), FitReason::kFits, {2}});
-  add({"uuid include unknown", FourA100(), {}, nullptr,
-       [] { auto r = Gpu(1, 300); r.uuid_include = {"other"}; return r; }(), FitReason::kUuidNotIncluded, {}, false});
-  add({"uuid exclude removes devices", FourA100(), {}, nullptr,
-       [] { auto r = Gpu(1, 300); r.uuid_exclude = {"n-gpu0", "n-gpu3"}; return r; }(), FitReason::kFits, {1, 2}});
-  add({"uuid exclude all", FourA100(), {}, nullptr,
+  add({"type exclude misses",
+       FourA100(),
+       {},
+       nullptr,
+       [] {
+         auto r = Gpu(1, 300);
+         r.type_exclude = {"T4"};
+         return r;
+       }(),
+       FitReason::kFits,
+       {0, 1, 2, 3}});
+  add({"uuid include picks one device",
+       FourA100(),
+       {},
+       nullptr,
+       [] {
+         auto r = Gpu(1, 300);
+         r.uuid_include = {"n-gpu2"};
+         return r;
+       }(),
+       FitReason::kFits,
+       {2}});
+  add({"uuid include unknown",
+       FourA100(),
+       {},
+       nullptr,
+       [] {
+         auto r = Gpu(1, 300);
+         r.uuid_include = {"other"};
+         return r;
+       }(),
+       FitReason::kUuidNotIncluded,
+       {},
+       false});
+  add({"uuid exclude removes devices",
+       FourA100(),
+       {},
+       nullptr,
+       [] {
+         auto r = Gpu(1, 300);
+         r.uuid_exclude = {"n-gpu0", "n-gpu3"};
+         return r;
+       }(),
+       FitReason::kFits,
+       {1, 2}});
+  add({"uuid exclude all",
+       FourA100(),
+       {},
+       nullptr,
        [] {
          auto r = Gpu(1, 300);
          r.uuid_exclude = {"n-gpu0", "n-gpu1", "n-gpu2", "n-gpu3"};
          return r;
        }(),
-       FitReason::kUuidExcluded, {}, false});
-  add({"unhealthy device skipped", FourA100(), {}, [](ClusterState& s) { ASSERT_TRUE(s.SetDeviceHealthy(0, 1, false).ok()); },
-       Gpu(1, 300), FitReason::kFits, {0, 2, 3}});
+       FitReason::kUuidExcluded,
+       {},
+       false});
+  add({"unhealthy device skipped",
+       FourA100(),
+       {},
+       [](ClusterState& s) { ASSERT_TRUE(s.SetDeviceHealthy(0, 1, false).ok()); },
+       Gpu(1, 300),
+       FitReason::kFits,
+       {0, 2, 3}});
   {
     Node n = FourA100();
     for (Device& d : n.devices) d.cordoned = true;
     add({"cordoned devices", n, {}, nullptr, Gpu(1, 300), FitReason::kDeviceCordoned, {}});
   }
-  add({"device memory MiB too large", FourA100(), {}, nullptr, Gpu(1, 300, 50000), FitReason::kDeviceMemoryTooSmall,
-       {}, false});
-  add({"device memory MiB fits exactly", FourA100(), {}, nullptr, Gpu(1, 300, 40960), FitReason::kFits,
-       {0, 1, 2, 3}});
+  add({"device memory MiB too large",
+       FourA100(),
+       {},
+       nullptr,
+       Gpu(1, 300, 50000),
+       FitReason::kDeviceMemoryTooSmall,
+       {},
+       false});
+  add({"device memory MiB fits exactly", FourA100(), {}, nullptr, Gpu(1, 300, 40960), FitReason::kFits, {0, 1, 2, 3}});
   add({"not enough device memory now",
        FourA100(),
        {OnDevices({{0, 30000, 0}}), OnDevices({{1, 30000, 0}}), OnDevices({{2, 30000, 0}}), OnDevices({{3, 30000, 0}})},
-       nullptr, Gpu(1, 0, 20000), FitReason::kNotEnoughDeviceMemory, {}});
+       nullptr,
+       Gpu(1, 0, 20000),
+       FitReason::kNotEnoughDeviceMemory,
+       {}});
   add({"memory percent fits one device",
        FourA100(),
        {OnDevices({{0, 30000, 0}}), OnDevices({{1, 30000, 0}}), OnDevices({{2, 10000, 0}})},
-       nullptr, [] { auto r = Gpu(1, 0); r.device_memory_percent = 50; return r; }(), FitReason::kFits, {2, 3}});
+       nullptr,
+       [] {
+         auto r = Gpu(1, 0);
+         r.device_memory_percent = 50;
+         return r;
+       }(),
+       FitReason::kFits,
+       {2, 3}});
   add({"compute milli exhausted",
        FourA100(),
        {OnDevices({{0, 0, 800}}), OnDevices({{1, 0, 800}}), OnDevices({{2, 0, 800}}), OnDevices({{3, 0, 800}})},
-       nullptr, Gpu(1, 300), FitReason::kNotEnoughDeviceCompute, {}});
-  add({"compute milli fits leftover", FourA100(), {OnDevices({{0, 0, 700}}), OnDevices({{1, 0, 701}})}, nullptr,
-       Gpu(1, 300), FitReason::kFits, {0, 2, 3}});
-  add({"max sharers reached", MakeNode("n").WithGpus(1, "T4", 15360).WithMaxSharers(2).Build(),
-       {OnDevices({{0, 0, 0}}), OnDevices({{0, 0, 0}})}, nullptr, Gpu(1, 0), FitReason::kTooManySharers, {}});
-  add({"exclusive request needs an idle device", FourA100(),
-       {OnDevices({{0, 0, 100}}), OnDevices({{1, 0, 100}}), OnDevices({{2, 0, 100}})}, nullptr, Gpu(1, 1000),
-       FitReason::kFits, {3}});
-  add({"exclusive request, all busy", MakeNode("n").WithGpus(1, "T4", 15360).Build(), {OnDevices({{0, 0, 0}})},
-       nullptr, Gpu(1, 1000), FitReason::kDeviceBusy, {}});
-  add({"device held exclusively", MakeNode("n").WithGpus(1, "T4", 15360).Build(), {OnDevices({{0, 15360, 1000}})},
-       nullptr, Gpu(1, 0), FitReason::kDeviceHeldExclusively, {}});
+       nullptr,
+       Gpu(1, 300),
+       FitReason::kNotEnoughDeviceCompute,
+       {}});
+  add({"compute milli fits leftover",
+       FourA100(),
+       {OnDevices({{0, 0, 700}}), OnDevices({{1, 0, 701}})},
+       nullptr,
+       Gpu(1, 300),
+       FitReason::kFits,
+       {0, 2, 3}});
+  add({"max sharers reached",
+       MakeNode("n").WithGpus(1, "T4", 15360).WithMaxSharers(2).Build(),
+       {OnDevices({{0, 0, 0}}), OnDevices({{0, 0, 0}})},
+       nullptr,
+       Gpu(1, 0),
+       FitReason::kTooManySharers,
+       {}});
+  add({"exclusive request needs an idle device",
+       FourA100(),
+       {OnDevices({{0, 0, 100}}), OnDevices({{1, 0, 100}}), OnDevices({{2, 0, 100}})},
+       nullptr,
+       Gpu(1, 1000),
+       FitReason::kFits,
+       {3}});
+  add({"exclusive request, all busy",
+       MakeNode("n").WithGpus(1, "T4", 15360).Build(),
+       {OnDevices({{0, 0, 0}})},
+       nullptr,
+       Gpu(1, 1000),
+       FitReason::kDeviceBusy,
+       {}});
+  add({"device held exclusively",
+       MakeNode("n").WithGpus(1, "T4", 15360).Build(),
+       {OnDevices({{0, 15360, 1000}})},
+       nullptr,
+       Gpu(1, 0),
+       FitReason::kDeviceHeldExclusively,
+       {}});
   {
     Node n = MakeNode("n").WithGpus(2, "T4", 15360).Build();
     n.devices[0].mode = DeviceMode::kExclusive;
-    add({"exclusive-mode device busy for a sharer", n, {OnDevices({{1, 0, 100}})}, nullptr, Gpu(1, 100),
-         FitReason::kFits, {0, 1}});
-    add({"exclusive-mode device takes whole", n, {OnDevices({{0, 15360, 1000}})}, nullptr, Gpu(1, 100),
-         FitReason::kFits, {1}});
+    add({"exclusive-mode device busy for a sharer",
+         n,
+         {OnDevices({{1, 0, 100}})},
+         nullptr,
+         Gpu(1, 100),
+         FitReason::kFits,
+         {0, 1}});
+    add({"exclusive-mode device takes whole",
+         n,
+         {OnDevices({{0, 15360, 1000}})},
+         nullptr,
+         Gpu(1, 100),
+         FitReason::kFits,
+         {1}});
   }
   {
     Node n = MakeNode("n").WithGpus(2, "A100", 40960).Build();
     n.devices[0].compute_milli = 500;  // a slice (MIG-like) worth half a device
     n.devices[0].mode = DeviceMode::kMig;
     n.devices[1].compute_milli = 500;
-    add({"compute above the device's total", n, {}, nullptr, Gpu(1, 800), FitReason::kDeviceComputeTooSmall, {},
+    add({"compute above the device's total",
+         n,
+         {},
+         nullptr,
+         Gpu(1, 800),
+         FitReason::kDeviceComputeTooSmall,
+         {},
          false});
-    add({"mig slice shared like any device", n, {OnDevices({{1, 0, 400}})}, nullptr, Gpu(1, 300), FitReason::kFits,
+    add({"mig slice shared like any device",
+         n,
+         {OnDevices({{1, 0, 400}})},
+         nullptr,
+         Gpu(1, 300),
+         FitReason::kFits,
          {0}});
   }
-  add({"too few fitting devices", FourA100(), {OnDevices({{0, 0, 1000}}), OnDevices({{1, 0, 1000}}), OnDevices({{2, 0, 1000}})},
-       nullptr, Gpu(2, 1000), FitReason::kTooFewFittingDevices, {}});
+  add({"too few fitting devices",
+       FourA100(),
+       {OnDevices({{0, 0, 1000}}), OnDevices({{1, 0, 1000}}), OnDevices({{2, 0, 1000}})},
+       nullptr,
+       Gpu(2, 1000),
+       FitReason::kTooFewFittingDevices,
+       {}});
   {
     Node n = MakeNode("n").WithGpus(4, "A100", 40960).WithNumaNodes(2).Build();
     TaskRequest r = Gpu(2, 1000);
     r.numa_bind = true;
-    add({"numa bind fits on one numa node", n, {OnDevices({{0, 0, 1000}})}, nullptr, r, FitReason::kFits,
-         {1, 2, 3}});
-    add({"numa bind split", n, {OnDevices({{0, 0, 1000}}), OnDevices({{2, 0, 1000}})}, nullptr, r,
-         FitReason::kNumaSplit, {}});
+    add({"numa bind fits on one numa node", n, {OnDevices({{0, 0, 1000}})}, nullptr, r, FitReason::kFits, {1, 2, 3}});
+    add({"numa bind split",
+         n,
+         {OnDevices({{0, 0, 1000}}), OnDevices({{2, 0, 1000}})},
+         nullptr,
+         r,
+         FitReason::kNumaSplit,
+         {}});
     TaskRequest loose = Gpu(2, 1000);
-    add({"no numa bind, split is fine", n, {OnDevices({{0, 0, 1000}}), OnDevices({{2, 0, 1000}})}, nullptr, loose,
-         FitReason::kFits, {1, 3}});
+    add({"no numa bind, split is fine",
+         n,
+         {OnDevices({{0, 0, 1000}}), OnDevices({{2, 0, 1000}})},
+         nullptr,
+         loose,
+         FitReason::kFits,
+         {1, 3}});
   }
   return cases;
 }
@@ -241,8 +450,8 @@ TEST(FitTest, PlainRequestsFitTheDevicesFitDeviceAccepts) {
   int fitted = 0;
   for (int round = 0; round < 300; ++round) {
     const int gpus = pick(1, 8);
-    Node n = MakeNode("n").WithCpu(64000).WithMemory(262144).WithGpus(gpus, "G2", 16384).WithMaxSharers(pick(1, 4))
-                 .Build();
+    Node n =
+        MakeNode("n").WithCpu(64000).WithMemory(262144).WithGpus(gpus, "G2", 16384).WithMaxSharers(pick(1, 4)).Build();
     for (Device& d : n.devices) {
       if (pick(0, 5) == 0) d.mode = DeviceMode::kExclusive;
       if (pick(0, 7) == 0) d.healthy = false;

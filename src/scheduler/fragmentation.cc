@@ -306,8 +306,9 @@ const FragmentMeter::ModelTables& FragmentMeter::TablesFor(std::string_view mode
     c.weights.assign(classes * width, 0);
     for (size_t g = 0; g < groups.size(); ++g) {
       if (!allowed[g] || groups[g].gpu_count != c.gpu_count) continue;
-      const size_t j = static_cast<size_t>(
-          std::lower_bound(c.shares.begin(), c.shares.end(), groups[g].gpu_milli) - c.shares.begin()) + 1;
+      const size_t j = static_cast<size_t>(std::lower_bound(c.shares.begin(), c.shares.end(), groups[g].gpu_milli) -
+                                           c.shares.begin()) +
+                       1;
       for (size_t k = 0; k < classes; ++k) c.weights[k * width + j] += fits_[g][k];
     }
     for (size_t k = 0; k < classes; ++k) {
@@ -335,8 +336,8 @@ int64_t FragmentMeter::Weighted(const NodeFree& node) {
   const int64_t idle = SortFreeDescending(node, v, prefix);
   int64_t sum = target_->total_count() * idle;
   const ModelTables& tables = TablesFor(node.gpu_model[0]);
-  const size_t cls = static_cast<size_t>(
-      std::upper_bound(cpu_levels_.begin(), cpu_levels_.end(), node.cpu_milli) - cpu_levels_.begin());
+  const size_t cls = static_cast<size_t>(std::upper_bound(cpu_levels_.begin(), cpu_levels_.end(), node.cpu_milli) -
+                                         cpu_levels_.begin());
   // Only where the free compute steps down (v_u > v_{u+1}) can a share lie in (v_{u+1}, v_u]: the last device of
   // each run of equal values, ascending (a node has few distinct levels: idle, used, a partly used device or two).
   size_t steps[kMaxFastDevices];

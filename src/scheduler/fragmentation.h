@@ -94,8 +94,8 @@ class TargetWorkload {
 // What the measure looks at on one node: free CPU and the free compute of each device.
 struct NodeFree {
   int64_t cpu_milli = 0;
-  std::vector<int64_t> gpu_milli;             // free compute per device
-  std::vector<std::string_view> gpu_model;    // model per device (views into the Node)
+  std::vector<int64_t> gpu_milli;           // free compute per device
+  std::vector<std::string_view> gpu_model;  // model per device (views into the Node)
 };
 void ReadNodeFree(const ClusterState& state, int node, NodeFree* out);
 
@@ -125,9 +125,9 @@ class FragmentMeter {
  private:
   struct CountTable {
     int gpu_count = 0;
-    std::vector<int64_t> shares;     // distinct per-GPU shares of the allowed groups with this count, ascending
-    std::vector<uint16_t> rank;      // rank[v] = #shares ≤ v, for v ≤ shares.back()
-    std::vector<int64_t> weights;    // [class * (shares.size() + 1) + j]
+    std::vector<int64_t> shares;   // distinct per-GPU shares of the allowed groups with this count, ascending
+    std::vector<uint16_t> rank;    // rank[v] = #shares ≤ v, for v ≤ shares.back()
+    std::vector<int64_t> weights;  // [class * (shares.size() + 1) + j]
   };
   struct ModelTables {
     std::string model;
@@ -136,16 +136,16 @@ class FragmentMeter {
   const ModelTables& TablesFor(std::string_view model);
 
   const TargetWorkload* target_ = nullptr;
-  std::vector<int64_t> cpu_levels_;            // distinct CPU demands of the GPU groups, ascending
-  std::vector<std::vector<int64_t>> fits_;     // [group][class]: Σ count of its shapes with cpu ≤ the class
+  std::vector<int64_t> cpu_levels_;         // distinct CPU demands of the GPU groups, ascending
+  std::vector<std::vector<int64_t>> fits_;  // [group][class]: Σ count of its shapes with cpu ≤ the class
   std::vector<ModelTables> models_;
   int last_model_ = -1;
 };
 
 struct ClusterFragment {
-  int64_t weighted = 0;      // Σ_n Σ_m count_m F_n(m)
-  int64_t total_count = 0;   // the target's Σ count (divide `weighted` by it for milli-GPU)
-  int64_t idle_milli = 0;    // Σ free GPU compute
+  int64_t weighted = 0;     // Σ_n Σ_m count_m F_n(m)
+  int64_t total_count = 0;  // the target's Σ count (divide `weighted` by it for milli-GPU)
+  int64_t idle_milli = 0;   // Σ free GPU compute
 };
 ClusterFragment MeasureCluster(const ClusterState& state, const TargetWorkload& target);
 

@@ -51,8 +51,7 @@ TEST(FragmentationTest, ShapeFragmentByHand) {
 
 TEST(FragmentationTest, WeightedNodeFragmentByHand) {
   const NodeFree node = Free(8000, {1000, 500, 200, 0});
-  std::vector<WeightedShape> counted = {
-      {Shape(1000, 1, 300), 5}, {Shape(1000, 2, 1000), 2}, {Shape(1000, 1, 600), 3}};
+  std::vector<WeightedShape> counted = {{Shape(1000, 1, 300), 5}, {Shape(1000, 2, 1000), 2}, {Shape(1000, 1, 600), 3}};
   TargetWorkload t = TargetWorkload::FromCounts(counted, 100);
   ASSERT_EQ(t.total_count(), 10);
   // 5·200 + 2·1700 + 3·700 = 6500, i.e. F_n = 650 milli-GPU.

@@ -2,14 +2,11 @@
 
 namespace xpool {
 
-GangOutcome PlanGang(ClusterState& state, const std::vector<TaskRequest>& replicas, PlacementPolicy& policy,
-                     Rng& rng) {
-  return PlanGang(state, replicas,
-                  [&](const TaskRequest& replica) { return Schedule(state, replica, policy, rng); });
+GangOutcome PlanGang(ClusterState& state, const std::vector<TaskRequest>& replicas, PlacementPolicy& policy, Rng& rng) {
+  return PlanGang(state, replicas, [&](const TaskRequest& replica) { return Schedule(state, replica, policy, rng); });
 }
 
-GangOutcome PlanGang(ClusterState& state, const std::vector<TaskRequest>& replicas,
-                     const ReplicaScheduler& schedule) {
+GangOutcome PlanGang(ClusterState& state, const std::vector<TaskRequest>& replicas, const ReplicaScheduler& schedule) {
   GangOutcome out;
   if (replicas.empty()) {
     out.reason = "the job has no replicas";

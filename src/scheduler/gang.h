@@ -25,14 +25,12 @@ struct GangOutcome {
   std::string reason;
 };
 
-GangOutcome PlanGang(ClusterState& state, const std::vector<TaskRequest>& replicas, PlacementPolicy& policy,
-                     Rng& rng);
+GangOutcome PlanGang(ClusterState& state, const std::vector<TaskRequest>& replicas, PlacementPolicy& policy, Rng& rng);
 
 // As above with each replica scheduled by `schedule` against `state` as the earlier replicas leave it (a
 // Scheduler over `state`, say: it follows the applies and releases through the state's change journal). The
 // overload above is this one with Schedule(state, replica, policy, rng).
 using ReplicaScheduler = std::function<ScheduleOutcome(const TaskRequest& replica)>;
-GangOutcome PlanGang(ClusterState& state, const std::vector<TaskRequest>& replicas,
-                     const ReplicaScheduler& schedule);
+GangOutcome PlanGang(ClusterState& state, const std::vector<TaskRequest>& replicas, const ReplicaScheduler& schedule);
 
 }  // namespace xpool

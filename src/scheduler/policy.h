@@ -36,8 +36,8 @@ class PlacementPolicy {
   // Scores a candidate node; higher is better. Fills `chosen_devices` with exactly request.device_count device
   // indices taken from candidate.fitting_devices (ignored for device-less requests). Returning false vetoes the
   // node (e.g. no NUMA-consistent or topology-acceptable choice).
-  virtual bool Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate,
-                     Rng& rng, int64_t* score, std::vector<int>* chosen_devices) = 0;
+  virtual bool Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate, Rng& rng,
+                     int64_t* score, std::vector<int>* chosen_devices) = 0;
 
   virtual TieBreak tie_break() const { return TieBreak::kFirst; }
 
@@ -67,7 +67,8 @@ class PlacementPolicy {
   virtual bool has_memory_ranges() const { return false; }
   // With has_memory_ranges(): [*lo, *hi], holding request.memory_mib, such that on `node` in this state (and this
   // ScoreEpoch) Score gives every request equal to `request` but for a memory in [*lo, *hi] that the node's free
-  // memory fits the same result as `request`: the score, or the veto (the chosen devices may differ, each choice valid).
+  // memory fits the same result as `request`: the score, or the veto (the chosen devices may differ, each choice
+  // valid).
   virtual void MemoryRange(const ClusterState& /*state*/, int /*node*/, const TaskRequest& request, int64_t* lo,
                            int64_t* hi) {
     *lo = *hi = request.memory_mib;

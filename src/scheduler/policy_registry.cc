@@ -5,12 +5,12 @@
 #include "scheduler/policy.h"
 #include "scheduler/policy/best_fit.h"
 #include "scheduler/policy/binpack_spread.h"
-#include "scheduler/policy/topology.h"
 #include "scheduler/policy/dot_product.h"
 #include "scheduler/policy/fgd.h"
 #include "scheduler/policy/gpu_clustering.h"
 #include "scheduler/policy/gpu_packing.h"
 #include "scheduler/policy/random.h"
+#include "scheduler/policy/topology.h"
 #include "scheduler/policy/xpool_default.h"
 
 namespace xpool {

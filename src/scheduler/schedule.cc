@@ -22,8 +22,11 @@ void Consider(Best* best, int node, int64_t score, std::vector<int>* devices, Ti
   } else if (score == best->score) {
     ++best->ties;
     switch (tie_break) {
-      case TieBreak::kFirst: break;
-      case TieBreak::kLast: take = true; break;
+      case TieBreak::kFirst:
+        break;
+      case TieBreak::kLast:
+        take = true;
+        break;
       case TieBreak::kRandom:
         take = std::uniform_int_distribution<int>(0, best->ties - 1)(rng) == 0;
         break;
@@ -84,8 +87,7 @@ ScheduleOutcome NotPlacedOutcome(const ClusterState& view, const TaskRequest& re
   return out;
 }
 
-ScheduleOutcome Schedule(const ClusterState& view, const TaskRequest& request, PlacementPolicy& policy,
-                         Rng& rng) {
+ScheduleOutcome Schedule(const ClusterState& view, const TaskRequest& request, PlacementPolicy& policy, Rng& rng) {
   if (Status valid = ValidateTaskRequest(request); !valid.ok()) {
     ScheduleOutcome out;
     out.kind = OutcomeKind::kNeverFits;

@@ -26,8 +26,7 @@ struct ScheduleOutcome {
   std::string reason;
 };
 
-ScheduleOutcome Schedule(const ClusterState& view, const TaskRequest& request, PlacementPolicy& policy,
-                         Rng& rng);
+ScheduleOutcome Schedule(const ClusterState& view, const TaskRequest& request, PlacementPolicy& policy, Rng& rng);
 
 // The allocation for one replica on `node` using `devices` (grants from GrantFor).
 Allocation MakeAllocation(const ClusterState& view, const TaskRequest& request, int node,

@@ -76,9 +76,22 @@ TEST(ScheduleTest, BadInputIsNeverFitsWithTheValidationMessage) {
   };
   std::vector<Row> rows;
   rows.push_back({"cores above 100", Gpu(1, 1500)});
-  rows.push_back({"negative cpu", [] { TaskRequest r = Gpu(1, 100); r.cpu_milli = -1; return r; }()});
-  rows.push_back({"percent above 100", [] { TaskRequest r = Gpu(1, 100); r.device_memory_percent = 150; return r; }()});
-  rows.push_back({"negative device count", [] { TaskRequest r; r.cpu_milli = 1; r.device_count = -2; return r; }()});
+  rows.push_back({"negative cpu", [] {
+                    TaskRequest r = Gpu(1, 100);
+                    r.cpu_milli = -1;
+                    return r;
+                  }()});
+  rows.push_back({"percent above 100", [] {
+                    TaskRequest r = Gpu(1, 100);
+                    r.device_memory_percent = 150;
+                    return r;
+                  }()});
+  rows.push_back({"negative device count", [] {
+                    TaskRequest r;
+                    r.cpu_milli = 1;
+                    r.device_count = -2;
+                    return r;
+                  }()});
   rows.push_back({"nothing asked", TaskRequest{}});
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);
@@ -137,7 +150,8 @@ class FlatPolicy final : public PlacementPolicy {
 
 TEST(ScheduleTest, TieBreaks) {
   ClusterState s;
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(s.AddNode(MakeNode("n" + std::to_string(i)).WithGpus(1, "T4", 15360).Build()).ok());
+  for (int i = 0; i < 4; ++i)
+    ASSERT_TRUE(s.AddNode(MakeNode("n" + std::to_string(i)).WithGpus(1, "T4", 15360).Build()).ok());
   Rng rng(3);
   FlatPolicy first(TieBreak::kFirst), last(TieBreak::kLast), random(TieBreak::kRandom);
   EXPECT_EQ(Schedule(s, Gpu(1, 100), first, rng).allocation.node, 0);

@@ -75,12 +75,12 @@ struct Scheduler::ShapeCache {
   static constexpr int kRangeWays = 2;  // verdicts kept per slot, most recent first
   uint64_t seq = 0;
   bool valid = false;
-  bool memo_ok = false;               // the verdict may be shared between nodes of one state (no uuid lists)
-  bool by_states = false;             // may scan live states (ScanStates) when used seldom
-  uint64_t last_use = 0;              // by_states: change_seq() when the shape was last used
-  int often_streak = 0;               // by_states: consecutive uses with few nodes changed in between
-  std::vector<SlotVerdict> by_slot;   // by_states: the verdict memo, per live-state slot (both scans use it)
-  bool ranges = false;                // keyed without memory, verdicts by memory range: by_range, not by_slot
+  bool memo_ok = false;                // the verdict may be shared between nodes of one state (no uuid lists)
+  bool by_states = false;              // may scan live states (ScanStates) when used seldom
+  uint64_t last_use = 0;               // by_states: change_seq() when the shape was last used
+  int often_streak = 0;                // by_states: consecutive uses with few nodes changed in between
+  std::vector<SlotVerdict> by_slot;    // by_states: the verdict memo, per live-state slot (both scans use it)
+  bool ranges = false;                 // keyed without memory, verdicts by memory range: by_range, not by_slot
   std::vector<int32_t> range_at;       // ranges: per live-state slot, where its verdicts start in by_range, or -1
   std::vector<RangeVerdict> by_range;  // ranges: kRangeWays per slot that had a verdict (a shape meets few)
   // By node (ScanNodes): per node, score or kNoFit, current up to change_seq() `seq` while tree_valid; per node
@@ -206,7 +206,7 @@ struct Scheduler::Impl {
   Interner descriptions;
   Interner states;
   std::vector<uint32_t> node_description;
-  std::vector<uint8_t> node_uniform;  // the node's devices are alike (and it has no link table): order is moot
+  std::vector<uint8_t> node_uniform;      // the node's devices are alike (and it has no link table): order is moot
   std::vector<uint64_t> node_conditions;  // Conditions() when node_description was keyed
   std::vector<std::array<int64_t, 4>> device_keys;
   std::vector<uint32_t> node_state;
@@ -222,7 +222,7 @@ struct Scheduler::Impl {
   uint64_t states_description_version = 0;
   bool states_synced = false;
   std::string state_key;
-  Rng scratch_rng{0};  // refreshes never draw from the caller's rng
+  Rng scratch_rng{0};       // refreshes never draw from the caller's rng
   TaskRequest memory_free;  // the cache key of a request whose memory the policy ignores
 };
 
@@ -385,8 +385,10 @@ int PickBest(const ScoreTree& scores, TieBreak tie_break, int64_t memory, Rng& r
   if (scores.best() == kNoFit) return -1;
   if (scores.best_memory() < memory) return scores.BestWithMemory(memory, tie_break, rng);
   switch (tie_break) {
-    case TieBreak::kFirst: return scores.Kth(0);
-    case TieBreak::kLast: return scores.Kth(scores.ties() - 1);
+    case TieBreak::kFirst:
+      return scores.Kth(0);
+    case TieBreak::kLast:
+      return scores.Kth(scores.ties() - 1);
     case TieBreak::kRandom: {
       const int ties = scores.ties();
       return scores.Kth(ties > 1 ? std::uniform_int_distribution<int>(0, ties - 1)(rng) : 0);
@@ -411,9 +413,9 @@ void Scheduler::SyncStates() {
   const int count = state_.node_count();
   // Start the tables over when descriptions were replaced (old ids would linger) and, in a long-lived loop that
   // sees ever new usage combinations, past a bound.
-  const bool descriptions_changed =
-      !m.states_synced || m.states_description_version != state_.description_version() ||
-      static_cast<int>(m.node_state.size()) != count || m.states.size() > kMaxStates + 4 * static_cast<size_t>(count);
+  const bool descriptions_changed = !m.states_synced || m.states_description_version != state_.description_version() ||
+                                    static_cast<int>(m.node_state.size()) != count ||
+                                    m.states.size() > kMaxStates + 4 * static_cast<size_t>(count);
   auto update = [&](int n, bool known) {
     const uint32_t old_state = known ? m.node_state[n] : LiveStates::kNoState;
     // Conditions (ready, cordoned, device health) change without a new description_version: key the description
@@ -477,8 +479,8 @@ int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
   // cache scores the request without memory (`key`), the free memory is checked against the request itself.
   // A policy that gives memory ranges (PlacementPolicy::MemoryRange) shares one too, scoring the request itself
   // and reusing each verdict within its memory range (state scan only: the verdicts differ per memory).
-  const bool ranges = policy_.has_memory_ranges() && !policy_.ignores_request_memory() &&
-                      !policy_.uniform_score() && request.uuid_include.empty() && request.uuid_exclude.empty();
+  const bool ranges = policy_.has_memory_ranges() && !policy_.ignores_request_memory() && !policy_.uniform_score() &&
+                      request.uuid_include.empty() && request.uuid_exclude.empty();
   const bool drop_memory = (policy_.ignores_request_memory() || ranges) && request.memory_mib != 0;
   if (drop_memory) {
     m.memory_free = request;

@@ -13,10 +13,10 @@
 //     once per state. Per shape, each node's verdict sits in a max segment tree refreshed for the nodes changed
 //     since the shape was last used. For requests naming no uuid, a shape used seldom instead scans the live
 //     node states (a few hundred to ~1,000 on openb, in recycled slots; one verdict per slot while it holds the
-//     same state), the best states win and the tie rule picks among their nodes — so hundreds of rarely used shapes do not each catch up a tree; the tree is
-//     rebuilt once the shape is used often again.
-//     TieBreak::kRandom draws once per placement (uniform over the tied nodes, as Schedule(), though the same
-//     seed picks a different node than Schedule()'s per-tie reservoir draws).
+//     same state), the best states win and the tie rule picks among their nodes — so hundreds of rarely used shapes do
+//     not each catch up a tree; the tree is rebuilt once the shape is used often again. TieBreak::kRandom draws once
+//     per placement (uniform over the tied nodes, as Schedule(), though the same seed picks a different node than
+//     Schedule()'s per-tie reservoir draws).
 //   * Otherwise (policies that use the rng or keep state): the full scan of Schedule().
 // In every mode the wait / never-fits decision is cached per request shape until a node's description changes.
 //
@@ -45,9 +45,10 @@ struct SchedulerOptions {
 // Work counters, for benchmarks and tuning.
 struct SchedulerStats {
   int64_t calls = 0;
-  int64_t nodes_visited = 0;  // nodes looked at by the ordered walk; live node states (or refreshed nodes) by the score cache
-  int64_t fit_calls = 0;      // full FitNode evaluations
-  int64_t memory_scans = 0;   // score-cache picks where the cache itself turned nodes down for the request's memory
+  int64_t nodes_visited =
+      0;  // nodes looked at by the ordered walk; live node states (or refreshed nodes) by the score cache
+  int64_t fit_calls = 0;     // full FitNode evaluations
+  int64_t memory_scans = 0;  // score-cache picks where the cache itself turned nodes down for the request's memory
 };
 
 enum class SchedulerMode : uint8_t { kOrderedWalk, kScoreCache, kFullScan };
@@ -77,9 +78,9 @@ class Scheduler {
   // The score cache's best node for `request` (whose cache key is `key`), or -1: by live node states / by node.
   int ScanStates(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng);
   int ScanNodes(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, Rng& rng);
-  int64_t SlotVerdict(ShapeCache& cache, const TaskRequest& key, int slot);  // memoised per live-state slot
+  int64_t SlotVerdict(ShapeCache& cache, const TaskRequest& key, int slot);       // memoised per live-state slot
   int64_t RangeVerdict(ShapeCache& cache, const TaskRequest& request, int slot);  // per slot and memory range
-  int64_t Evaluate(const TaskRequest& key, int node);     // FitNode + Score as one cached verdict
+  int64_t Evaluate(const TaskRequest& key, int node);  // FitNode + Score as one cached verdict
   // ScanStates' slots without a memoised verdict, scored last and skipped where the policy's bounds allow.
   void ScoreFresh(ShapeCache& cache, const TaskRequest& key, const TaskRequest& request, int64_t* best,
                   bool* memory_short);

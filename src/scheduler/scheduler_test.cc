@@ -1,10 +1,10 @@
 #include "scheduler/scheduler.h"
 
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "model/node_builder.h"
 #include "scheduler/fit.h"
@@ -43,8 +43,10 @@ TaskRequest RandomRequest(Rng& rng) {
   if (r.device_count > 0) {
     const int kind = pick(0, 9);
     r.device_compute_milli = kind < 4 ? 1000 : kind < 9 ? 50 * pick(1, 19) : 0;
-    if (pick(0, 2) == 0) r.device_memory_mib = 512 * pick(1, 40);
-    else if (pick(0, 3) == 0) r.device_memory_percent = pick(1, 100);
+    if (pick(0, 2) == 0)
+      r.device_memory_mib = 512 * pick(1, 40);
+    else if (pick(0, 3) == 0)
+      r.device_memory_percent = pick(1, 100);
     if (pick(0, 9) == 0) r.type_include = {"a100"};
     if (pick(0, 9) == 0) r.type_exclude = {"T4"};
     if (pick(0, 14) == 0) r.vendor = Vendor::kNvidia;
@@ -112,8 +114,8 @@ TEST(SchedulerPropertyTest, RandomStepsKeepInvariantsAndMatchTheFullScan) {
   ClusterState state = RandomCluster(rng, 14);
   std::vector<std::unique_ptr<PlacementPolicy>> policies;
   std::vector<std::unique_ptr<Scheduler>> schedulers;
-  for (const char* name : {"best-fit", "binpack", "spread", "binpack-spread", "topology", "dot-product",
-                           "gpu-packing", "gpu-clustering"}) {
+  for (const char* name : {"best-fit", "binpack", "spread", "binpack-spread", "topology", "dot-product", "gpu-packing",
+                           "gpu-clustering"}) {
     auto p = MakePolicy(name);
     ASSERT_TRUE(p.ok());
     policies.push_back(std::move(*p));
@@ -137,10 +139,10 @@ TEST(SchedulerPropertyTest, RandomStepsKeepInvariantsAndMatchTheFullScan) {
       Rng a(step), b(step);
       ScheduleOutcome fast = schedulers[which]->Schedule(r, a);
       ScheduleOutcome full = Schedule(state, r, *policies[which], b);
-      ASSERT_TRUE(SameOutcome(fast, full)) << "step " << step << " policy " << policies[which]->name()
-                                           << " fast node " << fast.allocation.node << " full node "
-                                           << full.allocation.node << " kinds " << static_cast<int>(fast.kind)
-                                           << "/" << static_cast<int>(full.kind) << " " << full.reason;
+      ASSERT_TRUE(SameOutcome(fast, full))
+          << "step " << step << " policy " << policies[which]->name() << " fast node " << fast.allocation.node
+          << " full node " << full.allocation.node << " kinds " << static_cast<int>(fast.kind) << "/"
+          << static_cast<int>(full.kind) << " " << full.reason;
       if (full.kind == OutcomeKind::kPlaced) {
         ExpectHonours(state, r, full.allocation);
         ASSERT_TRUE(state.Apply(full.allocation).ok()) << "step " << step;
@@ -256,16 +258,25 @@ TEST(SchedulerPropertyTest, AlikeNodesShareVerdictsAndMatchTheFullScan) {
   Rng rng(7);
   ClusterState state;
   for (int i = 0; i < 12; ++i) {
-    ASSERT_TRUE(state.AddNode(MakeNode("g" + std::to_string(i)).WithCpu(96000).WithMemory(393216)
-                                  .WithGpus(8, "G2", 16384).Build()).ok());
+    ASSERT_TRUE(
+        state
+            .AddNode(
+                MakeNode("g" + std::to_string(i)).WithCpu(96000).WithMemory(393216).WithGpus(8, "G2", 16384).Build())
+            .ok());
   }
   for (int i = 0; i < 6; ++i) {
-    ASSERT_TRUE(state.AddNode(MakeNode("t" + std::to_string(i)).WithCpu(104000).WithMemory(524288)
-                                  .WithGpus(2, "T4", 16384).Build()).ok());
+    ASSERT_TRUE(
+        state
+            .AddNode(
+                MakeNode("t" + std::to_string(i)).WithCpu(104000).WithMemory(524288).WithGpus(2, "T4", 16384).Build())
+            .ok());
   }
   for (int i = 0; i < 6; ++i) {  // memory runs out before CPU or GPU here
-    ASSERT_TRUE(state.AddNode(MakeNode("m" + std::to_string(i)).WithCpu(96000).WithMemory(65536)
-                                  .WithGpus(8, "G2", 16384).Build()).ok());
+    ASSERT_TRUE(
+        state
+            .AddNode(
+                MakeNode("m" + std::to_string(i)).WithCpu(96000).WithMemory(65536).WithGpus(8, "G2", 16384).Build())
+            .ok());
   }
   std::vector<TaskRequest> sample;
   for (int i = 0; i < 200; ++i) sample.push_back(RandomRequest(rng));
@@ -294,9 +305,8 @@ TEST(SchedulerPropertyTest, AlikeNodesShareVerdictsAndMatchTheFullScan) {
       Rng a(step), b(step);
       ScheduleOutcome fast = schedulers[which]->Schedule(r, a);
       ScheduleOutcome full = Schedule(state, r, *policies[which], b);
-      ASSERT_TRUE(SameOutcome(fast, full)) << "step " << step << " policy " << policies[which]->name()
-                                           << " fast node " << fast.allocation.node << " full node "
-                                           << full.allocation.node;
+      ASSERT_TRUE(SameOutcome(fast, full)) << "step " << step << " policy " << policies[which]->name() << " fast node "
+                                           << fast.allocation.node << " full node " << full.allocation.node;
       if (full.kind == OutcomeKind::kPlaced) {
         ASSERT_TRUE(state.Apply(full.allocation).ok()) << "step " << step;
         policies[which]->OnPlaced(state, r, full.allocation);
@@ -318,8 +328,13 @@ TEST(SchedulerPropertyTest, MemoryReadingPolicyMatchesTheFullScanAcrossMemories)
   Rng rng(43);
   ClusterState state;
   for (int i = 0; i < 16; ++i) {
-    ASSERT_TRUE(state.AddNode(MakeNode("n" + std::to_string(i)).WithCpu(96000).WithMemory((64 + 96 * (i % 4)) * 1024)
-                                  .WithGpus(8, "G2", 16384).Build()).ok());
+    ASSERT_TRUE(state
+                    .AddNode(MakeNode("n" + std::to_string(i))
+                                 .WithCpu(96000)
+                                 .WithMemory((64 + 96 * (i % 4)) * 1024)
+                                 .WithGpus(8, "G2", 16384)
+                                 .Build())
+                    .ok());
   }
   auto made = MakePolicy("default");
   ASSERT_TRUE(made.ok());
@@ -397,8 +412,7 @@ TEST(SchedulerPropertyTest, UniformScoreByCapacityEqualsFitNode) {
       Rng a(step), b(step);
       ScheduleOutcome x = fast.Schedule(r, a);
       ScheduleOutcome y = slow.Schedule(r, b);
-      ASSERT_TRUE(SameOutcome(x, y)) << "step " << step << " nodes " << x.allocation.node << "/"
-                                     << y.allocation.node;
+      ASSERT_TRUE(SameOutcome(x, y)) << "step " << step << " nodes " << x.allocation.node << "/" << y.allocation.node;
       if (y.kind == OutcomeKind::kPlaced) {
         ASSERT_TRUE(state.Apply(y.allocation).ok()) << "step " << step;
         running.push_back(y.allocation);

@@ -100,11 +100,12 @@ TEST_F(AgentGrpcTest, HeartbeatAnswersWithTheWantedTaskAndKeepsLogs) {
   const Node n1 = MakeNode("n1").WithCpu(8000).WithMemory(16384).WithGpus(1, "A100", 81920).Build();
   auto client = Client(NodeToken("n1"));
   ASSERT_TRUE(client.Register(n1).ok());
-  ApiResponse sub = Call("POST", "/api/v1/jobs", admin_token_,
-                         json{{"name", "j"},
-                              {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"gpu", 1}, {"gpumem-percentage", 50}}},
-                              {"command", "echo hi"}}
-                             .dump());
+  ApiResponse sub =
+      Call("POST", "/api/v1/jobs", admin_token_,
+           json{{"name", "j"},
+                {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"gpu", 1}, {"gpumem-percentage", 50}}},
+                {"command", "echo hi"}}
+               .dump());
   ASSERT_EQ(sub.status, 201) << sub.body;
   const int64_t id = Body(sub)["id"].get<int64_t>();
   control_->RunPass(/*full=*/true);

@@ -22,8 +22,7 @@ void AgentService::ApplyReport(const agent::TaskReport& report) {
   const TimeMicros now = report.status.ended_at > 0 ? report.status.ended_at : report.status.started_at;
   const agent::TaskState st = report.status.state;
   if (job->state == JobState::kScheduled) (void)control_.TaskStarted(id, now);
-  if (job->state == JobState::kSuspending &&
-      (st == agent::TaskState::kSuspended || st == agent::TaskState::kStopped)) {
+  if (job->state == JobState::kSuspending && (st == agent::TaskState::kSuspended || st == agent::TaskState::kStopped)) {
     (void)store_.UpdateTask(id, report.replica, JobState::kSuspended, std::nullopt, now);
     auto tasks = store_.ListTasks(id);
     if (!tasks.ok()) return;
@@ -128,8 +127,7 @@ Result<std::vector<agent::TaskAssignment>> AgentService::Wanted(const Node& node
   return out;
 }
 
-Result<agent::HeartbeatReply> AgentService::Heartbeat(const Node& node,
-                                                      const std::vector<agent::TaskReport>& tasks) {
+Result<agent::HeartbeatReply> AgentService::Heartbeat(const Node& node, const std::vector<agent::TaskReport>& tasks) {
   RETURN_IF_ERROR(control_.Heartbeat(node.name));
   for (const agent::TaskReport& r : tasks) ApplyReport(r);
   agent::HeartbeatReply reply;

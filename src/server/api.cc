@@ -68,9 +68,7 @@ ApiResponse JsonResponse(int status, const Json& body) {
   return ApiResponse{status, kJsonContentType, body.dump(-1, ' ', false, Json::error_handler_t::replace)};
 }
 
-ApiResponse ErrorResponse(const Status& s) {
-  return ApiResponse{HttpStatusFor(s), kJsonContentType, ErrorBody(s)};
-}
+ApiResponse ErrorResponse(const Status& s) { return ApiResponse{HttpStatusFor(s), kJsonContentType, ErrorBody(s)}; }
 
 }  // namespace internal
 
@@ -185,9 +183,11 @@ Result<agent::HeartbeatReply> Api::Impl::AgentBeat(const std::string& node, cons
   return options.agents->Heartbeat(view.node, beat.tasks);
 }
 
-void Api::Impl::Count(const std::string& route, const std::string& method, int code, std::chrono::steady_clock::time_point start) {
+void Api::Impl::Count(const std::string& route, const std::string& method, int code,
+                      std::chrono::steady_clock::time_point start) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  metrics.CounterAdd("xpool_api_requests_total", {{"route", route}, {"method", method}, {"code", std::to_string(code)}});
+  metrics.CounterAdd("xpool_api_requests_total",
+                     {{"route", route}, {"method", method}, {"code", std::to_string(code)}});
   metrics.Observe("xpool_api_request_duration_seconds", {{"route", route}, {"method", method}}, seconds);
 }
 
@@ -255,7 +255,8 @@ Result<ApiResponse> Api::Impl::CreateTenant(const ApiRequest& req, const Caller&
   if (body.contains("priority_quota")) {
     ASSIGN_OR_RETURN(priority_quotas, internal::PriorityQuotasFromJson(body["priority_quota"], "priority_quota"));
   }
-  ASSIGN_OR_RETURN(TenantRecord t, store.CreateTenant(body["name"].get<std::string>(), admin, quota, clock.NowMicros()));
+  ASSIGN_OR_RETURN(TenantRecord t,
+                   store.CreateTenant(body["name"].get<std::string>(), admin, quota, clock.NowMicros()));
   if (body.contains("guaranteed")) {
     RETURN_IF_ERROR(store.UpdateTenantGuarantee(t.id, guaranteed));
     t.guaranteed = guaranteed;
@@ -317,7 +318,8 @@ Result<ApiResponse> Api::Impl::PatchTenant(const ApiRequest& req, const Caller& 
 
 Result<ApiResponse> Api::Impl::CreateToken(const ApiRequest& req, const Caller&, const Params& p) {
   auto t = store.FindTenant(p[0]);
-  if (!t.ok()) return t.status().code() == StatusCode::kNotFound ? NotFoundError("tenant " + p[0] + " not found") : t.status();
+  if (!t.ok())
+    return t.status().code() == StatusCode::kNotFound ? NotFoundError("tenant " + p[0] + " not found") : t.status();
   std::string label;
   if (!req.body.empty()) {
     ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
@@ -369,7 +371,8 @@ const std::vector<Api::Impl::Route>& Api::Impl::Routes() {
       {"GET", "/metrics", Access::kPublic, &I::Metrics, "Prometheus metrics (text exposition format 0.0.4)."},
       {"GET", "/api/v1/openapi.json", Access::kPublic, &I::OpenApi, "This description of the API."},
       {"GET", "/api/v1/whoami", Access::kTenant, &I::WhoAmI, "The tenant the token belongs to."},
-      {"POST", "/api/v1/jobs", Access::kTenant, &I::SubmitJob, "Submit a job (body: job spec, YAML or JSON). 201 {id}."},
+      {"POST", "/api/v1/jobs", Access::kTenant, &I::SubmitJob,
+       "Submit a job (body: job spec, YAML or JSON). 201 {id}."},
       {"GET", "/api/v1/jobs", Access::kTenant, &I::ListJobs, "List jobs (query: tenant, state, limit, after)."},
       {"GET", "/api/v1/jobs/{id}", Access::kTenant, &I::GetJob, "A job: spec, state, placement, why pending."},
       {"DELETE", "/api/v1/jobs/{id}", Access::kTenant, &I::CancelJob, "Cancel a job."},
@@ -392,7 +395,8 @@ const std::vector<Api::Impl::Route>& Api::Impl::Routes() {
       {"POST", "/api/v1/nodes/{name}/cordon", Access::kAdmin, &I::Cordon, "Stop placing on a node (admin)."},
       {"POST", "/api/v1/nodes/{name}/uncordon", Access::kAdmin, &I::Uncordon, "Place on a node again (admin)."},
       {"GET", "/api/v1/tenants", Access::kAdmin, &I::ListTenants, "List tenants (admin)."},
-      {"POST", "/api/v1/tenants", Access::kAdmin, &I::CreateTenant, "Create a tenant {name, quota, guaranteed} (admin)."},
+      {"POST", "/api/v1/tenants", Access::kAdmin, &I::CreateTenant,
+       "Create a tenant {name, quota, guaranteed} (admin)."},
       {"GET", "/api/v1/tenants/{name}", Access::kTenant, &I::GetTenant, "A tenant (admin, or the tenant itself)."},
       {"PATCH", "/api/v1/tenants/{name}", Access::kAdmin, &I::PatchTenant,
        "Change a tenant's quota, guarantee and per-priority quota (admin)."},
@@ -421,10 +425,9 @@ Result<ApiResponse> Api::Impl::OpenApi(const ApiRequest&, const Caller&, const P
     for (char& c : method) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     Json op = {{"summary", r.summary}};
     Json responses = {{"200", {{"description", "OK"}}}};
-    if (std::string(r.method) == "POST" && (std::string(r.pattern) == "/api/v1/jobs" ||
-                                            std::string(r.pattern) == "/api/v1/nodes" ||
-                                            std::string(r.pattern) == "/api/v1/tenants" ||
-                                            std::string(r.pattern).ends_with("/tokens"))) {
+    if (std::string(r.method) == "POST" &&
+        (std::string(r.pattern) == "/api/v1/jobs" || std::string(r.pattern) == "/api/v1/nodes" ||
+         std::string(r.pattern) == "/api/v1/tenants" || std::string(r.pattern).ends_with("/tokens"))) {
       responses = {{"201", {{"description", "Created"}}}};
     }
     Json err = {{"description", "error"},
@@ -439,7 +442,9 @@ Result<ApiResponse> Api::Impl::OpenApi(const ApiRequest&, const Caller&, const P
     Json params = Json::array();
     for (const std::string& seg : Split(r.pattern)) {
       if (seg.front() == '{') {
-        params.push_back({{"name", seg.substr(1, seg.size() - 2)}, {"in", "path"}, {"required", true},
+        params.push_back({{"name", seg.substr(1, seg.size() - 2)},
+                          {"in", "path"},
+                          {"required", true},
                           {"schema", {{"type", "string"}}}});
       }
     }
@@ -465,8 +470,10 @@ ApiResponse Api::Impl::Dispatch(const ApiRequest& req, std::string* route_name) 
     Params params;
     bool match = true;
     for (size_t i = 0; i < parts.size() && match; ++i) {
-      if (pattern[i].front() == '{') params.push_back(parts[i]);
-      else match = pattern[i] == parts[i];
+      if (pattern[i].front() == '{')
+        params.push_back(parts[i]);
+      else
+        match = pattern[i] == parts[i];
     }
     if (!match) continue;
     path_matched = true;
@@ -474,7 +481,8 @@ ApiResponse Api::Impl::Dispatch(const ApiRequest& req, std::string* route_name) 
     *route_name = r.pattern;
     if (req.body.size() > options.max_body_bytes) {
       return ErrorResponse(ResourceExhaustedError("body is " + std::to_string(req.body.size()) +
-                                                  " bytes, over the limit of " + std::to_string(options.max_body_bytes)));
+                                                  " bytes, over the limit of " +
+                                                  std::to_string(options.max_body_bytes)));
     }
     Caller caller;
     if (r.access != Access::kPublic) {
@@ -548,7 +556,8 @@ Result<agent::HeartbeatReply> Api::AgentHeartbeat(const std::string& authorizati
 }
 
 ApiResponse Api::TooLarge() const {
-  return ErrorResponse(ResourceExhaustedError("body over the limit of " + std::to_string(impl_->options.max_body_bytes) + " bytes"));
+  return ErrorResponse(
+      ResourceExhaustedError("body over the limit of " + std::to_string(impl_->options.max_body_bytes) + " bytes"));
 }
 
 }  // namespace xpool::server

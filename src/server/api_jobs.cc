@@ -68,7 +68,8 @@ std::shared_ptr<const std::string> Api::Impl::SpecText(const JobRecord& job) {
   return made;
 }
 
-std::optional<std::map<JobId, std::vector<AllocationRecord>>> Api::Impl::PagePlacements(const std::vector<JobRecord>& jobs) {
+std::optional<std::map<JobId, std::vector<AllocationRecord>>> Api::Impl::PagePlacements(
+    const std::vector<JobRecord>& jobs) {
   size_t holding = 0;
   for (const JobRecord& j : jobs) holding += HoldsAllocation(j.state) ? 1 : 0;
   if (holding < 2 || jobs.back().id.value() - jobs.front().id.value() >= 4 * static_cast<int64_t>(jobs.size())) {
@@ -86,8 +87,8 @@ Result<ApiResponse> Api::Impl::SubmitJob(const ApiRequest& req, const Caller& ca
   TenantId tenant = caller.tenant.id;
   if (!spec.tenant.empty() && spec.tenant != caller.tenant.name) {
     if (!caller.tenant.admin) {
-      return PermissionDeniedError("tenant: your token belongs to tenant " + caller.tenant.name +
-                                   ", not " + spec.tenant);
+      return PermissionDeniedError("tenant: your token belongs to tenant " + caller.tenant.name + ", not " +
+                                   spec.tenant);
     }
     auto t = store.FindTenant(spec.tenant);
     if (!t.ok()) return InvalidArgumentError("tenant: no tenant named " + spec.tenant);
@@ -230,10 +231,15 @@ Result<ApiResponse> Api::Impl::JobLogs(const ApiRequest& req, const Caller& call
                                 std::to_string(job.spec.replicas) + " replica(s)");
   }
   const std::string task = "job" + std::to_string(job.id.value()) + "-r" + std::to_string(replica);
-  Json out = {{"job_id", job.id.value()}, {"replica", replica}, {"task_id", task},
-              {"state", std::string(JobStateName(job.state))}, {"done", IsTerminal(job.state)},
-              {"first_offset", 0}, {"offset", std::max<int64_t>(offset, 0)},
-              {"next_offset", std::max<int64_t>(offset, 0)}, {"data", ""}};
+  Json out = {{"job_id", job.id.value()},
+              {"replica", replica},
+              {"task_id", task},
+              {"state", std::string(JobStateName(job.state))},
+              {"done", IsTerminal(job.state)},
+              {"first_offset", 0},
+              {"offset", std::max<int64_t>(offset, 0)},
+              {"next_offset", std::max<int64_t>(offset, 0)},
+              {"data", ""}};
   if (options.logs == nullptr) return NotFoundError("this server keeps no task logs");
   auto slice = options.logs->Read(task, offset, std::max<int64_t>(limit, 1));
   if (slice.ok()) {

@@ -94,7 +94,8 @@ TEST_F(ApiTest, BadInputIsRefusedWithTheField) {
   ApiResponse badq = Call("POST", "/api/v1/tenants", admin_token_, R"({"name":"t","quota":{"gpus":1}})");
   EXPECT_EQ(badq.status, 400);
   EXPECT_NE(badq.body.find("quota.gpus"), std::string::npos) << badq.body;
-  ApiResponse badnode = Call("POST", "/api/v1/nodes", admin_token_, R"({"name":"n","devices":[{"model":"A","memory":"x"}]})");
+  ApiResponse badnode =
+      Call("POST", "/api/v1/nodes", admin_token_, R"({"name":"n","devices":[{"model":"A","memory":"x"}]})");
   EXPECT_EQ(badnode.status, 400);
   EXPECT_NE(badnode.body.find("devices[0].memory"), std::string::npos) << badnode.body;
   EXPECT_EQ(Call("GET", "/api/v1/jobs/abc", admin_token_).status, 404);
@@ -129,8 +130,9 @@ TEST_F(ApiTest, TenantGuaranteeIsSetShownAndChecked) {
 }
 
 TEST_F(ApiTest, RegisteredNodeTakesTheJob) {
-  ApiResponse node = Call("POST", "/api/v1/nodes", admin_token_,
-                          R"({"name":"n1","cpu":32,"memory":"128Gi","gpus":{"count":2,"model":"A100","memory":"80Gi"}})");
+  ApiResponse node =
+      Call("POST", "/api/v1/nodes", admin_token_,
+           R"({"name":"n1","cpu":32,"memory":"128Gi","gpus":{"count":2,"model":"A100","memory":"80Gi"}})");
   ASSERT_EQ(node.status, 201) << node.body;
   EXPECT_EQ(Body(node)["devices"].size(), 2u);
   ApiResponse sub = Call("POST", "/api/v1/jobs", admin_token_, kJob);
@@ -155,9 +157,11 @@ TEST_F(ApiTest, MetricsCountRequestsPerRoute) {
   std::string text = Call("GET", "/metrics", "").body;
   EXPECT_NE(text.find("# TYPE xpool_api_requests_total counter"), std::string::npos) << text;
   EXPECT_NE(text.find("xpool_api_requests_total{route=\"/api/v1/jobs\",method=\"GET\",code=\"401\"} 1"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("xpool_api_request_duration_seconds_bucket{route=\"/api/v1/jobs\",method=\"GET\",le=\"+Inf\"} 2"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
 }
 
 }  // namespace
@@ -178,15 +182,15 @@ TEST_F(ApiTest, AdminChangesAJobsPriority) {
   EXPECT_NE(events.find("priority 90 -> 7 by admin"), std::string::npos) << events;
 
   // Bad values: 400 naming the field; the priority is unchanged.
-  for (const char* bad : {R"({"priority": 101})", R"({"priority": -1})", R"({"priority": "urgent"})",
-                          R"({"priority": 5.5})", R"({"priority": null})", R"({})", R"({"priority": 5, "x": 1})",
-                          "not json"}) {
+  for (const char* bad :
+       {R"({"priority": 101})", R"({"priority": -1})", R"({"priority": "urgent"})", R"({"priority": 5.5})",
+        R"({"priority": null})", R"({})", R"({"priority": 5, "x": 1})", "not json"}) {
     ApiResponse r = Call("PATCH", path, admin_token_, bad);
     EXPECT_EQ(r.status, 400) << bad << " " << r.body;
     const std::string text = bad;
-    const std::string field = text == "not json"                          ? "malformed JSON"
+    const std::string field = text == "not json"                        ? "malformed JSON"
                               : text.find("\"x\"") != std::string::npos ? "'x'"
-                                                                          : "priority";
+                                                                        : "priority";
     EXPECT_NE(r.body.find(field), std::string::npos) << bad << " " << r.body;
   }
   EXPECT_EQ(Body(Call("GET", path, alice))["priority"], 7);
@@ -250,8 +254,8 @@ TEST_F(ApiTest, PerPriorityQuotaIsSetShownAndEnforced) {
   EXPECT_EQ(Body(created)["priority_quota"][0]["quota"]["devices"], 1);
   for (const char* bad : {R"({"priority_quota":[{"min_priority":101,"quota":{}}]})",
                           R"({"priority_quota":[{"min_priority":60,"max_priority":40,"quota":{}}]})",
-                          R"({"priority_quota":[{"min_priority":0}]})",
-                          R"({"priority_quota":[{"quota":{"gpus":1}}]})", R"({"priority_quota":{"x":1}})"}) {
+                          R"({"priority_quota":[{"min_priority":0}]})", R"({"priority_quota":[{"quota":{"gpus":1}}]})",
+                          R"({"priority_quota":{"x":1}})"}) {
     ApiResponse r = Call("PATCH", "/api/v1/tenants/pq", admin_token_, bad);
     EXPECT_EQ(r.status, 400) << bad << " " << r.body;
     EXPECT_NE(r.body.find("priority_quota"), std::string::npos) << r.body;
@@ -268,9 +272,10 @@ TEST_F(ApiTest, PerPriorityQuotaIsSetShownAndEnforced) {
             201);
   std::vector<int64_t> ids;
   for (const char* priority : {"high", "high", "normal"}) {
-    ApiResponse sub = Call("POST", "/api/v1/jobs", pq,
-                           std::string("name: j\ncommand: [sleep, '9']\nresources: {gpu: 1, gpucores: 100}\npriority: ") +
-                               priority + "\n");
+    ApiResponse sub =
+        Call("POST", "/api/v1/jobs", pq,
+             std::string("name: j\ncommand: [sleep, '9']\nresources: {gpu: 1, gpucores: 100}\npriority: ") + priority +
+                 "\n");
     ASSERT_EQ(sub.status, 201) << sub.body;
     ids.push_back(Body(sub)["id"].get<int64_t>());
   }

@@ -23,9 +23,8 @@ class ApiFixture : public ::testing::Test {
   explicit ApiFixture(const char* dir_prefix) : dir_prefix_(dir_prefix) {}
 
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           (std::string(dir_prefix_) + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / (std::string(dir_prefix_) + std::to_string(::getpid()) + "_" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     auto s = OpenStateStore((dir_ / "xpool.db").string());

@@ -15,9 +15,7 @@
 namespace xpool::server {
 namespace {
 
-double Seconds(std::chrono::steady_clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
+double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // "Why pending" rows written to the store per pass (one transaction); the rest are written by later passes.
 constexpr size_t kMaxReasonWritesPerPass = 4096;
@@ -199,7 +197,8 @@ void ControlPlane::ReleaseLocked(JobId id) {
   if (it == held_.end()) return;
   for (const Allocation& a : it->second.allocations) {
     Status s = state_.Release(a);
-    if (!s.ok()) std::fprintf(stderr, "xpool server: releasing job %s: %s\n", id.ToString().c_str(), s.ToString().c_str());
+    if (!s.ok())
+      std::fprintf(stderr, "xpool server: releasing job %s: %s\n", id.ToString().c_str(), s.ToString().c_str());
   }
   IndexHeldLocked(id, it->second.allocations, false);
   held_.erase(it);
@@ -609,9 +608,11 @@ int ControlPlane::CommitPlacements(std::vector<PendingCommit>& commits) {
     Status committed = store_.CommitPlacement(p.id, p.records, "placed on " + p.nodes, now);
     if (committed.ok()) {
       // No agent runs the tasks of simulated nodes: they start at once.
-      running[i] = p.all_simulated && store_.TransitionJob(p.id, JobState::kRunning,
-                                                           "started on a simulated node (no agent)", now,
-                                                           JobState::kScheduled).ok();
+      running[i] =
+          p.all_simulated && store_
+                                 .TransitionJob(p.id, JobState::kRunning, "started on a simulated node (no agent)", now,
+                                                JobState::kScheduled)
+                                 .ok();
     } else if (committed.code() == StatusCode::kFailedPrecondition) {
       outcome[i] = Outcome::kGone;  // no longer queued (cancelled meanwhile)
     } else {
@@ -719,7 +720,8 @@ Status ControlPlane::CheckConsistency() const {
              want.devices[d].compute_milli == have.devices[d].compute_milli &&
              want.devices[d].sharers == have.devices[d].sharers;
     }
-    if (!same) return InternalError("node " + state_.node(i).name + ": store allocations differ from the cluster state");
+    if (!same)
+      return InternalError("node " + state_.node(i).name + ": store allocations differ from the cluster state");
   }
   // The per-node index of held jobs says what held_ says.
   std::unordered_map<int, std::vector<JobId>> index;

@@ -220,19 +220,19 @@ class ControlPlane {
 
   std::mutex pass_mu_;  // one pass at a time (the loop; tests call RunPass directly); taken before mu_
   mutable std::mutex mu_;
-  ClusterState state_;                                            // guarded by mu_
-  std::unique_ptr<PlacementPolicy> policy_;                       // guarded by mu_
-  Rng rng_;                                                       // guarded by mu_
-  std::unordered_map<JobId, QueuedJob> queued_;                   // guarded by mu_
-  std::vector<JobId> fresh_;                                      // submitted since the last pass; mu_
-  std::unordered_map<JobId, HeldJob> held_;                       // guarded by mu_
+  ClusterState state_;                           // guarded by mu_
+  std::unique_ptr<PlacementPolicy> policy_;      // guarded by mu_
+  Rng rng_;                                      // guarded by mu_
+  std::unordered_map<JobId, QueuedJob> queued_;  // guarded by mu_
+  std::vector<JobId> fresh_;                     // submitted since the last pass; mu_
+  std::unordered_map<JobId, HeldJob> held_;      // guarded by mu_
   // Node index → the held jobs with an allocation there, sorted: an agent's heartbeat (JobsOnNode) and a lost
   // node cost the node's jobs, not every held job. Kept with held_; mu_
   std::unordered_map<int, std::vector<JobId>> held_on_node_;
   // Preemptors waiting for their victims to finish suspending (victims still suspending). mu_
   std::unordered_map<JobId, std::vector<JobId>> awaiting_;
   std::unordered_map<JobId, std::vector<TimeMicros>> suspended_at_;  // suspensions per job; mu_
-  mutable std::map<int64_t, std::string> tenant_names_;           // guarded by mu_
+  mutable std::map<int64_t, std::string> tenant_names_;              // guarded by mu_
 
   mutable std::mutex seen_mu_;
   std::unordered_map<std::string, TimeMicros> last_seen_;  // guarded by seen_mu_

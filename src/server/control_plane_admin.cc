@@ -16,8 +16,8 @@ Result<JobRecord> ControlPlane::SetPriority(JobId id, int priority, std::string_
     std::lock_guard lock(mu_);
     ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
     if (job.priority == priority) return job;  // nothing to change, no event
-    const std::string reason = "priority " + std::to_string(job.priority) + " -> " + std::to_string(priority) +
-                               " by " + std::string(by);
+    const std::string reason =
+        "priority " + std::to_string(job.priority) + " -> " + std::to_string(priority) + " by " + std::string(by);
     ASSIGN_OR_RETURN(after, store_.SetJobPriority(id, priority, reason, clock_.NowMicros()));
     if (auto q = queued_.find(id); q != queued_.end()) q->second.priority = priority;
     if (auto h = held_.find(id); h != held_.end()) h->second.priority = priority;

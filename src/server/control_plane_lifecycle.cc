@@ -47,8 +47,8 @@ Status ControlPlane::FinishSuspendLocked(JobId id, std::string_view reason, bool
   RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kSuspended, reason, now, JobState::kSuspending));
   ReleaseLocked(id);
   if (!requeue) return Status::Ok();
-  RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kQueued, "back in the queue after its suspension, keeping its place",
-                                       now, JobState::kSuspended));
+  RETURN_IF_ERROR(store_.TransitionJob(
+      id, JobState::kQueued, "back in the queue after its suspension, keeping its place", now, JobState::kSuspended));
   ASSIGN_OR_RETURN(JobRecord queued, store_.GetJob(id));
   EnqueueLocked(queued);
   return Status::Ok();

@@ -33,9 +33,8 @@ namespace {
 class ControlPlaneTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("xpool_cp_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("xpool_cp_test_" + std::to_string(::getpid()) + "_" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     Open();
@@ -136,8 +135,8 @@ TEST_F(ControlPlaneTest, PlacesOnARegisteredNodeAndCommitsToTheStore) {
 }
 
 // The server's policy learns the workload from submitted jobs (fgd and default read a target learned from
-// arrivals): after many whole-GPU jobs that require the H800 model, an unconstrained one keeps the only H800 free for them
-// and goes to the A100 node, though the H800 node comes first and a policy without a target would tie them.
+// arrivals): after many whole-GPU jobs that require the H800 model, an unconstrained one keeps the only H800 free for
+// them and goes to the A100 node, though the H800 node comes first and a policy without a target would tie them.
 TEST_F(ControlPlaneTest, ThePolicyLearnsTheWorkloadFromSubmittedJobs) {
   ASSERT_TRUE(control_->RegisterNode(MakeNode("h800").WithGpus(1, "H800", 81920).Simulated().Build()).ok());
   ASSERT_TRUE(control_->RegisterNode(MakeNode("a100").WithGpus(1, "A100", 81920).Simulated().Build()).ok());

@@ -13,9 +13,15 @@ namespace {
 // AppendJobJson writes a job list without a JSON tree per job; its text must be JobToJson's dump, byte for byte
 // (clients and the e2e tests read these fields).
 TEST(JsonCodecTest, AppendJobJsonWritesJobToJsonsText) {
-  const std::vector<std::string> texts = {
-      "",      "train", "with \"quotes\" and \\ backslash", "tab\tnew\nline\r\x01\x1f", "caf\xc3\xa9 \xe6\x97\xa5",
-      "bad \xff utf-8 \xc3", "del \x7f", std::string("nul\0in", 6), std::string(300, 'x')};
+  const std::vector<std::string> texts = {"",
+                                          "train",
+                                          "with \"quotes\" and \\ backslash",
+                                          "tab\tnew\nline\r\x01\x1f",
+                                          "caf\xc3\xa9 \xe6\x97\xa5",
+                                          "bad \xff utf-8 \xc3",
+                                          "del \x7f",
+                                          std::string("nul\0in", 6),
+                                          std::string(300, 'x')};
   std::vector<AllocationRecord> placement(2);
   placement[0].replica = 0;
   placement[0].node = "node-a";

@@ -40,8 +40,8 @@ class MetricsRegistry {
   enum class Type { kCounter, kGauge, kHistogram };
   struct Series {
     Labels labels;
-    double value = 0;                 // counter / gauge
-    std::vector<uint64_t> buckets;    // histogram: per-bucket (non-cumulative) counts, last = +Inf
+    double value = 0;               // counter / gauge
+    std::vector<uint64_t> buckets;  // histogram: per-bucket (non-cumulative) counts, last = +Inf
     double sum = 0;
     uint64_t count = 0;
   };

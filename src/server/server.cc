@@ -12,8 +12,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "common/clock.h"
 #include "agent/log_relay.h"
+#include "common/clock.h"
 #include "server/agent_grpc_service.h"
 #include "server/agent_service.h"
 #include "server/api.h"
@@ -116,9 +116,10 @@ Status Server::StartAgentListener(Impl& impl) {
   }
   auto host_port = ParseListen(listen);
   if (!host_port.ok()) return InvalidArgumentError("--agent-listen must be HOST:PORT or off, got \"" + listen + "\"");
-  ASSIGN_OR_RETURN(impl.agent_grpc, AgentGrpcServer::Start(host_port->first + ":" + std::to_string(host_port->second),
-                                                           *impl.api));
-  std::fprintf(stderr, "xpool server: agents (gRPC) on grpc://%s:%d\n", host_port->first.c_str(), impl.agent_grpc->port());
+  ASSIGN_OR_RETURN(impl.agent_grpc,
+                   AgentGrpcServer::Start(host_port->first + ":" + std::to_string(host_port->second), *impl.api));
+  std::fprintf(stderr, "xpool server: agents (gRPC) on grpc://%s:%d\n", host_port->first.c_str(),
+               impl.agent_grpc->port());
   return Status::Ok();
 }
 
@@ -153,9 +154,11 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   cp.policy = options.policy;
   cp.tick = options.tick_ms * 1000;
   if (options.node_timeout_s < 1 || options.node_timeout_s > 86400 || options.min_runtime_s < 0 ||
-      options.min_runtime_s > 7 * 86400 || options.max_suspensions_per_hour < 0 || options.max_suspensions_per_hour > 1000) {
-    return InvalidArgumentError("--node-timeout must be 1..86400 s, --min-runtime 0..604800 s, "
-                                "--max-suspensions-per-hour 0..1000");
+      options.min_runtime_s > 7 * 86400 || options.max_suspensions_per_hour < 0 ||
+      options.max_suspensions_per_hour > 1000) {
+    return InvalidArgumentError(
+        "--node-timeout must be 1..86400 s, --min-runtime 0..604800 s, "
+        "--max-suspensions-per-hour 0..1000");
   }
   cp.node_timeout = options.node_timeout_s * kMicrosPerSecond;
   cp.min_runtime = options.min_runtime_s * kMicrosPerSecond;
@@ -164,8 +167,8 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   RETURN_IF_ERROR(impl->control->Start());
   ApiOptions api_options;
   api_options.max_body_bytes = options.max_body_bytes;
-  impl->agents = std::make_unique<AgentService>(*impl->control, *impl->store,
-                                                std::filesystem::current_path(ec).string());
+  impl->agents =
+      std::make_unique<AgentService>(*impl->control, *impl->store, std::filesystem::current_path(ec).string());
   api_options.agents = impl->agents.get();
   api_options.logs = &impl->logs;
   api_options.usage_history = &impl->usage_history;
@@ -230,7 +233,8 @@ Status Server::Run(const std::function<void(int port)>& on_listening) {
       ApiResponse r = s.api->TooLarge();
       res.set_content(r.body, r.content_type.c_str());
     } else {
-      res.set_content("{\"error\":{\"code\":\"INVALID_ARGUMENT\",\"message\":\"bad HTTP request\"}}", "application/json");
+      res.set_content("{\"error\":{\"code\":\"INVALID_ARGUMENT\",\"message\":\"bad HTTP request\"}}",
+                      "application/json");
     }
     return httplib::Server::HandlerResponse::Handled;
   }));
@@ -250,7 +254,8 @@ Status Server::Run(const std::function<void(int port)>& on_listening) {
                             ": address already in use (another xpool server? choose another --listen)");
   }
   if (port < 0) {
-    return UnavailableError("cannot listen on " + s.options.listen + (errno != 0 ? ": " + std::string(std::strerror(errno)) : ""));
+    return UnavailableError("cannot listen on " + s.options.listen +
+                            (errno != 0 ? ": " + std::string(std::strerror(errno)) : ""));
   }
   if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
   std::fprintf(stderr, "xpool server: listening on http://%s:%d (store: %s, state: %s)\n", host_port.first.c_str(),

@@ -28,8 +28,8 @@ struct ServerOptions {
   // Agents over gRPC (docs/agent.md): host:port, or "off". "" = the API's host with port 8471 when the API is on
   // 8470, else any free port (printed).
   std::string agent_listen;
-  std::string state_dir;                  // required: admin.token lives here (and xpool.db for SQLite)
-  std::string store;                      // "" = SQLite at STATE_DIR/xpool.db; or postgres://...
+  std::string state_dir;           // required: admin.token lives here (and xpool.db for SQLite)
+  std::string store;               // "" = SQLite at STATE_DIR/xpool.db; or postgres://...
   std::string policy = "default";  // the fragmentation-aware policy (docs/scheduling.md)
   size_t max_body_bytes = 1 << 20;
   // HTTP workers. httplib gives each open keep-alive connection a worker until it closes or idles 5 s, so this
@@ -37,10 +37,10 @@ struct ServerOptions {
   // workers cost only their stacks' address space.
   int threads = 128;
   int64_t tick_ms = 1000;
-  int64_t node_timeout_s = 30;            // a non-simulated node silent this long is lost; its jobs requeue
-  int64_t min_runtime_s = 600;            // time-sharing: a job that started less than this ago is not a victim
-  int64_t max_suspensions_per_hour = 3;   // time-sharing: per job
-  std::string web_dir;  // Studio's built UI; "" = Studio::DefaultWebDir()
+  int64_t node_timeout_s = 30;           // a non-simulated node silent this long is lost; its jobs requeue
+  int64_t min_runtime_s = 600;           // time-sharing: a job that started less than this ago is not a victim
+  int64_t max_suspensions_per_hour = 3;  // time-sharing: per job
+  std::string web_dir;                   // Studio's built UI; "" = Studio::DefaultWebDir()
 };
 
 class Server {

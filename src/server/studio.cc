@@ -30,11 +30,20 @@ std::string HtmlEscape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -69,11 +78,16 @@ bool Studio::Handles(std::string_view method, std::string_view path) {
 
 std::string_view Studio::ContentType(std::string_view path) {
   static const std::pair<std::string_view, std::string_view> kTypes[] = {
-      {".html", "text/html; charset=utf-8"}, {".js", "text/javascript; charset=utf-8"},
-      {".css", "text/css; charset=utf-8"},   {".svg", "image/svg+xml"},
-      {".png", "image/png"},                 {".ico", "image/x-icon"},
-      {".json", "application/json"},         {".map", "application/json"},
-      {".txt", "text/plain; charset=utf-8"}, {".woff2", "font/woff2"},
+      {".html", "text/html; charset=utf-8"},
+      {".js", "text/javascript; charset=utf-8"},
+      {".css", "text/css; charset=utf-8"},
+      {".svg", "image/svg+xml"},
+      {".png", "image/png"},
+      {".ico", "image/x-icon"},
+      {".json", "application/json"},
+      {".map", "application/json"},
+      {".txt", "text/plain; charset=utf-8"},
+      {".woff2", "font/woff2"},
   };
   for (const auto& [ext, type] : kTypes) {
     if (path.ends_with(ext)) return type;
@@ -105,8 +119,8 @@ StudioResponse Studio::NotBuilt() const {
 StudioResponse Studio::Serve(std::string_view path) const {
   if (!built()) return NotBuilt();
   StudioResponse r;
-  r.headers = {{"X-Content-Type-Options", "nosniff"}, {"Content-Security-Policy", kPolicy},
-               {"Referrer-Policy", "no-referrer"}};
+  r.headers = {
+      {"X-Content-Type-Options", "nosniff"}, {"Content-Security-Policy", kPolicy}, {"Referrer-Policy", "no-referrer"}};
   // Only plain relative names below web_dir: no "..", no hidden files, no backslashes.
   std::string rel(path.substr(path.starts_with('/') ? 1 : 0));
   bool safe = rel.find('\\') == std::string::npos && rel.find('\0') == std::string::npos;
@@ -120,8 +134,8 @@ StudioResponse Studio::Serve(std::string_view path) const {
   if (safe && !rel.empty() && ReadFile(fs::path(web_dir_) / rel, &r.body)) {
     r.content_type = std::string(ContentType(rel));
     // Bundles have content hashes in their names (assets/...); index.html must always be fresh.
-    r.headers.emplace_back("Cache-Control", rel.starts_with("assets/") ? "public, max-age=31536000, immutable"
-                                                                       : "no-cache");
+    r.headers.emplace_back("Cache-Control",
+                           rel.starts_with("assets/") ? "public, max-age=31536000, immutable" : "no-cache");
     return r;
   }
   if (!has_extension && ReadFile(fs::path(web_dir_) / "index.html", &r.body)) {

@@ -1,9 +1,9 @@
 #include "server/usage_history.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "model/node_builder.h"

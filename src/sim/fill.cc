@@ -56,8 +56,8 @@ bool ParseComposition(std::string_view text, Composition* out) {
   return true;
 }
 
-std::vector<const TracePod*> SamplePods(const std::vector<TracePod>& pods, int64_t gpu_capacity_milli,
-                                        int tune_percent, uint64_t seed, Composition composition) {
+std::vector<const TracePod*> SamplePods(const std::vector<TracePod>& pods, int64_t gpu_capacity_milli, int tune_percent,
+                                        uint64_t seed, Composition composition) {
   std::vector<const TracePod*> out;
   if (pods.empty()) return out;
   bool any_gpu = false;
@@ -193,8 +193,7 @@ ClusterState OrderNodes(const ClusterState& cluster, NodeOrder order, uint64_t s
   return out;
 }
 
-Result<FillCurve> RunFill(const ClusterState& cluster, const std::vector<TracePod>& pods,
-                          const FillOptions& options) {
+Result<FillCurve> RunFill(const ClusterState& cluster, const std::vector<TracePod>& pods, const FillOptions& options) {
   if (options.tune_percent <= 0 || options.tune_percent > 1000) {
     return InvalidArgumentError("tune must be between 1 and 1000 percent");
   }

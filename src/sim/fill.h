@@ -61,9 +61,8 @@ struct FillCurve {
 
 // The pods of one run, composed from `pods` as `composition` says (above), with an mt19937_64 seeded by
 // `seed`. Empty when no pod asks for a GPU.
-std::vector<const TracePod*> SamplePods(const std::vector<TracePod>& pods, int64_t gpu_capacity_milli,
-                                        int tune_percent, uint64_t seed,
-                                        Composition composition = Composition::kSample);
+std::vector<const TracePod*> SamplePods(const std::vector<TracePod>& pods, int64_t gpu_capacity_milli, int tune_percent,
+                                        uint64_t seed, Composition composition = Composition::kSample);
 
 // "sample" / "trace-then-sample" (the --compose flag); false for anything else.
 bool ParseComposition(std::string_view text, Composition* out);
@@ -77,8 +76,7 @@ Result<std::unique_ptr<PlacementPolicy>> MakeFillPolicy(const std::string& name,
 ClusterState OrderNodes(const ClusterState& cluster, NodeOrder order, uint64_t seed);
 
 // One run. `cluster` is copied (it should be empty of allocations), its nodes ordered by options.node_order.
-Result<FillCurve> RunFill(const ClusterState& cluster, const std::vector<TracePod>& pods,
-                          const FillOptions& options);
+Result<FillCurve> RunFill(const ClusterState& cluster, const std::vector<TracePod>& pods, const FillOptions& options);
 
 // Runs `count` independent jobs on up to `jobs` threads; job i calls fn(i). Returns the first error.
 Status RunParallel(int count, int jobs, const std::function<Status(int)>& fn);

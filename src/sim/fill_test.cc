@@ -1,10 +1,10 @@
 #include "sim/fill.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "sim/report.h"
 
@@ -118,8 +118,8 @@ TEST(FillTest, NodeOrderIsTheTraceOrASeededPermutation) {
 TEST(FillTest, CurvesAreConsistentForEveryPaperPolicy) {
   Result<ClusterState> cluster = BuildCluster(Nodes());
   ASSERT_TRUE(cluster.ok());
-  for (const char* policy : {"random", "dot-product", "gpu-clustering", "gpu-packing", "best-fit", "fgd", "default",
-                             "gpu-packing@last"}) {
+  for (const char* policy :
+       {"random", "dot-product", "gpu-clustering", "gpu-packing", "best-fit", "fgd", "default", "gpu-packing@last"}) {
     SCOPED_TRACE(policy);
     FillOptions options;
     options.policy = policy;
@@ -135,9 +135,9 @@ TEST(FillTest, CurvesAreConsistentForEveryPaperPolicy) {
     EXPECT_EQ(curve->allocation_pct[0], 0.0);
     EXPECT_EQ(curve->pods_arrived, curve->pods_placed + curve->pods_skipped);
     for (size_t i = 1; i < curve->allocation_pct.size(); ++i) {
-      EXPECT_GE(curve->allocation_pct[i], curve->allocation_pct[i - 1]);  // pods never leave
+      EXPECT_GE(curve->allocation_pct[i], curve->allocation_pct[i - 1]);       // pods never leave
       EXPECT_LE(curve->allocation_pct[i], std::min<double>(100.0, i + 1e-9));  // cannot exceed what arrived
-      EXPECT_LE(curve->frag_pct[i], 100.0 - curve->allocation_pct[i] + 1e-9);   // fragment ⊆ idle
+      EXPECT_LE(curve->frag_pct[i], 100.0 - curve->allocation_pct[i] + 1e-9);  // fragment ⊆ idle
     }
     EXPECT_GT(curve->allocation_pct[130], 50.0);
     EXPECT_GT(curve->pods_skipped, 0);  // 130 % cannot all fit

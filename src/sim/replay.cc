@@ -8,8 +8,8 @@
 #include <map>
 #include <memory>
 #include <queue>
-#include <unordered_map>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "common/text.h"
@@ -37,10 +37,10 @@ struct PodRun {
   TimeMicros remaining = 0;  // work still to do
   TimeMicros first_start = -1;
   int priority = kPriorityNormal;
-  int64_t requested_milli = 0;  // GPU the pod asked for (num_gpu × gpu_milli)
-  int64_t held_milli = 0;       // GPU it holds while running (whole GPUs when sharing is off)
-  uint32_t starts = 0;          // bumped on each suspension: older departure events are stale
-  int slot = -1;                // index in jobs_, -1 when not in the queue or running
+  int64_t requested_milli = 0;           // GPU the pod asked for (num_gpu × gpu_milli)
+  int64_t held_milli = 0;                // GPU it holds while running (whole GPUs when sharing is off)
+  uint32_t starts = 0;                   // bumped on each suspension: older departure events are stale
+  int slot = -1;                         // index in jobs_, -1 when not in the queue or running
   std::vector<TimeMicros> suspended_at;  // within the last hour
   std::string wait_cause;                // explain: why it waited, at the first pass it waited through
 };
@@ -115,7 +115,7 @@ class Replayer {
   std::vector<int> pod_of_;     // pod of jobs_[i]
   int64_t waiting_ = 0;
   int64_t requested_running_milli_ = 0;
-  TimeMicros wake_ = kNever;  // when a waiting pod may find a victim old enough
+  TimeMicros wake_ = kNever;                         // when a waiting pod may find a victim old enough
   std::unordered_map<std::string, bool> could_fit_;  // by request shape
 
   // Integrals over time (milli × µs).
@@ -142,12 +142,11 @@ Status Replayer::Prepare() {
     }
     PodRun& r = run_[i];
     r.arrival = p.creation_time * kMicrosPerSecond / options_.speedup;
-    const bool scheduled = p.scheduled_time && *p.scheduled_time >= p.creation_time &&
-                           *p.scheduled_time <= p.deletion_time;
+    const bool scheduled =
+        p.scheduled_time && *p.scheduled_time >= p.creation_time && *p.scheduled_time <= p.deletion_time;
     const int64_t start = scheduled ? *p.scheduled_time : p.creation_time;
     r.remaining = (p.deletion_time - start) * kMicrosPerSecond;
-    r.priority = options_.queue == QueueMode::kFifo ? kPriorityNormal
-                                                    : options_.qos_priority[static_cast<int>(p.qos)];
+    r.priority = options_.queue == QueueMode::kFifo ? kPriorityNormal : options_.qos_priority[static_cast<int>(p.qos)];
     r.requested_milli = PodGpuMilli(p);
     r.held_milli = options_.share ? r.requested_milli : int64_t{1000} * p.num_gpu;
   }
@@ -382,8 +381,8 @@ Result<ReplayResult> Replayer::Run() {
     wake_ = kNever;
     if (changed && waiting_ > 0) RETURN_IF_ERROR(Schedule(now));
     if (options_.explain && waiting_ > 0) Explain(now);
-    steps_.push_back({now - origin, state_.totals().device_compute_allocated_milli, requested_running_milli_,
-                      waiting_});
+    steps_.push_back(
+        {now - origin, state_.totals().device_compute_allocated_milli, requested_running_milli_, waiting_});
   }
   result_.never_placed = result_.pods - result_.placed;
   result_.makespan_s = (now - origin) / kMicrosPerSecond;
@@ -410,8 +409,8 @@ void Replayer::Explain(TimeMicros now) {
     const QueueJob& job = jobs_[j];
     if (job.state == QueueJobState::kRunning) {
       running.push_back(&job);
-    } else if (head < 0 || std::tie(jobs_[head].priority, job.first_submit) <
-                               std::tie(job.priority, jobs_[head].first_submit)) {
+    } else if (head < 0 ||
+               std::tie(jobs_[head].priority, job.first_submit) < std::tie(job.priority, jobs_[head].first_submit)) {
       head = static_cast<int>(j);
     }
   }
@@ -442,7 +441,8 @@ void Replayer::Explain(TimeMicros now) {
       c.candidate_nodes = 0;  // keep the label coarse
       std::string d = DescribeWaitCause(c);
       head_cause_ = ShapeLabel(pod_of_[j]) + ": " + d.substr(0, d.rfind(" ("));
-      if (options_.moves != MoveRule::kOff && c.block != WaitBlock::kFits) head_cause_ += "; " + ExplainMoves(head, now);
+      if (options_.moves != MoveRule::kOff && c.block != WaitBlock::kFits)
+        head_cause_ += "; " + ExplainMoves(head, now);
     }
   }
 }
@@ -499,18 +499,17 @@ std::string Replayer::ExplainMoves(int head, TimeMicros now) {
 
 void Replayer::FinishExplain(TimeMicros end) {
   for (const auto& [cause, area] : cause_area_) {
-    result_.wait_causes.push_back({cause, static_cast<double>(area.second) / kMicrosPerSecond,
-                                   area.first / 1000.0 / static_cast<double>(kHour)});
+    result_.wait_causes.push_back(
+        {cause, static_cast<double>(area.second) / kMicrosPerSecond, area.first / 1000.0 / static_cast<double>(kHour)});
   }
-  std::sort(result_.wait_causes.begin(), result_.wait_causes.end(),
-            [](const WaitCauseRow& a, const WaitCauseRow& b) {
-              return std::tie(a.idle_gpu_hours, a.queued_s) > std::tie(b.idle_gpu_hours, b.queued_s);
-            });
+  std::sort(result_.wait_causes.begin(), result_.wait_causes.end(), [](const WaitCauseRow& a, const WaitCauseRow& b) {
+    return std::tie(a.idle_gpu_hours, a.queued_s) > std::tie(b.idle_gpu_hours, b.queued_s);
+  });
   result_.unusable_idle_gpu_hours = unusable_area_ / 1000.0 / static_cast<double>(kHour);
   if (queued_time_ > 0) {
     result_.allocated_pct_queued_bound =
-        100.0 - 100.0 * unusable_area_ / (static_cast<double>(result_.gpu_capacity_milli) *
-                                          static_cast<double>(queued_time_));
+        100.0 -
+        100.0 * unusable_area_ / (static_cast<double>(result_.gpu_capacity_milli) * static_cast<double>(queued_time_));
   }
   std::vector<WaitedPod> waits;
   for (size_t i = 0; i < pods_.size(); ++i) {
@@ -624,8 +623,8 @@ Result<QosPriorities> ParseQosPriorities(std::string_view text, QosPriorities ba
       return InvalidArgumentError("--qos-priority: unknown qos class \"" + std::string(name) +
                                   "\" (LS, Guaranteed, Burstable, BE)");
     }
-    Result<int64_t> v = eq == std::string_view::npos ? InvalidArgumentError("no value")
-                                                     : ParseNonNegativeInt(part.substr(eq + 1));
+    Result<int64_t> v =
+        eq == std::string_view::npos ? InvalidArgumentError("no value") : ParseNonNegativeInt(part.substr(eq + 1));
     if (!v.ok() || *v > kMaxPriority) {
       return InvalidArgumentError("--qos-priority: \"" + std::string(part) + "\" needs a priority 0..100, as LS=90");
     }

@@ -52,15 +52,15 @@ struct ReplayOptions {
   int64_t speedup = 1;            // arrival times divided by this (durations kept): more load
   uint64_t seed = 42;
   int max_timeline_points = 2000;  // the allocation-over-time series is averaged into at most this many
-  bool explain = false;  // fill ReplayResult::wait_causes and longest_waits (costs a scan per pass)
+  bool explain = false;            // fill ReplayResult::wait_causes and longest_waits (costs a scan per pass)
 };
 
 // The HAI Platform "before": whole GPUs, FIFO, no preemption; other fields from `base`.
 ReplayOptions WholeGpuFifo(ReplayOptions base);
 
 struct DelayStats {
-  int64_t pods = 0;    // pods of the group
-  int64_t placed = 0;  // that ever started (the percentiles are over these)
+  int64_t pods = 0;                                   // pods of the group
+  int64_t placed = 0;                                 // that ever started (the percentiles are over these)
   double p50_s = 0, p95_s = 0, p99_s = 0, max_s = 0;  // first start − arrival
 };
 
@@ -90,9 +90,9 @@ struct WaitedPod {
   int num_gpu = 0;
   int64_t gpu_milli = 0;
   int64_t cpu_milli = 0;
-  double delay_s = 0;     // first start − arrival (to the end of the replay when never started)
+  double delay_s = 0;  // first start − arrival (to the end of the replay when never started)
   bool started = false;
-  std::string cause;      // why it waited, at the first pass it waited through
+  std::string cause;  // why it waited, at the first pass it waited through
 };
 
 struct ReplayResult {
@@ -106,16 +106,16 @@ struct ReplayResult {
   int64_t moves = 0;          // suspensions that restarted at once elsewhere
   double gpu_hours_lost = 0;  // checkpoint cost × GPUs held by the suspended pod
   double gpu_hours_allocated = 0;
-  int64_t makespan_s = 0;          // first arrival → last departure
-  double allocated_pct = 0;        // time-weighted GPU allocated / capacity, over the makespan
-  double requested_pct = 0;        // the same for what the running pods asked for (differs with share = false)
-  double queued_s = 0;             // time with at least one pod waiting
+  int64_t makespan_s = 0;           // first arrival → last departure
+  double allocated_pct = 0;         // time-weighted GPU allocated / capacity, over the makespan
+  double requested_pct = 0;         // the same for what the running pods asked for (differs with share = false)
+  double queued_s = 0;              // time with at least one pod waiting
   double allocated_pct_queued = 0;  // time-weighted allocation while a pod waits (0 when none ever waited)
   double requested_pct_queued = 0;
   std::vector<DelayGroup> by_qos;       // LS, Guaranteed, Burstable, BE (groups with pods only)
   std::vector<DelayGroup> by_priority;  // high first
-  int64_t events = 0;  // arrivals + departures + suspensions
-  int64_t passes = 0;  // scheduling passes run
+  int64_t events = 0;                   // arrivals + departures + suspensions
+  int64_t passes = 0;                   // scheduling passes run
   int64_t gpu_capacity_milli = 0;
   std::vector<TimelinePoint> timeline;
   std::vector<WaitCauseRow> wait_causes;  // explain: most idle GPU-hours first
@@ -124,7 +124,7 @@ struct ReplayResult {
   // 100 − this / (capacity × queued time) bounds allocated_pct_queued from above, for these pods on this cluster.
   double unusable_idle_gpu_hours = 0;
   double allocated_pct_queued_bound = 0;
-  std::vector<WaitedPod> longest_waits;   // explain: the 15 longest waits
+  std::vector<WaitedPod> longest_waits;  // explain: the 15 longest waits
 };
 
 // One run. `cluster` is copied (it should be empty of allocations). Pods without times (the 5-column lists)

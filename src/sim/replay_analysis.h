@@ -15,9 +15,9 @@
 namespace xpool::sim {
 
 enum class WaitBlock : uint8_t {
-  kGpu,         // no node that could take it has enough free devices for it
-  kCpuMemory,   // some node has the free devices, but not the CPU or memory beside them
-  kFits,        // it fits now (the pass had not run yet, or the policy vetoed every node)
+  kGpu,        // no node that could take it has enough free devices for it
+  kCpuMemory,  // some node has the free devices, but not the CPU or memory beside them
+  kFits,       // it fits now (the pass had not run yet, or the policy vetoed every node)
 };
 
 struct WaitCause {

@@ -14,15 +14,18 @@ namespace {
 
 const std::vector<double>& Values(const FillCurve& c, Metric m) {
   switch (m) {
-    case Metric::kFrag: return c.frag_pct;
-    case Metric::kFragRatio: return c.frag_ratio_pct;
-    case Metric::kAllocation: break;
+    case Metric::kFrag:
+      return c.frag_pct;
+    case Metric::kFragRatio:
+      return c.frag_ratio_pct;
+    case Metric::kAllocation:
+      break;
   }
   return c.allocation_pct;
 }
 
 const std::pair<std::string_view, std::string_view> kLabels[] = {
-    {"01-Random", "random"},           {"02-DotProd", "dot-product"}, {"03-GpuClustering", "gpu-clustering"},
+    {"01-Random", "random"},          {"02-DotProd", "dot-product"}, {"03-GpuClustering", "gpu-clustering"},
     {"04-GpuPacking", "gpu-packing"}, {"05-BestFit", "best-fit"},    {"06-FGD", "fgd"},
 };
 

@@ -50,7 +50,7 @@ Result<std::vector<PublishedRow>> LoadPublished(const std::string& path);
 double PublishedMean(const std::vector<PublishedRow>& rows, std::string_view workload, std::string_view label,
                      int percent);
 // Mean over runs of allocation at `percent` for (workload, policy); NaN when none.
-double RunMean(const std::vector<FillRun>& runs, std::string_view workload, std::string_view policy,
-               int percent, Metric metric = Metric::kAllocation);
+double RunMean(const std::vector<FillRun>& runs, std::string_view workload, std::string_view policy, int percent,
+               Metric metric = Metric::kAllocation);
 
 }  // namespace xpool::sim

@@ -1,8 +1,8 @@
 #include "sim/report.h"
 
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "sim/svg.h"
 
@@ -50,8 +50,8 @@ TEST(ReportTest, ParsesPublishedRowsAndAverages) {
   EXPECT_EQ(PublishedLabelForPolicy("gpu-packing"), "04-GpuPacking");
   EXPECT_EQ(PublishedLabelForPolicy("default"), "");
 
-  Result<std::vector<PublishedRow>> bad = ParsePublished(
-      "workload,sc_policy,tune,seed,total_gpus,0,1\nw,06-FGD,1.3,42,6212,0.0,x\n", "y.csv");
+  Result<std::vector<PublishedRow>> bad =
+      ParsePublished("workload,sc_policy,tune,seed,total_gpus,0,1\nw,06-FGD,1.3,42,6212,0.0,x\n", "y.csv");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("y.csv:2"), std::string::npos) << bad.status().message();
   EXPECT_FALSE(ParsePublished("foo,bar\n", "z.csv").ok());

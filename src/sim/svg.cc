@@ -19,10 +19,14 @@ std::string Fmt(const char* format, double a, double b) {
 std::string Escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -36,8 +40,8 @@ std::string LineChartSvg(const LineChart& chart) {
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
   auto x_of = [&](double x) { return kLeft + plot_w * x / max_x; };
   auto y_of = [&](double y) { return kTop + plot_h * (1.0 - y / 100.0); };
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(kWidth) +
-                    "\" height=\"" + std::to_string(kHeight) + "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(kWidth) + "\" height=\"" +
+                    std::to_string(kHeight) + "\" font-family=\"sans-serif\" font-size=\"11\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   svg += "<text x=\"" + std::to_string(kLeft) + "\" y=\"18\" font-size=\"13\">" + Escape(chart.title) + "</text>\n";
   for (int y = 0; y <= 100; y += 20) {

@@ -51,11 +51,16 @@ Result<Qos> ParseQos(std::string_view s) {
 
 std::string_view QosName(Qos qos) {
   switch (qos) {
-    case Qos::kLs: return "LS";
-    case Qos::kGuaranteed: return "Guaranteed";
-    case Qos::kBurstable: return "Burstable";
-    case Qos::kBe: return "BE";
-    case Qos::kUnknown: break;
+    case Qos::kLs:
+      return "LS";
+    case Qos::kGuaranteed:
+      return "Guaranteed";
+    case Qos::kBurstable:
+      return "Burstable";
+    case Qos::kBe:
+      return "BE";
+    case Qos::kUnknown:
+      break;
   }
   return "unknown";
 }
@@ -136,7 +141,8 @@ Result<std::vector<TracePod>> ParsePodList(std::string_view text, std::string_vi
     if (columns == 11) {
       if (!f[5].empty()) {
         for (std::string_view m : SplitFields(f[5], '|')) {
-          if (m.empty()) return LineError(file, line_no, "field gpu_spec: empty model in \"" + std::string(f[5]) + "\"");
+          if (m.empty())
+            return LineError(file, line_no, "field gpu_spec: empty model in \"" + std::string(f[5]) + "\"");
           p.gpu_spec.emplace_back(m);
         }
       }

@@ -34,12 +34,12 @@ struct TracePod {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   int num_gpu = 0;
-  int64_t gpu_milli = 0;               // per GPU; 1000 = a whole GPU
-  std::vector<std::string> gpu_spec;   // allowed models; empty = any
+  int64_t gpu_milli = 0;              // per GPU; 1000 = a whole GPU
+  std::vector<std::string> gpu_spec;  // allowed models; empty = any
   Qos qos = Qos::kUnknown;
   std::string phase;
-  bool has_times = false;              // false for the 5-column variant
-  int64_t creation_time = 0;           // seconds
+  bool has_times = false;     // false for the 5-column variant
+  int64_t creation_time = 0;  // seconds
   int64_t deletion_time = 0;
   std::optional<int64_t> scheduled_time;
 };

@@ -1,9 +1,9 @@
 #include "sim/trace.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace xpool::sim {
 namespace {

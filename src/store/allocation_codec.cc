@@ -17,8 +17,8 @@ Result<AllocationRecord> ToAllocationRecord(const ClusterState& state, const All
   record.memory_mib = allocation.memory_mib;
   for (const DeviceGrant& grant : allocation.devices) {
     if (grant.device < 0 || grant.device >= static_cast<int>(node.devices.size())) {
-      return InvalidArgumentError("allocation names device " + std::to_string(grant.device) + " of node " +
-                                  node.name + " which has " + std::to_string(node.devices.size()));
+      return InvalidArgumentError("allocation names device " + std::to_string(grant.device) + " of node " + node.name +
+                                  " which has " + std::to_string(node.devices.size()));
     }
     record.devices.push_back({node.devices[grant.device].uuid, grant.memory_mib, grant.compute_milli});
   }
@@ -27,8 +27,8 @@ Result<AllocationRecord> ToAllocationRecord(const ClusterState& state, const All
 
 Result<Allocation> FromAllocationRecord(const ClusterState& state, const AllocationRecord& record) {
   const int node_index = state.FindNode(record.node);
-  if (node_index < 0) return NotFoundError("allocation of job " + record.job.ToString() + " names unknown node " +
-                                           record.node);
+  if (node_index < 0)
+    return NotFoundError("allocation of job " + record.job.ToString() + " names unknown node " + record.node);
   const Node& node = state.node(node_index);
   Allocation allocation;
   allocation.node = node_index;

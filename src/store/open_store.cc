@@ -38,8 +38,7 @@ Status ParseSqliteOptions(std::string_view query, SqliteStoreOptions* options) {
 Result<std::unique_ptr<StateStore>> OpenStateStore(std::string_view location) {
   auto starts_with = [location](std::string_view prefix) { return location.substr(0, prefix.size()) == prefix; };
   if (location.empty()) return InvalidArgumentError("store location is empty");
-  if (starts_with("postgres://") || starts_with("postgresql://") || starts_with("host=") ||
-      starts_with("dbname=")) {
+  if (starts_with("postgres://") || starts_with("postgresql://") || starts_with("host=") || starts_with("dbname=")) {
     return OpenPostgresStore(std::string(location));
   }
   SqliteStoreOptions options;

@@ -39,7 +39,7 @@ namespace xpool {
 inline constexpr int64_t kUnlimited = -1;
 
 struct TenantQuota {
-  int64_t devices = kUnlimited;               // devices held at once (sum over running replicas)
+  int64_t devices = kUnlimited;  // devices held at once (sum over running replicas)
   int64_t device_memory_mib = kUnlimited;
   int64_t device_compute_milli = kUnlimited;  // 1000 = one whole device
   int64_t cpu_milli = kUnlimited;
@@ -58,9 +58,9 @@ struct TenantPriorityQuota {
 
 struct TenantRecord {
   TenantId id;
-  std::string name;  // unique; 1..63 chars of [a-z0-9-]
+  std::string name;    // unique; 1..63 chars of [a-z0-9-]
   bool admin = false;  // admin tenants see and control everything
-  TenantQuota quota;  // limits: never exceeded by new work
+  TenantQuota quota;   // limits: never exceeded by new work
   TimeMicros created_us = 0;
   // Always obtainable (time-sharing): work within it may suspend other tenants' work that runs above theirs.
   // Same units as `quota`; -1 (kUnlimited) in a field means "no guarantee" there.
@@ -87,8 +87,8 @@ struct JobRecord {
   TimeMicros updated_us = 0;  // last state change
   // Times the job went back to the queue after it had run (running/suspending/suspended → queued).
   int restart_count = 0;
-  std::string pending_reason;  // the scheduler's "why pending"; "" when none
-  std::string state_reason;    // reason given with the last transition
+  std::string pending_reason;    // the scheduler's "why pending"; "" when none
+  std::string state_reason;      // reason given with the last transition
   TimeMicros last_start_us = 0;  // the last transition to running (min-runtime counts from it); 0 = never ran
 };
 
@@ -98,7 +98,7 @@ struct TaskRecord {
   JobId job;
   int replica = 0;
   JobState state = JobState::kQueued;  // replicas reuse the job states (no transition rules enforced)
-  std::string node;                   // "" until placed
+  std::string node;                    // "" until placed
   std::optional<int> exit_code;
   TimeMicros updated_us = 0;
 };
@@ -132,8 +132,8 @@ struct NodeRecord {
 struct EventRecord {
   int64_t id = 0;  // increasing in commit order
   TimeMicros time_us = 0;
-  JobId job;          // unset (0) for events not about a job
-  std::string kind;   // "submitted", "transition", "placed", or a caller's kind ("node", "quota", ...)
+  JobId job;                     // unset (0) for events not about a job
+  std::string kind;              // "submitted", "transition", "placed", or a caller's kind ("node", "quota", ...)
   std::optional<JobState> from;  // set for transitions
   std::optional<JobState> to;
   std::string reason;
@@ -204,8 +204,8 @@ class StateStore {
   // The scheduler's placement of a queued job: writes one AllocationRecord per replica (replica indices
   // 0..replicas-1, exactly once each), moves the job queued → scheduled, sets each task's node, and records a
   // "placed" event — all in one transaction. FailedPrecondition if the job is no longer queued.
-  virtual Status CommitPlacement(JobId id, const std::vector<AllocationRecord>& allocations,
-                                 std::string_view reason, TimeMicros now) = 0;
+  virtual Status CommitPlacement(JobId id, const std::vector<AllocationRecord>& allocations, std::string_view reason,
+                                 TimeMicros now) = 0;
   // An admin's change of a job's priority (0..100, else InvalidArgument naming `priority`): updates the job's
   // priority (the spec keeps what was submitted) and records a "priority" event with `reason` in the same
   // transaction. FailedPrecondition for a finished job. Returns the record after commit.
@@ -223,8 +223,7 @@ class StateStore {
 
   // ---- Tasks (replicas) ----
   virtual Result<std::vector<TaskRecord>> ListTasks(JobId job) = 0;
-  virtual Status UpdateTask(JobId job, int replica, JobState state, std::optional<int> exit_code,
-                            TimeMicros now) = 0;
+  virtual Status UpdateTask(JobId job, int replica, JobState state, std::optional<int> exit_code, TimeMicros now) = 0;
 
   // ---- Allocations ----
   // Every live allocation (to rebuild ClusterState on start), ordered by (job, replica).

@@ -1,12 +1,12 @@
 // The StateStore typed suite (fixture: state_store_test_fixture.h): jobs — submit, lifecycle and transitions,
 // priorities, pending reasons, listing, concurrent and grouped submissions, a random lifecycle against the rules.
-#include "store/state_store_test_fixture.h"
-
 #include <atomic>
 #include <map>
 #include <random>
 #include <set>
 #include <thread>
+
+#include "store/state_store_test_fixture.h"
 
 namespace xpool::store_test {
 namespace {
@@ -112,10 +112,10 @@ TYPED_TEST(StateStoreTest, LifecycleRecordsEveryTransitionAndReleasesAllocations
   EXPECT_EQ(s.JobEvents(id)->size(), events_before);
 
   std::vector<std::pair<JobState, JobState>> expected = {
-      {JobState::kQueued, JobState::kScheduled},     {JobState::kScheduled, JobState::kRunning},
-      {JobState::kRunning, JobState::kSuspending},   {JobState::kSuspending, JobState::kSuspended},
-      {JobState::kSuspended, JobState::kQueued},     {JobState::kQueued, JobState::kScheduled},
-      {JobState::kScheduled, JobState::kRunning},    {JobState::kRunning, JobState::kSucceeded}};
+      {JobState::kQueued, JobState::kScheduled},   {JobState::kScheduled, JobState::kRunning},
+      {JobState::kRunning, JobState::kSuspending}, {JobState::kSuspending, JobState::kSuspended},
+      {JobState::kSuspended, JobState::kQueued},   {JobState::kQueued, JobState::kScheduled},
+      {JobState::kScheduled, JobState::kRunning},  {JobState::kRunning, JobState::kSucceeded}};
   Result<std::vector<EventRecord>> events = s.JobEvents(id);
   ASSERT_EQ(events->size(), expected.size() + 1);
   EXPECT_EQ((*events)[0].kind, "submitted");
@@ -342,9 +342,9 @@ TYPED_TEST(StateStoreTest, SubmitJobsInOneCall) {
   JobSpec bad = MakeSpec("bad");
   bad.replicas = 0;
   std::vector<std::pair<TenantId, JobSpec>> jobs = {{this->tenant_, MakeSpec("a", 2)},
-                                                     {TenantId(999), MakeSpec("b")},
-                                                     {this->tenant_, bad},
-                                                     {this->tenant_, MakeSpec("c")}};
+                                                    {TenantId(999), MakeSpec("b")},
+                                                    {this->tenant_, bad},
+                                                    {this->tenant_, MakeSpec("c")}};
   std::vector<Result<JobRecord>> results = this->store_->SubmitJobs(jobs, 77);
   ASSERT_EQ(results.size(), 4u);
   ASSERT_TRUE(results[0].ok()) << results[0].status().ToString();

@@ -1,7 +1,6 @@
 // The StateStore typed suite (fixture: state_store_test_fixture.h): tenants (quotas, guarantees, per-priority
 // quotas) and tokens.
 #include "store/state_store_test_fixture.h"
-
 #include "store/token.h"
 
 namespace xpool::store_test {
@@ -67,9 +66,9 @@ TYPED_TEST(StateStoreTest, PriorityQuotasAreReplacedAndReadEverywhere) {
   EXPECT_EQ((*all)[1].priority_quotas, sorted);    // "vision"
 
   // Bad input leaves what was there.
-  for (const TenantPriorityQuota& bad : {TenantPriorityQuota{-1, 10, {}}, TenantPriorityQuota{50, 101, {}},
-                                         TenantPriorityQuota{60, 40, {}},
-                                         TenantPriorityQuota{0, 100, TenantQuota{-2, -1, -1, -1, -1}}}) {
+  for (const TenantPriorityQuota& bad :
+       {TenantPriorityQuota{-1, 10, {}}, TenantPriorityQuota{50, 101, {}}, TenantPriorityQuota{60, 40, {}},
+        TenantPriorityQuota{0, 100, TenantQuota{-2, -1, -1, -1, -1}}}) {
     EXPECT_EQ(s.SetTenantPriorityQuotas(this->tenant_, {bad}).code(), StatusCode::kInvalidArgument);
   }
   EXPECT_EQ(s.SetTenantPriorityQuotas(TenantId(999), quotas).code(), StatusCode::kNotFound);

@@ -28,7 +28,10 @@ namespace xpool::store_test {
 class SharedResources : public ::testing::Environment {
  public:
   static SharedResources* Get() { return instance_; }
-  static void Install() { instance_ = new SharedResources(); ::testing::AddGlobalTestEnvironment(instance_); }
+  static void Install() {
+    instance_ = new SharedResources();
+    ::testing::AddGlobalTestEnvironment(instance_);
+  }
 
   const std::string& TempDir() {
     if (temp_dir_.empty()) {
@@ -170,7 +173,8 @@ class StateStoreTest : public ::testing::Test {
       a.node = node;
       a.cpu_milli = 1000;
       a.memory_mib = 2048;
-      for (int g = 0; g < gpus_each; ++g) a.devices.push_back({node + "-GPU-" + std::to_string(r * gpus_each + g), 0, 500});
+      for (int g = 0; g < gpus_each; ++g)
+        a.devices.push_back({node + "-GPU-" + std::to_string(r * gpus_each + g), 0, 500});
       out.push_back(a);
     }
     return out;

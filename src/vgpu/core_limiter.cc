@@ -43,7 +43,9 @@ std::atomic<uint64_t> g_heartbeat{0};  // sampler ticks: a waiting launch gives 
 ReentrantOnce g_nvml_once;
 
 void SleepMs(int ms) {
-  struct timespec ts{ms / 1000, (ms % 1000) * 1000000L};
+  struct timespec ts {
+    ms / 1000, (ms % 1000) * 1000000L
+  };
   nanosleep(&ts, nullptr);
 }
 
@@ -117,8 +119,10 @@ void* SamplerMain(void*) {
         double measured = MeasureTaskUtilisation(dev, limiter);
         bool throttled = limiter.budget.ConsumeThrottled();
         if (measured < 0 && ++limiter.failed_samples == kBlindPeriods) {
-          Log(LogLevel::kWarn, "device %d: no NVML utilisation samples; the compute limit is not enforced until "
-              "they appear", dev);
+          Log(LogLevel::kWarn,
+              "device %d: no NVML utilisation samples; the compute limit is not enforced until "
+              "they appear",
+              dev);
           limiter.controller->Open();
         }
         if (measured >= 0) {
@@ -191,7 +195,9 @@ void ThrottleLaunch(uint64_t blocks) {
   uint64_t beat = g_heartbeat.load(std::memory_order_relaxed);
   int still_us = 0;
   while (!budget.PaidBack() && still_us < 500000) {
-    struct timespec ts{0, 500000L};
+    struct timespec ts {
+      0, 500000L
+    };
     nanosleep(&ts, nullptr);
     uint64_t now = g_heartbeat.load(std::memory_order_relaxed);
     still_us = now == beat ? still_us + 500 : 0;

@@ -30,7 +30,7 @@ typedef enum cudaError_enum {
 } CUresult;
 
 typedef uint64_t cuuint64_t;
-typedef unsigned int CUdeviceptr_v1;   /* legacy 32-bit device pointer of the un-suffixed v1 entry points */
+typedef unsigned int CUdeviceptr_v1;    /* legacy 32-bit device pointer of the un-suffixed v1 entry points */
 typedef unsigned long long CUdeviceptr; /* 64-bit hosts only */
 typedef int CUdevice;
 typedef struct CUctx_st* CUcontext;

@@ -52,10 +52,13 @@ TEST(LimitsTest, BadValuesFailClosedWithAnError) {
     bool memory;
   };
   const Row rows[] = {
-      {"XPOOL_DEVICE_MEMORY_LIMIT_0=abc", 0, true},  {"XPOOL_DEVICE_MEMORY_LIMIT_0=-5", 0, true},
-      {"XPOOL_DEVICE_MEMORY_LIMIT_0=", 0, true},     {"XPOOL_DEVICE_MEMORY_LIMIT_0=1e3", 0, true},
+      {"XPOOL_DEVICE_MEMORY_LIMIT_0=abc", 0, true},
+      {"XPOOL_DEVICE_MEMORY_LIMIT_0=-5", 0, true},
+      {"XPOOL_DEVICE_MEMORY_LIMIT_0=", 0, true},
+      {"XPOOL_DEVICE_MEMORY_LIMIT_0=1e3", 0, true},
       {"XPOOL_DEVICE_MEMORY_LIMIT_0=99999999999999999999", 0, true},
-      {"XPOOL_DEVICE_CORE_LIMIT_2=0", 2, false},     {"XPOOL_DEVICE_CORE_LIMIT_2=101", 2, false},
+      {"XPOOL_DEVICE_CORE_LIMIT_2=0", 2, false},
+      {"XPOOL_DEVICE_CORE_LIMIT_2=101", 2, false},
       {"XPOOL_DEVICE_CORE_LIMIT_2=half", 2, false},
   };
   for (const Row& row : rows) {

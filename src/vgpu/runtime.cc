@@ -47,8 +47,10 @@ void LoadRealCuda() {
   if (path == nullptr || *path == '\0') path = "libcuda.so.1";
   void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
-    Log(LogLevel::kWarn, "cannot load the CUDA driver %s (%s): every CUDA call will return "
-        "CUDA_ERROR_NOT_INITIALIZED", path, dlerror());
+    Log(LogLevel::kWarn,
+        "cannot load the CUDA driver %s (%s): every CUDA call will return "
+        "CUDA_ERROR_NOT_INITIALIZED",
+        path, dlerror());
     return;
   }
   int found = ResolveCuda(handle, RealDlsym());

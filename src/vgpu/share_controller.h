@@ -28,8 +28,8 @@ class ShareController {
     double target_percent = 50;
     double gain = 0.5;
     double max_step = 2.0;
-    double min_rate = 100;      // blocks per second
-    double max_rate = 1e12;     // effectively unthrottled
+    double min_rate = 100;   // blocks per second
+    double max_rate = 1e12;  // effectively unthrottled
     double initial_rate = 1e5;
   };
 

@@ -138,8 +138,8 @@ SharedRegion::OpenStatus SharedRegion::OpenFile(const char* path, const char* id
       status = OpenStatus::kCorrupt;
     } else if (strncmp(header_->identity, identity, sizeof(header_->identity)) != 0) {
       char text[300];
-      snprintf(text, sizeof(text), "region belongs to task '%.*s', not '%s'", kRegionIdentityBytes,
-               header_->identity, identity);
+      snprintf(text, sizeof(text), "region belongs to task '%.*s', not '%s'", kRegionIdentityBytes, header_->identity,
+               identity);
       Say(why, why_len, text);
       status = OpenStatus::kForeign;
     }

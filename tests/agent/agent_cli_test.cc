@@ -4,13 +4,13 @@
 
 #include <array>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -56,7 +56,7 @@ TEST(AgentCliTest, MissingNvmlIsNotAnError) {
 TEST(AgentCliTest, RunReportsExitCodeAndEnv) {
   const std::string state = testing::TempDir() + "xpool_agent_cli_state";
   CliRun r = Xpool("agent --simulate 2xA100-80GB --run --devices 1 --gpumem 8192 --state-dir " + state +
-                " -- sh -c 'echo dev=$CUDA_VISIBLE_DEVICES mem=$XPOOL_DEVICE_MEMORY_LIMIT_0; exit 3'");
+                   " -- sh -c 'echo dev=$CUDA_VISIBLE_DEVICES mem=$XPOOL_DEVICE_MEMORY_LIMIT_0; exit 3'");
   EXPECT_EQ(r.code, 3) << r.output;
   EXPECT_NE(r.output.find("dev=1 mem=8192"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("failed"), std::string::npos) << r.output;

@@ -32,15 +32,15 @@ TEST(TrainExampleTest, SuspendCheckpointsAndResumes) {
   LaunchSpec spec;
   spec.task_id = "job1-r0";
   spec.job_id = 1;
-  spec.argv = {"python3", Source() + "/examples/train.py", "--steps", "400", "--step-seconds", "0.02",
-               "--checkpoint-every", "1000"};
+  spec.argv = {
+      "python3", Source() + "/examples/train.py", "--steps", "400", "--step-seconds", "0.02", "--checkpoint-every",
+      "1000"};
   spec.workdir = dir + "/work";
   ASSERT_TRUE(launcher.Start(spec).ok());
   // Wait for progress, then suspend.
   bool progressing = false;
   for (int i = 0; i < 1000 && !progressing; ++i) {
-    progressing = ReadLogTail(launcher.LogPath("job1-r0"), 0).value_or("").find("step 5/400") !=
-                  std::string::npos;
+    progressing = ReadLogTail(launcher.LogPath("job1-r0"), 0).value_or("").find("step 5/400") != std::string::npos;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ASSERT_TRUE(progressing) << ReadLogTail(launcher.LogPath("job1-r0"), 0).value_or("");

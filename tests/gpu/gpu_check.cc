@@ -1,7 +1,8 @@
 // GPU-only checks of libxpool-vgpu.so with the real driver (run by run_gpu_checks.sh, which skips without a GPU).
 // Needs no CUDA toolkit: the driver is loaded with dlopen and the kernel is PTX text JIT-compiled by the driver.
 //
-//   gpu_check memory <limit MiB> <context MiB>   allocate 64 MiB chunks until the driver says no; report where, and check that
+//   gpu_check memory <limit MiB> <context MiB>   allocate 64 MiB chunks until the driver says no; report where, and
+//   check that
 //                                  it is CUDA_ERROR_OUT_OF_MEMORY at the limit (minus the context's charge)
 //   gpu_check calibrate            time one full-device spin kernel with the device to ourselves ("kernel_ms X")
 //   gpu_check spin <seconds> <ms>  launch those kernels for <seconds>; print the share of the device's time this
@@ -32,19 +33,26 @@ struct Driver {
   CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice);
   CUresult (*cuModuleLoadData)(CUmodule*, const void*);
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             CUstream, void**, void**);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                             void**, void**);
 };
 
 bool Load(Driver* d) {
   void* h = dlopen("libcuda.so.1", RTLD_NOW);
   if (h == nullptr) return false;
-#define LOAD(name)                                                       \
-  d->name = reinterpret_cast<decltype(d->name)>(dlsym(h, #name));        \
-  if (d->name == nullptr) return false;
-  LOAD(cuInit) LOAD(cuDevicePrimaryCtxRetain) LOAD(cuCtxSetCurrent) LOAD(cuCtxSynchronize) LOAD(cuMemAlloc_v2)
-  LOAD(cuMemGetInfo_v2) LOAD(cuDeviceGetAttribute) LOAD(cuModuleLoadData) LOAD(cuModuleGetFunction)
-  LOAD(cuLaunchKernel)
+#define LOAD(name)                                                \
+  d->name = reinterpret_cast<decltype(d->name)>(dlsym(h, #name)); \
+  if (d->name == nullptr) return false
+  LOAD(cuInit);
+  LOAD(cuDevicePrimaryCtxRetain);
+  LOAD(cuCtxSetCurrent);
+  LOAD(cuCtxSynchronize);
+  LOAD(cuMemAlloc_v2);
+  LOAD(cuMemGetInfo_v2);
+  LOAD(cuDeviceGetAttribute);
+  LOAD(cuModuleLoadData);
+  LOAD(cuModuleGetFunction);
+  LOAD(cuLaunchKernel);
 #undef LOAD
   CUcontext ctx = nullptr;
   return d->cuInit(0) == CUDA_SUCCESS && d->cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS &&

@@ -6,6 +6,7 @@
 // kubelet's Allocate gets the device the extender chose.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,12 +15,9 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
-
-#include <httplib.h>
-
-#include <nlohmann/json.hpp>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "fake_api_server.h"
@@ -392,11 +390,14 @@ TEST_F(DevicePluginE2eTest, ExtenderBindsAndThePluginAllocatesWhatTheExtenderCho
   ASSERT_TRUE(extender.ok()) << extender.status().ToString();
   const json pod = {
       {"metadata", {{"name", "train"}, {"namespace", "ml"}, {"uid", "uid-train"}}},
-      {"spec", {{"schedulerName", "xpool-scheduler"},
-                {"containers", json::array({{{"name", "main"},
-                                             {"resources", {{"limits", {{"nvidia.com/gpu", "1"},
-                                                                        {"nvidia.com/gpumem", "8000"},
-                                                                        {"nvidia.com/gpucores", "30"}}}}}}})}}},
+      {"spec",
+       {{"schedulerName", "xpool-scheduler"},
+        {"containers",
+         json::array(
+             {{{"name", "main"},
+               {"resources",
+                {{"limits",
+                  {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "8000"}, {"nvidia.com/gpucores", "30"}}}}}}})}}},
       {"status", {{"phase", "Pending"}}}};
   api.AddPod(pod);
   httplib::Client c("127.0.0.1", (*extender)->port());

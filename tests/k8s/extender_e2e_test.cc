@@ -1,17 +1,14 @@
 // End to end: the extender service (the code `xpool k8s scheduler` runs) against the fake API server over HTTP,
 // driven with the JSON kube-scheduler sends.
 #include <gtest/gtest.h>
-
 #include <httplib.h>
-
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <functional>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "fake_api_server.h"
 #include "k8s/annotations.h"
@@ -37,8 +34,9 @@ json NodeObject(const std::string& name, int gpus, int64_t memory_mib) {
 
 json PodObject(const std::string& name, json limits) {
   return {{"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name}}},
-          {"spec", {{"schedulerName", "xpool-scheduler"},
-                    {"containers", json::array({{{"name", "main"}, {"resources", {{"limits", limits}}}}})}}},
+          {"spec",
+           {{"schedulerName", "xpool-scheduler"},
+            {"containers", json::array({{{"name", "main"}, {"resources", {{"limits", limits}}}}})}}},
           {"status", {{"phase", "Pending"}}}};
 }
 
@@ -83,9 +81,9 @@ class ExtenderE2eTest : public ::testing::Test {
     const json filtered = json::parse(f->body);
     if (!filtered["Error"].get<std::string>().empty()) return "filter error: " + filtered["Error"].get<std::string>();
     if (filtered["NodeNames"].empty()) return "no node: " + filtered["FailedNodes"].dump();
-    auto p = c.Post("/scheduler/prioritize",
-                    json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", filtered["NodeNames"]}}.dump(),
-                    "application/json");
+    auto p =
+        c.Post("/scheduler/prioritize",
+               json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", filtered["NodeNames"]}}.dump(), "application/json");
     if (!p || p->status != 200) return "prioritize failed";
     std::string best;
     int64_t best_score = -1;
@@ -96,8 +94,10 @@ class ExtenderE2eTest : public ::testing::Test {
       }
     }
     if (chosen != nullptr) *chosen = best;
-    const json bind = {{"PodName", pod["metadata"]["name"]}, {"PodNamespace", "ml"},
-                       {"PodUID", pod["metadata"]["uid"]}, {"Node", best}};
+    const json bind = {{"PodName", pod["metadata"]["name"]},
+                       {"PodNamespace", "ml"},
+                       {"PodUID", pod["metadata"]["uid"]},
+                       {"Node", best}};
     auto b = c.Post("/scheduler/bind", bind.dump(), "application/json");
     if (!b || b->status != 200) return "bind transport error";
     return json::parse(b->body)["Error"];
@@ -114,7 +114,8 @@ class ExtenderE2eTest : public ::testing::Test {
 
 TEST_F(ExtenderE2eTest, EightHalfGpuPodsBindTheNinthWaitsThenBindsWhenOneEnds) {
   for (int i = 0; i < 9; ++i) {
-    api_.AddPod(PodObject("half-" + std::to_string(i), {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "50"}}));
+    api_.AddPod(
+        PodObject("half-" + std::to_string(i), {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "50"}}));
   }
   api_.AddPod(PodObject("web", {{"cpu", "1"}}));
   auto service = StartService();
@@ -131,8 +132,8 @@ TEST_F(ExtenderE2eTest, EightHalfGpuPodsBindTheNinthWaitsThenBindsWhenOneEnds) {
   EXPECT_NE(ninth.find("gpu-1"), std::string::npos) << ninth;
   EXPECT_NE(ninth.find("not enough device memory"), std::string::npos) << ninth;
   // The pods carry their devices in the documented annotation.
-  Result<PodAssignment> a = DecodeAssignment(api_.Pod("ml", "half-3")["metadata"]["annotations"]
-                                                 [std::string(kAllocationAnnotation)].get<std::string>());
+  Result<PodAssignment> a = DecodeAssignment(
+      api_.Pod("ml", "half-3")["metadata"]["annotations"][std::string(kAllocationAnnotation)].get<std::string>());
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_EQ(a->node, "gpu-1");
   EXPECT_EQ(a->containers[0].devices[0].memory_mib, 8192);
@@ -207,9 +208,10 @@ TEST(WebhookE2eTest, AdmissionReviewRoundTripOverHttp) {
   ASSERT_TRUE(port.ok()) << port.status().ToString();
   json pod = PodObject("w", {{"nvidia.com/gpu", "1"}});
   pod["spec"].erase("schedulerName");
-  const json review = {{"apiVersion", "admission.k8s.io/v1"},
-                       {"kind", "AdmissionReview"},
-                       {"request", {{"uid", "r1"}, {"kind", {{"kind", "Pod"}}}, {"operation", "CREATE"}, {"object", pod}}}};
+  const json review = {
+      {"apiVersion", "admission.k8s.io/v1"},
+      {"kind", "AdmissionReview"},
+      {"request", {{"uid", "r1"}, {"kind", {{"kind", "Pod"}}}, {"operation", "CREATE"}, {"object", pod}}}};
   httplib::Client c("127.0.0.1", *port);
   auto r = c.Post("/mutate", review.dump(), "application/json");
   ASSERT_TRUE(r);
@@ -242,8 +244,11 @@ TEST(WebhookE2eTest, ServesHttpsWithTheGivenCertificate) {
   c.enable_server_certificate_verification(false);  // self-signed; the point is that TLS is spoken
   const json review = {{"apiVersion", "admission.k8s.io/v1"},
                        {"kind", "AdmissionReview"},
-                       {"request", {{"uid", "r2"}, {"kind", {{"kind", "Pod"}}}, {"operation", "CREATE"},
-                                    {"object", PodObject("t", {{"nvidia.com/gpu", "1"}})}}}};
+                       {"request",
+                        {{"uid", "r2"},
+                         {"kind", {{"kind", "Pod"}}},
+                         {"operation", "CREATE"},
+                         {"object", PodObject("t", {{"nvidia.com/gpu", "1"}})}}}};
   auto r = c.Post("/mutate", review.dump(), "application/json");
   ASSERT_TRUE(r) << httplib::to_string(r.error());
   EXPECT_EQ(json::parse(r->body)["response"]["allowed"], true);

@@ -48,7 +48,8 @@ void FakeApiServer::AddNode(json node) {
 
 void FakeApiServer::AddPod(json pod) {
   std::lock_guard<std::mutex> lock(mu_);
-  const std::string key = pod["metadata"].value("namespace", "default") + "/" + pod["metadata"]["name"].get<std::string>();
+  const std::string key =
+      pod["metadata"].value("namespace", "default") + "/" + pod["metadata"]["name"].get<std::string>();
   Emit(false, "ADDED", pod);
   pods_[key] = pod;
 }
@@ -108,8 +109,8 @@ void Reply(httplib::Response& res, int status, const json& body) {
 }
 
 json StatusBody(int code, const std::string& reason, const std::string& message) {
-  return {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"}, {"code", code}, {"reason", reason},
-          {"message", message}};
+  return {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
+          {"code", code},     {"reason", reason},   {"message", message}};
 }
 
 }  // namespace
@@ -134,24 +135,24 @@ void FakeApiServer::Routes() {
         const int timeout = req.has_param("timeoutSeconds") ? std::stoi(req.get_param_value("timeoutSeconds")) : 30;
         auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout);
         auto cursor = std::make_shared<int64_t>(since);
-        res.set_chunked_content_provider(
-            "application/json", [this, node_kind, cursor, deadline](size_t, httplib::DataSink& sink) {
-              std::unique_lock<std::mutex> lock(mu_);
-              changed_.wait_for(lock, std::chrono::milliseconds(100));
-              if (!sink.is_writable()) return false;  // the client went away
-              if (down_ || stopping_ || std::chrono::steady_clock::now() > deadline) {
-                sink.done();
-                return true;
-              }
-              std::string out;
-              for (const Event& e : events_) {
-                if (e.rv <= *cursor || e.node != node_kind) continue;
-                out += json{{"type", e.type}, {"object", e.object}}.dump() + "\n";
-              }
-              if (!events_.empty()) *cursor = std::max(*cursor, events_.back().rv);
-              if (!out.empty() && !sink.write(out.data(), out.size())) return false;
-              return true;
-            });
+        res.set_chunked_content_provider("application/json",
+                                         [this, node_kind, cursor, deadline](size_t, httplib::DataSink& sink) {
+                                           std::unique_lock<std::mutex> lock(mu_);
+                                           changed_.wait_for(lock, std::chrono::milliseconds(100));
+                                           if (!sink.is_writable()) return false;  // the client went away
+                                           if (down_ || stopping_ || std::chrono::steady_clock::now() > deadline) {
+                                             sink.done();
+                                             return true;
+                                           }
+                                           std::string out;
+                                           for (const Event& e : events_) {
+                                             if (e.rv <= *cursor || e.node != node_kind) continue;
+                                             out += json{{"type", e.type}, {"object", e.object}}.dump() + "\n";
+                                           }
+                                           if (!events_.empty()) *cursor = std::max(*cursor, events_.back().rv);
+                                           if (!out.empty() && !sink.write(out.data(), out.size())) return false;
+                                           return true;
+                                         });
         return;
       }
       std::lock_guard<std::mutex> lock(mu_);
@@ -170,33 +171,38 @@ void FakeApiServer::Routes() {
           if (selector.empty() || node == selector.substr(prefix.size())) items.push_back(p);
         }
       }
-      Reply(res, 200, {{"kind", node_kind ? "NodeList" : "PodList"}, {"apiVersion", "v1"},
-                       {"metadata", {{"resourceVersion", std::to_string(rv_)}}}, {"items", items}});
+      Reply(res, 200,
+            {{"kind", node_kind ? "NodeList" : "PodList"},
+             {"apiVersion", "v1"},
+             {"metadata", {{"resourceVersion", std::to_string(rv_)}}},
+             {"items", items}});
     };
   };
   s.Get("/api/v1/nodes", list_or_watch(true));
   s.Get("/api/v1/pods", list_or_watch(false));
-  s.Get(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))", [this, down](const httplib::Request& req, httplib::Response& res) {
-    if (down(res)) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = pods_.find(req.matches[1].str() + "/" + req.matches[2].str());
-    if (it == pods_.end()) return Reply(res, 404, StatusBody(404, "NotFound", "pods not found"));
-    Reply(res, 200, it->second);
-  });
-  s.Patch(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))", [this, down](const httplib::Request& req, httplib::Response& res) {
-    if (down(res)) return;
-    if (req.get_header_value("Content-Type") != "application/merge-patch+json") {
-      return Reply(res, 415, StatusBody(415, "UnsupportedMediaType", "expected a merge patch"));
-    }
-    json patch = json::parse(req.body, nullptr, false);
-    if (patch.is_discarded()) return Reply(res, 400, StatusBody(400, "BadRequest", "invalid JSON"));
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = pods_.find(req.matches[1].str() + "/" + req.matches[2].str());
-    if (it == pods_.end()) return Reply(res, 404, StatusBody(404, "NotFound", "pods not found"));
-    it->second.merge_patch(patch);
-    Emit(false, "MODIFIED", it->second);
-    Reply(res, 200, it->second);
-  });
+  s.Get(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",
+        [this, down](const httplib::Request& req, httplib::Response& res) {
+          if (down(res)) return;
+          std::lock_guard<std::mutex> lock(mu_);
+          auto it = pods_.find(req.matches[1].str() + "/" + req.matches[2].str());
+          if (it == pods_.end()) return Reply(res, 404, StatusBody(404, "NotFound", "pods not found"));
+          Reply(res, 200, it->second);
+        });
+  s.Patch(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",
+          [this, down](const httplib::Request& req, httplib::Response& res) {
+            if (down(res)) return;
+            if (req.get_header_value("Content-Type") != "application/merge-patch+json") {
+              return Reply(res, 415, StatusBody(415, "UnsupportedMediaType", "expected a merge patch"));
+            }
+            json patch = json::parse(req.body, nullptr, false);
+            if (patch.is_discarded()) return Reply(res, 400, StatusBody(400, "BadRequest", "invalid JSON"));
+            std::lock_guard<std::mutex> lock(mu_);
+            auto it = pods_.find(req.matches[1].str() + "/" + req.matches[2].str());
+            if (it == pods_.end()) return Reply(res, 404, StatusBody(404, "NotFound", "pods not found"));
+            it->second.merge_patch(patch);
+            Emit(false, "MODIFIED", it->second);
+            Reply(res, 200, it->second);
+          });
   s.Patch(R"(/api/v1/nodes/([^/]+))", [this, down](const httplib::Request& req, httplib::Response& res) {
     if (down(res)) return;
     if (req.get_header_value("Content-Type") != "application/merge-patch+json") {
@@ -211,29 +217,29 @@ void FakeApiServer::Routes() {
     Emit(true, "MODIFIED", it->second);
     Reply(res, 200, it->second);
   });
-  s.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding)", [this, down](const httplib::Request& req,
-                                                                           httplib::Response& res) {
-    if (down(res)) return;
-    json binding = json::parse(req.body, nullptr, false);
-    if (binding.is_discarded() || binding.value("kind", "") != "Binding" || !binding.contains("target")) {
-      return Reply(res, 400, StatusBody(400, "BadRequest", "expected a v1.Binding"));
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = pods_.find(req.matches[1].str() + "/" + req.matches[2].str());
-    if (it == pods_.end()) return Reply(res, 404, StatusBody(404, "NotFound", "pods not found"));
-    json& pod = it->second;
-    const std::string uid = binding["metadata"].value("uid", "");
-    if (!uid.empty() && uid != pod["metadata"].value("uid", "")) {
-      return Reply(res, 409, StatusBody(409, "Conflict", "uid precondition failed"));
-    }
-    if (!pod["spec"].value("nodeName", "").empty()) {
-      return Reply(res, 409, StatusBody(409, "Conflict", "pod is already assigned to a node"));
-    }
-    pod["spec"]["nodeName"] = binding["target"]["name"];
-    ++bindings_;
-    Emit(false, "MODIFIED", pod);
-    Reply(res, 201, StatusBody(201, "", "created"));
-  });
+  s.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding)",
+         [this, down](const httplib::Request& req, httplib::Response& res) {
+           if (down(res)) return;
+           json binding = json::parse(req.body, nullptr, false);
+           if (binding.is_discarded() || binding.value("kind", "") != "Binding" || !binding.contains("target")) {
+             return Reply(res, 400, StatusBody(400, "BadRequest", "expected a v1.Binding"));
+           }
+           std::lock_guard<std::mutex> lock(mu_);
+           auto it = pods_.find(req.matches[1].str() + "/" + req.matches[2].str());
+           if (it == pods_.end()) return Reply(res, 404, StatusBody(404, "NotFound", "pods not found"));
+           json& pod = it->second;
+           const std::string uid = binding["metadata"].value("uid", "");
+           if (!uid.empty() && uid != pod["metadata"].value("uid", "")) {
+             return Reply(res, 409, StatusBody(409, "Conflict", "uid precondition failed"));
+           }
+           if (!pod["spec"].value("nodeName", "").empty()) {
+             return Reply(res, 409, StatusBody(409, "Conflict", "pod is already assigned to a node"));
+           }
+           pod["spec"]["nodeName"] = binding["target"]["name"];
+           ++bindings_;
+           Emit(false, "MODIFIED", pod);
+           Reply(res, 201, StatusBody(201, "", "created"));
+         });
 }
 
 }  // namespace xpool::k8s::testing

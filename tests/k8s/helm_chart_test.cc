@@ -5,7 +5,6 @@
 // stays checkable. The rendered documents must parse as YAML and carry what kube-scheduler, the API server and
 // Prometheus need; the extender stanza must match the routes and managed resources the code serves.
 #include <gtest/gtest.h>
-
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -102,7 +101,7 @@ class MiniHelm {
           ++*i;
           RenderBlock(lines, i, dot, active && !cond, active && !cond ? out : &skipped);
         }
-        ++*i;  // end
+        ++*i;   // end
       } else {  // range
         const YAML::Node list = Lookup(Trim(action.substr(5)), dot);
         const size_t start = *i;

@@ -109,9 +109,9 @@ TEST(ServerBadStoreTest, OversizedBodyIs413AndTheServerKeepsServing) {
   auto a = anonymous->Post("/api/v1/jobs", BigJob(2), "application/json");
   ASSERT_TRUE(a);
   EXPECT_TRUE(a->status == 413 || a->status == 401) << a->status;
-  auto ok = server.Client(server.AdminToken())
-                ->Post("/api/v1/jobs", R"({"name":"small","command":["true"],"resources":{"cpu":1}})",
-                       "application/json");
+  auto ok =
+      server.Client(server.AdminToken())
+          ->Post("/api/v1/jobs", R"({"name":"small","command":["true"],"resources":{"cpu":1}})", "application/json");
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 201) << ok->body;
   server.Stop();

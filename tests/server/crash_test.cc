@@ -155,7 +155,8 @@ TEST(ServerCliTest, FirstStartTenantTokenSubmitQueuedWithReason) {
   auto dir = TempDir("cli");
   ServerProcess server(XpoolBinary(), dir.string());
   ASSERT_TRUE(server.Start()) << server.Log();
-  std::string admin_env = "XPOOL_SERVER=" + server.url() + " XPOOL_TOKEN=" + server.AdminToken() + " HOME=" + dir.string();
+  std::string admin_env =
+      "XPOOL_SERVER=" + server.url() + " XPOOL_TOKEN=" + server.AdminToken() + " HOME=" + dir.string();
   int rc = 0;
   RunCli({"tenants", "create", "vision"}, &rc, false, admin_env);
   ASSERT_EQ(rc, 0);

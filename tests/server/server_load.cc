@@ -82,10 +82,11 @@ double Submit(const std::string& url, const std::string& token, int clients, int
   double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   std::vector<double> all;
   for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
-  std::printf("submit: %d clients, %.1f s: %lld acknowledged (201), %lld failed: %.0f durable submissions/s; "
-              "latency p50 %.2f ms p99 %.2f ms\n",
-              clients, elapsed, static_cast<long long>(ok.load()), static_cast<long long>(failed.load()),
-              ok / elapsed, Percentile(all, 0.5), Percentile(all, 0.99));
+  std::printf(
+      "submit: %d clients, %.1f s: %lld acknowledged (201), %lld failed: %.0f durable submissions/s; "
+      "latency p50 %.2f ms p99 %.2f ms\n",
+      clients, elapsed, static_cast<long long>(ok.load()), static_cast<long long>(failed.load()), ok / elapsed,
+      Percentile(all, 0.5), Percentile(all, 0.99));
   std::fflush(stdout);
   return ok / elapsed;
 }
@@ -176,9 +177,8 @@ double Heartbeat(const std::string& url, const std::string& token, int nodes, in
   for (auto& t : reporters) t.join();
   std::vector<double> all_beats;
   for (auto& b : beat_ms) all_beats.insert(all_beats.end(), b.begin(), b.end());
-  std::printf("heartbeat: %.0f reports/s (%lld errors), report latency p50 %.2f ms p99 %.2f ms\n",
-              beats / elapsed, static_cast<long long>(beat_errors.load()), Percentile(all_beats, 0.5),
-              Percentile(all_beats, 0.99));
+  std::printf("heartbeat: %.0f reports/s (%lld errors), report latency p50 %.2f ms p99 %.2f ms\n", beats / elapsed,
+              static_cast<long long>(beat_errors.load()), Percentile(all_beats, 0.5), Percentile(all_beats, 0.99));
   for (const auto& [name, v] : probe) {
     std::printf("  %-28s n=%-6zu p50 %6.2f ms  p99 %6.2f ms  max %6.2f ms\n", name.c_str(), v.size(),
                 Percentile(v, 0.5), Percentile(v, 0.99), *std::max_element(v.begin(), v.end()));

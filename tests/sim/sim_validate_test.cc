@@ -1,6 +1,7 @@
 // Runs `xpool sim validate` for the default openb workload with BestFit and FGD over seeds 42-44 and checks
 // both means within ±1 point of the FGD paper's published ones. Reads XPOOL_TRACE_DIR (default
 // ../shared/data/traces); skips with a message when the trace is absent.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <array>
@@ -9,8 +10,6 @@
 #include <memory>
 #include <sstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace {
 

@@ -54,8 +54,7 @@ std::string RestClient::Events(int64_t id) {
   return e.is_object() ? e.dump() : "";
 }
 
-Json RestClient::WaitFor(int64_t id, const std::string& what, const std::function<bool(const Json&)>& ok,
-                         int seconds) {
+Json RestClient::WaitFor(int64_t id, const std::string& what, const std::function<bool(const Json&)>& ok, int seconds) {
   Json j;
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(seconds > 0 ? seconds : default_wait_seconds_);
@@ -64,13 +63,14 @@ Json RestClient::WaitFor(int64_t id, const std::string& what, const std::functio
     if (j.is_object() && ok(j)) return j;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  ADD_FAILURE() << "job " << id << " never became " << what << ": " << j.dump() << "\nevents: " << Events(id)
-                << "\n" << (diagnostics_ ? diagnostics_() : std::string());
+  ADD_FAILURE() << "job " << id << " never became " << what << ": " << j.dump() << "\nevents: " << Events(id) << "\n"
+                << (diagnostics_ ? diagnostics_() : std::string());
   return j;
 }
 
 Json RestClient::WaitState(int64_t id, const std::string& state, int seconds) {
-  return WaitFor(id, state, [&](const Json& j) { return j.value("state", "") == state; }, seconds);
+  return WaitFor(
+      id, state, [&](const Json& j) { return j.value("state", "") == state; }, seconds);
 }
 
 std::string RestClient::TenantWithToken(const Json& tenant) {

@@ -85,8 +85,7 @@ class XpoolProcess {
   XpoolProcess& operator=(const XpoolProcess&) = delete;
   ~XpoolProcess() { Stop(); }
 
-  bool Start(const std::vector<std::string>& args, const std::filesystem::path& cwd,
-             const std::filesystem::path& log) {
+  bool Start(const std::vector<std::string>& args, const std::filesystem::path& cwd, const std::filesystem::path& log) {
     log_ = log;
     pid_ = ::fork();
     if (pid_ == 0) {

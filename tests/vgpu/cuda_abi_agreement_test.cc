@@ -66,7 +66,7 @@ namespace {
 using namespace ours;  // NOLINT: only for sig:: below
 
 TEST(CudaAbiAgreementTest, EverySignatureMatchesCudaH) {
-#define XPOOL_X(name, params, args)                                                                 \
+#define XPOOL_X(name, params, args) \
   EXPECT_TRUE((std::is_same_v<Map<sig::name>::type, decltype(&::name)>)) << #name " differs from cuda.h";
   XPOOL_CUDA_HOOKS(XPOOL_X)
   XPOOL_CUDA_REAL_ONLY(XPOOL_X)

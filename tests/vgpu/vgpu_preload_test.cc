@@ -30,11 +30,8 @@ class Child {
   Child(const std::string& binary, const std::vector<std::string>& args,
         const std::map<std::string, std::string>& extra_env, bool preload = true) {
     std::map<std::string, std::string> env = {
-        {"PATH", "/usr/bin:/bin"},
-        {"LD_LIBRARY_PATH", XPOOL_VGPU_FAKE_DIR},
-        {"XPOOL_FAKE_DEVICES", "2x16384"},
-        {"XPOOL_VGPU_LOG_LEVEL", "info"},
-        {"XPOOL_VGPU_CONTEXT_RESERVE_MIB", "0"},
+        {"PATH", "/usr/bin:/bin"},        {"LD_LIBRARY_PATH", XPOOL_VGPU_FAKE_DIR}, {"XPOOL_FAKE_DEVICES", "2x16384"},
+        {"XPOOL_VGPU_LOG_LEVEL", "info"}, {"XPOOL_VGPU_CONTEXT_RESERVE_MIB", "0"},
     };
     if (preload) env["LD_PRELOAD"] = XPOOL_VGPU_LIBRARY;
     for (const auto& [k, v] : extra_env) {
@@ -85,7 +82,9 @@ class Child {
       int left = static_cast<int>(
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
       if (left <= 0) return false;
-      struct pollfd p{out_, POLLIN, 0};
+      struct pollfd p {
+        out_, POLLIN, 0
+      };
       if (poll(&p, 1, left) <= 0) return false;
       char buf[512];
       ssize_t n = read(out_, buf, sizeof(buf));
@@ -120,13 +119,14 @@ class Child {
 };
 
 Outcome RunProbe(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {},
-            bool preload = true, const std::string& binary = XPOOL_VGPU_PROBE) {
+                 bool preload = true, const std::string& binary = XPOOL_VGPU_PROBE) {
   Child child(binary, args, env, preload);
   return child.Wait();
 }
 
-std::string Describe(const Outcome& o) { return "exit " + std::to_string(o.exit_code) + "\nstdout:\n" + o.out +
-                                               "\nstderr:\n" + o.err; }
+std::string Describe(const Outcome& o) {
+  return "exit " + std::to_string(o.exit_code) + "\nstdout:\n" + o.out + "\nstderr:\n" + o.err;
+}
 
 class TempDir {
  public:
@@ -185,15 +185,15 @@ TEST(VgpuPreloadTest, ThreadsOfOneProcessShareTheLimitExactly) {
 
 TEST(VgpuPreloadTest, ForkedChildChargesTheTaskFromItsOwnSlot) {
   TempDir dir;
-  Outcome o = RunProbe({"direct", "fork", "512"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "512"},
-                                                    {"XPOOL_SHARED_REGION", dir.File("region")},
-                                                    {"XPOOL_JOB_ID", "fork"}});
+  Outcome o = RunProbe(
+      {"direct", "fork", "512"},
+      {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "512"}, {"XPOOL_SHARED_REGION", dir.File("region")}, {"XPOOL_JOB_ID", "fork"}});
   EXPECT_EQ(o.exit_code, 0) << Describe(o);
 }
 
 TEST(VgpuPreloadTest, ContextFootprintIsCharged) {
   Outcome o = RunProbe({"direct", "contexts", "256"},
-                  {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "256"}, {"XPOOL_VGPU_CONTEXT_RESERVE_MIB", "64"}});
+                       {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "256"}, {"XPOOL_VGPU_CONTEXT_RESERVE_MIB", "64"}});
   EXPECT_EQ(o.exit_code, 0) << Describe(o);
 }
 
@@ -245,9 +245,8 @@ TEST(VgpuPreloadTest, RacingProcessesNeverSumAboveTheLimit) {
   struct timeval tv;
   gettimeofday(&tv, nullptr);
   uint64_t start_ms = static_cast<uint64_t>(tv.tv_sec) * 1000 + static_cast<uint64_t>(tv.tv_usec) / 1000 + 400;
-  std::map<std::string, std::string> env = {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "1000"},
-                                            {"XPOOL_SHARED_REGION", dir.File("region")},
-                                            {"XPOOL_JOB_ID", "race"}};
+  std::map<std::string, std::string> env = {
+      {"XPOOL_DEVICE_MEMORY_LIMIT_0", "1000"}, {"XPOOL_SHARED_REGION", dir.File("region")}, {"XPOOL_JOB_ID", "race"}};
   std::vector<std::unique_ptr<Child>> children;
   for (int i = 0; i < kProcesses; ++i) {
     children.push_back(std::make_unique<Child>(
@@ -272,9 +271,8 @@ TEST(VgpuPreloadTest, RacingProcessesNeverSumAboveTheLimit) {
 
 TEST(VgpuPreloadTest, KilledProcessMemoryComesBack) {
   TempDir dir;
-  std::map<std::string, std::string> env = {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "1024"},
-                                            {"XPOOL_SHARED_REGION", dir.File("region")},
-                                            {"XPOOL_JOB_ID", "kill"}};
+  std::map<std::string, std::string> env = {
+      {"XPOOL_DEVICE_MEMORY_LIMIT_0", "1024"}, {"XPOOL_SHARED_REGION", dir.File("region")}, {"XPOOL_JOB_ID", "kill"}};
   Child holder(XPOOL_VGPU_PROBE, {"direct", "hold", "768"}, env);
   ASSERT_TRUE(holder.WaitForOutput("held 0", 10000));
   Outcome refused = RunProbe({"direct", "alloc", "512"}, env);
@@ -287,9 +285,8 @@ TEST(VgpuPreloadTest, KilledProcessMemoryComesBack) {
 
 TEST(VgpuPreloadTest, TasksDoNotShareAndCorruptRegionsFallBackPerProcess) {
   TempDir dir;
-  std::map<std::string, std::string> task_a = {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "1024"},
-                                               {"XPOOL_SHARED_REGION", dir.File("region")},
-                                               {"XPOOL_JOB_ID", "a"}};
+  std::map<std::string, std::string> task_a = {
+      {"XPOOL_DEVICE_MEMORY_LIMIT_0", "1024"}, {"XPOOL_SHARED_REGION", dir.File("region")}, {"XPOOL_JOB_ID", "a"}};
   Child holder(XPOOL_VGPU_PROBE, {"direct", "hold", "768"}, task_a);
   ASSERT_TRUE(holder.WaitForOutput("held 0", 10000));
   // Another task pointed at the same file: refused with a log line, enforced per process, never charged to task a.
@@ -318,12 +315,12 @@ TEST(VgpuPreloadTest, TasksDoNotShareAndCorruptRegionsFallBackPerProcess) {
 
 TEST(VgpuPreloadTest, MissingDriverDoesNotCrashTheProgram) {
   Outcome o = RunProbe({"missing"},
-                  {{"LD_LIBRARY_PATH", "/nonexistent"},
-                   {"XPOOL_VGPU_CUDA_LIBRARY", "/nonexistent/libcuda.so.1"},
-                   {"XPOOL_VGPU_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"},
-                   {"XPOOL_DEVICE_MEMORY_LIMIT_0", "1024"},
-                   {"XPOOL_DEVICE_CORE_LIMIT_0", "50"}},
-                  true, XPOOL_VGPU_PROBE_NOLINK);
+                       {{"LD_LIBRARY_PATH", "/nonexistent"},
+                        {"XPOOL_VGPU_CUDA_LIBRARY", "/nonexistent/libcuda.so.1"},
+                        {"XPOOL_VGPU_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"},
+                        {"XPOOL_DEVICE_MEMORY_LIMIT_0", "1024"},
+                        {"XPOOL_DEVICE_CORE_LIMIT_0", "50"}},
+                       true, XPOOL_VGPU_PROBE_NOLINK);
   EXPECT_EQ(o.exit_code, 0) << Describe(o);
   EXPECT_NE(o.out.find("survived"), std::string::npos) << Describe(o);
 }
@@ -344,14 +341,13 @@ TEST(VgpuPreloadTest, AdoptsTheDriverTheProgramOpenedWhenItsOwnLoadFails) {
 TEST(VgpuPreloadTest, BadLimitValueFailsClosedWithAClearError) {
   Outcome o = RunProbe({"direct", "alloc", "1"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "lots"}});
   EXPECT_EQ(o.exit_code, 2) << Describe(o);
-  EXPECT_NE(o.err.find("XPOOL_DEVICE_MEMORY_LIMIT_0='lots' is not a number of MiB"), std::string::npos)
-      << Describe(o);
+  EXPECT_NE(o.err.find("XPOOL_DEVICE_MEMORY_LIMIT_0='lots' is not a number of MiB"), std::string::npos) << Describe(o);
 }
 
 TEST(VgpuPreloadTest, ComputeLimitThrottlesLaunches) {
   // The fake NVML reports 90 % SM utilisation for the process: a 20 % limit must cut launches to a trickle.
-  Outcome limited = RunProbe({"direct", "throttle", "1500"},
-                        {{"XPOOL_DEVICE_CORE_LIMIT_0", "20"}, {"XPOOL_FAKE_SM_UTIL", "90"}});
+  Outcome limited =
+      RunProbe({"direct", "throttle", "1500"}, {{"XPOOL_DEVICE_CORE_LIMIT_0", "20"}, {"XPOOL_FAKE_SM_UTIL", "90"}});
   ASSERT_EQ(limited.exit_code, 0) << Describe(limited);
   Outcome free = RunProbe({"direct", "throttle", "300"}, {{"XPOOL_FAKE_SM_UTIL", "90"}});
   ASSERT_EQ(free.exit_code, 0) << Describe(free);

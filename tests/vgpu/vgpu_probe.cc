@@ -36,9 +36,9 @@
 #include "vgpu/cuda_abi.h"
 #include "vgpu/hook_list.h"
 
-#define PROBE_EXTRA_CUDA(X)                                                  \
-  X(cuDeviceGet, (CUdevice * device, int ordinal), (device, ordinal))        \
-  X(cuCtxSetCurrent, (CUcontext ctx), (ctx))                                 \
+#define PROBE_EXTRA_CUDA(X)                                           \
+  X(cuDeviceGet, (CUdevice * device, int ordinal), (device, ordinal)) \
+  X(cuCtxSetCurrent, (CUcontext ctx), (ctx))                          \
   X(cuCtxGetDevice, (CUdevice * device), (device))
 
 #ifdef XPOOL_PROBE_LINKED
@@ -69,14 +69,14 @@ struct Api {
 
 int g_failures = 0;
 
-#define CHECK(cond, ...)                                 \
-  do {                                                   \
-    if (!(cond)) {                                       \
-      ++g_failures;                                      \
+#define CHECK(cond, ...)                                     \
+  do {                                                       \
+    if (!(cond)) {                                           \
+      ++g_failures;                                          \
       printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      printf(__VA_ARGS__);                               \
-      printf("\n");                                      \
-    }                                                    \
+      printf(__VA_ARGS__);                                   \
+      printf("\n");                                          \
+    }                                                        \
   } while (0)
 
 constexpr uint64_t kMiB = 1024ull * 1024ull;
@@ -149,14 +149,14 @@ bool LoadApi(const char* mode, Api& api) {
     if (get == nullptr) return false;
     std::string base;
     bool per_thread = false;
-#define PROBE_X(name, params, args)                                                                        \
-  if (ProcAddressName(#name, &base, &per_thread)) {                                                        \
-    void* fn = nullptr;                                                                                    \
-    CUdriverProcAddressQueryResult status;                                                                 \
-    if (get(base.c_str(), &fn, 13000, per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0,       \
-            &status) == CUDA_SUCCESS) {                                                                    \
-      api.name = reinterpret_cast<decltype(api.name)>(fn);                                                 \
-    }                                                                                                      \
+#define PROBE_X(name, params, args)                                                                               \
+  if (ProcAddressName(#name, &base, &per_thread)) {                                                               \
+    void* fn = nullptr;                                                                                           \
+    CUdriverProcAddressQueryResult status;                                                                        \
+    if (get(base.c_str(), &fn, 13000, per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0, &status) == \
+        CUDA_SUCCESS) {                                                                                           \
+      api.name = reinterpret_cast<decltype(api.name)>(fn);                                                        \
+    }                                                                                                             \
   }
     XPOOL_CUDA_HOOKS(PROBE_X)
     PROBE_EXTRA_CUDA(PROBE_X)
@@ -326,7 +326,8 @@ const Path kPaths[] = {
        return rc;
      },
      [](Api& api, uint64_t h) { return api.cuArrayDestroy(reinterpret_cast<CUarray>(h)); }},
-    {"cuMipmappedArrayCreate", [](const Api& a) -> bool { return a.cuMipmappedArrayCreate && a.cuMipmappedArrayDestroy; },
+    {"cuMipmappedArrayCreate",
+     [](const Api& a) -> bool { return a.cuMipmappedArrayCreate && a.cuMipmappedArrayDestroy; },
      [](Api& api, uint64_t b, uint64_t* h) {
        CUDA_ARRAY3D_DESCRIPTOR d{b / 16, 4, 4, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0};
        CUmipmappedArray array = nullptr;
@@ -619,8 +620,8 @@ int ScenarioMissing() {
   auto init = reinterpret_cast<CUresult (*)(unsigned int)>(get("cuInit"));
   auto alloc = reinterpret_cast<CUresult (*)(CUdeviceptr*, size_t)>(get("cuMemAlloc_v2"));
   auto info = reinterpret_cast<CUresult (*)(size_t*, size_t*)>(get("cuMemGetInfo_v2"));
-  auto launch = reinterpret_cast<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                              unsigned, unsigned, CUstream, void**, void**)>(get("cuLaunchKernel"));
+  auto launch = reinterpret_cast<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                              unsigned, CUstream, void**, void**)>(get("cuLaunchKernel"));
   auto proc = reinterpret_cast<CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*)>(
       get("cuGetProcAddress_v2"));
   auto nvml_mem = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, nvmlMemory_t*)>(get("nvmlDeviceGetMemoryInfo"));
@@ -651,7 +652,8 @@ int ScenarioNvmlOnly(uint64_t limit_mib) {
     return 1;
   }
   auto init = reinterpret_cast<nvmlReturn_t (*)()>(dlsym(nvml, "nvmlInit_v2"));
-  auto handle = reinterpret_cast<nvmlReturn_t (*)(unsigned, nvmlDevice_t*)>(dlsym(nvml, "nvmlDeviceGetHandleByIndex_v2"));
+  auto handle =
+      reinterpret_cast<nvmlReturn_t (*)(unsigned, nvmlDevice_t*)>(dlsym(nvml, "nvmlDeviceGetHandleByIndex_v2"));
   auto info = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, nvmlMemory_t*)>(dlsym(nvml, "nvmlDeviceGetMemoryInfo"));
   nvmlDevice_t device = nullptr;
   nvmlMemory_t mem;
@@ -663,9 +665,7 @@ int ScenarioNvmlOnly(uint64_t limit_mib) {
   return g_failures == 0 ? 0 : 1;
 }
 
-uint64_t Arg(int argc, char** argv, int i) {
-  return i < argc ? strtoull(argv[i], nullptr, 10) : 0;
-}
+uint64_t Arg(int argc, char** argv, int i) { return i < argc ? strtoull(argv[i], nullptr, 10) : 0; }
 
 }  // namespace
 

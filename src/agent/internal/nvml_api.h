@@ -58,22 +58,16 @@ typedef xpool_nvmlReturn_t (*xpool_nvmlInit_v2_fn)(void);
 typedef xpool_nvmlReturn_t (*xpool_nvmlShutdown_fn)(void);
 typedef const char* (*xpool_nvmlErrorString_fn)(xpool_nvmlReturn_t);
 typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetCount_v2_fn)(unsigned int*);
-typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetHandleByIndex_v2_fn)(unsigned int,
-                                                                     xpool_nvmlDevice_t*);
+typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetHandleByIndex_v2_fn)(unsigned int, xpool_nvmlDevice_t*);
 typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetUUID_fn)(xpool_nvmlDevice_t, char*, unsigned int);
 typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetName_fn)(xpool_nvmlDevice_t, char*, unsigned int);
-typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetMemoryInfo_fn)(xpool_nvmlDevice_t,
-                                                               xpool_nvmlMemory_t*);
+typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetMemoryInfo_fn)(xpool_nvmlDevice_t, xpool_nvmlMemory_t*);
 typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetNumaNodeId_fn)(xpool_nvmlDevice_t, unsigned int*);
-typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetPciInfo_v3_fn)(xpool_nvmlDevice_t,
-                                                               xpool_nvmlPciInfo_t*);
-typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetTopologyCommonAncestor_fn)(xpool_nvmlDevice_t,
-                                                                           xpool_nvmlDevice_t,
+typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetPciInfo_v3_fn)(xpool_nvmlDevice_t, xpool_nvmlPciInfo_t*);
+typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetTopologyCommonAncestor_fn)(xpool_nvmlDevice_t, xpool_nvmlDevice_t,
                                                                            int*);
-typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetNvLinkState_fn)(xpool_nvmlDevice_t, unsigned int,
-                                                                int*);
-typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetNvLinkRemotePciInfo_v2_fn)(xpool_nvmlDevice_t,
-                                                                           unsigned int,
+typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetNvLinkState_fn)(xpool_nvmlDevice_t, unsigned int, int*);
+typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetNvLinkRemotePciInfo_v2_fn)(xpool_nvmlDevice_t, unsigned int,
                                                                            xpool_nvmlPciInfo_t*);
 
 #ifdef __cplusplus

@@ -66,8 +66,7 @@ Status LoadApi(void* lib, NvmlApi* api) {
   need(Resolve(lib, "nvmlShutdown", &api->shutdown), "nvmlShutdown");
   need(Resolve(lib, "nvmlErrorString", &api->error_string), "nvmlErrorString");
   need(Resolve(lib, "nvmlDeviceGetCount_v2", &api->get_count), "nvmlDeviceGetCount_v2");
-  need(Resolve(lib, "nvmlDeviceGetHandleByIndex_v2", &api->get_handle),
-       "nvmlDeviceGetHandleByIndex_v2");
+  need(Resolve(lib, "nvmlDeviceGetHandleByIndex_v2", &api->get_handle), "nvmlDeviceGetHandleByIndex_v2");
   need(Resolve(lib, "nvmlDeviceGetUUID", &api->get_uuid), "nvmlDeviceGetUUID");
   need(Resolve(lib, "nvmlDeviceGetName", &api->get_name), "nvmlDeviceGetName");
   need(Resolve(lib, "nvmlDeviceGetMemoryInfo", &api->get_memory), "nvmlDeviceGetMemoryInfo");
@@ -115,8 +114,7 @@ struct Probed {
 int NumaNode(const NvmlApi& api, const Probed& p, const std::string& pci_sysfs) {
   if (api.get_numa) {
     unsigned int numa = 0;
-    if (api.get_numa(p.handle, &numa) == XPOOL_NVML_SUCCESS && numa < 4096)
-      return static_cast<int>(numa);
+    if (api.get_numa(p.handle, &numa) == XPOOL_NVML_SUCCESS && numa < 4096) return static_cast<int>(numa);
   }
   if (p.bus_id.empty()) return 0;
   std::ifstream in(pci_sysfs + "/" + p.bus_id + "/numa_node");
@@ -125,8 +123,7 @@ int NumaNode(const NvmlApi& api, const Probed& p, const std::string& pci_sysfs) 
   return numa;
 }
 
-Probed ProbeDevice(const NvmlApi& api, unsigned int index, const std::string& pci_sysfs,
-                   std::string* note) {
+Probed ProbeDevice(const NvmlApi& api, unsigned int index, const std::string& pci_sysfs, std::string* note) {
   Probed p;
   p.device.vendor = Vendor::kNvidia;
   p.device.index = static_cast<int>(index);
@@ -172,8 +169,7 @@ int NvlinkLanes(const NvmlApi& api, const Probed& a, const Probed& b) {
   int lanes = 0;
   for (unsigned int link = 0; link < XPOOL_NVML_NVLINK_MAX_LINKS; ++link) {
     int state = XPOOL_NVML_FEATURE_DISABLED;
-    if (api.get_nvlink_state(a.handle, link, &state) != XPOOL_NVML_SUCCESS)
-      break;  // past the last link
+    if (api.get_nvlink_state(a.handle, link, &state) != XPOOL_NVML_SUCCESS) break;  // past the last link
     if (state != XPOOL_NVML_FEATURE_ENABLED) continue;
     xpool_nvmlPciInfo_t remote = {};
     if (api.get_nvlink_remote(a.handle, link, &remote) != XPOOL_NVML_SUCCESS) continue;
@@ -207,9 +203,7 @@ LinkTable ProbeLinks(const NvmlApi& api, const std::vector<Probed>& devices) {
 }  // namespace
 
 NvmlDiscovery::NvmlDiscovery(std::string library, std::string pci_sysfs, std::string node_name)
-    : library_(std::move(library)),
-      pci_sysfs_(std::move(pci_sysfs)),
-      node_name_(std::move(node_name)) {}
+    : library_(std::move(library)), pci_sysfs_(std::move(pci_sysfs)), node_name_(std::move(node_name)) {}
 
 Result<DiscoveryReport> NvmlDiscovery::Discover() {
   DiscoveryReport report;
@@ -221,8 +215,7 @@ Result<DiscoveryReport> NvmlDiscovery::Discover() {
   if (!lib.get()) {
     const char* why = dlerror();
     report.available = false;
-    report.note = "no NVML found (" + (why ? std::string(why) : library_) +
-                  "): no NVIDIA devices on this node";
+    report.note = "no NVML found (" + (why ? std::string(why) : library_) + "): no NVIDIA devices on this node";
     return report;
   }
   NvmlApi api;
@@ -230,8 +223,7 @@ Result<DiscoveryReport> NvmlDiscovery::Discover() {
   if (xpool_nvmlReturn_t rc = api.init(); rc != XPOOL_NVML_SUCCESS) {
     if (rc == XPOOL_NVML_ERROR_DRIVER_NOT_LOADED) {
       report.available = false;
-      report.note =
-          "NVML found but the NVIDIA driver is not loaded: no NVIDIA devices on this node";
+      report.note = "NVML found but the NVIDIA driver is not loaded: no NVIDIA devices on this node";
       return report;
     }
     return UnavailableError("nvmlInit failed: " + api.Error(rc));
@@ -244,8 +236,7 @@ Result<DiscoveryReport> NvmlDiscovery::Discover() {
   }
   std::string problems;
   std::vector<Probed> probed;
-  for (unsigned int i = 0; i < count && i < 256; ++i)
-    probed.push_back(ProbeDevice(api, i, pci_sysfs_, &problems));
+  for (unsigned int i = 0; i < count && i < 256; ++i) probed.push_back(ProbeDevice(api, i, pci_sysfs_, &problems));
   for (const Probed& p : probed) report.node.devices.push_back(p.device);
   if (probed.size() > 1) report.node.links = ProbeLinks(api, probed);
   (void)api.shutdown();

@@ -18,8 +18,7 @@ class NvmlDiscovery final : public DeviceDiscovery {
  public:
   // `library`: a file name searched the usual dlopen way or a path. `pci_sysfs`: where PCI devices
   // live (tests point it elsewhere). `node_name` empty = the host name.
-  explicit NvmlDiscovery(std::string library = "libnvidia-ml.so.1",
-                         std::string pci_sysfs = "/sys/bus/pci/devices",
+  explicit NvmlDiscovery(std::string library = "libnvidia-ml.so.1", std::string pci_sysfs = "/sys/bus/pci/devices",
                          std::string node_name = "");
   std::string_view name() const override { return "nvml"; }
   Result<DiscoveryReport> Discover() override;

@@ -14,8 +14,7 @@ namespace {
 class FakeNvmlTest : public testing::Test {
  protected:
   void TearDown() override {
-    for (const char* v :
-         {"FAKE_NVML_INIT_RC", "FAKE_NVML_COUNT", "FAKE_NVML_LOST", "FAKE_NVML_NO_NUMA"}) {
+    for (const char* v : {"FAKE_NVML_INIT_RC", "FAKE_NVML_COUNT", "FAKE_NVML_LOST", "FAKE_NVML_NO_NUMA"}) {
       unsetenv(v);
     }
   }

@@ -19,18 +19,15 @@ std::string Quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
 std::string NormaliseDeviceMemory(std::string_view text) {
   std::string s(text);
   auto ends_with = [&](std::string_view suffix) {
-    return s.size() > suffix.size() &&
-           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  for (auto [from, to] :
-       {std::pair{"GB", "Gi"}, {"MB", "Mi"}, {"TB", "Ti"}, {"G", "Gi"}, {"M", "Mi"}, {"T", "Ti"}}) {
+  for (auto [from, to] : {std::pair{"GB", "Gi"}, {"MB", "Mi"}, {"TB", "Ti"}, {"G", "Gi"}, {"M", "Mi"}, {"T", "Ti"}}) {
     if (ends_with(from)) return s.substr(0, s.size() - std::string_view(from).size()) + to;
   }
   return s;
 }
 
-Device MakeSimDevice(const Node& node, Vendor vendor, std::string model, int64_t memory_mib,
-                     int numa) {
+Device MakeSimDevice(const Node& node, Vendor vendor, std::string model, int64_t memory_mib, int numa) {
   Device d;
   d.vendor = vendor;
   d.model = std::move(model);
@@ -52,8 +49,7 @@ Status ParseGroup(std::string_view group, Node* node) {
   if (!count.ok()) return InvalidArgumentError(where + "bad count: " + count.status().message());
   if (*count < 1) return InvalidArgumentError(where + "count must be at least 1");
   if (*count + static_cast<int64_t>(node->devices.size()) > kMaxDevicesPerNode) {
-    return InvalidArgumentError(where + "more than " + std::to_string(kMaxDevicesPerNode) +
-                                " devices on one node");
+    return InvalidArgumentError(where + "more than " + std::to_string(kMaxDevicesPerNode) + " devices on one node");
   }
   std::string_view rest = group.substr(x + 1);
   Vendor vendor = Vendor::kNvidia;
@@ -81,43 +77,35 @@ Result<T> YamlAs(const YAML::Node& n, std::string_view field, std::string_view w
   try {
     return n.as<T>();
   } catch (const YAML::Exception&) {
-    return InvalidArgumentError(std::string(where) + ": field " + std::string(field) +
-                                " has a bad value (line " + std::to_string(n.Mark().line + 1) +
-                                ")");
+    return InvalidArgumentError(std::string(where) + ": field " + std::string(field) + " has a bad value (line " +
+                                std::to_string(n.Mark().line + 1) + ")");
   }
 }
 
-Result<std::string> YamlString(const YAML::Node& n, std::string_view field,
-                               std::string_view where) {
+Result<std::string> YamlString(const YAML::Node& n, std::string_view field, std::string_view where) {
   if (!n.IsScalar()) {
-    return InvalidArgumentError(std::string(where) + ": field " + std::string(field) +
-                                " must be a value");
+    return InvalidArgumentError(std::string(where) + ": field " + std::string(field) + " must be a value");
   }
   return n.Scalar();
 }
 
-Status ParseLink(const YAML::Node& link, std::string_view where, int device_count,
-                 LinkTable* links) {
-  if (!link.IsMap())
-    return InvalidArgumentError(std::string(where) + ": expected {a: I, b: J, score|nvlink|pcie}");
+Status ParseLink(const YAML::Node& link, std::string_view where, int device_count, LinkTable* links) {
+  if (!link.IsMap()) return InvalidArgumentError(std::string(where) + ": expected {a: I, b: J, score|nvlink|pcie}");
   if (!link["a"] || !link["b"]) return InvalidArgumentError(std::string(where) + ": needs a and b");
   ASSIGN_OR_RETURN(int a, YamlAs<int>(link["a"], "a", where));
   ASSIGN_OR_RETURN(int b, YamlAs<int>(link["b"], "b", where));
   if (a < 0 || b < 0 || a >= device_count || b >= device_count || a == b) {
-    return InvalidArgumentError(std::string(where) +
-                                ": a and b must be two different device indexes in 0.." +
+    return InvalidArgumentError(std::string(where) + ": a and b must be two different device indexes in 0.." +
                                 std::to_string(device_count - 1));
   }
   int kinds = (link["score"] ? 1 : 0) + (link["nvlink"] ? 1 : 0) + (link["pcie"] ? 1 : 0);
-  if (kinds != 1)
-    return InvalidArgumentError(std::string(where) + ": give exactly one of score, nvlink, pcie");
+  if (kinds != 1) return InvalidArgumentError(std::string(where) + ": give exactly one of score, nvlink, pcie");
   int score = 0;
   if (link["score"]) {
     ASSIGN_OR_RETURN(score, YamlAs<int>(link["score"], "score", where));
   } else if (link["nvlink"]) {
     ASSIGN_OR_RETURN(int lanes, YamlAs<int>(link["nvlink"], "nvlink", where));
-    if (lanes < 1 || lanes > 64)
-      return InvalidArgumentError(std::string(where) + ": nvlink lanes must be 1..64");
+    if (lanes < 1 || lanes > 64) return InvalidArgumentError(std::string(where) + ": nvlink lanes must be 1..64");
     score = lanes * kLinkNvlinkPerLane;
   } else {
     ASSIGN_OR_RETURN(std::string level, YamlString(link["pcie"], "pcie", where));
@@ -167,8 +155,7 @@ Status ParseDeviceEntry(const YAML::Node& entry, const std::string& where, Node*
     if (!parsed.ok()) return InvalidArgumentError(where + ": " + parsed.status().message());
     vendor = *parsed;
   }
-  for (int i = 0; i < count; ++i)
-    node->devices.push_back(MakeSimDevice(*node, vendor, model, *memory, numa));
+  for (int i = 0; i < count; ++i) node->devices.push_back(MakeSimDevice(*node, vendor, model, *memory, numa));
   if (entry["max_sharers"]) {
     ASSIGN_OR_RETURN(int sharers, YamlAs<int>(entry["max_sharers"], "max_sharers", where));
     if (sharers < 1) return InvalidArgumentError(where + ": max_sharers must be at least 1");
@@ -179,8 +166,7 @@ Status ParseDeviceEntry(const YAML::Node& entry, const std::string& where, Node*
   return Status::Ok();
 }
 
-Result<Node> ParseNodeYamlDocument(const YAML::Node& root, const std::string& origin,
-                                   const Node& defaults) {
+Result<Node> ParseNodeYamlDocument(const YAML::Node& root, const std::string& origin, const Node& defaults) {
   if (!root.IsMap()) return InvalidArgumentError(origin + ": expected a map with a devices list");
   for (const auto& kv : root) {
     const std::string key = kv.first.Scalar();
@@ -213,8 +199,7 @@ Result<Node> ParseNodeYamlDocument(const YAML::Node& root, const std::string& or
     return InvalidArgumentError(origin + ": devices must be a non-empty list");
   }
   for (size_t i = 0; i < devices.size(); ++i) {
-    RETURN_IF_ERROR(
-        ParseDeviceEntry(devices[i], origin + ": devices[" + std::to_string(i) + "]", &node));
+    RETURN_IF_ERROR(ParseDeviceEntry(devices[i], origin + ": devices[" + std::to_string(i) + "]", &node));
   }
   if (const YAML::Node links = root["links"]; links) {
     if (!links.IsSequence()) return InvalidArgumentError(origin + ": links must be a list");
@@ -239,8 +224,7 @@ Status AppendSimulatedDevices(std::string_view spec, Node* node) {
     std::string_view group = spec.substr(start, comma - start);
     while (!group.empty() && group.front() == ' ') group.remove_prefix(1);
     while (!group.empty() && group.back() == ' ') group.remove_suffix(1);
-    if (group.empty())
-      return InvalidArgumentError("simulate spec " + Quoted(spec) + " has an empty group");
+    if (group.empty()) return InvalidArgumentError("simulate spec " + Quoted(spec) + " has an empty group");
     RETURN_IF_ERROR(ParseGroup(group, node));
     start = comma + 1;
   }
@@ -256,8 +240,7 @@ Result<Node> ParseNodeYaml(std::string_view text, std::string_view origin, const
   }
 }
 
-SimulatedDiscovery::SimulatedDiscovery(std::string spec, std::string node_file,
-                                       std::string node_name)
+SimulatedDiscovery::SimulatedDiscovery(std::string spec, std::string node_file, std::string node_name)
     : spec_(std::move(spec)), node_file_(std::move(node_file)), node_name_(std::move(node_name)) {}
 
 Result<DiscoveryReport> SimulatedDiscovery::Discover() {

@@ -29,15 +29,13 @@ TEST(SimulateSpecTest, GoodSpecs) {
       {"2xA100-80GB,2xT4-16GB", 4, "A100-80GB", 81920, "T4-16GB", 16384, Vendor::kNvidia},
       {"1xA100-SXM4-40Gi", 1, "A100-SXM4-40Gi", 40960, "A100-SXM4-40Gi", 40960, Vendor::kNvidia},
       {"3xV100-512MB", 3, "V100-512MB", 512, "V100-512MB", 512, Vendor::kNvidia},
-      {"1xH100-80GB, 8xascend:910B-64GB", 9, "H100-80GB", 81920, "910B-64GB", 65536,
-       Vendor::kAscend},
+      {"1xH100-80GB, 8xascend:910B-64GB", 9, "H100-80GB", 81920, "910B-64GB", 65536, Vendor::kAscend},
       {"2xT4-16384", 2, "T4-16384", 16384, "T4-16384", 16384, Vendor::kNvidia},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.spec);
     Node n = Named("sim");
-    ASSERT_TRUE(AppendSimulatedDevices(c.spec, &n).ok())
-        << AppendSimulatedDevices(c.spec, &n).ToString();
+    ASSERT_TRUE(AppendSimulatedDevices(c.spec, &n).ok()) << AppendSimulatedDevices(c.spec, &n).ToString();
     ASSERT_EQ(n.devices.size(), c.devices);
     EXPECT_EQ(n.devices.front().model, c.first_model);
     EXPECT_EQ(n.devices.front().memory_mib, c.first_mib);
@@ -157,16 +155,12 @@ TEST(NodeYamlTest, BadFilesHaveClearErrors) {
       {"devices:\n  - {model: T4, memory: 16Gi, max_sharers: 0}\n", "max_sharers"},
       {"gpus: 4\n", "unknown field \"gpus\""},
       {"cpu: lots\ndevices:\n  - {model: T4, memory: 16Gi}\n", "cpu"},
-      {"devices:\n  - {model: T4, memory: 16Gi, count: 2}\nlinks:\n  - {a: 0, b: 2, score: 1}\n",
-       "links[0]"},
-      {"devices:\n  - {model: T4, memory: 16Gi, count: 2}\nlinks:\n  - {a: 0, b: 0, score: 1}\n",
-       "different"},
-      {"devices:\n  - {model: T4, memory: 16Gi, count: 2}\nlinks:\n  - {a: 0, b: 1}\n",
-       "exactly one"},
+      {"devices:\n  - {model: T4, memory: 16Gi, count: 2}\nlinks:\n  - {a: 0, b: 2, score: 1}\n", "links[0]"},
+      {"devices:\n  - {model: T4, memory: 16Gi, count: 2}\nlinks:\n  - {a: 0, b: 0, score: 1}\n", "different"},
+      {"devices:\n  - {model: T4, memory: 16Gi, count: 2}\nlinks:\n  - {a: 0, b: 1}\n", "exactly one"},
       {"devices:\n  - {model: T4, memory: 16Gi, count: 2}\nlinks:\n  - {a: 0, b: 1, pcie: fast}\n",
        "unknown pcie level"},
-      {"devices:\n  - {model: T4, memory: 16Gi, count: 2}\nlinks:\n  - {a: 0, b: 1, nvlink: 0}\n",
-       "lanes"},
+      {"devices:\n  - {model: T4, memory: 16Gi, count: 2}\nlinks:\n  - {a: 0, b: 1, nvlink: 0}\n", "lanes"},
       {"devices:\n  - {model: T4, memory: 16Gi, count: 2}\nlinks: 3\n", "links must be a list"},
   };
   for (const Case& c : cases) {
@@ -174,8 +168,7 @@ TEST(NodeYamlTest, BadFilesHaveClearErrors) {
     auto node = ParseNodeYaml(c.yaml, "bad.yaml", Named("host"));
     ASSERT_FALSE(node.ok());
     EXPECT_EQ(node.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(node.status().message().find(c.error_contains), std::string::npos)
-        << node.status().message();
+    EXPECT_NE(node.status().message().find(c.error_contains), std::string::npos) << node.status().message();
     EXPECT_EQ(node.status().message().rfind("bad.yaml", 0), 0u) << node.status().message();
   }
 }

@@ -29,9 +29,7 @@ static int EnvInt(const char* name, int fallback) {
   return v && *v ? atoi(v) : fallback;
 }
 
-static int Valid(xpool_nvmlDevice_t d) {
-  return g_initialised && d && d >= g_devices && d < g_devices + g_count;
-}
+static int Valid(xpool_nvmlDevice_t d) { return g_initialised && d && d >= g_devices && d < g_devices + g_count; }
 
 xpool_nvmlReturn_t nvmlInit_v2(void) {
   int rc = EnvInt("FAKE_NVML_INIT_RC", 0);
@@ -52,11 +50,16 @@ xpool_nvmlReturn_t nvmlShutdown(void) {
 
 const char* nvmlErrorString(xpool_nvmlReturn_t rc) {
   switch (rc) {
-    case XPOOL_NVML_SUCCESS: return "Success";
-    case XPOOL_NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-    case XPOOL_NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
-    case XPOOL_NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
-    default: return "Unknown Error";
+    case XPOOL_NVML_SUCCESS:
+      return "Success";
+    case XPOOL_NVML_ERROR_DRIVER_NOT_LOADED:
+      return "Driver Not Loaded";
+    case XPOOL_NVML_ERROR_GPU_IS_LOST:
+      return "GPU is lost";
+    case XPOOL_NVML_ERROR_NOT_SUPPORTED:
+      return "Not Supported";
+    default:
+      return "Unknown Error";
   }
 }
 

@@ -18,8 +18,8 @@ namespace xpool::agent {
 
 // <TempDir>xpool_<name>_<pid>, emptied first (a crashed earlier run may have left it); the caller removes it.
 inline std::string FreshDir(const std::string& name) {
-  const std::string dir = std::filesystem::path(::testing::TempDir()).lexically_normal().string() + "xpool_" +
-                          name + "_" + std::to_string(::getpid());
+  const std::string dir = std::filesystem::path(::testing::TempDir()).lexically_normal().string() + "xpool_" + name +
+                          "_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

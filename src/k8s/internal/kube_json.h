@@ -5,10 +5,9 @@
 // structs with their Go field names ("Pod", "NodeNames"), other clients send lowerCamel ("pod", "nodeNames").
 // Stateless functions; thread-safe.
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "k8s/kube_objects.h"

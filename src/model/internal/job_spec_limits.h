@@ -9,8 +9,8 @@
 
 namespace xpool::job_spec_limits {
 
-inline constexpr int64_t kMaxCpuMilli = 1024 * 1000;             // 1024 cores per replica
-inline constexpr int64_t kMaxMemoryMiB = int64_t{64} << 20;      // 64 TiB
+inline constexpr int64_t kMaxCpuMilli = 1024 * 1000;              // 1024 cores per replica
+inline constexpr int64_t kMaxMemoryMiB = int64_t{64} << 20;       // 64 TiB
 inline constexpr int64_t kMaxDeviceMemoryMiB = int64_t{1} << 20;  // 1 TiB per device
 inline constexpr int kMaxSelectorItems = 64;
 inline constexpr size_t kMaxSelectorLength = 128;
@@ -26,8 +26,7 @@ inline constexpr size_t kMaxNameLength = 63;
 template <typename T>
 Status CheckRange(T value, T lo, T hi, const std::string& path, std::string_view range) {
   if (value < lo || value > hi) {
-    return InvalidArgumentError(path + " must be " + std::string(range) + " (got " + std::to_string(value) +
-                                ")");
+    return InvalidArgumentError(path + " must be " + std::string(range) + " (got " + std::to_string(value) + ")");
   }
   return Status::Ok();
 }
@@ -73,9 +72,8 @@ inline bool IsValidUtf8(std::string_view s) {
 // Length within [min_len, max_len] bytes, no NUL bytes, valid UTF-8.
 inline Status CheckText(std::string_view text, const std::string& path, size_t min_len, size_t max_len) {
   if (text.size() < min_len) {
-    return InvalidArgumentError(path + (min_len == 1 ? " must not be empty"
-                                                     : " must be at least " + std::to_string(min_len) +
-                                                           " bytes"));
+    return InvalidArgumentError(
+        path + (min_len == 1 ? " must not be empty" : " must be at least " + std::to_string(min_len) + " bytes"));
   }
   if (text.size() > max_len) {
     return InvalidArgumentError(path + " must be at most " + std::to_string(max_len) + " bytes");
@@ -89,8 +87,9 @@ inline Status CheckText(std::string_view text, const std::string& path, size_t m
 
 // A DNS label: 1..63 of [a-z0-9-], starting and ending with a letter or digit.
 inline Status CheckName(std::string_view name, const std::string& path) {
-  const std::string rule = " must be 1..63 characters of a-z, 0-9 and '-', starting and ending with a letter "
-                           "or digit";
+  const std::string rule =
+      " must be 1..63 characters of a-z, 0-9 and '-', starting and ending with a letter "
+      "or digit";
   if (name.empty() || name.size() > kMaxNameLength) return InvalidArgumentError(path + rule);
   for (char c : name) {
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return InvalidArgumentError(path + rule);
@@ -118,8 +117,7 @@ inline Status CheckEnvName(std::string_view name) {
     const char c = name[i];
     const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || (i > 0 && c >= '0' && c <= '9');
     if (!ok) {
-      return InvalidArgumentError("env name '" + Printable(name) +
-                                  "' must match [A-Za-z_][A-Za-z0-9_]*");
+      return InvalidArgumentError("env name '" + Printable(name) + "' must match [A-Za-z_][A-Za-z0-9_]*");
     }
   }
   if (name.rfind("XPOOL_", 0) == 0) return InvalidArgumentError(path + " is reserved (XPOOL_* is set by xpool)");

@@ -15,9 +15,9 @@ namespace xpool::scheduler_internal {
 inline bool SameRequest(const TaskRequest& a, const TaskRequest& b) {
   return a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib && a.device_count == b.device_count &&
          a.device_memory_mib == b.device_memory_mib && a.device_memory_percent == b.device_memory_percent &&
-         a.device_compute_milli == b.device_compute_milli && a.vendor == b.vendor &&
-         a.type_include == b.type_include && a.type_exclude == b.type_exclude &&
-         a.uuid_include == b.uuid_include && a.uuid_exclude == b.uuid_exclude && a.numa_bind == b.numa_bind;
+         a.device_compute_milli == b.device_compute_milli && a.vendor == b.vendor && a.type_include == b.type_include &&
+         a.type_exclude == b.type_exclude && a.uuid_include == b.uuid_include && a.uuid_exclude == b.uuid_exclude &&
+         a.numa_bind == b.numa_bind;
 }
 
 inline size_t HashRequest(const TaskRequest& r) {

@@ -17,9 +17,9 @@ namespace xpool::scheduler_internal {
 struct Capacity {
   int64_t free_cpu = 0;
   int64_t free_memory = 0;
-  int idle = 0;             // devices nobody holds
-  int64_t best_share = 0;   // the most free compute on a device that takes one more sharer
-  bool exact = false;       // MayFit is exact for plain requests (see ExactFor)
+  int idle = 0;            // devices nobody holds
+  int64_t best_share = 0;  // the most free compute on a device that takes one more sharer
+  bool exact = false;      // MayFit is exact for plain requests (see ExactFor)
 };
 
 Capacity CapacityOf(const ClusterState& state, int node);
@@ -122,8 +122,10 @@ class ScoreTree {
     BestScore(1, memory, &found);
     if (found == kNoFit) return -1;
     switch (tie_break) {
-      case TieBreak::kFirst: return Find(1, memory, found, /*last=*/false);
-      case TieBreak::kLast: return Find(1, memory, found, /*last=*/true);
+      case TieBreak::kFirst:
+        return Find(1, memory, found, /*last=*/false);
+      case TieBreak::kLast:
+        return Find(1, memory, found, /*last=*/true);
       case TieBreak::kRandom: {
         const int ties = Count(1, memory, found);
         const int k = ties > 1 ? std::uniform_int_distribution<int>(0, ties - 1)(rng) : 0;
@@ -252,11 +254,11 @@ class LiveStates {
  private:
   std::vector<Slot> slots_;
   std::vector<std::vector<int>> nodes_;  // per slot, ascending
-  std::vector<int> free_;            // free slots
-  std::vector<int> slot_of_state_;   // per state id: its slot, or -1
-  std::vector<int> node_slot_;       // per node: its slot, or -1
+  std::vector<int> free_;                // free slots
+  std::vector<int> slot_of_state_;       // per state id: its slot, or -1
+  std::vector<int> node_slot_;           // per node: its slot, or -1
   std::vector<int> part_slots_[kParts];  // per partition: its occupied slots
-  std::vector<int> slot_pos_;        // per occupied slot: its index in part_slots_[CapacityPart(capacity)]
+  std::vector<int> slot_pos_;            // per occupied slot: its index in part_slots_[CapacityPart(capacity)]
 };
 
 }  // namespace xpool::scheduler_internal

@@ -1,11 +1,11 @@
 #include "scheduler/internal/score_cache.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace xpool::scheduler_internal {
 namespace {

@@ -33,8 +33,8 @@ bool BestFitPolicy::Score(const ClusterState& state, const TaskRequest& request,
                           Rng& /*rng*/, int64_t* score, std::vector<int>* chosen_devices) {
   const int node = candidate.node;
   const Node& n = state.node(node);
-  if (!TakeDevicesByKey(state, request, candidate,
-                        [&](int d) { return state.FreeDeviceCompute(node, d); }, chosen_devices)) {
+  if (!TakeDevicesByKey(
+          state, request, candidate, [&](int d) { return state.FreeDeviceCompute(node, d); }, chosen_devices)) {
     return false;
   }
   int64_t free_gpu = 0;

@@ -40,9 +40,8 @@ bool BinpackSpreadPolicy::NodeOrderKey(const ClusterState& state, int node, int6
   return true;
 }
 
-bool BinpackSpreadPolicy::Score(const ClusterState& state, const TaskRequest& request,
-                                const NodeCandidate& candidate, Rng& /*rng*/, int64_t* score,
-                                std::vector<int>* chosen_devices) {
+bool BinpackSpreadPolicy::Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate,
+                                Rng& /*rng*/, int64_t* score, std::vector<int>* chosen_devices) {
   const int node = candidate.node;
   const bool pack = device_mode_ == PackMode::kBinpack;
   if (!TakeDevicesByKey(

@@ -39,9 +39,9 @@ TEST(BinpackSpreadTest, BinpackAndSpreadChooseDifferently) {
   ScheduleOutcome p = Schedule(s, Share(200), spread, rng);
   ASSERT_EQ(b.kind, OutcomeKind::kPlaced);
   ASSERT_EQ(p.kind, OutcomeKind::kPlaced);
-  EXPECT_EQ(b.allocation.node, 1);  // the used node
+  EXPECT_EQ(b.allocation.node, 1);               // the used node
   EXPECT_EQ(b.allocation.devices[0].device, 2);  // onto the used device
-  EXPECT_EQ(p.allocation.node, 0);  // the empty node
+  EXPECT_EQ(p.allocation.node, 0);               // the empty node
   EXPECT_EQ(p.allocation.devices[0].device, 0);  // its first idle device
 }
 

@@ -13,10 +13,10 @@ bool DotProductPolicy::Score(const ClusterState& state, const TaskRequest& reque
   const int node = candidate.node;
   // Step 1: each vector normalised first, then multiplied, in the published order: the truncation below makes
   // the rounding of exact-looking values (75.0 vs 74.999…) decide ties.
-  const double cpu_term = (static_cast<double>(state.FreeCpu(node)) / max_cpu) *
-                          (static_cast<double>(request.cpu_milli) / max_cpu);
-  const double request_gpu = static_cast<double>(request.device_count) *
-                             static_cast<double>(request.device_compute_milli) / max_gpu;
+  const double cpu_term =
+      (static_cast<double>(state.FreeCpu(node)) / max_cpu) * (static_cast<double>(request.cpu_milli) / max_cpu);
+  const double request_gpu =
+      static_cast<double>(request.device_count) * static_cast<double>(request.device_compute_milli) / max_gpu;
   // Step 2: the node's free GPU is merged into one dimension (every device, partly used or idle).
   const double gpu_term = static_cast<double>(NodeFreeCompute(state, node)) / max_gpu * request_gpu;
   // Step 3.

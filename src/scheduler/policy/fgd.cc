@@ -145,8 +145,7 @@ bool FragmentationPolicyBase::Score(const ClusterState& state, const TaskRequest
 
 int64_t FgdPolicy::Evaluate(const ClusterState& /*state*/, const TaskRequest& request, int /*node*/,
                             const std::vector<int>& devices, int64_t before) {
-  return FgdSigmoidScore(FragmentationDelta(&scratch(), request, devices, &meter(), before),
-                         target().total_count());
+  return FgdSigmoidScore(FragmentationDelta(&scratch(), request, devices, &meter(), before), target().total_count());
 }
 
 bool FgdPolicy::ScoreBound(const ClusterState& state, int node, int64_t* bound) {

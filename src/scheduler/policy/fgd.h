@@ -61,9 +61,7 @@ class FragmentationPolicyBase : public PlacementPolicy {
   // For a sharing request: whether device `d` should replace `best` when both score the same. Evaluate and
   // PreferOnTie must depend on a device only through its free compute and model: of several devices alike in
   // both, only the first is evaluated.
-  virtual bool PreferOnTie(const ClusterState& /*state*/, int /*node*/, int /*d*/, int /*best*/) const {
-    return false;
-  }
+  virtual bool PreferOnTie(const ClusterState& /*state*/, int /*node*/, int /*d*/, int /*best*/) const { return false; }
   NodeFree& scratch() { return scratch_; }
   // WeightedNodeFragment against target(), by per-model tables (reset when the target is rebuilt).
   FragmentMeter& meter() { return meter_; }
@@ -105,17 +103,16 @@ class FragmentationPolicyBase : public PlacementPolicy {
   ShapeIndex shapes_;                      // request shapes scored so far
   std::vector<std::vector<Entry>> cache_;  // [shape id][node], for the state whose identity() is below
   uint64_t cache_identity_ = 0;
-  std::vector<Before> before_;             // [node]
-  bool caller_caches_ = false;             // SetCallerCachesScores: cache_ is neither read nor written
+  std::vector<Before> before_;  // [node]
+  bool caller_caches_ = false;  // SetCallerCachesScores: cache_ is neither read nor written
   NodeFree scratch_;
-  std::vector<int> one_device_;            // Score's one-device choice for a sharing request (no allocation)
+  std::vector<int> one_device_;  // Score's one-device choice for a sharing request (no allocation)
 };
 
 class FgdPolicy final : public FragmentationPolicyBase {
  public:
   FgdPolicy() : FragmentationPolicyBase(TargetWorkload(), /*learn=*/true, 512) {}
-  explicit FgdPolicy(TargetWorkload target)
-      : FragmentationPolicyBase(std::move(target), /*learn=*/false, 512) {}
+  explicit FgdPolicy(TargetWorkload target) : FragmentationPolicyBase(std::move(target), /*learn=*/false, 512) {}
 
   std::string_view name() const override { return "fgd"; }
   TieBreak tie_break() const override { return TieBreak::kLast; }
@@ -132,8 +129,8 @@ class FgdPolicy final : public FragmentationPolicyBase {
   bool RequestScoreBound(const TaskRequest& request, int64_t* bound) const override;
 
  private:
-  int64_t Evaluate(const ClusterState& state, const TaskRequest& request, int node,
-                   const std::vector<int>& devices, int64_t before) override;
+  int64_t Evaluate(const ClusterState& state, const TaskRequest& request, int node, const std::vector<int>& devices,
+                   int64_t before) override;
 };
 
 // ⌊100 · sigmoid(weighted_delta / total / 1000)⌋, FGD's bounded score (total <= 0 → 50).

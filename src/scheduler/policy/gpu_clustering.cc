@@ -15,9 +15,8 @@ int64_t AffinityTag(const TaskRequest& r) {
 }
 }  // namespace
 
-bool GpuClusteringPolicy::Score(const ClusterState& state, const TaskRequest& request,
-                                const NodeCandidate& candidate, Rng& /*rng*/, int64_t* score,
-                                std::vector<int>* chosen_devices) {
+bool GpuClusteringPolicy::Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate,
+                                Rng& /*rng*/, int64_t* score, std::vector<int>* chosen_devices) {
   ChooseBestFitDevices(state, request, candidate, chosen_devices);
   if (request.device_count <= 0) {
     *score = 0;

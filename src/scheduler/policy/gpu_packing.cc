@@ -21,9 +21,8 @@ bool GpuPackingPolicy::Score(const ClusterState& state, const TaskRequest& reque
   }
   // Devices by least free compute first (stable: index order among equals).
   std::vector<int> order = candidate.fitting_devices;
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return state.FreeDeviceCompute(node, a) < state.FreeDeviceCompute(node, b);
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return state.FreeDeviceCompute(node, a) < state.FreeDeviceCompute(node, b); });
   int fully_free_used = 0;
   int64_t free_percent_sum = 0;
   for (int d : order) {

@@ -18,8 +18,8 @@ inline bool IsSharingRequest(const TaskRequest& request) {
 }
 
 // The fitting devices with the least free compute first (lower index among equals), NUMA-aware.
-inline void ChooseBestFitDevices(const ClusterState& state, const TaskRequest& request,
-                                 const NodeCandidate& candidate, std::vector<int>* chosen) {
+inline void ChooseBestFitDevices(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate,
+                                 std::vector<int>* chosen) {
   if (!TakeDevicesByKey(
           state, request, candidate, [&](int d) { return state.FreeDeviceCompute(candidate.node, d); }, chosen)) {
     chosen->clear();

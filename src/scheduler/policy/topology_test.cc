@@ -1,8 +1,8 @@
 #include "scheduler/policy/topology.h"
 
-#include <algorithm>
-
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "model/node_builder.h"
 #include "scheduler/schedule.h"

@@ -101,7 +101,7 @@ int64_t DefaultPolicy::CpuStrandedGpu(const NodeFree& node, double cpu_per_gpu_m
 }
 
 DefaultPolicy::ShapeGroups DefaultPolicy::ShapeGroups::Of(const TargetWorkload& target,
-                                                           const std::vector<int64_t>& shape_memory_mib) {
+                                                          const std::vector<int64_t>& shape_memory_mib) {
   ShapeGroups out;
   const std::vector<WeightedShape>& shapes = target.shapes();
   for (size_t m = 0; m < shapes.size(); ++m) {
@@ -192,7 +192,7 @@ int64_t GroupMemoryStranded(const NodeFree& node, bool check_models, int64_t mem
                             int64_t strand_percent) {
   const Hosted hosted = HostedByDevices(node, group.gpu, check_models);
   if (hosted.usable < group.gpu.gpu_count) return 0;  // all idle GPU for FGD already
-  const int64_t pods_gpu = hosted.pods;  // m-pods the usable devices could host
+  const int64_t pods_gpu = hosted.pods;               // m-pods the usable devices could host
   const int64_t usable_milli = hosted.usable_milli;
   if (memory_mib >= pods_gpu * at.max_memory) return 0;  // the memory feeds every pod of every fitting member
   int64_t stranded = 0;
@@ -200,7 +200,7 @@ int64_t GroupMemoryStranded(const NodeFree& node, bool check_models, int64_t mem
     const DefaultPolicy::ShapeGroups::Member& member = group.members[k];
     const int64_t mem = member.memory_mib;
     if (mem <= 0 || memory_mib >= pods_gpu * mem) continue;  // the memory feeds every m-pod the devices could host
-    int64_t lost = usable_milli;  // the free memory feeds no m-pod
+    int64_t lost = usable_milli;                             // the free memory feeds no m-pod
     if (memory_mib >= mem) {
       const int64_t pods_res = memory_mib / mem;  // m-pods the free memory can feed, < pods_gpu
       lost = usable_milli * (pods_gpu - pods_res) / pods_gpu * strand_percent / 100;
@@ -266,8 +266,7 @@ int64_t DefaultPolicy::MemoryStranded(const NodeFree& node, int64_t memory_mib, 
   return stranded;
 }
 
-void DefaultPolicy::OnPlaced(const ClusterState& state, const TaskRequest& request,
-                             const Allocation& /*allocation*/) {
+void DefaultPolicy::OnPlaced(const ClusterState& state, const TaskRequest& request, const Allocation& /*allocation*/) {
   if (state.totals().device_compute_capacity_milli != cluster_gpu_milli_ ||
       state.totals().cpu_capacity_milli != cluster_cpu_milli_) {  // the cluster's memory and CPU per GPU
     cluster_gpu_milli_ = state.totals().device_compute_capacity_milli;
@@ -313,18 +312,18 @@ bool DefaultPolicy::RefreshShapeMemory() {
     if (shape_gpu > 0) cpu_gpu_shapes += count * static_cast<double>(shapes[m].shape.cpu_milli);
   }
   // Step 3: the CPU binds when the target asks at least the cluster's CPU per GPU.
-  const bool cpu_binds = gpu > 0 && cluster_gpu_milli_ > 0 &&
-                         cpu_all / gpu >= static_cast<double>(cluster_cpu_milli_) /
-                                              static_cast<double>(cluster_gpu_milli_);
+  const bool cpu_binds =
+      gpu > 0 && cluster_gpu_milli_ > 0 &&
+      cpu_all / gpu >= static_cast<double>(cluster_cpu_milli_) / static_cast<double>(cluster_gpu_milli_);
   const double cpu_per_gpu = gpu > 0 ? (cpu_binds ? cpu_all : cpu_gpu_shapes) / gpu : 0.0;
   int64_t strand_percent = 100;
   if (gpu > 0 && cluster_gpu_milli_ > 0 && cluster_memory_mib_ > 0) {
-    strand_percent = MemoryStrandPercent((asked_mib / gpu) / (static_cast<double>(cluster_memory_mib_) /
-                                                               static_cast<double>(cluster_gpu_milli_)));
+    strand_percent = MemoryStrandPercent(
+        (asked_mib / gpu) / (static_cast<double>(cluster_memory_mib_) / static_cast<double>(cluster_gpu_milli_)));
   }
   // Means (and a weight) that came out the same leave the measure, and so every cached score, as it was.
-  if (!target_changed && memory == shape_memory_ && strand_percent == strand_percent_ &&
-      cpu_binds == cpu_binds_ && cpu_per_gpu == cpu_per_gpu_) {
+  if (!target_changed && memory == shape_memory_ && strand_percent == strand_percent_ && cpu_binds == cpu_binds_ &&
+      cpu_per_gpu == cpu_per_gpu_) {
     return false;
   }
   shape_memory_ = std::move(memory);
@@ -413,8 +412,7 @@ int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& re
   free.cpu_milli -= request.cpu_milli;
   for (int d : devices) free.gpu_milli[d] -= request.device_compute_milli;
   const int64_t after =
-      Fragment(free, memory - request.memory_mib) +
-      (count_cpu ? total * CpuStrandedGpu(free, cpu_per_gpu_) : 0);
+      Fragment(free, memory - request.memory_mib) + (count_cpu ? total * CpuStrandedGpu(free, cpu_per_gpu_) : 0);
   free.cpu_milli += request.cpu_milli;
   for (int d : devices) free.gpu_milli[d] += request.device_compute_milli;
   const int64_t max_gpu = std::max<int64_t>(1, state.totals().max_node_device_compute_milli);

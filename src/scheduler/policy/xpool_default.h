@@ -53,12 +53,11 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   // The request's memory enters the score only through how many pods of each target shape the memory left after
   // placement feeds (step 2), capped by how many its devices could host: a range of memories keeps those counts.
   bool has_memory_ranges() const override { return true; }
-  void MemoryRange(const ClusterState& state, int node, const TaskRequest& request, int64_t* lo,
-                   int64_t* hi) override;
+  void MemoryRange(const ClusterState& state, int node, const TaskRequest& request, int64_t* lo, int64_t* hi) override;
 
-  // Σ_m count_m F'_n(m) (step 2, without step 3's S_n) for a node whose free CPU / devices are `node` and free memory `memory_mib`;
-  // `shape_memory_mib[m]` is target shape m's memory (0 = unknown: memory not counted). Exposed for tests.
-  // `strand_percent` is step 2's weight w in percent.
+  // Σ_m count_m F'_n(m) (step 2, without step 3's S_n) for a node whose free CPU / devices are `node` and free memory
+  // `memory_mib`; `shape_memory_mib[m]` is target shape m's memory (0 = unknown: memory not counted). Exposed for
+  // tests. `strand_percent` is step 2's weight w in percent.
   static int64_t ResourceFragment(const NodeFree& node, int64_t memory_mib, const TargetWorkload& target,
                                   const std::vector<int64_t>& shape_memory_mib, int64_t strand_percent = 100);
   // Step 2 is FGD's Σ_m count_m F_n(m) (FragmentMeter, a few steps per device) plus the GPU stranded by memory,
@@ -73,8 +72,8 @@ class DefaultPolicy final : public FragmentationPolicyBase {
       int64_t count = 0;
     };
     struct Group {
-      PodShape gpu;  // the shared GPU request (cpu_milli 0)
-      std::vector<Member> members;   // by CPU, ascending
+      PodShape gpu;                 // the shared GPU request (cpu_milli 0)
+      std::vector<Member> members;  // by CPU, ascending
     };
     // What a free CPU means to one group: the members it fits (a prefix, by CPU) and the largest memory among them.
     struct AtCpu {
@@ -112,9 +111,9 @@ class DefaultPolicy final : public FragmentationPolicyBase {
     int64_t count = 0;
   };
 
-  int64_t Evaluate(const ClusterState& state, const TaskRequest& request, int node,
-                   const std::vector<int>& devices, int64_t before) override;
-  bool uses_weighted_before() const override { return false; }  // F' before is measured in Evaluate
+  int64_t Evaluate(const ClusterState& state, const TaskRequest& request, int node, const std::vector<int>& devices,
+                   int64_t before) override;
+  bool uses_weighted_before() const override { return false; }       // F' before is measured in Evaluate
   bool score_reads_request_memory() const override { return true; }  // F'(after) uses the free memory left
   // Equal Δ: the tighter device (less free) keeps the larger holes whole.
   bool PreferOnTie(const ClusterState& state, int node, int d, int best) const override {
@@ -127,8 +126,8 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   }
 
   std::unordered_map<PodShape, ShapeMemory, PodShapeHash> memory_seen_;  // per placed shape
-  std::vector<int64_t> shape_memory_;     // per target shape (mean MiB)
-  ShapeGroups groups_;                    // the target with shape_memory_, grouped (rebuilt with it)
+  std::vector<int64_t> shape_memory_;                                    // per target shape (mean MiB)
+  ShapeGroups groups_;  // the target with shape_memory_, grouped (rebuilt with it)
   const WeightedShape* target_key_ = nullptr;
   int64_t target_total_ = -1;
   int64_t placed_ = 0;
@@ -151,7 +150,7 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   };
   std::vector<Before> before_memo_;
   uint64_t measure_version_ = 0;  // moves whenever groups_ or strand_percent_ change
-  NodeFree range_free_;  // MemoryRange's scratch
+  NodeFree range_free_;           // MemoryRange's scratch
 };
 
 }  // namespace xpool

@@ -88,9 +88,9 @@ int64_t FragmentShapeByShape(const NodeFree& node, int64_t memory_mib, const Tar
         int64_t pods_res = pods_gpu;
         const int64_t mem = m < shape_memory_mib.size() ? shape_memory_mib[m] : 0;
         if (mem > 0) pods_res = std::min(pods_res, memory_mib / mem);
-        fragment = pods_res <= 0 ? idle
-                                 : unusable_milli + usable_milli * (pods_gpu - pods_res) / pods_gpu *
-                                                        strand_percent / 100;
+        fragment = pods_res <= 0
+                       ? idle
+                       : unusable_milli + usable_milli * (pods_gpu - pods_res) / pods_gpu * strand_percent / 100;
       }
     }
     sum += target.shapes()[m].count * fragment;
@@ -147,9 +147,9 @@ TEST(DefaultResourceFragment, CountsGpuThatMemoryCannotFeed) {
   // CPU is only FGD's fit test: 16000 feeds 4 of the 8 possible pods, yet nothing counts as stranded.
   EXPECT_EQ(DefaultPolicy::ResourceFragment(Free(16000, std::vector<int64_t>(8, 1000)), 0, target, {}), 0);
   // Memory for 2 pods of 50 GiB: 6 of 8 pods' GPU stranded.
-  EXPECT_EQ(DefaultPolicy::ResourceFragment(Free(64000, std::vector<int64_t>(8, 1000)), 100 * 1024, target,
-                                            {50 * 1024}),
-            6000);
+  EXPECT_EQ(
+      DefaultPolicy::ResourceFragment(Free(64000, std::vector<int64_t>(8, 1000)), 100 * 1024, target, {50 * 1024}),
+      6000);
   // Memory for none: every idle GPU is fragment, as when the CPU does not fit.
   EXPECT_EQ(DefaultPolicy::ResourceFragment(Free(64000, {1000, 1000}), 1024, target, {50 * 1024}), 2000);
   EXPECT_EQ(DefaultPolicy::ResourceFragment(Free(3000, {1000, 1000}), 0, target, {}), 2000);
@@ -160,8 +160,8 @@ TEST(DefaultResourceFragment, CountsGpuThatMemoryCannotFeed) {
 TEST(DefaultResourceFragment, MemoryStrandingIsWeightedByTheWorkloadsMemoryPerGpu) {
   EXPECT_EQ(DefaultPolicy::MemoryStrandPercent(0.75), 100);
   EXPECT_NEAR(DefaultPolicy::MemoryStrandPercent(0.6), 64, 1);  // (0.8)², truncated
-  EXPECT_EQ(DefaultPolicy::MemoryStrandPercent(0.3), 50);    // at least ½
-  EXPECT_EQ(DefaultPolicy::MemoryStrandPercent(1.5), 125);   // at most 1¼
+  EXPECT_EQ(DefaultPolicy::MemoryStrandPercent(0.3), 50);       // at least ½
+  EXPECT_EQ(DefaultPolicy::MemoryStrandPercent(1.5), 125);      // at most 1¼
   EXPECT_EQ(DefaultPolicy::MemoryStrandPercent(0.0), 50);
   const TargetWorkload target = TargetWorkload::FromCounts({{Shape(4000, 1, 1000), 1}}, 100);
   const NodeFree eight = Free(64000, std::vector<int64_t>(8, 1000));
@@ -174,8 +174,8 @@ TEST(DefaultResourceFragment, MemoryStrandingIsWeightedByTheWorkloadsMemoryPerGp
 }
 
 TEST(DefaultResourceFragment, MatchesFgdWhenNothingIsStranded) {
-  const TargetWorkload target = TargetWorkload::FromCounts(
-      {{Shape(1000, 1, 500), 3}, {Shape(1000, 2, 1000), 1}, {Shape(2000, 0, 0), 1}}, 100);
+  const TargetWorkload target =
+      TargetWorkload::FromCounts({{Shape(1000, 1, 500), 3}, {Shape(1000, 2, 1000), 1}, {Shape(2000, 0, 0), 1}}, 100);
   for (const NodeFree& n : {Free(64000, {400, 1000, 700, 0}), Free(64000, {1000, 1000}), Free(2000, {300, 1000}),
                             Free(64000, {500, 500, 500, 1000})}) {
     EXPECT_EQ(DefaultPolicy::ResourceFragment(n, 0, target, {}), WeightedNodeFragment(n, target));
@@ -188,9 +188,9 @@ TEST(DefaultResourceFragment, MatchesFgdWhenNothingIsStranded) {
 // Step 3: the idle GPU beyond what the node's free CPU feeds at c̄ CPU per GPU.
 TEST(DefaultResourceFragment, CpuStrandedGpuIsTheIdleGpuTheCpuCannotFeed) {
   const NodeFree eight = Free(16000, std::vector<int64_t>(8, 1000));
-  EXPECT_EQ(DefaultPolicy::CpuStrandedGpu(eight, 4.0), 4000);   // 16 cores feed 4 of 8 GPUs at 4 cores / GPU
-  EXPECT_EQ(DefaultPolicy::CpuStrandedGpu(eight, 2.0), 0);      // they feed all 8 at 2 cores / GPU
-  EXPECT_EQ(DefaultPolicy::CpuStrandedGpu(eight, 0.0), 0);      // nothing learned yet
+  EXPECT_EQ(DefaultPolicy::CpuStrandedGpu(eight, 4.0), 4000);  // 16 cores feed 4 of 8 GPUs at 4 cores / GPU
+  EXPECT_EQ(DefaultPolicy::CpuStrandedGpu(eight, 2.0), 0);     // they feed all 8 at 2 cores / GPU
+  EXPECT_EQ(DefaultPolicy::CpuStrandedGpu(eight, 0.0), 0);     // nothing learned yet
   EXPECT_EQ(DefaultPolicy::CpuStrandedGpu(Free(0, {300, 1000}), 4.0), 1300);
   EXPECT_EQ(DefaultPolicy::CpuStrandedGpu(Free(96000, {0, 0}), 4.0), 0);  // no idle GPU
 }
@@ -269,12 +269,10 @@ TEST(DefaultPolicyTest, UnconstrainedPodLeavesTheModelThatRarePodsNeed) {
 
 TEST(DefaultPolicyTest, MemoryHeavyPodGoesWhereMemoryIsPlentiful) {
   ClusterState state;
-  ASSERT_TRUE(state.AddNode(MakeNode("small").WithCpu(96000).WithMemory(256 * 1024).WithGpus(8, "G2", 16384)
-                                .Build())
-                  .ok());
-  ASSERT_TRUE(state.AddNode(MakeNode("big").WithCpu(96000).WithMemory(1024 * 1024).WithGpus(8, "G2", 16384)
-                                .Build())
-                  .ok());
+  ASSERT_TRUE(
+      state.AddNode(MakeNode("small").WithCpu(96000).WithMemory(256 * 1024).WithGpus(8, "G2", 16384).Build()).ok());
+  ASSERT_TRUE(
+      state.AddNode(MakeNode("big").WithCpu(96000).WithMemory(1024 * 1024).WithGpus(8, "G2", 16384).Build()).ok());
   DefaultPolicy policy;
   const TaskRequest typical = Pod(4000, 1, 1000, 32 * 1024);
   Learn(&policy, typical, 8);
@@ -287,9 +285,8 @@ TEST(DefaultPolicyTest, MemoryHeavyPodGoesWhereMemoryIsPlentiful) {
 // one request must not be reused for a request of the same shape and other memory.
 TEST(DefaultPolicyTest, CachedScoreIsForTheRequestsOwnMemory) {
   ClusterState state;
-  ASSERT_TRUE(state.AddNode(MakeNode("small").WithCpu(96000).WithMemory(256 * 1024).WithGpus(8, "G2", 16384)
-                                .Build())
-                  .ok());
+  ASSERT_TRUE(
+      state.AddNode(MakeNode("small").WithCpu(96000).WithMemory(256 * 1024).WithGpus(8, "G2", 16384).Build()).ok());
   const TaskRequest typical = Pod(4000, 1, 1000, 32 * 1024);
   const TaskRequest heavy = Pod(4000, 1, 1000, 128 * 1024);
   DefaultPolicy cached;
@@ -364,13 +361,21 @@ TEST(DefaultPolicyTest, MultiGpuPodKeepsWholeNodesForWholeNodePods) {
 TEST(DefaultPolicyTest, MemoryRangeKeepsTheScore) {
   ClusterState state;
   for (int i = 0; i < 4; ++i) {
-    ASSERT_TRUE(state.AddNode(MakeNode("n" + std::to_string(i)).WithCpu(96000).WithMemory((96 + 64 * i) * 1024)
-                                  .WithGpus(8, "G2", 16384).Build())
+    ASSERT_TRUE(state
+                    .AddNode(MakeNode("n" + std::to_string(i))
+                                 .WithCpu(96000)
+                                 .WithMemory((96 + 64 * i) * 1024)
+                                 .WithGpus(8, "G2", 16384)
+                                 .Build())
                     .ok());
   }
   for (int i = 4; i < 6; ++i) {  // little CPU: which target shapes still fit after placement depends on it
-    ASSERT_TRUE(state.AddNode(MakeNode("n" + std::to_string(i)).WithCpu(6000 + 4000 * (i - 4))
-                                  .WithMemory(160 * 1024).WithGpus(8, "G2", 16384).Build())
+    ASSERT_TRUE(state
+                    .AddNode(MakeNode("n" + std::to_string(i))
+                                 .WithCpu(6000 + 4000 * (i - 4))
+                                 .WithMemory(160 * 1024)
+                                 .WithGpus(8, "G2", 16384)
+                                 .Build())
                     .ok());
   }
   for (int i = 1; i < 4; ++i) {  // node 0 idle; the others part used

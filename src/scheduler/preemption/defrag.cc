@@ -124,9 +124,8 @@ Status SecondHop(Attempt& attempt, ClusterState& state, const std::vector<QueueJ
 // Steps 2 and 3 on one node; `on_node` is sorted in leaving order. Leaves `state` as found. A miss is counted
 // in `misses`.
 Result<MovePlan> TryNode(ClusterState& state, const std::vector<QueueJob>& jobs,
-                         const std::vector<std::vector<int>>& by_node, int node, const QueueJob& job,
-                         JobPlacer& placer, const std::vector<bool>& suspendable, int& hops_left,
-                         MoveMisses& misses) {
+                         const std::vector<std::vector<int>>& by_node, int node, const QueueJob& job, JobPlacer& placer,
+                         const std::vector<bool>& suspendable, int& hops_left, MoveMisses& misses) {
   const std::vector<int>& on_node = by_node[node];
   MovePlan plan;
   Attempt attempt(state, jobs);
@@ -184,9 +183,8 @@ Result<MovePlan> TryNode(ClusterState& state, const std::vector<QueueJob>& jobs,
 
 }  // namespace
 
-Result<MovePlan> PlanMoves(ClusterState& state, const std::vector<QueueJob>& jobs,
-                           const std::vector<int>& movable, const QueueJob& job, JobPlacer& placer,
-                           int max_nodes, const std::vector<int>& suspendable) {
+Result<MovePlan> PlanMoves(ClusterState& state, const std::vector<QueueJob>& jobs, const std::vector<int>& movable,
+                           const QueueJob& job, JobPlacer& placer, int max_nodes, const std::vector<int>& suspendable) {
   MovePlan best;
   if (job.replicas != 1 || movable.empty() || max_nodes <= 0) return best;
   std::vector<bool> may_suspend(jobs.size(), false);

@@ -34,11 +34,11 @@ namespace xpool {
 
 // Why the candidate nodes of a search gave no plan: counts over the nodes tried (for --explain and tests).
 struct MoveMisses {
-  int pinned = 0;           // the job still does not fit with every movable job gone (unmovable work holds room)
-  int placer_refused = 0;   // it fits there, but the placer placed it nowhere (a policy veto)
-  int no_room_whole = 0;    // a moved whole-GPU job found no room elsewhere
-  int no_room_shared = 0;   // a moved fractional-GPU job found no room elsewhere
-  int no_room_cpu = 0;      // a moved CPU-only job found no room elsewhere
+  int pinned = 0;          // the job still does not fit with every movable job gone (unmovable work holds room)
+  int placer_refused = 0;  // it fits there, but the placer placed it nowhere (a policy veto)
+  int no_room_whole = 0;   // a moved whole-GPU job found no room elsewhere
+  int no_room_shared = 0;  // a moved fractional-GPU job found no room elsewhere
+  int no_room_cpu = 0;     // a moved CPU-only job found no room elsewhere
   int total() const { return pinned + placer_refused + no_room_whole + no_room_shared + no_room_cpu; }
 };
 
@@ -57,8 +57,8 @@ struct MovePlan {
 // `movable`: indices of running jobs the rules allow to move for `job` (each booked in `state` with exactly one
 // allocation); `suspendable`: those of them that may be suspended for it when they find no room (step 3). Fails
 // (Internal) only when a movable job's allocation is not booked in `state`.
-Result<MovePlan> PlanMoves(ClusterState& state, const std::vector<QueueJob>& jobs,
-                           const std::vector<int>& movable, const QueueJob& job, JobPlacer& placer,
-                           int max_nodes = 8, const std::vector<int>& suspendable = {});
+Result<MovePlan> PlanMoves(ClusterState& state, const std::vector<QueueJob>& jobs, const std::vector<int>& movable,
+                           const QueueJob& job, JobPlacer& placer, int max_nodes = 8,
+                           const std::vector<int>& suspendable = {});
 
 }  // namespace xpool

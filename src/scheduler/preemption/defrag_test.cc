@@ -42,9 +42,8 @@ struct Scenario {
     a.cpu_milli = j.request.cpu_milli;
     a.memory_mib = j.request.memory_mib;
     const Node& n = state.node(node);
-    for (int d = 0; d < static_cast<int>(n.devices.size()) &&
-                    static_cast<int>(a.devices.size()) < j.request.device_count;
-         ++d) {
+    for (int d = 0;
+         d < static_cast<int>(n.devices.size()) && static_cast<int>(a.devices.size()) < j.request.device_count; ++d) {
       if (state.usage(node).devices[d].sharers == 0) a.devices.push_back({d, n.devices[d].memory_mib, 1000});
     }
     ASSERT_TRUE(state.Apply(a).ok());

@@ -68,20 +68,17 @@ bool UsesAnyNode(const QueueJob& job, const std::unordered_set<int>& nodes) {
 }
 
 bool AboveGuarantee(const ResourceAmounts& u, const ResourceAmounts& g) {
-  return u.gpu_compute_milli > g.gpu_compute_milli || u.gpu_memory_mib > g.gpu_memory_mib ||
-         u.cpu_milli > g.cpu_milli;
+  return u.gpu_compute_milli > g.gpu_compute_milli || u.gpu_memory_mib > g.gpu_memory_mib || u.cpu_milli > g.cpu_milli;
 }
 
 std::string Describe(const QueueJob& job, const std::string& tenant) {
-  return "job " + job.id.ToString() + " (tenant " + tenant + ", priority " +
-         std::to_string(job.priority) + ")";
+  return "job " + job.id.ToString() + " (tenant " + tenant + ", priority " + std::to_string(job.priority) + ")";
 }
 
-std::string Why(const QueueJob& victim, const std::string& victim_tenant, VictimVerdict why,
-                const QueueJob& preemptor, const std::string& preemptor_tenant) {
+std::string Why(const QueueJob& victim, const std::string& victim_tenant, VictimVerdict why, const QueueJob& preemptor,
+                const std::string& preemptor_tenant) {
   if (why == VictimVerdict::kByPriority) {
-    return "lower priority (" + std::to_string(victim.priority) + " < " +
-           std::to_string(preemptor.priority) + ")";
+    return "lower priority (" + std::to_string(victim.priority) + " < " + std::to_string(preemptor.priority) + ")";
   }
   return "tenant " + preemptor_tenant + " is within its guarantee and tenant " + victim_tenant +
          " runs above its guarantee";
@@ -111,25 +108,23 @@ std::string_view VictimVerdictName(VictimVerdict verdict) {
   return "unknown";
 }
 
-VictimVerdict JudgeVictim(const QueueJob& preemptor, bool preemptor_within_guarantee,
-                          const QueueJob& victim, bool victim_tenant_above_guarantee,
-                          const PreemptionRules& rules, TimeMicros now) {
+VictimVerdict JudgeVictim(const QueueJob& preemptor, bool preemptor_within_guarantee, const QueueJob& victim,
+                          bool victim_tenant_above_guarantee, const PreemptionRules& rules, TimeMicros now) {
   if (victim.state != QueueJobState::kRunning) return VictimVerdict::kNotRunning;
   if (victim.id == preemptor.id) return VictimVerdict::kSameJob;
   if (!victim.preemptible) return VictimVerdict::kNotPreemptible;
   if (now - victim.last_start < rules.min_runtime) return VictimVerdict::kTooYoung;
-  if (victim.suspensions_last_hour >= rules.max_suspensions_per_hour)
-    return VictimVerdict::kSuspendedTooOften;
+  if (victim.suspensions_last_hour >= rules.max_suspensions_per_hour) return VictimVerdict::kSuspendedTooOften;
   if (victim.priority < preemptor.priority) return VictimVerdict::kByPriority;
-  if (victim.priority == preemptor.priority && preemptor_within_guarantee &&
-      victim_tenant_above_guarantee && victim.tenant != preemptor.tenant) {
+  if (victim.priority == preemptor.priority && preemptor_within_guarantee && victim_tenant_above_guarantee &&
+      victim.tenant != preemptor.tenant) {
     return VictimVerdict::kByGuarantee;
   }
   return VictimVerdict::kNotLowerPriority;
 }
 
-std::vector<int> SortRunningForPreemption(const std::vector<QueueJob>& jobs,
-                                          const std::vector<int>& running, TimeMicros now) {
+std::vector<int> SortRunningForPreemption(const std::vector<QueueJob>& jobs, const std::vector<int>& running,
+                                          TimeMicros now) {
   std::vector<int> order = running;
   std::sort(order.begin(), order.end(), [&](int a, int b) {
     const QueueJob& x = jobs[a];
@@ -140,12 +135,10 @@ std::vector<int> SortRunningForPreemption(const std::vector<QueueJob>& jobs,
   return order;
 }
 
-VictimRanking::VictimRanking(const std::vector<QueueJob>& jobs,
-                             const std::vector<int>& by_running_order,
+VictimRanking::VictimRanking(const std::vector<QueueJob>& jobs, const std::vector<int>& by_running_order,
                              const std::vector<int>& tenant_of, const std::vector<bool>& excluded,
-                             const QueueJob& preemptor, bool preemptor_within_guarantee,
-                             const TenantLedger& ledger, const PreemptionRules& rules,
-                             TimeMicros now, const std::vector<ResourceAmounts>* held)
+                             const QueueJob& preemptor, bool preemptor_within_guarantee, const TenantLedger& ledger,
+                             const PreemptionRules& rules, TimeMicros now, const std::vector<ResourceAmounts>* held)
     : jobs_(jobs),
       by_running_order_(by_running_order),
       tenant_of_(tenant_of),
@@ -202,14 +195,12 @@ std::vector<int> VictimRanking::TakeAll() && {
   return std::move(ranked_);
 }
 
-std::vector<int> RankVictims(const std::vector<QueueJob>& jobs,
-                             const std::vector<int>& by_running_order,
+std::vector<int> RankVictims(const std::vector<QueueJob>& jobs, const std::vector<int>& by_running_order,
                              const std::vector<int>& tenant_of, const std::vector<bool>& excluded,
-                             const QueueJob& preemptor, bool preemptor_within_guarantee,
-                             const TenantLedger& ledger, const PreemptionRules& rules,
-                             TimeMicros now, const std::vector<ResourceAmounts>* held) {
-  return VictimRanking(jobs, by_running_order, tenant_of, excluded, preemptor,
-                       preemptor_within_guarantee, ledger, rules, now, held)
+                             const QueueJob& preemptor, bool preemptor_within_guarantee, const TenantLedger& ledger,
+                             const PreemptionRules& rules, TimeMicros now, const std::vector<ResourceAmounts>* held) {
+  return VictimRanking(jobs, by_running_order, tenant_of, excluded, preemptor, preemptor_within_guarantee, ledger,
+                       rules, now, held)
       .TakeAll();
 }
 
@@ -218,9 +209,8 @@ namespace {
 // Rule 3. `rank_until(k)` makes at least k candidates known in `ranked` (fewer: all are) and
 // returns how many are known.
 template <typename RankUntil>
-Result<VictimChoice> Choose(ClusterState& state, const std::vector<QueueJob>& jobs,
-                            const std::vector<int>& ranked, RankUntil rank_until,
-                            const QueueJob& preemptor, JobPlacer& placer) {
+Result<VictimChoice> Choose(ClusterState& state, const std::vector<QueueJob>& jobs, const std::vector<int>& ranked,
+                            RankUntil rank_until, const QueueJob& preemptor, JobPlacer& placer) {
   VictimChoice choice;
   if (rank_until(1) == 0) {
     choice.reason = "no running job may be suspended for it";
@@ -246,8 +236,8 @@ Result<VictimChoice> Choose(ClusterState& state, const std::vector<QueueJob>& jo
     }
     lo = k;
     if (all) {
-      choice.reason = "suspending every job that may be suspended for it (" + std::to_string(k) +
-                      ") would not make room";
+      choice.reason =
+          "suspending every job that may be suspended for it (" + std::to_string(k) + ") would not make room";
       return choice;
     }
   }
@@ -306,28 +296,25 @@ Result<VictimChoice> Choose(ClusterState& state, const std::vector<QueueJob>& jo
 }  // namespace
 
 Result<VictimChoice> ChooseVictims(ClusterState& state, const std::vector<QueueJob>& jobs,
-                                   const std::vector<int>& ranked, const QueueJob& preemptor,
-                                   JobPlacer& placer) {
-  return Choose(state, jobs, ranked, [&](size_t) { return ranked.size(); }, preemptor, placer);
+                                   const std::vector<int>& ranked, const QueueJob& preemptor, JobPlacer& placer) {
+  return Choose(
+      state, jobs, ranked, [&](size_t) { return ranked.size(); }, preemptor, placer);
 }
 
-Result<VictimChoice> ChooseVictims(ClusterState& state, const std::vector<QueueJob>& jobs,
-                                   VictimRanking& ranking, const QueueJob& preemptor,
-                                   JobPlacer& placer) {
-  return Choose(state, jobs, ranking.ranked(), [&](size_t k) { return ranking.RankUntil(k); },
-                preemptor, placer);
+Result<VictimChoice> ChooseVictims(ClusterState& state, const std::vector<QueueJob>& jobs, VictimRanking& ranking,
+                                   const QueueJob& preemptor, JobPlacer& placer) {
+  return Choose(
+      state, jobs, ranking.ranked(), [&](size_t k) { return ranking.RankUntil(k); }, preemptor, placer);
 }
 
-std::string PreemptorReason(const QueueJob& victim, const std::string& victim_tenant,
-                            VictimVerdict why, const QueueJob& preemptor,
-                            const std::string& preemptor_tenant) {
+std::string PreemptorReason(const QueueJob& victim, const std::string& victim_tenant, VictimVerdict why,
+                            const QueueJob& preemptor, const std::string& preemptor_tenant) {
   return "suspends " + Describe(victim, victim_tenant) + ": " +
          Why(victim, victim_tenant, why, preemptor, preemptor_tenant);
 }
 
-std::string VictimReason(const QueueJob& victim, const std::string& victim_tenant,
-                         VictimVerdict why, const QueueJob& preemptor,
-                         const std::string& preemptor_tenant) {
+std::string VictimReason(const QueueJob& victim, const std::string& victim_tenant, VictimVerdict why,
+                         const QueueJob& preemptor, const std::string& preemptor_tenant) {
   return "suspended for " + Describe(preemptor, preemptor_tenant) + ": " +
          Why(victim, victim_tenant, why, preemptor, preemptor_tenant);
 }

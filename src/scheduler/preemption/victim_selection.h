@@ -56,21 +56,18 @@ enum class VictimVerdict : uint8_t {
   kNotLowerPriority,   // equal or higher priority and the guarantee rule does not apply
 };
 std::string_view VictimVerdictName(VictimVerdict verdict);
-inline bool IsVictim(VictimVerdict v) {
-  return v == VictimVerdict::kByPriority || v == VictimVerdict::kByGuarantee;
-}
+inline bool IsVictim(VictimVerdict v) { return v == VictimVerdict::kByPriority || v == VictimVerdict::kByGuarantee; }
 
 // What the rules say about one running job for one preemptor. `preemptor_within_guarantee`: the
 // preemptor's tenant stays within its guarantee with the preemptor;
 // `victim_tenant_above_guarantee`: the candidate's tenant runs above its guarantee.
-VictimVerdict JudgeVictim(const QueueJob& preemptor, bool preemptor_within_guarantee,
-                          const QueueJob& victim, bool victim_tenant_above_guarantee,
-                          const PreemptionRules& rules, TimeMicros now);
+VictimVerdict JudgeVictim(const QueueJob& preemptor, bool preemptor_within_guarantee, const QueueJob& victim,
+                          bool victim_tenant_above_guarantee, const PreemptionRules& rules, TimeMicros now);
 
 // Indices of running jobs sorted by (priority, time since last start, id), ascending: the order
 // RankVictims expects. Sort once per pass.
-std::vector<int> SortRunningForPreemption(const std::vector<QueueJob>& jobs,
-                                          const std::vector<int>& running, TimeMicros now);
+std::vector<int> SortRunningForPreemption(const std::vector<QueueJob>& jobs, const std::vector<int>& running,
+                                          TimeMicros now);
 
 // The eligible victims for `preemptor`, in rank order (rules 1 and 2 above). `by_running_order`
 // comes from SortRunningForPreemption; `preemptor_within_guarantee` as for JudgeVictim;
@@ -78,12 +75,11 @@ std::vector<int> SortRunningForPreemption(const std::vector<QueueJob>& jobs,
 // `excluded[i]` (optional, may be empty) marks jobs already taken by an earlier decision;
 // `held[i]` (optional) is HeldBy(jobs[i]) for every running job, computed once by a caller that
 // ranks many times.
-std::vector<int> RankVictims(const std::vector<QueueJob>& jobs,
-                             const std::vector<int>& by_running_order,
+std::vector<int> RankVictims(const std::vector<QueueJob>& jobs, const std::vector<int>& by_running_order,
                              const std::vector<int>& tenant_of, const std::vector<bool>& excluded,
-                             const QueueJob& preemptor, bool preemptor_within_guarantee,
-                             const TenantLedger& ledger, const PreemptionRules& rules,
-                             TimeMicros now, const std::vector<ResourceAmounts>* held = nullptr);
+                             const QueueJob& preemptor, bool preemptor_within_guarantee, const TenantLedger& ledger,
+                             const PreemptionRules& rules, TimeMicros now,
+                             const std::vector<ResourceAmounts>* held = nullptr);
 
 // RankVictims computed on demand: the same order, ranked only as far as a search reads (a search
 // usually needs a few victims out of thousands of running jobs). Holds references to every argument;
@@ -91,10 +87,9 @@ std::vector<int> RankVictims(const std::vector<QueueJob>& jobs,
 class VictimRanking {
  public:
   VictimRanking(const std::vector<QueueJob>& jobs, const std::vector<int>& by_running_order,
-                const std::vector<int>& tenant_of, const std::vector<bool>& excluded,
-                const QueueJob& preemptor, bool preemptor_within_guarantee,
-                const TenantLedger& ledger, const PreemptionRules& rules, TimeMicros now,
-                const std::vector<ResourceAmounts>* held = nullptr);
+                const std::vector<int>& tenant_of, const std::vector<bool>& excluded, const QueueJob& preemptor,
+                bool preemptor_within_guarantee, const TenantLedger& ledger, const PreemptionRules& rules,
+                TimeMicros now, const std::vector<ResourceAmounts>* held = nullptr);
   // Ranks until at least `count` victims are known or every one is; returns how many are known.
   size_t RankUntil(size_t count);
   const std::vector<int>& ranked() const { return ranked_; }
@@ -132,21 +127,17 @@ struct VictimChoice {
 // changed while searching and restored before returning. Fails (Internal) only when a candidate's
 // allocations are not booked in `state`.
 Result<VictimChoice> ChooseVictims(ClusterState& state, const std::vector<QueueJob>& jobs,
-                                   const std::vector<int>& ranked, const QueueJob& preemptor,
-                                   JobPlacer& placer);
+                                   const std::vector<int>& ranked, const QueueJob& preemptor, JobPlacer& placer);
 // The same over a ranking computed as far as the search reads (identical result).
-Result<VictimChoice> ChooseVictims(ClusterState& state, const std::vector<QueueJob>& jobs,
-                                   VictimRanking& ranking, const QueueJob& preemptor,
-                                   JobPlacer& placer);
+Result<VictimChoice> ChooseVictims(ClusterState& state, const std::vector<QueueJob>& jobs, VictimRanking& ranking,
+                                   const QueueJob& preemptor, JobPlacer& placer);
 
 // Readable reasons for both sides of a suspension, e.g.
 //   preemptor: "suspends job 12 (tenant b, priority 10): lower priority (10 < 90)"
 //   victim:    "suspended for job 7 (tenant a, priority 90): lower priority (10 < 90)".
-std::string PreemptorReason(const QueueJob& victim, const std::string& victim_tenant,
-                            VictimVerdict why, const QueueJob& preemptor,
-                            const std::string& preemptor_tenant);
-std::string VictimReason(const QueueJob& victim, const std::string& victim_tenant,
-                         VictimVerdict why, const QueueJob& preemptor,
-                         const std::string& preemptor_tenant);
+std::string PreemptorReason(const QueueJob& victim, const std::string& victim_tenant, VictimVerdict why,
+                            const QueueJob& preemptor, const std::string& preemptor_tenant);
+std::string VictimReason(const QueueJob& victim, const std::string& victim_tenant, VictimVerdict why,
+                         const QueueJob& preemptor, const std::string& preemptor_tenant);
 
 }  // namespace xpool

@@ -51,8 +51,7 @@ TEST(JudgeVictimTest, EachRule) {
       {"one below", running(49, 60 * kMinute), false, false, VictimVerdict::kByPriority},
       {"equal priority", running(50, 60 * kMinute), false, true, VictimVerdict::kNotLowerPriority},
       {"higher priority", running(90, 60 * kMinute), true, true, VictimVerdict::kNotLowerPriority},
-      {"equal priority, guarantee rule", running(50, 60 * kMinute), true, true,
-       VictimVerdict::kByGuarantee},
+      {"equal priority, guarantee rule", running(50, 60 * kMinute), true, true, VictimVerdict::kByGuarantee},
       {"guarantee rule needs the victim above", running(50, 60 * kMinute), true, false,
        VictimVerdict::kNotLowerPriority},
       {"guarantee rule never within a tenant", running(50, 60 * kMinute, 1), true, true,
@@ -61,8 +60,7 @@ TEST(JudgeVictimTest, EachRule) {
        VictimVerdict::kNotLowerPriority},
       {"not preemptible", not_preemptible, false, false, VictimVerdict::kNotPreemptible},
       {"started 9 minutes ago", running(10, 9 * kMinute), false, false, VictimVerdict::kTooYoung},
-      {"started exactly min-runtime ago", running(10, 10 * kMinute), false, false,
-       VictimVerdict::kByPriority},
+      {"started exactly min-runtime ago", running(10, 10 * kMinute), false, false, VictimVerdict::kByPriority},
       {"at the suspension cap", capped, false, false, VictimVerdict::kSuspendedTooOften},
       {"below the suspension cap", below_cap, false, false, VictimVerdict::kByPriority},
       {"not running", pending, false, false, VictimVerdict::kNotRunning},
@@ -71,14 +69,12 @@ TEST(JudgeVictimTest, EachRule) {
   const PreemptionRules rules;  // 10 minutes, 3 per hour
   for (const Row& r : rows) {
     SCOPED_TRACE(r.name);
-    EXPECT_EQ(VictimVerdictName(JudgeVictim(preemptor, r.preemptor_within, r.victim, r.victim_above,
-                                            rules, kNow)),
+    EXPECT_EQ(VictimVerdictName(JudgeVictim(preemptor, r.preemptor_within, r.victim, r.victim_above, rules, kNow)),
               VictimVerdictName(r.want));
   }
   PreemptionRules lax;
   lax.min_runtime = 0;
-  EXPECT_EQ(JudgeVictim(preemptor, false, running(10, 0), false, lax, kNow),
-            VictimVerdict::kByPriority);
+  EXPECT_EQ(JudgeVictim(preemptor, false, running(10, 0), false, lax, kNow), VictimVerdict::kByPriority);
 }
 
 // A small world: running jobs placed first-fit in the order given, then one preemptor.
@@ -88,11 +84,9 @@ struct World {
   std::vector<QueueJob> jobs;
   FirstFitPlacer placer;
 
-  World(int nodes, int gpus, std::vector<Tenant> t)
-      : state(MakeCluster(nodes, gpus)), tenants(std::move(t)) {}
+  World(int nodes, int gpus, std::vector<Tenant> t) : state(MakeCluster(nodes, gpus)), tenants(std::move(t)) {}
 
-  void Run(int64_t id, int64_t tenant, int priority, int gpus, TimeMicros ran_for,
-           int replicas = 1) {
+  void Run(int64_t id, int64_t tenant, int priority, int gpus, TimeMicros ran_for, int replicas = 1) {
     QueueJob j = Waiting(id, tenant, priority, 0, GpuRequest(gpus), replicas);
     ASSERT_TRUE(testing_support::StartJob(state, placer, j, kNow - ran_for)) << "job " << id;
     jobs.push_back(std::move(j));
@@ -110,8 +104,8 @@ struct World {
     const int pt = ledger.IndexOf(preemptor.tenant);
     const bool within = ledger.WithinGuarantee(pt, DemandOf(preemptor, 81920));
     const PreemptionRules rules;
-    std::vector<int> ranked = RankVictims(jobs, SortRunningForPreemption(jobs, running, kNow),
-                                          tenant_of, {}, preemptor, within, ledger, rules, kNow);
+    std::vector<int> ranked = RankVictims(jobs, SortRunningForPreemption(jobs, running, kNow), tenant_of, {}, preemptor,
+                                          within, ledger, rules, kNow);
     const ClusterTotals before = state.totals();
     Result<VictimChoice> choice = ChooseVictims(state, jobs, ranked, preemptor, placer);
     EXPECT_TRUE(choice.ok()) << choice.status().ToString();
@@ -126,9 +120,7 @@ struct World {
   }
 };
 
-std::vector<Tenant> ThreeTenants() {
-  return {MakeTenant(1, "x", 4000), MakeTenant(2, "y"), MakeTenant(3, "z", 16000)};
-}
+std::vector<Tenant> ThreeTenants() { return {MakeTenant(1, "x", 4000), MakeTenant(2, "y"), MakeTenant(3, "z", 16000)}; }
 
 TEST(ChooseVictimsTest, LowerPriorityFirst) {
   World w(1, 8, ThreeTenants());
@@ -214,8 +206,8 @@ TEST(ChooseVictimsTest, NotEnoughEvenWithEveryCandidate) {
 // Rule 2 written out plainly (the ranking before it was computed on demand): what RankVictims and
 // VictimRanking must both give.
 std::vector<int> ReferenceRanking(const std::vector<QueueJob>& jobs, const std::vector<int>& by_order,
-                                  const std::vector<int>& tenant_of, const QueueJob& preemptor,
-                                  bool within, const TenantLedger& ledger, const PreemptionRules& rules) {
+                                  const std::vector<int>& tenant_of, const QueueJob& preemptor, bool within,
+                                  const TenantLedger& ledger, const PreemptionRules& rules) {
   std::vector<ResourceAmounts> remaining;
   for (int t = 0; t < ledger.size(); ++t) remaining.push_back(ledger.usage(t));
   std::vector<int> ranked;
@@ -231,8 +223,8 @@ std::vector<int> ReferenceRanking(const std::vector<QueueJob>& jobs, const std::
         if (t < 0 || ledger.AboveGuarantee(t) != (pass == 0)) continue;
         const ResourceAmounts& u = remaining[t];
         const ResourceAmounts& g = ledger.tenant(t).guaranteed;
-        const bool still_above = u.gpu_compute_milli > g.gpu_compute_milli ||
-                                 u.gpu_memory_mib > g.gpu_memory_mib || u.cpu_milli > g.cpu_milli;
+        const bool still_above = u.gpu_compute_milli > g.gpu_compute_milli || u.gpu_memory_mib > g.gpu_memory_mib ||
+                                 u.cpu_milli > g.cpu_milli;
         if (!IsVictim(JudgeVictim(preemptor, within, jobs[v], still_above, rules, kNow))) continue;
         remaining[t].Subtract(HeldBy(jobs[v]));
         ranked.push_back(v);
@@ -254,22 +246,18 @@ TEST(ChooseVictimsPropertyTest, VictimsAreAllowedAndMakeRoom) {
     for (int i = 0; i < running; ++i) {
       const int gpus = std::vector<int>{1, 1, 2, 4, 8}[rng() % 5];
       const int64_t compute = (rng() % 3 == 0) ? 1000 : 250 * (1 + static_cast<int64_t>(rng() % 3));
-      QueueJob j =
-          Waiting(100 + i, 1 + static_cast<int64_t>(rng() % 3), static_cast<int>(rng() % 101), 0,
-                  GpuRequest(gpus, compute), 1 + static_cast<int>(rng() % 2));
+      QueueJob j = Waiting(100 + i, 1 + static_cast<int64_t>(rng() % 3), static_cast<int>(rng() % 101), 0,
+                           GpuRequest(gpus, compute), 1 + static_cast<int>(rng() % 2));
       j.preemptible = rng() % 8 != 0;
       j.suspensions_last_hour = static_cast<int>(rng() % 5);
-      if (testing_support::StartJob(w.state, w.placer, j,
-                                    kNow - static_cast<TimeMicros>(rng() % 120) * kMinute)) {
+      if (testing_support::StartJob(w.state, w.placer, j, kNow - static_cast<TimeMicros>(rng() % 120) * kMinute)) {
         w.jobs.push_back(std::move(j));
       }
     }
-    const QueueJob preemptor =
-        Waiting(1, 1 + static_cast<int64_t>(rng() % 3), static_cast<int>(rng() % 101), 0,
-                GpuRequest(std::vector<int>{1, 2, 4, 8}[rng() % 4], 500 + 500 * (rng() % 2)),
-                1 + static_cast<int>(rng() % 2));
-    if (w.placer.Place(w.state, preemptor.request, preemptor.replicas).kind == OutcomeKind::kPlaced)
-      continue;
+    const QueueJob preemptor = Waiting(1, 1 + static_cast<int64_t>(rng() % 3), static_cast<int>(rng() % 101), 0,
+                                       GpuRequest(std::vector<int>{1, 2, 4, 8}[rng() % 4], 500 + 500 * (rng() % 2)),
+                                       1 + static_cast<int>(rng() % 2));
+    if (w.placer.Place(w.state, preemptor.request, preemptor.replicas).kind == OutcomeKind::kPlaced) continue;
 
     TenantLedger ledger(w.tenants);
     std::vector<int> all;
@@ -279,11 +267,10 @@ TEST(ChooseVictimsPropertyTest, VictimsAreAllowedAndMakeRoom) {
       ledger.Add(tenant_of.back(), w.jobs[i].priority, HeldBy(w.jobs[i]));
       all.push_back(i);
     }
-    const bool within =
-        ledger.WithinGuarantee(ledger.IndexOf(preemptor.tenant), DemandOf(preemptor, 81920));
+    const bool within = ledger.WithinGuarantee(ledger.IndexOf(preemptor.tenant), DemandOf(preemptor, 81920));
     const PreemptionRules rules;
-    std::vector<int> ranked = RankVictims(w.jobs, SortRunningForPreemption(w.jobs, all, kNow),
-                                          tenant_of, {}, preemptor, within, ledger, rules, kNow);
+    std::vector<int> ranked = RankVictims(w.jobs, SortRunningForPreemption(w.jobs, all, kNow), tenant_of, {}, preemptor,
+                                          within, ledger, rules, kNow);
     Result<VictimChoice> choice = ChooseVictims(w.state, w.jobs, ranked, preemptor, w.placer);
     ASSERT_TRUE(choice.ok()) << choice.status().ToString();
     ASSERT_TRUE(w.state.CheckInvariants().ok());

@@ -18,9 +18,8 @@ namespace xpool {
 
 struct JobPlacement {
   OutcomeKind kind = OutcomeKind::kNeverFits;
-  std::vector<Allocation>
-      allocations;     // kPlaced: one per replica, valid together against the state asked
-  std::string reason;  // kWait / kNeverFits: readable
+  std::vector<Allocation> allocations;  // kPlaced: one per replica, valid together against the state asked
+  std::string reason;                   // kWait / kNeverFits: readable
 };
 
 class JobPlacer {

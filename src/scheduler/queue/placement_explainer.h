@@ -34,10 +34,10 @@ namespace xpool {
 class PlacementExplainer {
  public:
   struct Stats {
-    int64_t explains = 0;     // Explain calls
-    int64_t full_scans = 0;   // answered by Schedule() (a guard above)
-    int64_t group_fits = 0;   // full FitNode evaluations (one per device group and device request)
-    int64_t key_builds = 0;   // node device keys (re)built
+    int64_t explains = 0;    // Explain calls
+    int64_t full_scans = 0;  // answered by Schedule() (a guard above)
+    int64_t group_fits = 0;  // full FitNode evaluations (one per device group and device request)
+    int64_t key_builds = 0;  // node device keys (re)built
   };
 
   explicit PlacementExplainer(const ClusterState& state) : state_(state) {}
@@ -50,9 +50,9 @@ class PlacementExplainer {
   const Stats& stats() const { return stats_; }
 
  private:
-  void Sync();                 // node_group_ current with the journal
-  int GroupOf(int node);       // builds the node's device key and interns it
-  void Refresh(int node);      // node_group_ and node_level_ for the node
+  void Sync();             // node_group_ current with the journal
+  int GroupOf(int node);   // builds the node's device key and interns it
+  void Refresh(int node);  // node_group_ and node_level_ for the node
   void RebuildAll();
   std::vector<NodeVerdict>& VerdictsFor(const TaskRequest& request);  // this device request's group verdicts
   // Schedule() for a request some node turned out to fit, after clearing Explain's per-group counts.
@@ -62,7 +62,7 @@ class PlacementExplainer {
   bool synced_ = false;
   uint64_t seq_ = 0;
   uint64_t description_version_ = 0;
-  std::vector<int> node_group_;                  // per node: its device group id
+  std::vector<int> node_group_;  // per node: its device group id
   // Per node, what FitNode's node-level checks read: kNodeNotReady / kNodeCordoned when blocked (FitNode's order),
   // else kFits, and the free CPU and memory.
   struct NodeLevel {

@@ -23,7 +23,8 @@ ClusterState RandomWorld(Rng& rng, int nodes) {
   const char* models[] = {"T4", "A100-SXM4", "V100M32"};
   for (int i = 0; i < nodes; ++i) {
     const int kind = Pick(rng, 0, 9);
-    NodeBuilder b = MakeNode("n" + std::to_string(i)).WithCpu(8000 * Pick(rng, 2, 12)).WithMemory(8192 * Pick(rng, 2, 40));
+    NodeBuilder b =
+        MakeNode("n" + std::to_string(i)).WithCpu(8000 * Pick(rng, 2, 12)).WithMemory(8192 * Pick(rng, 2, 40));
     if (kind < 5) {
       b.WithGpus(kind < 3 ? 8 : 4, models[kind % 3], 16384 * (1 + kind % 2));
     } else if (kind == 5) {
@@ -52,8 +53,10 @@ TaskRequest RandomRequest(Rng& rng) {
   if (r.device_count > 0) {
     const int kind = Pick(rng, 0, 9);
     r.device_compute_milli = kind < 4 ? 1000 : kind < 9 ? 50 * Pick(rng, 1, 19) : 0;
-    if (Pick(rng, 0, 2) == 0) r.device_memory_mib = 1024 * Pick(rng, 1, 48);
-    else if (Pick(rng, 0, 4) == 0) r.device_memory_percent = Pick(rng, 1, 100);
+    if (Pick(rng, 0, 2) == 0)
+      r.device_memory_mib = 1024 * Pick(rng, 1, 48);
+    else if (Pick(rng, 0, 4) == 0)
+      r.device_memory_percent = Pick(rng, 1, 100);
     if (Pick(rng, 0, 9) == 0) r.type_include = {"a100"};
     if (Pick(rng, 0, 9) == 0) r.type_exclude = {"T4"};
     if (Pick(rng, 0, 11) == 0) r.vendor = Pick(rng, 0, 1) == 0 ? Vendor::kNvidia : Vendor::kAscend;

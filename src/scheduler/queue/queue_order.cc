@@ -13,8 +13,7 @@ namespace {
 struct Later {
   template <typename E>
   bool operator()(const E& a, const E& b) const {
-    return std::tie(a.share, a.head_submit, a.head_id) >
-           std::tie(b.share, b.head_submit, b.head_id);
+    return std::tie(a.share, a.head_submit, a.head_id) > std::tie(b.share, b.head_submit, b.head_id);
   }
 };
 
@@ -32,12 +31,11 @@ std::vector<DrfQueue::Waiting> WaitingOf(const std::vector<QueueJob>& jobs, cons
 }  // namespace
 
 DrfQueue::DrfQueue(const std::vector<QueueJob>& jobs, const std::vector<int>& waiting,
-                   const std::vector<int>& tenant_of, const TenantLedger& ledger,
-                   const ClusterTotals& totals)
+                   const std::vector<int>& tenant_of, const TenantLedger& ledger, const ClusterTotals& totals)
     : DrfQueue(WaitingOf(jobs, waiting), tenant_of, ledger, totals) {}
 
-DrfQueue::DrfQueue(const std::vector<Waiting>& waiting, const std::vector<int>& tenant_of,
-                   const TenantLedger& ledger, const ClusterTotals& totals)
+DrfQueue::DrfQueue(const std::vector<Waiting>& waiting, const std::vector<int>& tenant_of, const TenantLedger& ledger,
+                   const ClusterTotals& totals)
     : tenant_of_(tenant_of), ledger_(ledger), totals_(totals), order_(waiting.size()) {
   // Sort compact keys rather than comparing through the (large) jobs: one bucket per (priority,
   // tenant), each by (first submit, id).

@@ -24,11 +24,10 @@ namespace xpool {
 class DrfQueue {
  public:
   // `waiting`: indices into `jobs` to order, each with a priority in 0..100 (validated);
-  // `tenant_of[i]`: ledger index of jobs[i]'s tenant (valid for every waiting job). `jobs`, `tenant_of`, `ledger` and `totals` must outlive the
-  // queue; shares are read from the ledger when a tenant is (re-)ranked.
-  DrfQueue(const std::vector<QueueJob>& jobs, const std::vector<int>& waiting,
-           const std::vector<int>& tenant_of, const TenantLedger& ledger,
-           const ClusterTotals& totals);
+  // `tenant_of[i]`: ledger index of jobs[i]'s tenant (valid for every waiting job). `jobs`, `tenant_of`, `ledger` and
+  // `totals` must outlive the queue; shares are read from the ledger when a tenant is (re-)ranked.
+  DrfQueue(const std::vector<QueueJob>& jobs, const std::vector<int>& waiting, const std::vector<int>& tenant_of,
+           const TenantLedger& ledger, const ClusterTotals& totals);
   // The same, from what the order needs of each waiting job, read by the caller (a pass reads
   // every job once anyway, so the queue does not read them again).
   struct Waiting {
@@ -37,8 +36,8 @@ class DrfQueue {
     TimeMicros first_submit;
     int64_t id;
   };
-  DrfQueue(const std::vector<Waiting>& waiting, const std::vector<int>& tenant_of,
-           const TenantLedger& ledger, const ClusterTotals& totals);
+  DrfQueue(const std::vector<Waiting>& waiting, const std::vector<int>& tenant_of, const TenantLedger& ledger,
+           const ClusterTotals& totals);
 
   // The next job index, or -1 when every waiting job was returned. The tenant of the previous job
   // is re-ranked with its share as it is now, so book a placement in the ledger before asking for

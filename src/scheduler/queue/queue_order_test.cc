@@ -49,19 +49,17 @@ TEST(OrderQueueTest, PriorityThenShareThenFirstSubmit) {
   QueueJob running = Waiting(7, 1, 50, 0, GpuRequest(4));
   ASSERT_TRUE(StartJob(state, placer, running, 0));
   rows.push_back({"lower dominant share first at equal priority",
-                  {running, Waiting(8, 1, 50, 100, GpuRequest(1)),
-                   Waiting(9, 2, 50, 900, GpuRequest(1)), Waiting(10, 1, 90, 950, GpuRequest(1))},
+                  {running, Waiting(8, 1, 50, 100, GpuRequest(1)), Waiting(9, 2, 50, 900, GpuRequest(1)),
+                   Waiting(10, 1, 90, 950, GpuRequest(1))},
                   {10, 9, 8}});
   QueueJob suspended = Waiting(11, 1, 50, 50, GpuRequest(1));
   suspended.state = QueueJobState::kSuspended;
-  rows.push_back({"a suspended job keeps its first submit time",
-                  {Waiting(12, 2, 50, 60, GpuRequest(1)), suspended},
-                  {11, 12}});
-  QueueJob bad_priority = Waiting(13, 1, 101, 0, GpuRequest(1));
   rows.push_back(
-      {"bad input is left out",
-       {bad_priority, Waiting(14, 77, 50, 0, GpuRequest(1)), Waiting(15, 2, 50, 0, GpuRequest(1))},
-       {15}});
+      {"a suspended job keeps its first submit time", {Waiting(12, 2, 50, 60, GpuRequest(1)), suspended}, {11, 12}});
+  QueueJob bad_priority = Waiting(13, 1, 101, 0, GpuRequest(1));
+  rows.push_back({"bad input is left out",
+                  {bad_priority, Waiting(14, 77, 50, 0, GpuRequest(1)), Waiting(15, 2, 50, 0, GpuRequest(1))},
+                  {15}});
   for (const Row& r : rows) {
     SCOPED_TRACE(r.name);
     EXPECT_EQ(Ids(r.jobs, OrderQueue(r.jobs, tenants, state.totals())), r.want);
@@ -90,9 +88,8 @@ TEST(DrfQueueTest, TenantsTakeTurnsWithinAPass) {
   FirstFitPlacer placer;
   std::vector<Tenant> tenants = {MakeTenant(1, "a"), MakeTenant(2, "b")};
   std::vector<QueueJob> jobs;
-  for (int i = 0; i < 6; ++i) jobs.push_back(Waiting(1 + i, 1, 50, i, GpuRequest(1)));  // a: early
-  for (int i = 0; i < 6; ++i)
-    jobs.push_back(Waiting(101 + i, 2, 50, 100 + i, GpuRequest(1)));  // b: late
+  for (int i = 0; i < 6; ++i) jobs.push_back(Waiting(1 + i, 1, 50, i, GpuRequest(1)));          // a: early
+  for (int i = 0; i < 6; ++i) jobs.push_back(Waiting(101 + i, 2, 50, 100 + i, GpuRequest(1)));  // b: late
   PassResult r = RunSchedulingPass(jobs, tenants, state, placer, 1000);
   std::vector<int64_t> placed;
   for (const JobDecision& d : r.decisions) {
@@ -127,14 +124,15 @@ TEST(DrfQueueTest, MatchesAReferenceOnRandomQueues) {
     for (int i = 0; i < n; ++i) {
       const int t = static_cast<int>(rng() % tenant_count);
       // Ids unique but not in submit order; submits often tie.
-      jobs.push_back(Waiting(1000 - i, 1 + t, priorities[rng() % 6], static_cast<TimeMicros>(rng() % 20),
-                             GpuRequest(1)));
+      jobs.push_back(
+          Waiting(1000 - i, 1 + t, priorities[rng() % 6], static_cast<TimeMicros>(rng() % 20), GpuRequest(1)));
       tenant_of.push_back(t);
       if (rng() % 5 != 0) waiting.push_back(i);
     }
     for (int t = 0; t < tenant_count; ++t) {
-      ledger.Add(t, 50, {static_cast<int64_t>(rng() % 8) * 1000, static_cast<int64_t>(rng() % 8) * 81920,
-                         static_cast<int64_t>(rng() % 64) * 1000, 1});
+      ledger.Add(t, 50,
+                 {static_cast<int64_t>(rng() % 8) * 1000, static_cast<int64_t>(rng() % 8) * 81920,
+                  static_cast<int64_t>(rng() % 64) * 1000, 1});
     }
     DrfQueue queue(jobs, waiting, tenant_of, ledger, totals);
     std::vector<bool> done(jobs.size(), true);

@@ -43,16 +43,13 @@ Status ValidateTenant(const Tenant& t) {
   RETURN_IF_ERROR(CheckNonNegative(t.limit, who + ": limits"));
   const ResourceAmounts& g = t.guaranteed;
   const ResourceAmounts& l = t.limit;
-  if (g.gpu_compute_milli > l.gpu_compute_milli || g.gpu_memory_mib > l.gpu_memory_mib ||
-      g.cpu_milli > l.cpu_milli) {
+  if (g.gpu_compute_milli > l.gpu_compute_milli || g.gpu_memory_mib > l.gpu_memory_mib || g.cpu_milli > l.cpu_milli) {
     return InvalidArgumentError(who + ": a guarantee is above its limit");
   }
   for (const PriorityLimit& p : t.priority_limits) {
-    if (p.min_priority < kMinPriority || p.max_priority > kMaxPriority ||
-        p.min_priority > p.max_priority) {
-      return InvalidArgumentError(who + ": priority limit band " + std::to_string(p.min_priority) +
-                                  ".." + std::to_string(p.max_priority) +
-                                  " is not within 0..100 or is upside down");
+    if (p.min_priority < kMinPriority || p.max_priority > kMaxPriority || p.min_priority > p.max_priority) {
+      return InvalidArgumentError(who + ": priority limit band " + std::to_string(p.min_priority) + ".." +
+                                  std::to_string(p.max_priority) + " is not within 0..100 or is upside down");
     }
     RETURN_IF_ERROR(CheckNonNegative(p.limit, who + ": priority limits"));
   }
@@ -63,13 +60,11 @@ Status ValidateQueueJob(const QueueJob& job) {
   // Named only on error: a pass validates every job of a long queue.
   const auto who = [&job] { return "job " + job.id.ToString(); };
   if (job.priority < kMinPriority || job.priority > kMaxPriority) {
-    return InvalidArgumentError(who() + ": priority " + std::to_string(job.priority) +
-                                " is out of range 0..100");
+    return InvalidArgumentError(who() + ": priority " + std::to_string(job.priority) + " is out of range 0..100");
   }
   if (job.replicas < 1) return InvalidArgumentError(who() + ": replicas must be at least 1");
   if (Status s = ValidateTaskRequest(job.request); !s.ok()) return s.WithContext(who());
-  if (job.state == QueueJobState::kRunning &&
-      static_cast<int>(job.allocations.size()) != job.replicas) {
+  if (job.state == QueueJobState::kRunning && static_cast<int>(job.allocations.size()) != job.replicas) {
     return InvalidArgumentError(who() + ": running with " + std::to_string(job.allocations.size()) +
                                 " allocations for " + std::to_string(job.replicas) + " replicas");
   }
@@ -91,9 +86,8 @@ ResourceAmounts AmountsOf(const std::vector<Allocation>& allocations) {
 
 ResourceAmounts DemandOf(const QueueJob& job, int64_t largest_device_memory_mib) {
   const TaskRequest& q = job.request;
-  const int64_t device_memory = q.device_memory_mib > 0
-                                    ? q.device_memory_mib
-                                    : largest_device_memory_mib * q.device_memory_percent / 100;
+  const int64_t device_memory =
+      q.device_memory_mib > 0 ? q.device_memory_mib : largest_device_memory_mib * q.device_memory_percent / 100;
   ResourceAmounts r;
   r.running_jobs = 1;
   r.cpu_milli = q.cpu_milli * job.replicas;

@@ -77,8 +77,7 @@ struct QueueJob {
   int replicas = 1;                // > 1: a gang, placed all at once or not at all
   QueueJobState state = QueueJobState::kPending;
   bool preemptible = true;
-  TimeMicros last_start =
-      0;  // kRunning: when it last started (work since then is lost by a suspend)
+  TimeMicros last_start = 0;            // kRunning: when it last started (work since then is lost by a suspend)
   int suspensions_last_hour = 0;        // how often it was suspended in the hour before `now`
   std::vector<Allocation> allocations;  // kRunning: one per replica, as booked in the ClusterState
 };

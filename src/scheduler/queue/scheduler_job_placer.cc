@@ -15,8 +15,7 @@ SchedulerOptions Terse(SchedulerOptions options) {
 
 }  // namespace
 
-SchedulerJobPlacer::SchedulerJobPlacer(ClusterState& state, PlacementPolicy& policy, Rng& rng,
-                                       SchedulerOptions options)
+SchedulerJobPlacer::SchedulerJobPlacer(ClusterState& state, PlacementPolicy& policy, Rng& rng, SchedulerOptions options)
     : state_(state),
       policy_(policy),
       rng_(rng),
@@ -37,19 +36,17 @@ ScheduleOutcome SchedulerJobPlacer::ScheduleOne(const TaskRequest& request, bool
   return o;
 }
 
-JobPlacement SchedulerJobPlacer::Place(ClusterState& state, const TaskRequest& request,
-                                       int replicas) {
+JobPlacement SchedulerJobPlacer::Place(ClusterState& state, const TaskRequest& request, int replicas) {
   // A gang's failed replica is always explained (as PlanGang does); one replica when `explain`.
   return Ask(state, request, replicas, /*explain_one=*/explain_, /*explain_gang=*/true);
 }
 
-JobPlacement SchedulerJobPlacer::Probe(ClusterState& state, const TaskRequest& request,
-                                       int replicas) {
+JobPlacement SchedulerJobPlacer::Probe(ClusterState& state, const TaskRequest& request, int replicas) {
   return Ask(state, request, replicas, false, false);
 }
 
-JobPlacement SchedulerJobPlacer::Ask(ClusterState& state, const TaskRequest& request, int replicas,
-                                     bool explain_one, bool explain_gang) {
+JobPlacement SchedulerJobPlacer::Ask(ClusterState& state, const TaskRequest& request, int replicas, bool explain_one,
+                                     bool explain_gang) {
   JobPlacement out;
   const bool own = &state == &state_;  // the Scheduler's caches follow state_ only
   if (replicas == 1) {
@@ -60,8 +57,7 @@ JobPlacement SchedulerJobPlacer::Ask(ClusterState& state, const TaskRequest& req
     return out;
   }
   const std::vector<TaskRequest> all(replicas, request);
-  GangOutcome g = own ? PlanGang(state, all,
-                                 [&](const TaskRequest& r) { return ScheduleOne(r, explain_gang); })
+  GangOutcome g = own ? PlanGang(state, all, [&](const TaskRequest& r) { return ScheduleOne(r, explain_gang); })
                       : PlanGang(state, all, policy_, rng_);
   out.kind = g.kind;
   out.allocations = std::move(g.allocations);

@@ -23,8 +23,7 @@ class SchedulerJobPlacer final : public JobPlacer {
   // The Scheduler is built with explain = false; Place explains a not-placed answer itself (as
   // Schedule() words it) when `options.explain` is true, and a gang's failed replica always (as
   // PlanGang with Schedule() did); Probe never does.
-  SchedulerJobPlacer(ClusterState& state, PlacementPolicy& policy, Rng& rng,
-                     SchedulerOptions options = {});
+  SchedulerJobPlacer(ClusterState& state, PlacementPolicy& policy, Rng& rng, SchedulerOptions options = {});
 
   // `state` should be the one given to the constructor (then the Scheduler's caches serve); any
   // other state is scheduled with a full scan.
@@ -34,8 +33,7 @@ class SchedulerJobPlacer final : public JobPlacer {
                 const std::vector<Allocation>& allocations) override;
 
  private:
-  JobPlacement Ask(ClusterState& state, const TaskRequest& request, int replicas, bool explain_one,
-                   bool explain_gang);
+  JobPlacement Ask(ClusterState& state, const TaskRequest& request, int replicas, bool explain_one, bool explain_gang);
   ScheduleOutcome ScheduleOne(const TaskRequest& request, bool explain);  // on state_
 
   ClusterState& state_;

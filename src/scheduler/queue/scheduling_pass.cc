@@ -50,8 +50,8 @@ bool SameView(std::string_view a, std::string_view b) { return a.data() == b.dat
 
 class Pass {
  public:
-  Pass(const std::vector<QueueJob>& jobs, const std::vector<Tenant>& tenants, ClusterState& state,
-       JobPlacer& placer, TimeMicros now, const PassOptions& options)
+  Pass(const std::vector<QueueJob>& jobs, const std::vector<Tenant>& tenants, ClusterState& state, JobPlacer& placer,
+       TimeMicros now, const PassOptions& options)
       : jobs_(jobs),
         state_(state),
         placer_(placer),
@@ -110,8 +110,8 @@ class Pass {
     int priority = 0;
   };
   std::vector<JobInfo> info_;
-  int current_priority_ = 0;  // of the job being considered
-  std::vector<bool> taken_;  // running jobs chosen as victims in this pass
+  int current_priority_ = 0;           // of the job being considered
+  std::vector<bool> taken_;            // running jobs chosen as victims in this pass
   std::vector<ResourceAmounts> held_;  // per running job: HeldBy (victim ranking reads it often)
   std::vector<int> by_running_order_;
   int min_victim_priority_ = std::numeric_limits<int>::max();
@@ -121,7 +121,7 @@ class Pass {
   internal::UnfitFrontier frontier_;  // cleared when room appears
   std::unordered_map<int64_t, PreemptMemo> preempt_memo_;
   std::unordered_map<int, int64_t> move_memo_;  // shape → epoch at which a move search failed
-  internal::UnfitFrontier move_frontier_;        // kAnyPriority: plain requests no move opened room for
+  internal::UnfitFrontier move_frontier_;       // kAnyPriority: plain requests no move opened room for
   int64_t move_frontier_epoch_ = -1;
   int top_waiting_priority_ = -1;  // highest priority among jobs this pass left waiting
   // Room epoch: bumped by each suspension (the only way room appears within a pass); the nodes it
@@ -134,8 +134,7 @@ class Pass {
   int64_t epoch_ = 0;
   bool rerank_ = false;
   const std::string deferred_ = "; preemption deferred to the next pass (this pass's " +
-                                std::to_string(options_.max_victim_searches) +
-                                " victim searches are spent)";
+                                std::to_string(options_.max_victim_searches) + " victim searches are spent)";
   PassResult result_;
 };
 
@@ -156,14 +155,12 @@ std::vector<DrfQueue::Waiting> Pass::Setup() {
     // A waiting job's request and replicas are checked once per shape (equal requests, equal answer); with
     // its priority in range too, ValidateQueueJob has nothing left to refuse.
     const int shape = waits ? ShapeOf(j) : -1;
-    const bool valid = waits && shape_memo_[shape].request_ok && job.priority >= kMinPriority &&
-                       job.priority <= kMaxPriority;
+    const bool valid =
+        waits && shape_memo_[shape].request_ok && job.priority >= kMinPriority && job.priority <= kMaxPriority;
     Status bad = valid ? Status::Ok() : ValidateQueueJob(job);
     if (bad.ok() && t < 0)
-      bad = InvalidArgumentError("job " + job.id.ToString() + ": unknown tenant " +
-                                 job.tenant.ToString());
-    if (bad.ok() && !ledger_.error(t).ok())
-      bad = ledger_.error(t).WithContext("job " + job.id.ToString());
+      bad = InvalidArgumentError("job " + job.id.ToString() + ": unknown tenant " + job.tenant.ToString());
+    if (bad.ok() && !ledger_.error(t).ok()) bad = ledger_.error(t).WithContext("job " + job.id.ToString());
     if (!bad.ok()) {
       if (job.state != QueueJobState::kRunning) Decide(j, DecisionKind::kRejected, Keep(bad.message()));
       continue;  // a bad running job holds what it holds, but is not counted, ordered or suspended
@@ -254,8 +251,7 @@ void Pass::Consider(int j, const JobInfo& info) {
     JobPlacement p = placer_.Place(state_, job.request, job.replicas);
     if (p.kind == OutcomeKind::kPlaced) {
       for (const Allocation& a : p.allocations) {
-        if (Status s = state_.Apply(a);
-            !s.ok()) {  // a placer bug: say so on the job, keep the state whole
+        if (Status s = state_.Apply(a); !s.ok()) {  // a placer bug: say so on the job, keep the state whole
           for (const Allocation& b : p.allocations) {
             if (&b == &a) break;
             (void)state_.Release(b);
@@ -328,8 +324,8 @@ bool Pass::SearchVictims(int j, int t, int shape, bool within, std::string_view*
     return false;
   }
   // Ranked only as far as the search reads.
-  VictimRanking ranking(jobs_, by_running_order_, tenant_of_, taken_, job, within, ledger_,
-                        options_.rules, now_, &held_);
+  VictimRanking ranking(jobs_, by_running_order_, tenant_of_, taken_, job, within, ledger_, options_.rules, now_,
+                        &held_);
   VictimChoice choice;
   choice.reason = "no running job may be suspended for it";
   if (ranking.RankUntil(1) > 0) {
@@ -367,7 +363,7 @@ bool Pass::TryMove(int j, int t, int shape) {
   const bool frontier = options_.moves == MoveRule::kAnyPriority && internal::UnfitFrontier::Eligible(job.request);
   if (frontier && move_frontier_.Covering(job.request, 1) != nullptr) return false;
   std::vector<int> movable;
-  std::vector<int> suspendable;  // lower priority: suspended instead when they find no room (preemption on)
+  std::vector<int> suspendable;        // lower priority: suspended instead when they find no room (preemption on)
   int64_t room_gpu = 0, room_cpu = 0;  // held by the suspendable jobs
   for (int v : by_running_order_) {
     const QueueJob& r = jobs_[v];
@@ -424,8 +420,8 @@ void Pass::CommitMoves(int j, int t, MovePlan plan) {
     placer_.OnBooked(state_, moved.request, plan.move_to[i]);
     taken_[v] = true;
     const int from = moved.allocations.front().node;
-    const std::string route = "from node " + state_.node(from).name + " to node " +
-                              state_.node(plan.move_to[i].front().node).name;
+    const std::string route =
+        "from node " + state_.node(from).name + " to node " + state_.node(plan.move_to[i].front().node).name;
     if (!reason.empty()) reason += "; ";
     reason += "moves job " + moved.id.ToString() + " (tenant " + TenantName(v) + ", priority " +
               std::to_string(moved.priority) + ") " + route + " to open node " + state_.node(plan.node).name;
@@ -468,8 +464,7 @@ void Pass::Commit(int j, int t, VictimChoice choice, bool within) {
   std::string reason;
   for (int v : choice.victims) {
     const QueueJob& victim = jobs_[v];
-    for (const Allocation& a : victim.allocations)
-      (void)state_.Release(a);  // ChooseVictims checked they are booked
+    for (const Allocation& a : victim.allocations) (void)state_.Release(a);  // ChooseVictims checked they are booked
     const bool above = ledger_.AboveGuarantee(tenant_of_[v]);
     const VictimVerdict why =
         JudgeVictim(job, within, victim, above, options_.rules, now_) == VictimVerdict::kByPriority
@@ -479,8 +474,7 @@ void Pass::Commit(int j, int t, VictimChoice choice, bool within) {
     taken_[v] = true;
     if (!reason.empty()) reason += "; ";
     reason += PreemptorReason(victim, TenantName(v), why, job, TenantName(j));
-    result_.suspensions.push_back(
-        {v, j, VictimReason(victim, TenantName(v), why, job, TenantName(j)), {}});
+    result_.suspensions.push_back({v, j, VictimReason(victim, TenantName(v), why, job, TenantName(j)), {}});
   }
   // Valid once the victims left (ChooseVictims placed it against exactly that state).
   for (const Allocation& a : choice.allocations) (void)state_.Apply(a);
@@ -544,9 +538,8 @@ std::string_view DecisionKindName(DecisionKind kind) {
   return "unknown";
 }
 
-PassResult RunSchedulingPass(const std::vector<QueueJob>& jobs, const std::vector<Tenant>& tenants,
-                             ClusterState& state, JobPlacer& placer, TimeMicros now,
-                             const PassOptions& options) {
+PassResult RunSchedulingPass(const std::vector<QueueJob>& jobs, const std::vector<Tenant>& tenants, ClusterState& state,
+                             JobPlacer& placer, TimeMicros now, const PassOptions& options) {
   return Pass(jobs, tenants, state, placer, now, options).Run();
 }
 

@@ -22,8 +22,9 @@
 //   on, a lower-priority job on that node that finds no room elsewhere is suspended instead (a victim without
 //   `move_to`), so moves and preemption combine on one node. A caller that
 //   cannot restart at once may treat it as a plain suspension: the job returns to the queue keeping its place.
-//   Only while no job of higher priority was left waiting in this pass. Move searches have their own budget per pass (PassOptions::max_move_searches); a failed one is not repeated
-//   for the same shape, nor (moves of any priority) for a plain request at least as large, until a suspension.
+//   Only while no job of higher priority was left waiting in this pass. Move searches have their own budget per pass
+//   (PassOptions::max_move_searches); a failed one is not repeated for the same shape, nor (moves of any priority) for
+//   a plain request at least as large, until a suspension.
 // Within a pass the state only fills up except where victims leave, so a request shape that did not
 // fit stays unfit until a suspension frees room, and then only if it fits one of the nodes that
 // suspension touched (checked with FitNode): such answers are remembered per shape, which keeps a
@@ -55,7 +56,7 @@ enum class MoveRule : uint8_t { kOff, kLowerPriority, kAnyPriority };
 struct PassOptions {
   bool preemption = true;
   MoveRule moves = MoveRule::kOff;
-  int max_move_nodes = 8;      // candidate nodes tried per move search
+  int max_move_nodes = 8;     // candidate nodes tried per move search
   int max_move_searches = 8;  // move searches per pass, spent from the head of the queue
   PreemptionRules rules;
   // Victim searches per pass, spent on the head of the queue (highest priority first); entitled
@@ -65,9 +66,9 @@ struct PassOptions {
 };
 
 enum class DecisionKind : uint8_t {
-  kPlace,    // runs now at `allocations`
-  kPreempt,  // runs at `allocations` once `victims` are suspended
-  kWait,  // stays in the queue: `reason` (a limit, or no room and no preemption allowed / possible)
+  kPlace,      // runs now at `allocations`
+  kPreempt,    // runs at `allocations` once `victims` are suspended
+  kWait,       // stays in the queue: `reason` (a limit, or no room and no preemption allowed / possible)
   kNeverFits,  // no node could ever take it as asked
   kRejected,   // bad input: unknown tenant, priority out of range, invalid request
 };
@@ -85,9 +86,9 @@ struct JobDecision {
 };
 
 struct SuspendDecision {
-  int job = -1;      // the running job to suspend
-  int for_job = -1;  // the waiting job it makes room for
-  std::string reason;  // its own text (a few per pass, each naming the job it makes room for)
+  int job = -1;                     // the running job to suspend
+  int for_job = -1;                 // the waiting job it makes room for
+  std::string reason;               // its own text (a few per pass, each naming the job it makes room for)
   std::vector<Allocation> move_to;  // a move: restarts at once here (booked in the returned state); empty: waits
 };
 
@@ -116,8 +117,7 @@ struct PassResult {
 // `state` is the caller's scratch copy of the cluster, holding the allocations of every running job
 // in `jobs`. On return it shows the cluster as it will be once the decisions are carried out:
 // placements booked, victims released. `now` is the pass's time (nothing reads a clock).
-PassResult RunSchedulingPass(const std::vector<QueueJob>& jobs, const std::vector<Tenant>& tenants,
-                             ClusterState& state, JobPlacer& placer, TimeMicros now,
-                             const PassOptions& options = {});
+PassResult RunSchedulingPass(const std::vector<QueueJob>& jobs, const std::vector<Tenant>& tenants, ClusterState& state,
+                             JobPlacer& placer, TimeMicros now, const PassOptions& options = {});
 
 }  // namespace xpool

@@ -24,9 +24,7 @@ constexpr TimeMicros kMinute = 60 * kMicrosPerSecond;
 constexpr TimeMicros kNow = 1000 * kMinute;
 
 // Tenants: x (4 GPUs guaranteed), y (no guarantee), z (16 GPUs guaranteed).
-std::vector<Tenant> Tenants() {
-  return {MakeTenant(1, "x", 4000), MakeTenant(2, "y"), MakeTenant(3, "z", 16000)};
-}
+std::vector<Tenant> Tenants() { return {MakeTenant(1, "x", 4000), MakeTenant(2, "y"), MakeTenant(3, "z", 16000)}; }
 
 const JobDecision& DecisionFor(const PassResult& r, const std::vector<QueueJob>& jobs, int64_t id) {
   for (const JobDecision& d : r.decisions) {
@@ -81,8 +79,7 @@ TEST(SchedulingPassTest, HigherPrioritySuspendsLowerWithReasonsOnBothJobs) {
   ASSERT_EQ(r.suspensions.size(), 1u);
   EXPECT_EQ(s.jobs[r.suspensions[0].job].id, JobId(10));
   EXPECT_EQ(s.jobs[r.suspensions[0].for_job].id, JobId(1));
-  EXPECT_EQ(r.suspensions[0].reason,
-            "suspended for job 1 (tenant x, priority 90): lower priority (10 < 90)");
+  EXPECT_EQ(r.suspensions[0].reason, "suspended for job 1 (tenant x, priority 90): lower priority (10 < 90)");
   EXPECT_EQ(d.victims, std::vector<int>{0});
   // The state shows the cluster after the decisions: the victim's 8 GPUs are the preemptor's.
   EXPECT_EQ(s.state.totals().device_compute_allocated_milli, 8000);
@@ -117,9 +114,9 @@ TEST(SchedulingPassTest, EveryBookedPlacementIsToldToThePlacer) {
   QueueJob low = Waiting(10, 2, 10, 0, GpuRequest(8));
   ASSERT_TRUE(StartJob(state, placer.inner, low, kNow - 60 * kMinute));
   jobs.push_back(low);
-  jobs.push_back(Waiting(1, 1, 50, 1, GpuRequest(4)));      // placed on the free node
-  jobs.push_back(Waiting(2, 1, 50, 2, GpuRequest(2), 2));   // a gang, placed: two allocations
-  jobs.push_back(Waiting(3, 1, 90, 3, GpuRequest(8)));      // preempts the low job
+  jobs.push_back(Waiting(1, 1, 50, 1, GpuRequest(4)));     // placed on the free node
+  jobs.push_back(Waiting(2, 1, 50, 2, GpuRequest(2), 2));  // a gang, placed: two allocations
+  jobs.push_back(Waiting(3, 1, 90, 3, GpuRequest(8)));     // preempts the low job
   PassResult r = RunSchedulingPass(jobs, Tenants(), state, placer, kNow);
   EXPECT_EQ(r.stats.placed, 2);
   EXPECT_EQ(r.stats.preempting, 1);
@@ -187,8 +184,7 @@ TEST(SchedulingPassTest, EqualPriorityWithoutGuaranteeWaits) {
   Scenario s;
   s.Running(Waiting(10, 2, 50, 0, GpuRequest(8)), 60 * kMinute);
   s.jobs.push_back(Waiting(1, 2, 50, 5, GpuRequest(4)));
-  s.jobs.push_back(
-      Waiting(2, 1, 50, 5, GpuRequest(8)));  // x: 8 GPUs would exceed its 4-GPU guarantee
+  s.jobs.push_back(Waiting(2, 1, 50, 5, GpuRequest(8)));  // x: 8 GPUs would exceed its 4-GPU guarantee
   PassResult r = s.Pass();
   EXPECT_EQ(DecisionFor(r, s.jobs, 1).kind, DecisionKind::kWait);
   EXPECT_EQ(DecisionFor(r, s.jobs, 2).kind, DecisionKind::kWait);
@@ -217,13 +213,14 @@ TEST(SchedulingPassTest, BadInputIsRejectedOthersStillSchedule) {
   s.jobs.push_back(Waiting(4, 1, 50, 0, GpuRequest(16)));
   s.jobs.push_back(Waiting(5, 1, 50, 0, GpuRequest(1)));
   PassResult r = s.Pass();
-  ExpectDecisions(r, s.jobs, {
-      {1, DecisionKind::kRejected, "priority 150 is out of range 0..100"},
-      {2, DecisionKind::kRejected, "unknown tenant 77"},
-      {3, DecisionKind::kRejected, "asks for nothing"},
-      {4, DecisionKind::kNeverFits, "no node is large enough"},
-      {5, DecisionKind::kPlace, "placed"},
-  });
+  ExpectDecisions(r, s.jobs,
+                  {
+                      {1, DecisionKind::kRejected, "priority 150 is out of range 0..100"},
+                      {2, DecisionKind::kRejected, "unknown tenant 77"},
+                      {3, DecisionKind::kRejected, "asks for nothing"},
+                      {4, DecisionKind::kNeverFits, "no node is large enough"},
+                      {5, DecisionKind::kPlace, "placed"},
+                  });
   EXPECT_EQ(r.stats.rejected, 3);
 }
 
@@ -242,17 +239,18 @@ TEST(SchedulingPassTest, EachJobIsJudgedByItselfThoughShapesAreCheckedOnce) {
   s.jobs.push_back(Waiting(8, 1, 50, 0, GpuRequest(3), /*replicas=*/0));
   s.jobs.push_back(Waiting(9, 1, 50, 0, GpuRequest(3)));
   PassResult r = s.Pass();
-  ExpectDecisions(r, s.jobs, {
-      {1, DecisionKind::kRejected, "job 1: the request asks for nothing"},
-      {2, DecisionKind::kRejected, "job 2: the request asks for nothing"},
-      {3, DecisionKind::kRejected, "job 3: priority 150 is out of range"},
-      {4, DecisionKind::kRejected, "job 4: priority 150 is out of range"},
-      {5, DecisionKind::kPlace, "placed"},
-      {6, DecisionKind::kRejected, "unknown tenant 77"},
-      {7, DecisionKind::kPlace, "placed"},
-      {8, DecisionKind::kRejected, "job 8: replicas must be at least 1"},
-      {9, DecisionKind::kPlace, "placed"},
-  });
+  ExpectDecisions(r, s.jobs,
+                  {
+                      {1, DecisionKind::kRejected, "job 1: the request asks for nothing"},
+                      {2, DecisionKind::kRejected, "job 2: the request asks for nothing"},
+                      {3, DecisionKind::kRejected, "job 3: priority 150 is out of range"},
+                      {4, DecisionKind::kRejected, "job 4: priority 150 is out of range"},
+                      {5, DecisionKind::kPlace, "placed"},
+                      {6, DecisionKind::kRejected, "unknown tenant 77"},
+                      {7, DecisionKind::kPlace, "placed"},
+                      {8, DecisionKind::kRejected, "job 8: replicas must be at least 1"},
+                      {9, DecisionKind::kPlace, "placed"},
+                  });
   EXPECT_EQ(s.state.totals().device_compute_allocated_milli, 6000);
 }
 
@@ -290,8 +288,7 @@ TEST(SchedulingPassTest, VictimSearchBudgetDefersTheRest) {
             DecisionKind::kPreempt);  // the head of the queue goes first
   const JobDecision& later = DecisionFor(r, s.jobs, 2);
   EXPECT_EQ(later.kind, DecisionKind::kWait);
-  EXPECT_NE(later.reason.find("preemption deferred to the next pass"), std::string::npos)
-      << later.reason;
+  EXPECT_NE(later.reason.find("preemption deferred to the next pass"), std::string::npos) << later.reason;
   EXPECT_EQ(r.stats.victim_searches, 1);
 }
 
@@ -344,21 +341,18 @@ TEST(SchedulingPassPropertyTest, RandomPassesKeepTheRules) {
     tenants[1].limit.gpu_compute_milli = 12000;
     const int n = 20 + static_cast<int>(rng() % 60);
     for (int i = 0; i < n; ++i) {
-      QueueJob j =
-          Waiting(1 + i, 1 + static_cast<int64_t>(rng() % 3), static_cast<int>(rng() % 101),
-                  static_cast<TimeMicros>(rng() % 1000),
-                  GpuRequest(std::vector<int>{1, 1, 2, 4, 8}[rng() % 5], 250 * (1 + rng() % 4)),
-                  1 + static_cast<int>(rng() % 2));
-      if (rng() % 2 == 0 &&
-          StartJob(s.state, s.placer, j, kNow - static_cast<TimeMicros>(rng() % 60) * kMinute)) {
+      QueueJob j = Waiting(1 + i, 1 + static_cast<int64_t>(rng() % 3), static_cast<int>(rng() % 101),
+                           static_cast<TimeMicros>(rng() % 1000),
+                           GpuRequest(std::vector<int>{1, 1, 2, 4, 8}[rng() % 5], 250 * (1 + rng() % 4)),
+                           1 + static_cast<int>(rng() % 2));
+      if (rng() % 2 == 0 && StartJob(s.state, s.placer, j, kNow - static_cast<TimeMicros>(rng() % 60) * kMinute)) {
         j.suspensions_last_hour = static_cast<int>(rng() % 4);
       }
       s.jobs.push_back(std::move(j));
     }
     TenantLedger before(tenants);
     for (const QueueJob& j : s.jobs) {
-      if (j.state == QueueJobState::kRunning)
-        before.Add(before.IndexOf(j.tenant), j.priority, HeldBy(j));
+      if (j.state == QueueJobState::kRunning) before.Add(before.IndexOf(j.tenant), j.priority, HeldBy(j));
     }
     PassResult r = RunSchedulingPass(s.jobs, tenants, s.state, s.placer, kNow);
     ASSERT_TRUE(s.state.CheckInvariants().ok());

@@ -30,16 +30,15 @@ bool Breaches(const ResourceAmounts& used, const ResourceAmounts& demand, const 
 }
 
 // The first dimension where used + demand exceeds limit, as a readable reason; "" when none.
-std::string FirstBreach(const std::string& tenant, const std::string& scope,
-                        const ResourceAmounts& used, const ResourceAmounts& demand,
-                        const ResourceAmounts& limit) {
+std::string FirstBreach(const std::string& tenant, const std::string& scope, const ResourceAmounts& used,
+                        const ResourceAmounts& demand, const ResourceAmounts& limit) {
   for (const Dimension& d : kDimensions) {
     const int64_t u = used.*d.field;
     const int64_t want = demand.*d.field;
     const int64_t cap = limit.*d.field;
     if (want == 0 || cap == kUnlimitedAmount || u + want <= cap) continue;
-    std::string reason = "tenant " + tenant + " at its " + d.name + " limit" + scope + " (" +
-                         std::to_string(u) + "/" + std::to_string(cap) + d.unit;
+    std::string reason = "tenant " + tenant + " at its " + d.name + " limit" + scope + " (" + std::to_string(u) + "/" +
+                         std::to_string(cap) + d.unit;
     if (u < cap) reason += ", job needs " + std::to_string(want);
     return reason + ")";
   }
@@ -107,8 +106,8 @@ std::string TenantLedger::FirstLimitBreach(int index, int priority, const Resour
   for (size_t b = 0; b < t.priority_limits.size(); ++b) {
     const PriorityLimit& band = t.priority_limits[b];
     if (!InBand(band, priority) || !Breaches(band_usage_[index][b], demand, band.limit)) continue;
-    const std::string scope = " for priority " + std::to_string(band.min_priority) + ".." +
-                              std::to_string(band.max_priority);
+    const std::string scope =
+        " for priority " + std::to_string(band.min_priority) + ".." + std::to_string(band.max_priority);
     return FirstBreach(t.name, scope, band_usage_[index][b], demand, band.limit);
   }
   return "";
@@ -117,8 +116,7 @@ std::string TenantLedger::FirstLimitBreach(int index, int priority, const Resour
 bool TenantLedger::AboveGuarantee(int index) const {
   const ResourceAmounts& u = usage_[index];
   const ResourceAmounts& g = tenants_[index]->guaranteed;
-  return u.gpu_compute_milli > g.gpu_compute_milli || u.gpu_memory_mib > g.gpu_memory_mib ||
-         u.cpu_milli > g.cpu_milli;
+  return u.gpu_compute_milli > g.gpu_compute_milli || u.gpu_memory_mib > g.gpu_memory_mib || u.cpu_milli > g.cpu_milli;
 }
 
 int64_t TenantLedger::DominantSharePpb(int index, const ClusterTotals& totals) const {

@@ -67,24 +67,14 @@ TEST(TenantLedgerTest, LimitReasons) {
   };
   const Row rows[] = {
       {"within", {4000, 0, 0, 1}, 50, {4000, 0, 1000, 1}, 50, ""},
-      {"at the limit",
-       {8000, 0, 0, 2},
-       50,
-       {1000, 0, 1000, 1},
-       50,
-       "tenant a at its gpu limit (8000/8000 milli)"},
+      {"at the limit", {8000, 0, 0, 2}, 50, {1000, 0, 1000, 1}, 50, "tenant a at its gpu limit (8000/8000 milli)"},
       {"would pass it",
        {6000, 0, 0, 2},
        50,
        {4000, 0, 1000, 1},
        50,
        "tenant a at its gpu limit (6000/8000 milli, job needs 4000)"},
-      {"running jobs",
-       {1000, 0, 0, 3},
-       50,
-       {1000, 0, 1000, 1},
-       50,
-       "tenant a at its running jobs limit (3/3)"},
+      {"running jobs", {1000, 0, 0, 3}, 50, {1000, 0, 1000, 1}, 50, "tenant a at its running jobs limit (3/3)"},
       {"priority band",
        {4000, 0, 0, 1},
        90,
@@ -144,13 +134,11 @@ TEST(TenantLedgerTest, GuaranteeStatus) {
 }
 
 TEST(TenantLedgerTest, UnknownAndDuplicateTenants) {
-  std::vector<Tenant> tenants = {MakeTenant(1, "a"), MakeTenant(1, "a2"),
-                                 MakeTenant(3, "c", 9000, 1000)};
+  std::vector<Tenant> tenants = {MakeTenant(1, "a"), MakeTenant(1, "a2"), MakeTenant(3, "c", 9000, 1000)};
   TenantLedger ledger(tenants);
   EXPECT_EQ(ledger.IndexOf(TenantId(9)), -1);
   ASSERT_GE(ledger.IndexOf(TenantId(1)), 0);
-  EXPECT_NE(ledger.error(ledger.IndexOf(TenantId(1))).message().find("listed twice"),
-            std::string::npos);
+  EXPECT_NE(ledger.error(ledger.IndexOf(TenantId(1))).message().find("listed twice"), std::string::npos);
   EXPECT_FALSE(ledger.error(ledger.IndexOf(TenantId(3))).ok());
 }
 
@@ -159,8 +147,7 @@ TEST(TenantLedgerTest, UnknownAndDuplicateTenants) {
 TEST(QuotaPassTest, LimitBelowCurrentUseIsEnforcedForNewWorkOnly) {
   ClusterState state = MakeCluster(1, 8);
   FirstFitPlacer placer;
-  std::vector<QueueJob> jobs = {Waiting(1, 1, 50, 0, GpuRequest(4)),
-                                Waiting(2, 1, 50, 10, GpuRequest(1)),
+  std::vector<QueueJob> jobs = {Waiting(1, 1, 50, 0, GpuRequest(4)), Waiting(2, 1, 50, 10, GpuRequest(1)),
                                 Waiting(3, 2, 50, 20, GpuRequest(1))};
   ASSERT_TRUE(StartJob(state, placer, jobs[0], 0));
   std::vector<Tenant> tenants = {MakeTenant(1, "a", 0, 2000), MakeTenant(2, "b")};

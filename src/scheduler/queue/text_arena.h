@@ -27,9 +27,7 @@ class TextArena {
   // Moving hands the chunks over; the moved-from arena is empty (its next Add starts a chunk of its
   // own).
   TextArena(TextArena&& o) noexcept
-      : chunks_(std::move(o.chunks_)),
-        next_(std::exchange(o.next_, nullptr)),
-        left_(std::exchange(o.left_, 0)) {
+      : chunks_(std::move(o.chunks_)), next_(std::exchange(o.next_, nullptr)), left_(std::exchange(o.left_, 0)) {
     o.chunks_.clear();
   }
   TextArena& operator=(TextArena&& o) noexcept {

@@ -28,8 +28,7 @@ TEST(TextArenaTest, ViewsKeepTheirTextsAcrossChunksAndMoves) {
     const size_t size = i % 97 == 0 ? TextArena::kChunkBytes / 4 + 1 + rng() % 100000 : rng() % 300;
     const std::string text = Text(size, i);
     const size_t cut = i % 3 == 0 ? size / 2 : size;
-    views.push_back(
-        arena.Add(std::string_view(text).substr(0, cut), std::string_view(text).substr(cut)));
+    views.push_back(arena.Add(std::string_view(text).substr(0, cut), std::string_view(text).substr(cut)));
     expected.push_back(text);
   }
   EXPECT_GT(arena.chunk_count(), 10u);

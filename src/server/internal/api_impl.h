@@ -61,8 +61,8 @@ struct Api::Impl {
     TenantRecord tenant;
     TimeMicros expires_us;
   };
-  std::unordered_map<std::string, CachedAuth> auth_cache;  // by token hash; guarded by cache_mu
-  std::unordered_map<int64_t, std::string> tenant_names;   // guarded by cache_mu
+  std::unordered_map<std::string, CachedAuth> auth_cache;                     // by token hash; guarded by cache_mu
+  std::unordered_map<int64_t, std::string> tenant_names;                      // guarded by cache_mu
   std::unordered_map<int64_t, std::shared_ptr<const std::string>> spec_text;  // by job id; guarded by cache_mu
 
   static const std::vector<Route>& Routes();
@@ -76,7 +76,8 @@ struct Api::Impl {
   std::string TenantName(TenantId id);
   static Result<int64_t> ParseNonNegativeIntText(const std::string& text);
   // One request in the API's metrics (gRPC agent calls too: method "GRPC", code the HTTP status of the result).
-  void Count(const std::string& route, const std::string& method, int code, std::chrono::steady_clock::time_point start);
+  void Count(const std::string& route, const std::string& method, int code,
+             std::chrono::steady_clock::time_point start);
   // The caller of an agent call outside the route table: an admin, or the node token of `node`.
   Status AuthorizeAgent(const std::string& authorization, const std::string& node);
 

@@ -10,9 +10,7 @@
 namespace xpool::server::internal {
 namespace {
 
-Status TypeError(const std::string& path, const char* want) {
-  return InvalidArgumentError(path + " must be " + want);
-}
+Status TypeError(const std::string& path, const char* want) { return InvalidArgumentError(path + " must be " + want); }
 
 Result<std::string> GetString(const Json& j, const std::string& path) {
   if (!j.is_string()) return TypeError(path, "a string");
@@ -22,7 +20,8 @@ Result<std::string> GetString(const Json& j, const std::string& path) {
 Result<int64_t> GetInt(const Json& j, const std::string& path, int64_t lo, int64_t hi) {
   if (!j.is_number_integer()) return TypeError(path, "an integer");
   int64_t v = j.get<int64_t>();
-  if (v < lo || v > hi) return InvalidArgumentError(path + " must be " + std::to_string(lo) + ".." + std::to_string(hi));
+  if (v < lo || v > hi)
+    return InvalidArgumentError(path + " must be " + std::to_string(lo) + ".." + std::to_string(hi));
   return v;
 }
 
@@ -52,10 +51,14 @@ Result<int64_t> GetMemory(const Json& j, const std::string& path) {
 // "500m", "2", 2 or 1.5 cores → millicores.
 Result<int64_t> GetCpu(const Json& j, const std::string& path) {
   std::string text;
-  if (j.is_number_integer()) text = std::to_string(j.get<int64_t>());
-  else if (j.is_number_float()) text = j.dump();
-  else if (j.is_string()) text = j.get<std::string>();
-  else return TypeError(path, "a CPU amount such as \"500m\" or 2");
+  if (j.is_number_integer())
+    text = std::to_string(j.get<int64_t>());
+  else if (j.is_number_float())
+    text = j.dump();
+  else if (j.is_string())
+    text = j.get<std::string>();
+  else
+    return TypeError(path, "a CPU amount such as \"500m\" or 2");
   auto q = ParseCpu(text);
   if (!q.ok()) return InvalidArgumentError(path + ": " + q.status().message());
   return q->milli();
@@ -269,8 +272,8 @@ Result<std::vector<TenantPriorityQuota>> PriorityQuotasFromJson(const Json& j, c
                                std::pair<const char*, int*>{"max_priority", &q.max_priority}}) {
       if (!e.contains(key)) continue;
       const Json& v = e[key];
-      Result<int> priority = v.is_string() ? ParsePriority(v.get<std::string>())
-                                           : Result<int>(InvalidArgumentError(""));
+      Result<int> priority =
+          v.is_string() ? ParsePriority(v.get<std::string>()) : Result<int>(InvalidArgumentError(""));
       if (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxPriority) {
         priority = static_cast<int>(v.get<int64_t>());
       }
@@ -324,8 +327,11 @@ Json JobToJson(const JobRecord& job, const std::string& tenant_name, const std::
   j["reason"] = reason;
   j["state_reason"] = job.state_reason;
   const ResourceSpec& r = job.spec.resources;
-  j["resources"] = {{"cpu_milli", r.cpu_milli}, {"memory_mib", r.memory_mib}, {"gpu", r.gpu},
-                    {"gpumem_mib", r.gpumem_mib}, {"gpumem_percent", r.gpumem_percentage},
+  j["resources"] = {{"cpu_milli", r.cpu_milli},
+                    {"memory_mib", r.memory_mib},
+                    {"gpu", r.gpu},
+                    {"gpumem_mib", r.gpumem_mib},
+                    {"gpumem_percent", r.gpumem_percentage},
                     {"gpucores", r.gpucores}};
   j["spec"] = spec != nullptr ? *spec : SpecJson(job.spec);
   j["placement"] = Json::array();
@@ -334,7 +340,8 @@ Json JobToJson(const JobRecord& job, const std::string& tenant_name, const std::
       Json p = {{"replica", a.replica}, {"node", a.node}, {"cpu_milli", a.cpu_milli}, {"memory_mib", a.memory_mib}};
       p["devices"] = Json::array();
       for (const DeviceGrantRecord& d : a.devices) {
-        p["devices"].push_back({{"uuid", d.device_uuid}, {"memory_mib", d.memory_mib}, {"compute_milli", d.compute_milli}});
+        p["devices"].push_back(
+            {{"uuid", d.device_uuid}, {"memory_mib", d.memory_mib}, {"compute_milli", d.compute_milli}});
       }
       j["placement"].push_back(std::move(p));
     }
@@ -342,7 +349,9 @@ Json JobToJson(const JobRecord& job, const std::string& tenant_name, const std::
   return j;
 }
 
-std::string SpecText(const JobSpec& spec) { return SpecJson(spec).dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string SpecText(const JobSpec& spec) {
+  return SpecJson(spec).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
 
 namespace {
 
@@ -458,8 +467,8 @@ void AppendJobJson(std::string* out, const JobRecord& job, const std::string& te
 }
 
 Json EventToJson(const EventRecord& e) {
-  Json j = {{"id", e.id}, {"time", FormatTime(e.time_us)}, {"time_us", e.time_us}, {"kind", e.kind},
-            {"reason", e.reason}};
+  Json j = {
+      {"id", e.id}, {"time", FormatTime(e.time_us)}, {"time_us", e.time_us}, {"kind", e.kind}, {"reason", e.reason}};
   j["from"] = e.from ? Json(std::string(JobStateName(*e.from))) : Json();
   j["to"] = e.to ? Json(std::string(JobStateName(*e.to))) : Json(e.kind);
   return j;

@@ -11,9 +11,7 @@ namespace xpool::server::internal {
 
 inline constexpr std::string_view kVictimPrefix = "suspended for job ";
 
-inline bool IsVictimReason(std::string_view reason) {
-  return reason.substr(0, kVictimPrefix.size()) == kVictimPrefix;
-}
+inline bool IsVictimReason(std::string_view reason) { return reason.substr(0, kVictimPrefix.size()) == kVictimPrefix; }
 
 // The preemptor's id from a victim's reason ("suspended for job 12 (...)"), or an unset id.
 inline JobId PreemptorOf(std::string_view reason) {

@@ -163,14 +163,13 @@ Status Migrate(SqlBackend& db, int target) {
       ASSIGN_OR_RETURN(int current, CurrentSchemaVersion(db));
       if (current > LatestSchemaVersion()) {
         return FailedPreconditionError("the database has schema version " + std::to_string(current) +
-                                       ", newer than this binary knows (" +
-                                       std::to_string(LatestSchemaVersion()) + ")");
+                                       ", newer than this binary knows (" + std::to_string(LatestSchemaVersion()) +
+                                       ")");
       }
       if (current < m.version) {  // else applied already (perhaps by another server)
-        RETURN_IF_ERROR(db.ExecScript(Expand(m.sql, db.IdColumn()))
-                            .WithContext("schema migration " + std::to_string(m.version)));
         RETURN_IF_ERROR(
-            db.Query("INSERT INTO schema_version (version) VALUES ($1)", {SqlValue::Int(m.version)}));
+            db.ExecScript(Expand(m.sql, db.IdColumn())).WithContext("schema migration " + std::to_string(m.version)));
+        RETURN_IF_ERROR(db.Query("INSERT INTO schema_version (version) VALUES ($1)", {SqlValue::Int(m.version)}));
       }
       return db.Commit();
     }();

@@ -18,8 +18,9 @@ Status CheckTenantName(std::string_view name) {
   bool ok = !name.empty() && name.size() <= 63 && name.front() != '-' && name.back() != '-';
   for (char c : name) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
   if (!ok) {
-    return InvalidArgumentError("tenant name must be 1..63 characters of a-z, 0-9 and '-', starting and ending "
-                                "with a letter or digit");
+    return InvalidArgumentError(
+        "tenant name must be 1..63 characters of a-z, 0-9 and '-', starting and ending "
+        "with a letter or digit");
   }
   return Status::Ok();
 }
@@ -126,7 +127,8 @@ Result<JobRecord> SqlStore::JobFromRow(const SqlRow& row) {
     }
   }
   Result<JobSpec> spec = ParseJobSpec(text);
-  if (!spec.ok()) return InternalError("job " + j.id.ToString() + " has an unreadable spec: " + spec.status().message());
+  if (!spec.ok())
+    return InternalError("job " + j.id.ToString() + " has an unreadable spec: " + spec.status().message());
   j.spec = std::move(spec).value();
   CacheSpec(j.id, text, j.spec);
   return j;
@@ -215,7 +217,7 @@ Result<TenantRecord> SqlStore::GetTenant(TenantId id) {
   ReadConn conn(*this);
   SqlBackend& db = conn.db();
   ASSIGN_OR_RETURN(SqlResult r, db.Query(std::string("SELECT ") + kTenantColumns + " FROM tenants WHERE id = $1",
-                                           {Int(id.value())}));
+                                         {Int(id.value())}));
   if (r.rows.empty()) return NotFoundError("no tenant with id " + id.ToString());
   std::vector<TenantRecord> one = {TenantFromRow(r.rows[0])};
   RETURN_IF_ERROR(AttachPriorityQuotas(db, one));
@@ -225,9 +227,8 @@ Result<TenantRecord> SqlStore::GetTenant(TenantId id) {
 Result<TenantRecord> SqlStore::FindTenant(std::string_view name) {
   ReadConn conn(*this);
   SqlBackend& db = conn.db();
-  ASSIGN_OR_RETURN(SqlResult r, db.Query(std::string("SELECT ") + kTenantColumns +
-                                               " FROM tenants WHERE name = $1",
-                                           {Text(name)}));
+  ASSIGN_OR_RETURN(SqlResult r,
+                   db.Query(std::string("SELECT ") + kTenantColumns + " FROM tenants WHERE name = $1", {Text(name)}));
   if (r.rows.empty()) return NotFoundError("no tenant named '" + Printable(name) + "'");
   std::vector<TenantRecord> one = {TenantFromRow(r.rows[0])};
   RETURN_IF_ERROR(AttachPriorityQuotas(db, one));
@@ -237,8 +238,7 @@ Result<TenantRecord> SqlStore::FindTenant(std::string_view name) {
 Result<std::vector<TenantRecord>> SqlStore::ListTenants() {
   ReadConn conn(*this);
   SqlBackend& db = conn.db();
-  ASSIGN_OR_RETURN(SqlResult r,
-                   db.Query(std::string("SELECT ") + kTenantColumns + " FROM tenants ORDER BY name", {}));
+  ASSIGN_OR_RETURN(SqlResult r, db.Query(std::string("SELECT ") + kTenantColumns + " FROM tenants ORDER BY name", {}));
   std::vector<TenantRecord> out;
   for (const SqlRow& row : r.rows) out.push_back(TenantFromRow(row));
   RETURN_IF_ERROR(AttachPriorityQuotas(db, out));
@@ -247,12 +247,12 @@ Result<std::vector<TenantRecord>> SqlStore::ListTenants() {
 
 Status SqlStore::AttachPriorityQuotas(SqlBackend& db, std::vector<TenantRecord>& tenants) {
   if (tenants.empty()) return Status::Ok();
-  const std::string columns = "SELECT tenant_id, min_priority, max_priority, devices, device_memory_mib, "
-                              "device_compute_milli, cpu_milli, memory_mib FROM tenant_priority_quotas";
+  const std::string columns =
+      "SELECT tenant_id, min_priority, max_priority, devices, device_memory_mib, "
+      "device_compute_milli, cpu_milli, memory_mib FROM tenant_priority_quotas";
   const std::string order = " ORDER BY tenant_id, min_priority, max_priority";
   ASSIGN_OR_RETURN(SqlResult r, tenants.size() == 1
-                                    ? db.Query(columns + " WHERE tenant_id = $1" + order,
-                                               {Int(tenants[0].id.value())})
+                                    ? db.Query(columns + " WHERE tenant_id = $1" + order, {Int(tenants[0].id.value())})
                                     : db.Query(columns + order, {}));
   std::map<int64_t, std::vector<TenantPriorityQuota>> by_tenant;
   for (const SqlRow& row : r.rows) {
@@ -283,12 +283,13 @@ Status SqlStore::SetTenantPriorityQuotas(TenantId id, const std::vector<TenantPr
     if (t.rows.empty()) return NotFoundError("no tenant with id " + id.ToString());
     RETURN_IF_ERROR(db_->Query("DELETE FROM tenant_priority_quotas WHERE tenant_id = $1", {Int(id.value())}));
     for (const TenantPriorityQuota& q : quotas) {
-      RETURN_IF_ERROR(db_->Query("INSERT INTO tenant_priority_quotas (tenant_id, min_priority, max_priority, devices, "
-                                 "device_memory_mib, device_compute_milli, cpu_milli, memory_mib) "
-                                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                                 {Int(id.value()), Int(q.min_priority), Int(q.max_priority), Int(q.quota.devices),
-                                  Int(q.quota.device_memory_mib), Int(q.quota.device_compute_milli),
-                                  Int(q.quota.cpu_milli), Int(q.quota.memory_mib)}));
+      RETURN_IF_ERROR(
+          db_->Query("INSERT INTO tenant_priority_quotas (tenant_id, min_priority, max_priority, devices, "
+                     "device_memory_mib, device_compute_milli, cpu_milli, memory_mib) "
+                     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                     {Int(id.value()), Int(q.min_priority), Int(q.max_priority), Int(q.quota.devices),
+                      Int(q.quota.device_memory_mib), Int(q.quota.device_compute_milli), Int(q.quota.cpu_milli),
+                      Int(q.quota.memory_mib)}));
     }
     return Status::Ok();
   });
@@ -329,9 +330,9 @@ Result<int64_t> SqlStore::AddToken(TenantId tenant, std::string_view plaintext, 
   RETURN_IF_ERROR(InTransaction([&]() -> Status {
     ASSIGN_OR_RETURN(SqlResult t, db_->Query("SELECT id FROM tenants WHERE id = $1", {Int(tenant.value())}));
     if (t.rows.empty()) return NotFoundError("no tenant with id " + tenant.ToString());
-    Result<SqlResult> r = db_->Query(
-        "INSERT INTO tokens (tenant_id, hash, label, created_us) VALUES ($1, $2, $3, $4) RETURNING id",
-        {Int(tenant.value()), Text(hash), Text(Clip(label)), Int(now)});
+    Result<SqlResult> r =
+        db_->Query("INSERT INTO tokens (tenant_id, hash, label, created_us) VALUES ($1, $2, $3, $4) RETURNING id",
+                   {Int(tenant.value()), Text(hash), Text(Clip(label)), Int(now)});
     if (r.status().code() == StatusCode::kAlreadyExists) return AlreadyExistsError("this token is already in use");
     RETURN_IF_ERROR(r);
     id = ColInt(r->rows.at(0), 0);
@@ -390,8 +391,8 @@ Status SqlStore::InsertEvent(const EventRecord& e, int64_t* id) {
 }
 
 Result<JobRecord> SqlStore::LoadJob(SqlBackend& db, JobId id) {
-  ASSIGN_OR_RETURN(SqlResult r, db.Query(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = $1",
-                                           {Int(id.value())}));
+  ASSIGN_OR_RETURN(SqlResult r,
+                   db.Query(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = $1", {Int(id.value())}));
   if (r.rows.empty()) return NotFoundError("no job with id " + id.ToString());
   return JobFromRow(r.rows[0]);
 }
@@ -400,16 +401,14 @@ Status SqlStore::InsertJob(const PendingSubmit& p, JobId* id) {
   const JobSpec& spec = *p.spec;
   ASSIGN_OR_RETURN(SqlResult t, db_->Query("SELECT id FROM tenants WHERE id = $1", {Int(p.tenant.value())}));
   if (t.rows.empty()) return NotFoundError("no tenant with id " + p.tenant.ToString());
-  ASSIGN_OR_RETURN(SqlResult r,
-                   db_->Query("INSERT INTO jobs (tenant_id, name, spec, state, priority, submitted_us, "
-                              "updated_us) VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING id",
-                              {Int(p.tenant.value()), Text(spec.name), Text(p.spec_json),
-                               Text(JobStateName(JobState::kQueued)), Int(spec.priority), Int(p.now)}));
+  ASSIGN_OR_RETURN(SqlResult r, db_->Query("INSERT INTO jobs (tenant_id, name, spec, state, priority, submitted_us, "
+                                           "updated_us) VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING id",
+                                           {Int(p.tenant.value()), Text(spec.name), Text(p.spec_json),
+                                            Text(JobStateName(JobState::kQueued)), Int(spec.priority), Int(p.now)}));
   *id = JobId(ColInt(r.rows.at(0), 0));
   for (int replica = 0; replica < spec.replicas; ++replica) {
     RETURN_IF_ERROR(db_->Query("INSERT INTO tasks (job_id, replica, state, updated_us) VALUES ($1, $2, $3, $4)",
-                               {Int(id->value()), Int(replica), Text(JobStateName(JobState::kQueued)),
-                                Int(p.now)}));
+                               {Int(id->value()), Int(replica), Text(JobStateName(JobState::kQueued)), Int(p.now)}));
   }
   EventRecord e;
   e.time_us = p.now;
@@ -562,12 +561,13 @@ Status SqlStore::TransitionJob(JobId id, JobState to, std::string_view reason, T
     if (r.rows.empty()) return NotFoundError("no job with id " + id.ToString());
     ASSIGN_OR_RETURN(JobState from, ParseJobState(ColText(r.rows[0], 0)));
     if (expected && *expected != from) {
-      return FailedPreconditionError("job " + id.ToString() + " is " + std::string(JobStateName(from)) +
-                                     ", not " + std::string(JobStateName(*expected)));
+      return FailedPreconditionError("job " + id.ToString() + " is " + std::string(JobStateName(from)) + ", not " +
+                                     std::string(JobStateName(*expected)));
     }
     RETURN_IF_ERROR(CheckTransition(from, to).WithContext("job " + id.ToString()));
     if (to == JobState::kScheduled) {
-      return FailedPreconditionError("job " + id.ToString() + ": a job becomes scheduled only with its placement "
+      return FailedPreconditionError("job " + id.ToString() +
+                                     ": a job becomes scheduled only with its placement "
                                      "(CommitPlacement)");
     }
     int64_t restarts = ColInt(r.rows[0], 1);
@@ -581,24 +581,25 @@ Status SqlStore::TransitionJob(JobId id, JobState to, std::string_view reason, T
                                      "pending_reason = '', state_reason = $5, last_start_us = $3 WHERE id = $1"
                                    : "UPDATE jobs SET state = $2, updated_us = $3, restart_count = $4, "
                                      "pending_reason = '', state_reason = $5 WHERE id = $1",
-                               {Int(id.value()), Text(JobStateName(to)), Int(now), Int(restarts),
-                                Text(Clip(reason))}));
+                               {Int(id.value()), Text(JobStateName(to)), Int(now), Int(restarts), Text(Clip(reason))}));
     if (to == JobState::kSuspending) {
-      RETURN_IF_ERROR(db_->Query("INSERT INTO job_suspensions (job_id, time_us) VALUES ($1, $2)",
-                                 {Int(id.value()), Int(now)}));
+      RETURN_IF_ERROR(
+          db_->Query("INSERT INTO job_suspensions (job_id, time_us) VALUES ($1, $2)", {Int(id.value()), Int(now)}));
     }
     if (HoldsAllocation(from) && !HoldsAllocation(to)) {
       RETURN_IF_ERROR(db_->Query("DELETE FROM allocation_devices WHERE job_id = $1", {Int(id.value())}));
       RETURN_IF_ERROR(db_->Query("DELETE FROM allocations WHERE job_id = $1", {Int(id.value())}));
     }
     if (to == JobState::kQueued || to == JobState::kSuspended) {
-      RETURN_IF_ERROR(db_->Query("UPDATE tasks SET state = $2, node = '', exit_code = NULL, updated_us = $3 "
-                                 "WHERE job_id = $1",
-                                 {Int(id.value()), Text(JobStateName(to)), Int(now)}));
+      RETURN_IF_ERROR(
+          db_->Query("UPDATE tasks SET state = $2, node = '', exit_code = NULL, updated_us = $3 "
+                     "WHERE job_id = $1",
+                     {Int(id.value()), Text(JobStateName(to)), Int(now)}));
     } else if (IsTerminal(to)) {
-      RETURN_IF_ERROR(db_->Query("UPDATE tasks SET state = $2, updated_us = $3 WHERE job_id = $1 "
-                                 "AND state NOT IN ('succeeded', 'failed', 'cancelled')",
-                                 {Int(id.value()), Text(JobStateName(to)), Int(now)}));
+      RETURN_IF_ERROR(
+          db_->Query("UPDATE tasks SET state = $2, updated_us = $3 WHERE job_id = $1 "
+                     "AND state NOT IN ('succeeded', 'failed', 'cancelled')",
+                     {Int(id.value()), Text(JobStateName(to)), Int(now)}));
     }
     EventRecord e;
     e.time_us = now;
@@ -618,9 +619,9 @@ Result<JobRecord> SqlStore::SetJobPriority(JobId id, int priority, std::string_v
   std::lock_guard lock(mu_);
   JobRecord job;
   RETURN_IF_ERROR(InTransaction([&]() -> Status {
-    ASSIGN_OR_RETURN(SqlResult r, db_->Query(std::string("SELECT state FROM jobs WHERE id = $1") +
-                                                 std::string(db_->ForUpdate()),
-                                             {Int(id.value())}));
+    ASSIGN_OR_RETURN(SqlResult r,
+                     db_->Query(std::string("SELECT state FROM jobs WHERE id = $1") + std::string(db_->ForUpdate()),
+                                {Int(id.value())}));
     if (r.rows.empty()) return NotFoundError("no job with id " + id.ToString());
     ASSIGN_OR_RETURN(JobState state, ParseJobState(ColText(r.rows[0], 0)));
     if (IsTerminal(state)) {
@@ -670,9 +671,10 @@ Status SqlStore::SetPendingReasons(const std::vector<std::pair<JobId, std::strin
   // A transaction that changes nothing writes nothing (no fsync) on either backend.
   return InTransaction([&]() -> Status {
     for (const auto& [id, reason] : reasons) {
-      RETURN_IF_ERROR(db_->Query("UPDATE jobs SET pending_reason = $2 WHERE id = $1 AND state = 'queued' AND "
-                                 "pending_reason <> $2",
-                                 {Int(id.value()), Text(Clip(reason))}));
+      RETURN_IF_ERROR(
+          db_->Query("UPDATE jobs SET pending_reason = $2 WHERE id = $1 AND state = 'queued' AND "
+                     "pending_reason <> $2",
+                     {Int(id.value()), Text(Clip(reason))}));
     }
     return Status::Ok();
   });
@@ -684,8 +686,8 @@ Result<std::vector<TaskRecord>> SqlStore::ListTasks(JobId job) {
   ReadConn conn(*this);
   SqlBackend& db = conn.db();
   ASSIGN_OR_RETURN(SqlResult r, db.Query("SELECT id, job_id, replica, state, node, exit_code, updated_us "
-                                           "FROM tasks WHERE job_id = $1 ORDER BY replica",
-                                           {Int(job.value())}));
+                                         "FROM tasks WHERE job_id = $1 ORDER BY replica",
+                                         {Int(job.value())}));
   if (r.rows.empty()) {
     ASSIGN_OR_RETURN(SqlResult exists, db.Query("SELECT id FROM jobs WHERE id = $1", {Int(job.value())}));
     if (exists.rows.empty()) return NotFoundError("no job with id " + job.ToString());
@@ -705,8 +707,7 @@ Result<std::vector<TaskRecord>> SqlStore::ListTasks(JobId job) {
   return out;
 }
 
-Status SqlStore::UpdateTask(JobId job, int replica, JobState state, std::optional<int> exit_code,
-                            TimeMicros now) {
+Status SqlStore::UpdateTask(JobId job, int replica, JobState state, std::optional<int> exit_code, TimeMicros now) {
   std::lock_guard lock(mu_);
   return InTransaction([&]() -> Status {
     ASSIGN_OR_RETURN(SqlResult r, db_->Query("UPDATE tasks SET state = $3, exit_code = $4, updated_us = $5 "
@@ -749,8 +750,9 @@ Result<std::vector<EventRecord>> SqlStore::JobEvents(JobId job, int limit) {
 Result<std::vector<EventRecord>> SqlStore::EventsSince(int64_t after_id, int limit) {
   ReadConn conn(*this);
   SqlBackend& db = conn.db();
-  std::string sql = "SELECT id, time_us, job_id, kind, from_state, to_state, reason FROM events WHERE id > $1 "
-                    "ORDER BY id";
+  std::string sql =
+      "SELECT id, time_us, job_id, kind, from_state, to_state, reason FROM events WHERE id > $1 "
+      "ORDER BY id";
   std::vector<SqlValue> params = {Int(after_id)};
   if (limit > 0) {
     sql += " LIMIT $2";

@@ -6,8 +6,8 @@
 // Owns its backends. Thread-safe: every change takes mu_ (the writer connection); each state change is one
 // transaction, committed before the call returns. Reads (jobs, tasks, events, allocations, nodes, tenants) run
 // on a reader connection when the backend added some (SQLite in WAL mode: readers see every committed write and
-// do not wait for a commit's fsync), else on the writer under mu_. SubmitJob uses group commit: concurrent submissions share one transaction (and one fsync),
-// and each caller returns only after that transaction committed.
+// do not wait for a commit's fsync), else on the writer under mu_. SubmitJob uses group commit: concurrent submissions
+// share one transaction (and one fsync), and each caller returns only after that transaction committed.
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -63,8 +63,7 @@ class SqlStore final : public StateStore {
   Status SetPendingReasons(const std::vector<std::pair<JobId, std::string>>& reasons) override;
 
   Result<std::vector<TaskRecord>> ListTasks(JobId job) override;
-  Status UpdateTask(JobId job, int replica, JobState state, std::optional<int> exit_code,
-                    TimeMicros now) override;
+  Status UpdateTask(JobId job, int replica, JobState state, std::optional<int> exit_code, TimeMicros now) override;
 
   Result<std::vector<AllocationRecord>> ListAllocations() override;
   Result<std::vector<AllocationRecord>> JobAllocations(JobId job) override;
@@ -144,10 +143,10 @@ class SqlStore final : public StateStore {
   static constexpr size_t kMaxCachedSpecs = 1 << 16;
 
   std::mutex mu_;
-  std::unique_ptr<SqlBackend> db_;  // guarded by mu_
+  std::unique_ptr<SqlBackend> db_;                // guarded by mu_
   std::vector<std::unique_ptr<Reader>> readers_;  // filled before use, then fixed
   std::atomic<size_t> next_reader_{0};
-  std::mutex cache_mu_;  // taken after mu_ or a reader's mu, never before
+  std::mutex cache_mu_;                                 // taken after mu_ or a reader's mu, never before
   std::unordered_map<int64_t, CachedSpec> spec_cache_;  // job id → parsed spec; guarded by cache_mu_
 
   // Group commit of submissions (taken before mu_, never while holding it).

@@ -81,13 +81,13 @@ Result<Device> DeviceFromRow(const SqlRow& r) {
 
 // ---- Placements and allocations ----
 
-Status SqlStore::CommitPlacement(JobId id, const std::vector<AllocationRecord>& allocations,
-                                 std::string_view reason, TimeMicros now) {
+Status SqlStore::CommitPlacement(JobId id, const std::vector<AllocationRecord>& allocations, std::string_view reason,
+                                 TimeMicros now) {
   std::lock_guard lock(mu_);
   return InTransaction([&]() -> Status {
-    ASSIGN_OR_RETURN(SqlResult r, db_->Query(std::string("SELECT state FROM jobs WHERE id = $1") +
-                                                 std::string(db_->ForUpdate()),
-                                             {Int(id.value())}));
+    ASSIGN_OR_RETURN(SqlResult r,
+                     db_->Query(std::string("SELECT state FROM jobs WHERE id = $1") + std::string(db_->ForUpdate()),
+                                {Int(id.value())}));
     if (r.rows.empty()) return NotFoundError("no job with id " + id.ToString());
     ASSIGN_OR_RETURN(JobState from, ParseJobState(ColText(r.rows[0], 0)));
     if (from != JobState::kQueued) {
@@ -110,26 +110,27 @@ Status SqlStore::CommitPlacement(JobId id, const std::vector<AllocationRecord>& 
       if (a.job.valid() && a.job != id) {
         return InvalidArgumentError("placement of job " + id.ToString() + " names job " + a.job.ToString());
       }
-      RETURN_IF_ERROR(db_->Query("INSERT INTO allocations (job_id, replica, node, cpu_milli, memory_mib) "
-                                 "VALUES ($1, $2, $3, $4, $5)",
-                                 {Int(id.value()), Int(a.replica), Text(a.node), Int(a.cpu_milli),
-                                  Int(a.memory_mib)}));
+      RETURN_IF_ERROR(
+          db_->Query("INSERT INTO allocations (job_id, replica, node, cpu_milli, memory_mib) "
+                     "VALUES ($1, $2, $3, $4, $5)",
+                     {Int(id.value()), Int(a.replica), Text(a.node), Int(a.cpu_milli), Int(a.memory_mib)}));
       for (size_t i = 0; i < a.devices.size(); ++i) {
         const DeviceGrantRecord& g = a.devices[i];
-        RETURN_IF_ERROR(db_->Query("INSERT INTO allocation_devices (job_id, replica, ordinal, device_uuid, "
-                                   "memory_mib, compute_milli) VALUES ($1, $2, $3, $4, $5, $6)",
-                                   {Int(id.value()), Int(a.replica), Int(static_cast<int64_t>(i)),
-                                    Text(g.device_uuid), Int(g.memory_mib), Int(g.compute_milli)}));
+        RETURN_IF_ERROR(
+            db_->Query("INSERT INTO allocation_devices (job_id, replica, ordinal, device_uuid, "
+                       "memory_mib, compute_milli) VALUES ($1, $2, $3, $4, $5, $6)",
+                       {Int(id.value()), Int(a.replica), Int(static_cast<int64_t>(i)), Text(g.device_uuid),
+                        Int(g.memory_mib), Int(g.compute_milli)}));
       }
-      RETURN_IF_ERROR(db_->Query("UPDATE tasks SET state = $3, node = $4, updated_us = $5 WHERE job_id = $1 "
-                                 "AND replica = $2",
-                                 {Int(id.value()), Int(a.replica), Text(JobStateName(JobState::kScheduled)),
-                                  Text(a.node), Int(now)}));
+      RETURN_IF_ERROR(db_->Query(
+          "UPDATE tasks SET state = $3, node = $4, updated_us = $5 WHERE job_id = $1 "
+          "AND replica = $2",
+          {Int(id.value()), Int(a.replica), Text(JobStateName(JobState::kScheduled)), Text(a.node), Int(now)}));
     }
-    RETURN_IF_ERROR(db_->Query("UPDATE jobs SET state = $2, updated_us = $3, pending_reason = '', "
-                               "state_reason = $4 WHERE id = $1",
-                               {Int(id.value()), Text(JobStateName(JobState::kScheduled)), Int(now),
-                                Text(ClipUtf8(reason, 4096))}));
+    RETURN_IF_ERROR(db_->Query(
+        "UPDATE jobs SET state = $2, updated_us = $3, pending_reason = '', "
+        "state_reason = $4 WHERE id = $1",
+        {Int(id.value()), Text(JobStateName(JobState::kScheduled)), Int(now), Text(ClipUtf8(reason, 4096))}));
     EventRecord e;
     e.time_us = now;
     e.job = id;
@@ -144,12 +145,12 @@ Status SqlStore::CommitPlacement(JobId id, const std::vector<AllocationRecord>& 
 Result<std::vector<AllocationRecord>> SqlStore::LoadAllocations(SqlBackend& db, std::string_view where,
                                                                 const std::vector<SqlValue>& params) {
   ASSIGN_OR_RETURN(SqlResult a, db.Query("SELECT job_id, replica, node, cpu_milli, memory_mib FROM allocations " +
-                                               std::string(where) + " ORDER BY job_id, replica",
-                                           params));
+                                             std::string(where) + " ORDER BY job_id, replica",
+                                         params));
   ASSIGN_OR_RETURN(SqlResult d, db.Query("SELECT job_id, replica, device_uuid, memory_mib, compute_milli FROM "
-                                           "allocation_devices " + std::string(where) +
-                                               " ORDER BY job_id, replica, ordinal",
-                                           params));
+                                         "allocation_devices " +
+                                             std::string(where) + " ORDER BY job_id, replica, ordinal",
+                                         params));
   std::vector<AllocationRecord> out;
   std::map<std::pair<int64_t, int64_t>, size_t> index;
   for (const SqlRow& row : a.rows) {
@@ -197,7 +198,8 @@ Result<std::vector<AllocationRecord>> SqlStore::JobAllocationsBetween(JobId firs
   SqlBackend& db = conn.db();
   std::vector<AllocationRecord> out;
   RETURN_IF_ERROR(InReadTransaction(db, [&]() -> Status {
-    ASSIGN_OR_RETURN(out, LoadAllocations(db, "WHERE job_id BETWEEN $1 AND $2", {Int(first.value()), Int(last.value())}));
+    ASSIGN_OR_RETURN(out,
+                     LoadAllocations(db, "WHERE job_id BETWEEN $1 AND $2", {Int(first.value()), Int(last.value())}));
     return Status::Ok();
   }));
   return out;
@@ -209,18 +211,23 @@ Status SqlStore::UpsertNode(const Node& node, TimeMicros now) {
   RETURN_IF_ERROR(ValidateNode(node));
   std::lock_guard lock(mu_);
   return InTransaction([&]() -> Status {
-    const std::vector<SqlValue> values = {Text(node.name),         Text(LabelsToJson(node.labels)),
-                                          Int(node.cpu_milli),     Int(node.memory_mib),
-                                          Text(LinksToJson(node.links)), Bool(node.ready),
-                                          Bool(node.cordoned),     Bool(node.simulated),
+    const std::vector<SqlValue> values = {Text(node.name),
+                                          Text(LabelsToJson(node.labels)),
+                                          Int(node.cpu_milli),
+                                          Int(node.memory_mib),
+                                          Text(LinksToJson(node.links)),
+                                          Bool(node.ready),
+                                          Bool(node.cordoned),
+                                          Bool(node.simulated),
                                           Int(now)};
-    RETURN_IF_ERROR(db_->Query("INSERT INTO nodes (name, labels, cpu_milli, memory_mib, links, ready, cordoned, "
-                               "simulated, registered_us, updated_us) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-                               "$9) ON CONFLICT (name) DO UPDATE SET labels = excluded.labels, cpu_milli = "
-                               "excluded.cpu_milli, memory_mib = excluded.memory_mib, links = excluded.links, "
-                               "ready = excluded.ready, cordoned = excluded.cordoned, simulated = "
-                               "excluded.simulated, updated_us = excluded.updated_us",
-                               values));
+    RETURN_IF_ERROR(
+        db_->Query("INSERT INTO nodes (name, labels, cpu_milli, memory_mib, links, ready, cordoned, "
+                   "simulated, registered_us, updated_us) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+                   "$9) ON CONFLICT (name) DO UPDATE SET labels = excluded.labels, cpu_milli = "
+                   "excluded.cpu_milli, memory_mib = excluded.memory_mib, links = excluded.links, "
+                   "ready = excluded.ready, cordoned = excluded.cordoned, simulated = "
+                   "excluded.simulated, updated_us = excluded.updated_us",
+                   values));
     RETURN_IF_ERROR(db_->Query("DELETE FROM devices WHERE node = $1", {Text(node.name)}));
     for (size_t i = 0; i < node.devices.size(); ++i) {
       const Device& d = node.devices[i];
@@ -228,8 +235,8 @@ Status SqlStore::UpsertNode(const Node& node, TimeMicros now) {
           "INSERT INTO devices (node, idx, uuid, vendor, model, memory_mib, compute_milli, max_sharers, "
           "numa_node, mode, healthy, cordoned) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
           {Text(node.name), Int(static_cast<int64_t>(i)), Text(d.uuid), Text(VendorName(d.vendor)), Text(d.model),
-           Int(d.memory_mib), Int(d.compute_milli), Int(d.max_sharers), Int(d.numa_node),
-           Text(DeviceModeName(d.mode)), Bool(d.healthy), Bool(d.cordoned)});
+           Int(d.memory_mib), Int(d.compute_milli), Int(d.max_sharers), Int(d.numa_node), Text(DeviceModeName(d.mode)),
+           Bool(d.healthy), Bool(d.cordoned)});
       if (r.status().code() == StatusCode::kAlreadyExists) {
         return AlreadyExistsError("device " + Printable(d.uuid) + " of node " + Printable(node.name) +
                                   " is already registered");
@@ -242,12 +249,12 @@ Status SqlStore::UpsertNode(const Node& node, TimeMicros now) {
 
 Result<std::vector<NodeRecord>> SqlStore::LoadNodes(SqlBackend& db, std::string_view where,
                                                     const std::vector<SqlValue>& params) {
-  ASSIGN_OR_RETURN(SqlResult n, db.Query(std::string("SELECT ") + kNodeColumns + " FROM nodes " +
-                                               std::string(where) + " ORDER BY name",
-                                           params));
+  ASSIGN_OR_RETURN(
+      SqlResult n,
+      db.Query(std::string("SELECT ") + kNodeColumns + " FROM nodes " + std::string(where) + " ORDER BY name", params));
   ASSIGN_OR_RETURN(SqlResult d, db.Query(std::string("SELECT ") + kDeviceColumns + " FROM devices " +
-                                               (where.empty() ? "" : "WHERE node = $1") + " ORDER BY node, idx",
-                                           params));
+                                             (where.empty() ? "" : "WHERE node = $1") + " ORDER BY node, idx",
+                                         params));
   std::vector<NodeRecord> out;
   std::map<std::string, size_t> index;
   for (const SqlRow& row : n.rows) {
@@ -300,9 +307,9 @@ Result<std::vector<NodeRecord>> SqlStore::ListNodes() {
 Status SqlStore::SetNodeFlag(std::string_view column, std::string_view name, bool value, TimeMicros now) {
   std::lock_guard lock(mu_);
   return InTransaction([&]() -> Status {
-    ASSIGN_OR_RETURN(SqlResult r, db_->Query("UPDATE nodes SET " + std::string(column) +
-                                                 " = $2, updated_us = $3 WHERE name = $1",
-                                             {Text(name), Bool(value), Int(now)}));
+    ASSIGN_OR_RETURN(SqlResult r,
+                     db_->Query("UPDATE nodes SET " + std::string(column) + " = $2, updated_us = $3 WHERE name = $1",
+                                {Text(name), Bool(value), Int(now)}));
     if (r.affected == 0) return NotFoundError("no node named '" + Printable(name) + "'");
     return Status::Ok();
   });

@@ -42,13 +42,19 @@ class PostgresBackend final : public SqlBackend {
     std::vector<const char*> values(params.size(), nullptr);
     for (size_t i = 0; i < params.size(); ++i) {
       switch (params[i].kind) {
-        case SqlValue::Kind::kNull: break;
-        case SqlValue::Kind::kInt: text[i] = std::to_string(params[i].i); values[i] = text[i].c_str(); break;
-        case SqlValue::Kind::kText: values[i] = params[i].s.c_str(); break;
+        case SqlValue::Kind::kNull:
+          break;
+        case SqlValue::Kind::kInt:
+          text[i] = std::to_string(params[i].i);
+          values[i] = text[i].c_str();
+          break;
+        case SqlValue::Kind::kText:
+          values[i] = params[i].s.c_str();
+          break;
       }
     }
-    PGresult* res = PQexecPrepared(conn_, name.c_str(), static_cast<int>(params.size()), values.data(), nullptr,
-                                   nullptr, 0);
+    PGresult* res =
+        PQexecPrepared(conn_, name.c_str(), static_cast<int>(params.size()), values.data(), nullptr, nullptr, 0);
     return Collect(res);
   }
 

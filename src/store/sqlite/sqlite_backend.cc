@@ -60,8 +60,12 @@ class SqliteBackend final : public SqlBackend {
       if (index == 0) continue;  // parameter not used by this statement
       int rc = SQLITE_OK;
       switch (params[i].kind) {
-        case SqlValue::Kind::kNull: rc = sqlite3_bind_null(stmt, index); break;
-        case SqlValue::Kind::kInt: rc = sqlite3_bind_int64(stmt, index, params[i].i); break;
+        case SqlValue::Kind::kNull:
+          rc = sqlite3_bind_null(stmt, index);
+          break;
+        case SqlValue::Kind::kInt:
+          rc = sqlite3_bind_int64(stmt, index, params[i].i);
+          break;
         case SqlValue::Kind::kText:
           rc = sqlite3_bind_text(stmt, index, params[i].s.data(), static_cast<int>(params[i].s.size()),
                                  SQLITE_TRANSIENT);
@@ -124,8 +128,8 @@ class SqliteBackend final : public SqlBackend {
     auto it = statements_.find(std::string(sql));
     if (it != statements_.end()) return it->second;
     sqlite3_stmt* stmt = nullptr;
-    const int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
-                                      &stmt, nullptr);
+    const int rc =
+        sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
     if (rc != SQLITE_OK) return FromSqlite(sqlite3_extended_errcode(db_), db_, "prepare");
     statements_.emplace(std::string(sql), stmt);
     return stmt;
@@ -139,8 +143,8 @@ class SqliteBackend final : public SqlBackend {
 
 Result<std::unique_ptr<SqlBackend>> OpenSqliteBackend(const std::string& path, int64_t max_size_mib) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     Status s = FromSqlite(rc, db, "open " + path);
     sqlite3_close_v2(db);

@@ -17,7 +17,6 @@ struct SqliteStoreOptions {
 };
 
 // Opens or creates the database at `path` (its directory must exist) and migrates it to the latest schema.
-Result<std::unique_ptr<StateStore>> OpenSqliteStore(const std::string& path,
-                                                    const SqliteStoreOptions& options = {});
+Result<std::unique_ptr<StateStore>> OpenSqliteStore(const std::string& path, const SqliteStoreOptions& options = {});
 
 }  // namespace xpool

@@ -53,10 +53,11 @@ TEST_F(SqliteStoreTest, MigratesAnOlderSchema) {
     ASSERT_TRUE(db.ok());
     ASSERT_TRUE(store_internal::Migrate(**db, 1).ok());
     EXPECT_EQ(*store_internal::CurrentSchemaVersion(**db), 1);
-    ASSERT_TRUE((*db)->Query("INSERT INTO tenants (name, admin, quota_devices, quota_device_memory_mib, "
-                             "quota_device_compute_milli, quota_cpu_milli, quota_memory_mib, created_us) "
-                             "VALUES ('old', 0, -1, -1, -1, -1, -1, 7)",
-                             {})
+    ASSERT_TRUE((*db)
+                    ->Query("INSERT INTO tenants (name, admin, quota_devices, quota_device_memory_mib, "
+                            "quota_device_compute_milli, quota_cpu_milli, quota_memory_mib, created_us) "
+                            "VALUES ('old', 0, -1, -1, -1, -1, -1, 7)",
+                            {})
                     .ok());
   }
   Result<std::unique_ptr<StateStore>> store = OpenSqliteStore(path_);
@@ -72,14 +73,18 @@ TEST_F(SqliteStoreTest, SchemaV4TakesTheLastStartOfRunningJobsFromTheirLastChang
     Result<std::unique_ptr<store_internal::SqlBackend>> db = store_internal::OpenSqliteBackend(path_);
     ASSERT_TRUE(db.ok());
     ASSERT_TRUE(store_internal::Migrate(**db, 3).ok());
-    ASSERT_TRUE((*db)->Query("INSERT INTO tenants (name, admin, quota_devices, quota_device_memory_mib, "
-                             "quota_device_compute_milli, quota_cpu_milli, quota_memory_mib, created_us) "
-                             "VALUES ('old', 0, -1, -1, -1, -1, -1, 7)",
-                             {})
+    ASSERT_TRUE((*db)
+                    ->Query("INSERT INTO tenants (name, admin, quota_devices, quota_device_memory_mib, "
+                            "quota_device_compute_milli, quota_cpu_milli, quota_memory_mib, created_us) "
+                            "VALUES ('old', 0, -1, -1, -1, -1, -1, 7)",
+                            {})
                     .ok());
     for (const char* row : {"(1, 1, 'r', '{}', 'running', 50, 10, 77)", "(2, 1, 'q', '{}', 'queued', 50, 10, 88)"}) {
-      ASSERT_TRUE((*db)->Query(std::string("INSERT INTO jobs (id, tenant_id, name, spec, state, priority, "
-                                           "submitted_us, updated_us) VALUES ") + row, {})
+      ASSERT_TRUE((*db)
+                      ->Query(std::string("INSERT INTO jobs (id, tenant_id, name, spec, state, priority, "
+                                          "submitted_us, updated_us) VALUES ") +
+                                  row,
+                              {})
                       .ok());
     }
   }

@@ -51,8 +51,9 @@ Result<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
   std::unique_ptr<PostgresServer> server(new PostgresServer());
   server->bin_dir_ = FindPostgresBinDir();
   if (server->bin_dir_.empty()) {
-    return FailedPreconditionError("PostgreSQL binaries (initdb, pg_ctl) not found under /usr/lib/postgresql/*/bin "
-                                   "— install Debian's 'postgresql' package to run the PostgreSQL store tests");
+    return FailedPreconditionError(
+        "PostgreSQL binaries (initdb, pg_ctl) not found under /usr/lib/postgresql/*/bin "
+        "— install Debian's 'postgresql' package to run the PostgreSQL store tests");
   }
   char tmpl[] = "/tmp/xpool-pg-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) return InternalError("mkdtemp failed");

@@ -317,8 +317,8 @@ FAKE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t
   return Allocate(CurrentDevice(), *pitch * height, false, false, dptr);
 }
 
-FAKE_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1* dptr, unsigned int* pitch, unsigned int width,
-                                     unsigned int height, unsigned int) {
+FAKE_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1* dptr, unsigned int* pitch, unsigned int width, unsigned int height,
+                                     unsigned int) {
   if (dptr == nullptr || pitch == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *pitch = (width + 511) / 512 * 512;
   unsigned long long key = 0;
@@ -443,16 +443,17 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int 
                                     unsigned int, unsigned int, unsigned int, CUstream, void**, void**) {
   return Launch(f, static_cast<uint64_t>(gx) * gy * gz);
 }
-FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
-                                         unsigned int, unsigned int, unsigned int, unsigned int, CUstream, void**,
-                                         void**) {
+FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int,
+                                         unsigned int, unsigned int, unsigned int, CUstream, void**, void**) {
   return Launch(f, static_cast<uint64_t>(gx) * gy * gz);
 }
 FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void**, void**) {
-  return c == nullptr ? CUDA_ERROR_INVALID_VALUE : Launch(f, static_cast<uint64_t>(c->gridDimX) * c->gridDimY * c->gridDimZ);
+  return c == nullptr ? CUDA_ERROR_INVALID_VALUE
+                      : Launch(f, static_cast<uint64_t>(c->gridDimX) * c->gridDimY * c->gridDimZ);
 }
 FAKE_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, void**, void**) {
-  return c == nullptr ? CUDA_ERROR_INVALID_VALUE : Launch(f, static_cast<uint64_t>(c->gridDimX) * c->gridDimY * c->gridDimZ);
+  return c == nullptr ? CUDA_ERROR_INVALID_VALUE
+                      : Launch(f, static_cast<uint64_t>(c->gridDimX) * c->gridDimY * c->gridDimZ);
 }
 FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
                                                unsigned int, unsigned int, unsigned int, unsigned int, CUstream,
@@ -489,27 +490,69 @@ struct ProcEntry {
   const char* name;
   void* fn;
 };
-#define FAKE_ENTRY(name) {#name, reinterpret_cast<void*>(&name)}
+#define FAKE_ENTRY(name) \
+  { #name, reinterpret_cast < void*>(&name) }
 const ProcEntry kProcTable[] = {
-    FAKE_ENTRY(cuInit), FAKE_ENTRY(cuDriverGetVersion), FAKE_ENTRY(cuDeviceGetCount), FAKE_ENTRY(cuDeviceGet),
-    FAKE_ENTRY(cuDeviceGetName), FAKE_ENTRY(cuDeviceTotalMem), FAKE_ENTRY(cuDeviceTotalMem_v2),
-    FAKE_ENTRY(cuCtxCreate), FAKE_ENTRY(cuCtxCreate_v2), FAKE_ENTRY(cuCtxCreate_v3), FAKE_ENTRY(cuCtxCreate_v4),
-    FAKE_ENTRY(cuCtxDestroy), FAKE_ENTRY(cuCtxDestroy_v2), FAKE_ENTRY(cuCtxSetCurrent), FAKE_ENTRY(cuCtxGetCurrent),
-    FAKE_ENTRY(cuCtxGetDevice), FAKE_ENTRY(cuCtxSynchronize), FAKE_ENTRY(cuDevicePrimaryCtxRetain),
-    FAKE_ENTRY(cuDevicePrimaryCtxRelease), FAKE_ENTRY(cuDevicePrimaryCtxRelease_v2), FAKE_ENTRY(cuStreamCreate),
-    FAKE_ENTRY(cuStreamDestroy_v2), FAKE_ENTRY(cuStreamSynchronize), FAKE_ENTRY(cuMemAlloc),
-    FAKE_ENTRY(cuMemAlloc_v2), FAKE_ENTRY(cuMemAllocPitch), FAKE_ENTRY(cuMemAllocPitch_v2),
-    FAKE_ENTRY(cuMemAllocManaged), FAKE_ENTRY(cuMemAllocAsync), {"cuMemAllocAsync_ptsz", reinterpret_cast<void*>(&UnexportedMemAllocAsyncPtsz)},
-    FAKE_ENTRY(cuMemAllocFromPoolAsync), FAKE_ENTRY(cuMemAllocFromPoolAsync_ptsz), FAKE_ENTRY(cuMemFree),
-    FAKE_ENTRY(cuMemFree_v2), FAKE_ENTRY(cuMemFreeAsync), FAKE_ENTRY(cuMemFreeAsync_ptsz), FAKE_ENTRY(cuMemGetInfo),
-    FAKE_ENTRY(cuMemGetInfo_v2), FAKE_ENTRY(cuMemCreate), FAKE_ENTRY(cuMemRelease), FAKE_ENTRY(cuArrayCreate),
-    FAKE_ENTRY(cuArrayCreate_v2), FAKE_ENTRY(cuArray3DCreate), FAKE_ENTRY(cuArray3DCreate_v2),
-    FAKE_ENTRY(cuArrayDestroy), FAKE_ENTRY(cuMipmappedArrayCreate), FAKE_ENTRY(cuMipmappedArrayDestroy),
-    FAKE_ENTRY(cuLaunchKernel), FAKE_ENTRY(cuLaunchKernel_ptsz), FAKE_ENTRY(cuLaunchKernelEx),
-    FAKE_ENTRY(cuLaunchKernelEx_ptsz), FAKE_ENTRY(cuLaunchCooperativeKernel),
-    FAKE_ENTRY(cuLaunchCooperativeKernel_ptsz), FAKE_ENTRY(cuGraphLaunch), FAKE_ENTRY(cuGraphLaunch_ptsz),
-    FAKE_ENTRY(cuGetProcAddress), FAKE_ENTRY(cuGetProcAddress_v2), FAKE_ENTRY(cuDeviceGetAttribute),
-    FAKE_ENTRY(cuModuleLoadData), FAKE_ENTRY(cuModuleGetFunction),
+    FAKE_ENTRY(cuInit),
+    FAKE_ENTRY(cuDriverGetVersion),
+    FAKE_ENTRY(cuDeviceGetCount),
+    FAKE_ENTRY(cuDeviceGet),
+    FAKE_ENTRY(cuDeviceGetName),
+    FAKE_ENTRY(cuDeviceTotalMem),
+    FAKE_ENTRY(cuDeviceTotalMem_v2),
+    FAKE_ENTRY(cuCtxCreate),
+    FAKE_ENTRY(cuCtxCreate_v2),
+    FAKE_ENTRY(cuCtxCreate_v3),
+    FAKE_ENTRY(cuCtxCreate_v4),
+    FAKE_ENTRY(cuCtxDestroy),
+    FAKE_ENTRY(cuCtxDestroy_v2),
+    FAKE_ENTRY(cuCtxSetCurrent),
+    FAKE_ENTRY(cuCtxGetCurrent),
+    FAKE_ENTRY(cuCtxGetDevice),
+    FAKE_ENTRY(cuCtxSynchronize),
+    FAKE_ENTRY(cuDevicePrimaryCtxRetain),
+    FAKE_ENTRY(cuDevicePrimaryCtxRelease),
+    FAKE_ENTRY(cuDevicePrimaryCtxRelease_v2),
+    FAKE_ENTRY(cuStreamCreate),
+    FAKE_ENTRY(cuStreamDestroy_v2),
+    FAKE_ENTRY(cuStreamSynchronize),
+    FAKE_ENTRY(cuMemAlloc),
+    FAKE_ENTRY(cuMemAlloc_v2),
+    FAKE_ENTRY(cuMemAllocPitch),
+    FAKE_ENTRY(cuMemAllocPitch_v2),
+    FAKE_ENTRY(cuMemAllocManaged),
+    FAKE_ENTRY(cuMemAllocAsync),
+    {"cuMemAllocAsync_ptsz", reinterpret_cast<void*>(&UnexportedMemAllocAsyncPtsz)},
+    FAKE_ENTRY(cuMemAllocFromPoolAsync),
+    FAKE_ENTRY(cuMemAllocFromPoolAsync_ptsz),
+    FAKE_ENTRY(cuMemFree),
+    FAKE_ENTRY(cuMemFree_v2),
+    FAKE_ENTRY(cuMemFreeAsync),
+    FAKE_ENTRY(cuMemFreeAsync_ptsz),
+    FAKE_ENTRY(cuMemGetInfo),
+    FAKE_ENTRY(cuMemGetInfo_v2),
+    FAKE_ENTRY(cuMemCreate),
+    FAKE_ENTRY(cuMemRelease),
+    FAKE_ENTRY(cuArrayCreate),
+    FAKE_ENTRY(cuArrayCreate_v2),
+    FAKE_ENTRY(cuArray3DCreate),
+    FAKE_ENTRY(cuArray3DCreate_v2),
+    FAKE_ENTRY(cuArrayDestroy),
+    FAKE_ENTRY(cuMipmappedArrayCreate),
+    FAKE_ENTRY(cuMipmappedArrayDestroy),
+    FAKE_ENTRY(cuLaunchKernel),
+    FAKE_ENTRY(cuLaunchKernel_ptsz),
+    FAKE_ENTRY(cuLaunchKernelEx),
+    FAKE_ENTRY(cuLaunchKernelEx_ptsz),
+    FAKE_ENTRY(cuLaunchCooperativeKernel),
+    FAKE_ENTRY(cuLaunchCooperativeKernel_ptsz),
+    FAKE_ENTRY(cuGraphLaunch),
+    FAKE_ENTRY(cuGraphLaunch_ptsz),
+    FAKE_ENTRY(cuGetProcAddress),
+    FAKE_ENTRY(cuGetProcAddress_v2),
+    FAKE_ENTRY(cuDeviceGetAttribute),
+    FAKE_ENTRY(cuModuleLoadData),
+    FAKE_ENTRY(cuModuleGetFunction),
 };
 #undef FAKE_ENTRY
 

@@ -29,8 +29,8 @@ using xpool::vgpu::fake::kMaxFakeDevices;
 struct nvmlDevice_st_fake {
   unsigned int index;
 };
-nvmlDevice_st_fake g_devices[kMaxFakeDevices] = {{0},  {1},  {2},  {3},  {4},  {5},  {6},  {7},
-                                                 {8},  {9},  {10}, {11}, {12}, {13}, {14}, {15}};
+nvmlDevice_st_fake g_devices[kMaxFakeDevices] = {{0}, {1}, {2},  {3},  {4},  {5},  {6},  {7},
+                                                 {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}};
 
 int IndexOf(nvmlDevice_t device) {
   auto* fake = reinterpret_cast<nvmlDevice_st_fake*>(device);
@@ -138,8 +138,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t de
   return ListSelf(device, count, infos);
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
-                                                         nvmlProcessUtilizationSample_t* samples,
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t* samples,
                                                          unsigned int* count, unsigned long long) {
   if (IndexOf(device) < 0 || count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   const char* util = getenv(XPOOL_ENV_FAKE_SM_UTIL);

@@ -25,8 +25,7 @@ inline uint64_t ArrayFormatBytes(CUarray_format format) {
 }
 
 // A width x height x depth array (0 height or depth: 1) of `channels` channels (0: 1).
-inline uint64_t ArrayBytes(uint64_t width, uint64_t height, uint64_t depth, CUarray_format format,
-                           unsigned channels) {
+inline uint64_t ArrayBytes(uint64_t width, uint64_t height, uint64_t depth, CUarray_format format, unsigned channels) {
   const uint64_t elements = width * (height == 0 ? 1 : height) * (depth == 0 ? 1 : depth);
   return elements * ArrayFormatBytes(format) * (channels == 0 ? 1 : channels);
 }

@@ -127,8 +127,8 @@ bool NvmlRealIsMissing(int index) {
 void StoreCudaReal(int index, void* fn) {
   if (fn == nullptr) return;
   switch (static_cast<CudaFn>(index)) {
-#define XPOOL_X(name, params, args)                                                           \
-  case CudaFn::name:                                                                          \
+#define XPOOL_X(name, params, args)                                                     \
+  case CudaFn::name:                                                                    \
     g_cuda_real.name.store(reinterpret_cast<pfn::name>(fn), std::memory_order_relaxed); \
     break;
     XPOOL_CUDA_HOOKS(XPOOL_X)
@@ -142,8 +142,8 @@ void StoreCudaReal(int index, void* fn) {
 void StoreNvmlReal(int index, void* fn) {
   if (fn == nullptr) return;
   switch (static_cast<NvmlFn>(index)) {
-#define XPOOL_X(name, params, args)                                                           \
-  case NvmlFn::name:                                                                          \
+#define XPOOL_X(name, params, args)                                                     \
+  case NvmlFn::name:                                                                    \
     g_nvml_real.name.store(reinterpret_cast<pfn::name>(fn), std::memory_order_relaxed); \
     break;
     XPOOL_NVML_HOOKS(XPOOL_X)

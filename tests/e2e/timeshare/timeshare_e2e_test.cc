@@ -8,6 +8,8 @@
 //   - a tenant under its guarantee preempts an over-guarantee tenant's job of the same priority.
 // The job's own checkpoint file (in its workdir) and its output log are read as a user would read them.
 // Runs in about 21 s (13 s + 7.5 s) under ASan on a loaded machine.
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -15,8 +17,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "support/rest_client.h"
 #include "support/xpool_process.h"
@@ -39,7 +39,8 @@ class TimeshareTest : public ::testing::Test {
                                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
     up_ = std::make_unique<xpool::testing::UpProcess>(dir_);
     ASSERT_TRUE(up_->Start({"--simulate", "4xA100-80GB", "--node-name", "ts-node", "--min-runtime", "0"}))
-        << "xpool up did not come up; log:\n" << up_->Log();
+        << "xpool up did not come up; log:\n"
+        << up_->Log();
     rest_ = std::make_unique<xpool::testing::RestClient>(up_->port(), up_->token());
     rest_->set_default_wait_seconds(30);
     rest_->set_diagnostics([this] { return "log:\n" + up_->Log(); });
@@ -53,8 +54,14 @@ class TimeshareTest : public ::testing::Test {
 
   // A train_steps.py job: one whole GPU, low priority, preemptible, in the test's directory.
   Json TrainSpec(const std::string& name, double step_seconds, int grace, bool ignore = false) {
-    Json command = {"python3", script_.string(), "--steps", "100000", "--step-seconds", std::to_string(step_seconds),
-                    "--checkpoint-every", "100000"};  // the only checkpoint is the one the suspend asks for
+    Json command = {"python3",
+                    script_.string(),
+                    "--steps",
+                    "100000",
+                    "--step-seconds",
+                    std::to_string(step_seconds),
+                    "--checkpoint-every",
+                    "100000"};  // the only checkpoint is the one the suspend asks for
     if (ignore) command.push_back("--ignore-suspend");
     return Json{{"name", name},
                 {"priority", "low"},
@@ -78,9 +85,8 @@ class TimeshareTest : public ::testing::Test {
   }
   Json WaitState(int64_t id, const std::string& state) { return rest_->WaitState(id, state); }
   Json WaitRunningAgain(int64_t id) {
-    return WaitFor(id, "running with restart_count 1", [](const Json& j) {
-      return j.value("state", "") == "running" && j.value("restart_count", 0) == 1;
-    });
+    return WaitFor(id, "running with restart_count 1",
+                   [](const Json& j) { return j.value("state", "") == "running" && j.value("restart_count", 0) == 1; });
   }
 
   // The task's output as the agent keeps it (var/tasks/<task>/output.log and its rotations).

@@ -1,6 +1,7 @@
 // `xpool up` end to end: starts the real binary on port 0 (its hint must name the bound port) with a simulated
 // 4xA100-80GB node and drives it over HTTP: 8 half-GPU jobs run at once (two per device, as real processes), a
 // job exiting 3 is failed, cancel stops a running job's process.
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
@@ -8,8 +9,6 @@
 #include <map>
 #include <string>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "support/rest_client.h"
 #include "support/xpool_process.h"
@@ -28,7 +27,8 @@ class UpTest : public ::testing::Test {
     up_ = std::make_unique<xpool::testing::UpProcess>(dir_);
     // --listen 127.0.0.1:0: UpProcess learns the port from the hint `xpool up` prints, which must name it.
     ASSERT_TRUE(up_->Start({"--simulate", "4xA100-80GB", "--node-name", "e2e-node"}))
-        << "xpool up did not come up; log:\n" << up_->Log();
+        << "xpool up did not come up; log:\n"
+        << up_->Log();
     rest_ = std::make_unique<xpool::testing::RestClient>(up_->port(), up_->token());
     rest_->set_diagnostics([this] { return "log:\n" + up_->Log(); });
   }
@@ -102,8 +102,8 @@ TEST_F(UpTest, EightHalfGpuJobsRunTwoPerDeviceExit3FailsCancelStops) {
   std::string out;
   for (int k = 0; k < 50 && out.find("failing") == std::string::npos; ++k) {
     int code = -1;
-    out = xpool::testing::RunCli({"logs", std::to_string(ninth), "--server", up_->url(), "--token", up_->token()},
-                                 &code);
+    out =
+        xpool::testing::RunCli({"logs", std::to_string(ninth), "--server", up_->url(), "--token", up_->token()}, &code);
     EXPECT_EQ(code, 0) << out;
     if (out.find("failing") == std::string::npos) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

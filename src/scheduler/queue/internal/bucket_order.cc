@@ -48,8 +48,7 @@ void OrderTies(std::vector<BucketKey>* keys) {
   };
   for (size_t begin = 0; begin < k.size();) {
     size_t end = begin + 1;
-    while (end < k.size() && k[end].bucket == k[begin].bucket && k[end].submit == k[begin].submit)
-      ++end;
+    while (end < k.size() && k[end].bucket == k[begin].bucket && k[end].submit == k[begin].submit) ++end;
     if (end - begin > 1 && !std::is_sorted(k.begin() + begin, k.begin() + end, by_id)) {
       std::sort(k.begin() + begin, k.begin() + end, by_id);
     }
@@ -63,18 +62,15 @@ std::vector<BucketKey> SortByBucketThenSubmit(std::vector<BucketKey> keys, int b
                                               std::vector<int>* bucket_start) {
   CountBuckets(keys, buckets, bucket_start);
   if (keys.empty()) return keys;
-  const uint64_t submit_min = static_cast<uint64_t>(
-      std::min_element(keys.begin(), keys.end(), [](const BucketKey& x, const BucketKey& y) {
-        return x.submit < y.submit;
-      })->submit);
-  uint64_t offsets =
-      0;  // every offset's bits: their width and common trailing zeros bound the radix passes
-  for (const BucketKey& k : keys)
-    offsets |= static_cast<uint64_t>(k.submit) - submit_min;  // exact, unsigned
+  const uint64_t submit_min =
+      static_cast<uint64_t>(std::min_element(keys.begin(), keys.end(), [](const BucketKey& x, const BucketKey& y) {
+                              return x.submit < y.submit;
+                            })->submit);
+  uint64_t offsets = 0;  // every offset's bits: their width and common trailing zeros bound the radix passes
+  for (const BucketKey& k : keys) offsets |= static_cast<uint64_t>(k.submit) - submit_min;  // exact, unsigned
   const int shift = offsets == 0 ? 0 : std::countr_zero(offsets);
   // While sorting, a key's submit field holds its offset >> shift (restored in the bucket pass).
-  for (BucketKey& k : keys)
-    k.submit = static_cast<int64_t>((static_cast<uint64_t>(k.submit) - submit_min) >> shift);
+  for (BucketKey& k : keys) k.submit = static_cast<int64_t>((static_cast<uint64_t>(k.submit) - submit_min) >> shift);
   std::vector<BucketKey> other(keys.size());
   RadixByOffset(keys, other, std::bit_width(offsets >> shift));
   // Last, and stable: by bucket.

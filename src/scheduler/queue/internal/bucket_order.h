@@ -24,7 +24,6 @@ struct BucketKey {
 // `keys` (taken: it is one of the two buffers the sort works in) sorted by (bucket, submit, id,
 // index); `bucket_start` gets buckets + 1 entries, bucket b being [bucket_start[b], bucket_start[b
 // + 1]) of the result.
-std::vector<BucketKey> SortByBucketThenSubmit(std::vector<BucketKey> keys, int buckets,
-                                              std::vector<int>* bucket_start);
+std::vector<BucketKey> SortByBucketThenSubmit(std::vector<BucketKey> keys, int buckets, std::vector<int>* bucket_start);
 
 }  // namespace xpool::internal

@@ -16,8 +16,7 @@ namespace {
 
 std::vector<BucketKey> Reference(std::vector<BucketKey> keys) {
   std::sort(keys.begin(), keys.end(), [](const BucketKey& a, const BucketKey& b) {
-    return std::tie(a.bucket, a.submit, a.id, a.index) <
-           std::tie(b.bucket, b.submit, b.id, b.index);
+    return std::tie(a.bucket, a.submit, a.id, a.index) < std::tie(b.bucket, b.submit, b.id, b.index);
   });
   return keys;
 }
@@ -36,16 +35,14 @@ void ExpectSame(const std::vector<BucketKey>& got, const std::vector<BucketKey>&
 // `draw_submit` / `draw_id` give each key's numbers; indices are a permutation (not in input
 // order), so ties in (bucket, submit) test the (id, index) order.
 template <typename Submit, typename Id>
-void CheckSort(const std::string& name, int n, int buckets, Submit draw_submit, Id draw_id,
-               std::mt19937_64& rng) {
+void CheckSort(const std::string& name, int n, int buckets, Submit draw_submit, Id draw_id, std::mt19937_64& rng) {
   SCOPED_TRACE(name);
   std::vector<int> index(n);
   std::iota(index.begin(), index.end(), 0);
   std::shuffle(index.begin(), index.end(), rng);
   std::vector<BucketKey> keys;
   for (int i = 0; i < n; ++i) {
-    const int bucket =
-        static_cast<int>(rng() % static_cast<uint64_t>(buckets)) / 2 * 2;  // odd buckets empty
+    const int bucket = static_cast<int>(rng() % static_cast<uint64_t>(buckets)) / 2 * 2;  // odd buckets empty
     keys.push_back({draw_submit(), draw_id(), index[i], bucket});
   }
   const std::vector<BucketKey> want = Reference(keys);
@@ -71,12 +68,10 @@ TEST(BucketOrderTest, MatchesSortingByBucketSubmitIdIndex) {
   // Whole seconds in microseconds (trailing zero bits dropped), ids like a queue's.
   CheckSort(
       "times and ids like a queue's", 20000, 300,
-      [&rng] { return 1'000'000'000'000 - static_cast<int64_t>(rng() % 86'400) * 1'000'000; },
-      few(1, 130'000), rng);
+      [&rng] { return 1'000'000'000'000 - static_cast<int64_t>(rng() % 86'400) * 1'000'000; }, few(1, 130'000), rng);
   CheckSort("one bucket", 3000, 1, few(0, 1000), few(0, 1000), rng);
   CheckSort(
-      "odd offsets only", 3000, 4, [&rng] { return 1 + 2 * static_cast<int64_t>(rng() % 5000); },
-      few(0, 100), rng);
+      "odd offsets only", 3000, 4, [&rng] { return 1 + 2 * static_cast<int64_t>(rng() % 5000); }, few(0, 100), rng);
   // Offsets over all 64 bits; all submits equal (one run per bucket, ordered by id alone).
   CheckSort("submit spans int64", 3000, 8, any, few(0, 5), rng);
   CheckSort(

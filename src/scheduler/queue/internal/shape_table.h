@@ -21,8 +21,8 @@ namespace xpool::internal {
 class ShapeTable {
  public:
   int IdOf(const TaskRequest& request, int replicas) {
-    if (!request.type_include.empty() || !request.type_exclude.empty() ||
-        !request.uuid_include.empty() || !request.uuid_exclude.empty()) {
+    if (!request.type_include.empty() || !request.type_exclude.empty() || !request.uuid_include.empty() ||
+        !request.uuid_exclude.empty()) {
       auto [it, inserted] = ids_.try_emplace(Key{&request, replicas}, size_);
       if (inserted) ++size_;
       return it->second;
@@ -113,7 +113,7 @@ class ShapeTable {
   int size_ = 0;
   std::vector<uint64_t> slots_;  // tag | index into flat_keys_ (see kEmpty); at most half full
   std::vector<Flat> flat_keys_;
-  std::vector<int> flat_ids_;  // parallel to flat_keys_
+  std::vector<int> flat_ids_;                      // parallel to flat_keys_
   std::unordered_map<Key, int, Hash, Equal> ids_;  // requests with selectors
 };
 

@@ -72,8 +72,10 @@ TEST(ShapeTableTest, PackedFieldsNeverReadAsEachOther) {
   for (int64_t v : {int64_t{-1}, int64_t{1} << 32, INT64_MIN, INT64_MAX}) {
     for (int field = 0; field < 4; ++field) {
       TaskRequest q;
-      (field == 0 ? q.cpu_milli : field == 1 ? q.memory_mib : field == 2 ? q.device_memory_mib
-                                                                         : q.device_compute_milli) = v;
+      (field == 0   ? q.cpu_milli
+       : field == 1 ? q.memory_mib
+       : field == 2 ? q.device_memory_mib
+                    : q.device_compute_milli) = v;
       shapes.push_back({q, 1});
     }
   }
@@ -94,8 +96,8 @@ TEST(ShapeTableTest, PackedFieldsNeverReadAsEachOther) {
   for (size_t a = 0; a < shapes.size(); ++a) {
     for (size_t b = 0; b < shapes.size(); ++b) {
       SCOPED_TRACE(testing::Message() << a << " vs " << b);
-      const bool same = shapes[a].replicas == shapes[b].replicas &&
-                        scheduler_internal::SameRequest(shapes[a].q, shapes[b].q);
+      const bool same =
+          shapes[a].replicas == shapes[b].replicas && scheduler_internal::SameRequest(shapes[a].q, shapes[b].q);
       EXPECT_EQ(ids[a] == ids[b], same);
     }
   }
@@ -116,9 +118,8 @@ TEST(ShapeTableTest, ManyShapesMatchAReference) {
     int expected = -1;
     for (size_t s = 0; s < seen.size(); ++s) {
       const TaskRequest& r = seen[s].first;
-      if (seen[s].second == replicas && r.cpu_milli == q.cpu_milli &&
-          r.device_count == q.device_count && r.device_compute_milli == q.device_compute_milli &&
-          r.type_include == q.type_include) {
+      if (seen[s].second == replicas && r.cpu_milli == q.cpu_milli && r.device_count == q.device_count &&
+          r.device_compute_milli == q.device_compute_milli && r.type_include == q.type_include) {
         expected = seen_ids[s];
       }
     }

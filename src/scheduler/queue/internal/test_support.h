@@ -27,8 +27,7 @@ class FirstFitPlacer final : public JobPlacer {
     for (int r = 0; r < replicas; ++r) {
       Allocation a;
       if (!FindOnAnyNode(scratch, request, &a) || !scratch.Apply(a).ok()) {
-        out.kind =
-            NeverFitsEvenEmpty(state, request) ? OutcomeKind::kNeverFits : OutcomeKind::kWait;
+        out.kind = NeverFitsEvenEmpty(state, request) ? OutcomeKind::kNeverFits : OutcomeKind::kWait;
         out.reason = out.kind == OutcomeKind::kWait ? "no room now" : "no node is large enough";
         out.allocations.clear();
         return out;
@@ -41,8 +40,7 @@ class FirstFitPlacer final : public JobPlacer {
   int calls = 0;
 
  private:
-  static bool FitsOnNode(const ClusterState& s, int n, const TaskRequest& q, bool empty,
-                         Allocation* a) {
+  static bool FitsOnNode(const ClusterState& s, int n, const TaskRequest& q, bool empty, Allocation* a) {
     const Node& node = s.node(n);
     const NodeUsage& u = s.usage(n);
     const int64_t free_cpu = node.cpu_milli - (empty ? 0 : u.cpu_milli);
@@ -52,20 +50,17 @@ class FirstFitPlacer final : public JobPlacer {
     a->cpu_milli = q.cpu_milli;
     a->memory_mib = q.memory_mib;
     a->devices.clear();
-    for (int d = 0; d < static_cast<int>(node.devices.size()) &&
-                    static_cast<int>(a->devices.size()) < q.device_count;
+    for (int d = 0; d < static_cast<int>(node.devices.size()) && static_cast<int>(a->devices.size()) < q.device_count;
          ++d) {
       const Device& dev = node.devices[d];
       const DeviceUsage du = empty ? DeviceUsage{} : u.devices[d];
       const int64_t compute = q.exclusive() ? dev.compute_milli : q.device_compute_milli;
-      const int64_t memory = q.exclusive() ? dev.memory_mib
-                             : q.device_memory_mib > 0
-                                 ? q.device_memory_mib
-                                 : dev.memory_mib * q.device_memory_percent / 100;
+      const int64_t memory = q.exclusive()             ? dev.memory_mib
+                             : q.device_memory_mib > 0 ? q.device_memory_mib
+                                                       : dev.memory_mib * q.device_memory_percent / 100;
       if (du.exclusive || du.sharers >= dev.max_sharers) continue;
       if (q.exclusive() && du.sharers > 0) continue;
-      if (du.memory_mib + memory > dev.memory_mib || du.compute_milli + compute > dev.compute_milli)
-        continue;
+      if (du.memory_mib + memory > dev.memory_mib || du.compute_milli + compute > dev.compute_milli) continue;
       a->devices.push_back({d, memory, compute});
     }
     return static_cast<int>(a->devices.size()) == q.device_count;
@@ -96,8 +91,8 @@ inline TaskRequest GpuRequest(int gpus, int64_t compute_milli = 1000, int64_t cp
   return q;
 }
 
-inline QueueJob Waiting(int64_t id, int64_t tenant, int priority, TimeMicros submit,
-                        TaskRequest request, int replicas = 1) {
+inline QueueJob Waiting(int64_t id, int64_t tenant, int priority, TimeMicros submit, TaskRequest request,
+                        int replicas = 1) {
   QueueJob j;
   j.id = JobId(id);
   j.tenant = TenantId(tenant);
@@ -114,8 +109,7 @@ inline Tenant MakeTenant(int64_t id, std::string name, int64_t guaranteed_gpu_mi
   t.id = TenantId(id);
   t.name = std::move(name);
   t.guaranteed.gpu_compute_milli = guaranteed_gpu_milli;
-  if (guaranteed_gpu_milli >
-      0) {  // a GPU guarantee comes with room for the CPU and memory that go with it
+  if (guaranteed_gpu_milli > 0) {  // a GPU guarantee comes with room for the CPU and memory that go with it
     t.guaranteed.gpu_memory_mib = kUnlimitedAmount / 4;
     t.guaranteed.cpu_milli = kUnlimitedAmount / 4;
   }

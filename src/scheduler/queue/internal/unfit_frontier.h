@@ -20,20 +20,16 @@ class UnfitFrontier {
   static constexpr int kMaxEntries = 64;
 
   static bool Eligible(const TaskRequest& r) {
-    return !r.vendor && r.type_include.empty() && r.type_exclude.empty() &&
-           r.uuid_include.empty() && r.uuid_exclude.empty() && !r.numa_bind &&
-           r.device_memory_percent == 0;
+    return !r.vendor && r.type_include.empty() && r.type_exclude.empty() && r.uuid_include.empty() &&
+           r.uuid_exclude.empty() && !r.numa_bind && r.device_memory_percent == 0;
   }
   // A request's numbers as the frontier compares them (callers may keep it instead of the request).
   using Vec = std::array<int64_t, 6>;
   static Vec ToVec(const TaskRequest& r, int replicas) {
-    return {r.cpu_milli,         r.memory_mib,           r.device_count,
-            r.device_memory_mib, r.device_compute_milli, replicas};
+    return {r.cpu_milli, r.memory_mib, r.device_count, r.device_memory_mib, r.device_compute_milli, replicas};
   }
   // The reason recorded for a request this one is at least as large as; nullptr when none.
-  const std::string_view* Covering(const TaskRequest& r, int replicas) const {
-    return Covering(ToVec(r, replicas));
-  }
+  const std::string_view* Covering(const TaskRequest& r, int replicas) const { return Covering(ToVec(r, replicas)); }
   const std::string_view* Covering(const Vec& v) const {
     for (const Entry& e : entries_) {
       if (AtLeast(v, e.v)) return &e.reason;
