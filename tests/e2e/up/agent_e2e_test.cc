@@ -50,15 +50,18 @@ class AgentE2eTest : public ::testing::Test {
     agent_port_ = FreePort();
     while (agent_port_ == port_) agent_port_ = FreePort();
     agent_url_ = "grpc://127.0.0.1:" + std::to_string(agent_port_);
-    // --node-timeout comes with the server's node-lost requeue; without it that step is skipped.
-    int code = 0;
-    node_timeout_ = RunCli({"server", "--help"}, &code).find("node-timeout") != std::string::npos;
-    std::vector<std::string> args = {"server", "--listen", "127.0.0.1:" + std::to_string(port_), "--state-dir",
-                                     (dir_ / "var").string(), "--tick-ms", "200", "--agent-listen",
+    std::vector<std::string> args = {"server",
+                                     "--listen",
+                                     "127.0.0.1:" + std::to_string(port_),
+                                     "--state-dir",
+                                     (dir_ / "var").string(),
+                                     "--tick-ms",
+                                     "200",
+                                     "--agent-listen",
                                      "127.0.0.1:" + std::to_string(agent_port_)};
     // 6 s: long enough that a restarted server is not left by its agent on a loaded machine (the agent must
     // reconnect within it), short enough for the node-lost step.
-    if (node_timeout_) args.insert(args.end(), {"--node-timeout", "6"});
+    args.insert(args.end(), {"--node-timeout", "6"});
     server_args_ = args;
     ASSERT_TRUE(server_.Start(args, dir_ / "work", dir_ / "server.log"));
     ASSERT_TRUE(server_.WaitHealthy(port_, 30)) << server_.Log();
@@ -96,8 +99,8 @@ class AgentE2eTest : public ::testing::Test {
   }
 
   bool StartAgent(const fs::path& token_file, const std::string& server = "") {
-    return agent_.Start({"agent", "--server", server.empty() ? agent_url_ : server, "--token-file", token_file.string(), "--simulate", "4xA100-80GB",
-                         "--name", kNode, "--state-dir", (dir_ / "agent").string()},
+    return agent_.Start({"agent", "--server", server.empty() ? agent_url_ : server, "--token-file", token_file.string(),
+                         "--simulate", "4xA100-80GB", "--name", kNode, "--state-dir", (dir_ / "agent").string()},
                         dir_ / "work", dir_ / "agent.log");
   }
 
@@ -128,7 +131,6 @@ class AgentE2eTest : public ::testing::Test {
   fs::path dir_;
   int port_ = 0, agent_port_ = 0;
   std::string url_, agent_url_;
-  bool node_timeout_ = false;
   std::vector<std::string> server_args_;
   std::string token_;
   XpoolProcess server_, agent_;
@@ -154,9 +156,9 @@ TEST_F(AgentE2eTest, RemoteAgentRunsJobsShipsLogsAndSurvivesNodeLoss) {
     const std::string pidfile = (dir_ / ("task" + std::to_string(i) + ".pid")).string();
     // The first one leaves a child behind in its group: cancel must stop it too.
     const std::string child = i == 0 ? "sleep 300 & echo $! > " + (dir_ / "child.pid").string() + "; " : "";
-    ids.push_back(rest_->Submit(HalfGpuJob("half-" + std::to_string(i), child + "echo $$ > " + pidfile +
-                                                                            "; echo; env | sort; echo ENV-END; " +
-                                                                            (i == 0 ? "wait" : "exec sleep 120"))));
+    ids.push_back(rest_->Submit(HalfGpuJob(
+        "half-" + std::to_string(i),
+        child + "echo $$ > " + pidfile + "; echo; env | sort; echo ENV-END; " + (i == 0 ? "wait" : "exec sleep 120"))));
   }
   std::map<std::string, int> per_device;
   for (int64_t id : ids) {
@@ -228,10 +230,6 @@ TEST_F(AgentE2eTest, RemoteAgentRunsJobsShipsLogsAndSurvivesNodeLoss) {
   // The agent stops; its tasks keep running under their shims → the node is lost → the jobs requeue (restart 1);
   // it starts again → it adopts the old runs, stops them (the server restarted those jobs) and runs restart 1,
   // never both at once.
-  if (!node_timeout_) {
-    GTEST_SKIP() << "node-lost step skipped: `xpool server` has no --node-timeout yet (the server's node-lost "
-                    "requeue, ControlPlane::CheckNodeTimeouts, has not landed)";
-  }
   agent_.Stop();
   EXPECT_TRUE(agent_.WaitForLog("keep running", 1)) << agent_.Log();
   for (size_t i = 1; i < pids.size(); ++i) EXPECT_TRUE(ProcessAlive(pids[i])) << "task " << i << " died with its agent";
@@ -258,18 +256,18 @@ TEST_F(AgentE2eTest, RemoteAgentRunsJobsShipsLogsAndSurvivesNodeLoss) {
 // its log keeps counting, restart count unchanged) and then succeeds; a job that exits while no agent runs is
 // reported with its real exit code.
 TEST_F(AgentE2eTest, RestartedAgentAdoptsItsTasks) {
-  if (!node_timeout_) GTEST_SKIP() << "needs `xpool server --node-timeout`";
   ASSERT_TRUE(StartAgent(NodeTokenFile(kNode)));
   ASSERT_TRUE(agent_.WaitForLog("registered with", 20)) << agent_.Log();
   const std::string finish = (dir_ / "finish").string(), go = (dir_ / "go").string();
   // Each waits for its file (at most ~60 s, so nothing outlives a failed test for long).
-  const int64_t counter = rest_->Submit(HalfGpuJob(
-      "counter", "echo $$ > " + (dir_ / "counter.pid").string() +
-                     "; i=0; while [ ! -f " + finish + " ] && [ $i -lt 600 ]; do echo count $i; i=$((i+1)); "
-                     "sleep 0.1; done; echo done"));
-  const int64_t exits = rest_->Submit(HalfGpuJob(
-      "exits7", "echo $$ > " + (dir_ / "exits.pid").string() + "; i=0; while [ ! -f " + go + " ] && [ $i -lt 600 ]; "
-                "do i=$((i+1)); sleep 0.05; done; echo leaving; exit 7"));
+  const int64_t counter = rest_->Submit(HalfGpuJob("counter", "echo $$ > " + (dir_ / "counter.pid").string() +
+                                                                  "; i=0; while [ ! -f " + finish +
+                                                                  " ] && [ $i -lt 600 ]; do echo count $i; i=$((i+1)); "
+                                                                  "sleep 0.1; done; echo done"));
+  const int64_t exits =
+      rest_->Submit(HalfGpuJob("exits7", "echo $$ > " + (dir_ / "exits.pid").string() + "; i=0; while [ ! -f " + go +
+                                             " ] && [ $i -lt 600 ]; "
+                                             "do i=$((i+1)); sleep 0.05; done; echo leaving; exit 7"));
   rest_->WaitState(counter, "running");
   rest_->WaitState(exits, "running");
   LogsContaining(counter, "count 3");
