@@ -150,6 +150,7 @@ void HeartbeatToProto(const Node& node, const std::vector<TaskReport>& tasks, v1
     t->set_pid(s.pid);
     t->set_started_at_us(s.started_at);
     t->set_ended_at_us(s.ended_at);
+    t->set_fenced(s.fenced);
     if (!r.log_data.empty()) {
       t->set_log_offset(r.log_offset);
       t->set_log_data(r.log_data);
@@ -179,6 +180,7 @@ Result<HeartbeatRequest> HeartbeatFromProto(const v1::HeartbeatRequest& in) {
     s.pid = static_cast<pid_t>(t.pid());
     s.started_at = t.started_at_us();
     s.ended_at = t.ended_at_us();
+    s.fenced = t.fenced();
     if (t.log_offset() < 0) return InvalidArgumentError("heartbeat: " + where + ".log_offset is negative");
     r.log_offset = t.log_offset();
     // Task output is not always UTF-8; the log relay and the JSON API carry text, so replace what is not.
@@ -190,6 +192,7 @@ Result<HeartbeatRequest> HeartbeatFromProto(const v1::HeartbeatRequest& in) {
 
 void ReplyToProto(const HeartbeatReply& reply, v1::HeartbeatReply* out) {
   out->set_heartbeat_interval_ms(reply.interval_micros / 1000);
+  out->set_node_timeout_ms(reply.node_timeout_micros / 1000);
   for (const TaskAssignment& a : reply.tasks) {
     const LaunchSpec& s = a.spec;
     v1::TaskAssignment* t = out->add_tasks();
@@ -206,6 +209,7 @@ void ReplyToProto(const HeartbeatReply& reply, v1::HeartbeatReply* out) {
     }
     t->set_task_id(s.task_id);
     t->set_job_id(s.job_id);
+    t->set_tenant_id(s.tenant_id);
     t->set_replica(s.replica);
     t->set_restart_count(s.restart_count);
     for (const std::string& arg : s.argv) t->add_command(arg);
@@ -238,6 +242,7 @@ Result<HeartbeatReply> ReplyFromProto(const v1::HeartbeatReply& in) {
   HeartbeatReply reply;
   reply.has_tasks = true;
   if (in.heartbeat_interval_ms() > 0) reply.interval_micros = in.heartbeat_interval_ms() * 1000;
+  if (in.node_timeout_ms() > 0) reply.node_timeout_micros = in.node_timeout_ms() * 1000;
   for (int i = 0; i < in.tasks_size(); ++i) {
     const v1::TaskAssignment& t = in.tasks(i);
     const std::string where = "heartbeat reply: tasks[" + std::to_string(i) + "]";
@@ -258,6 +263,7 @@ Result<HeartbeatReply> ReplyFromProto(const v1::HeartbeatReply& in) {
     LaunchSpec& s = a.spec;
     s.task_id = t.task_id();
     s.job_id = t.job_id();
+    s.tenant_id = t.tenant_id();
     s.replica = t.replica();
     s.restart_count = t.restart_count();
     s.argv.assign(t.command().begin(), t.command().end());

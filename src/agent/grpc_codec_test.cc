@@ -100,6 +100,7 @@ TEST(GrpcCodecTest, HeartbeatRoundTripsReportsAndLogs) {
 TEST(GrpcCodecTest, ReplyRoundTrips) {
   HeartbeatReply reply;
   reply.interval_micros = 750'000;
+  reply.node_timeout_micros = 6'000'000;
   TaskAssignment a = test_data::SampleSharedSuspend();
   a.spec.vendor = Vendor::kAscend;
   TaskAssignment whole;
@@ -113,6 +114,7 @@ TEST(GrpcCodecTest, ReplyRoundTrips) {
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_TRUE(back->has_tasks);
   EXPECT_EQ(back->interval_micros, 750'000);
+  EXPECT_EQ(back->node_timeout_micros, 6'000'000);
   ASSERT_EQ(back->tasks.size(), 2u);
   const TaskAssignment& b = back->tasks[0];
   test_data::ExpectSameAssignment(b, a);

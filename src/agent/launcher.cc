@@ -31,7 +31,8 @@ std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
 // Finds `name` (no slash) in `path_list` the way execvp would, with the task's PATH. Empty when not
 // found.
-std::string SearchPath(const std::string& name, const std::string& path_list) {
+// With `by_others` (a task running as another user) only a file others may execute counts.
+std::string SearchPath(const std::string& name, const std::string& path_list, bool by_others) {
   size_t start = 0;
   while (start <= path_list.size()) {
     size_t colon = path_list.find(':', start);
@@ -40,7 +41,8 @@ std::string SearchPath(const std::string& name, const std::string& path_list) {
     if (dir.empty()) dir = ".";
     const std::string candidate = dir + "/" + name;
     struct stat st {};
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0 &&
+        (!by_others || (st.st_mode & S_IXOTH) != 0)) {
       return candidate;
     }
     start = colon + 1;
@@ -122,6 +124,18 @@ Launcher::Launcher(LauncherOptions options) : options_(std::move(options)) {
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
     shim_command_ = {ec ? std::string("xpool") : exe.string(), "task-shim"};
   }
+  if (options_.task_uids && !options_.state_dir.empty()) {
+    // Tasks run as other users: the agent's files are its own; the task root may be searched, never listed.
+    std::error_code ec;
+    std::filesystem::create_directories(options_.state_dir, ec);
+    const std::string root = options_.task_root.empty() ? options_.state_dir : options_.task_root;
+    std::filesystem::create_directories(root, ec);
+    if (::chmod(options_.state_dir.c_str(), root == options_.state_dir ? 0711 : 0700) != 0 ||
+        ::chmod(root.c_str(), 0711) != 0) {
+      notices_.push_back("cannot set the modes of " + options_.state_dir + " and " + root + ": " +
+                         std::strerror(errno));
+    }
+  }
   cgroup_ = options_.cgroup_root.empty() ? CgroupV2() : CgroupV2::Probe(options_.cgroup_root, options_.cgroup_parent);
   if (!cgroup_.available()) {
     notices_.push_back("tasks run without CPU/memory limits: " + cgroup_.reason());
@@ -153,6 +167,59 @@ TimeMicros Launcher::Now() const {
 std::string Launcher::TaskDir(const std::string& task_id) const { return options_.state_dir + "/" + task_id; }
 
 std::string Launcher::LogPath(const std::string& task_id) const { return TaskDir(task_id) + "/output.log"; }
+
+std::string Launcher::RunDir(const std::string& task_id) const {
+  return (options_.task_root.empty() ? options_.state_dir : options_.task_root) + "/" + task_id;
+}
+
+Status Launcher::CheckOptions(const LauncherOptions& options) {
+  if (!options.task_uids) return Status::Ok();
+  RETURN_IF_ERROR(CheckUidRangeFree(*options.task_uids));
+  return CheckReachableByTasks(options.task_root.empty() ? options.state_dir : options.task_root);
+}
+
+Status Launcher::RenewLease(TimeMicros expires_at, TimeMicros node_timeout) {
+  std::lock_guard<std::mutex> lock(mu_);
+  leased_ = true;
+  std::error_code ec;
+  std::filesystem::create_directories(options_.state_dir, ec);  // before the first task, it may not exist yet
+  return WriteLease(FileIn(options_.state_dir, kLeaseFile), Lease{expires_at, node_timeout});
+}
+
+// The task's own directory: root-owned and 0711 when the task runs as another user (it can reach its files by
+// name, cannot list or replace them: the shim writes the suspend file there as root), with work/ 0700 owned by
+// the task's uid. A work/ left by an earlier run is handed to this run's uid (a symlink in its place is removed,
+// never followed).
+Result<std::string> Launcher::PrepareRunDirLocked(const std::string& task_id, const TaskIdentity& identity) {
+  const std::string run = RunDir(task_id), home = HomeDir(task_id);
+  std::error_code ec;
+  std::filesystem::create_directories(run, ec);
+  if (ec) return UnavailableError("cannot create " + run + ": " + ec.message());
+  if (identity.isolated && ::chmod(run.c_str(), 0711) != 0) {
+    return UnavailableError("cannot chmod " + run + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::lstat(home.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) ::unlink(home.c_str());
+  if (::mkdir(home.c_str(), 0700) != 0 && errno != EEXIST) {
+    return UnavailableError("cannot create " + home + ": " + std::strerror(errno));
+  }
+  if (identity.isolated) {
+    if (::lchown(home.c_str(), identity.uid, identity.gid) != 0 || ::chmod(home.c_str(), 0700) != 0) {
+      return UnavailableError("cannot give " + home + " to uid " + std::to_string(identity.uid) + ": " +
+                              std::strerror(errno));
+    }
+    // The runtime library's region: created here for the task's uid (it may not create files in the run dir).
+    const std::string region = run + "/vgpu.region";
+    ::unlink(region.c_str());
+    const int fd = ::open(region.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+      const bool given = ::fchown(fd, identity.uid, identity.gid) == 0;
+      ::close(fd);
+      if (!given) ::unlink(region.c_str());
+    }
+  }
+  return home;
+}
 
 std::vector<std::string> Launcher::TakeNotices() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -213,18 +280,22 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
     if (log.Open().ok()) log.Note("task could not start: " + st.error);
     return Status::Ok();
   };
-  // The environment: the agent's (optional), then the job's, then xpool's.
-  std::map<std::string, std::string> env;
-  if (options_.inherit_env) {
-    for (char** e = environ; e && *e; ++e) {
-      const std::string kv(*e);
-      if (size_t eq = kv.find('='); eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
+  // Who it runs as and its own directories (task_identity.h).
+  TaskIdentity identity;
+  if (options_.task_uids) {
+    auto id = IdentityForTenant(*options_.task_uids, spec.tenant_id);
+    if (!id.ok()) return fail(id.status().message());
+    identity = *id;
   }
+  auto home = PrepareRunDirLocked(spec.task_id, identity);
+  if (!home.ok()) return fail(home.status().message());
+  const std::string workdir = spec.workdir.empty() ? *home : spec.workdir;
+  // The environment: the allow-list, then the job's, then xpool's.
+  std::map<std::string, std::string> env = BaseTaskEnv(environ, options_.pass_env, *home, identity);
   for (const auto& [k, v] : spec.env) env[k] = v;
   TaskPaths paths;
-  paths.suspend_file = TaskDir(spec.task_id) + "/suspend";
-  paths.shared_region = TaskDir(spec.task_id) + "/vgpu.region";
+  paths.suspend_file = RunDir(spec.task_id) + "/suspend";
+  paths.shared_region = RunDir(spec.task_id) + "/vgpu.region";
   paths.vgpu_library = vgpu_library_;
   task->suspend_file = paths.suspend_file;
   int suspend_signal = options_.suspend_signal;
@@ -242,12 +313,12 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
 
   // Checks that give a clear reason before any process exists.
   struct stat wd {};
-  if (::stat(spec.workdir.c_str(), &wd) != 0) return fail("workdir " + Quoted(spec.workdir) + " does not exist");
-  if (!S_ISDIR(wd.st_mode)) return fail("workdir " + Quoted(spec.workdir) + " is not a directory");
+  if (::stat(workdir.c_str(), &wd) != 0) return fail("workdir " + Quoted(workdir) + " does not exist");
+  if (!S_ISDIR(wd.st_mode)) return fail("workdir " + Quoted(workdir) + " is not a directory");
   std::string program = spec.argv[0];
   if (program.find('/') == std::string::npos) {
     const std::string path_list = env.count("PATH") ? env["PATH"] : "/usr/local/bin:/usr/bin:/bin";
-    program = SearchPath(spec.argv[0], path_list);
+    program = SearchPath(spec.argv[0], path_list, identity.isolated);
     if (program.empty()) {
       return fail("exec " + Quoted(spec.argv[0]) + ": command not found (PATH=" + path_list + ")");
     }
@@ -260,10 +331,16 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
   shim.program = program;
   shim.argv = spec.argv;
   for (const auto& [k, v] : env) shim.env.push_back(k + "=" + v);
-  shim.workdir = spec.workdir;
+  shim.workdir = workdir;
   shim.log_limits = options_.log_limits;
   shim.suspend_signal = suspend_signal;
   shim.started_at = st.started_at;
+  shim.suspend_file = paths.suspend_file;
+  if (identity.isolated) {
+    shim.uid = identity.uid;
+    shim.gid = identity.gid;
+  }
+  if (leased_) shim.lease_file = FileIn(options_.state_dir, kLeaseFile);
   if (cgroup_.available()) {
     auto created = cgroup_.CreateTask(spec.task_id, spec.cpu_milli, spec.memory_mib);
     if (created.ok()) {
@@ -297,7 +374,7 @@ Status Launcher::SpawnShimLocked(Task* task) {
   const int ready_w = HighFd(ready[1]);
   const int devnull = HighFd(::open("/dev/null", O_RDWR | O_CLOEXEC));
   const int shim_log =
-      HighFd(::open(FileIn(task->dir, kShimLogFile).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+      HighFd(::open(FileIn(task->dir, kShimLogFile).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   const pid_t pid = ::fork();
   if (pid == 0) {
     // The shim: a session of its own, detached from the agent's terminal and process group.
@@ -360,6 +437,7 @@ void Launcher::ApplyStatusLocked(Task* task, const ShimStatus& s) {
   st.pid = s.pid;
   task->pid_start = s.pid_start;
   st.log_note = s.log_note;
+  st.fenced = s.fenced;
   if (s.started_at > 0) st.started_at = s.started_at;
   if (s.state == TaskState::kRunning) return;
   st.state = s.state;
@@ -526,7 +604,7 @@ std::vector<AdoptedTask> Launcher::Adopt() {
     task->replica = spec->replica;
     task->restart_count = spec->restart_count;
     task->in_cgroup = !spec->cgroup_dir.empty() && cgroup_.available();
-    task->suspend_file = dir + "/suspend";
+    task->suspend_file = spec->suspend_file.empty() ? dir + "/suspend" : spec->suspend_file;
     RefreshLocked(task.get());  // a live shim: running; else its recorded end, or failed (shim lost)
     adopted.push_back(AdoptedTask{task->status, task->job_id, task->replica, task->restart_count});
     tasks_.push_back(std::move(task));

@@ -15,6 +15,15 @@
 //            when the grace runs out the task is stopped (SIGTERM, then SIGKILL after a further grace).
 //   Exit:    the leader's exit code or signal is recorded; whatever it left behind in its group (or cgroup) is
 //            killed, so no orphan outlives its task.
+// Identity and directories (docs/agent.md, "Task identity"): with LauncherOptions::task_uids (an agent running as
+// root) each task runs as its tenant's uid and gid (task_identity.h); otherwise as the agent's user. Each task has
+// a directory of its own, <task_root>/<task_id>/ (root-owned, mode 0711 when isolated: reachable, not listable),
+// holding its suspend file, its runtime-library region and work/ (mode 0700, owned by the task's uid): its HOME
+// and the working directory of a job that names none. The agent's files of a task (spec, status, control, logs)
+// are mode 0600 in <state_dir>/<task_id>/. The environment starts from an allow-list, never from the agent's
+// (task_identity.h BaseTaskEnv).
+// Fencing: once the agent has a lease (RenewLease, after each heartbeat the server answered), tasks started after
+// it are fenced: their shim stops them when the lease runs out (task_shim.h).
 // A command that cannot be executed or a workdir that does not exist does not fail Start(): the
 // task ends at once in state kFailed with the reason in TaskStatus::error and in its log; the agent
 // carries on.
@@ -28,11 +37,13 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/cgroup.h"
 #include "agent/task_env.h"
+#include "agent/task_identity.h"
 #include "agent/task_log.h"
 #include "common/clock.h"
 #include "common/status.h"
@@ -56,6 +67,7 @@ struct TaskStatus {
   int signal = 0;           // when a signal ended it
   std::string error;        // why it could not start ("exec \"foo\": No such file or directory")
   std::string log_note;     // set when logging stopped (disk full)
+  bool fenced = false;      // stopped by its shim: the agent's lease ran out (not by a request)
   std::string cgroup_note;  // set when its cgroup limits could not be applied
   TimeMicros started_at = 0;
   TimeMicros ended_at = 0;
@@ -72,8 +84,15 @@ struct LauncherOptions {
   std::string cgroup_root = "/sys/fs/cgroup";  // empty = never use cgroups
   std::string cgroup_parent = "xpool";
   int suspend_signal = SIGUSR1;
-  bool inherit_env = true;  // tasks start from the agent's environment
-  Clock* clock = nullptr;   // null = the real clock (start times; grace periods run on the shim's real clock)
+  // Task isolation: set (an agent running as root), each task runs as its tenant's uid/gid from this range;
+  // unset, as the agent's own user.
+  std::optional<UidRange> task_uids;
+  // Where the tasks' own directories go (<task_root>/<task_id>/); empty = state_dir. With task_uids it must be
+  // reachable by other users (CheckOptions).
+  std::string task_root;
+  // Variables of the agent's environment given to tasks beyond the allow-list (task_identity.h).
+  std::vector<std::string> pass_env;
+  Clock* clock = nullptr;  // null = the real clock (start times; grace periods run on the shim's real clock)
   // The shim's command line, to which "--ready-fd 3 <task dir>" is appended; empty = this binary with
   // "task-shim" (`xpool task-shim`).
   std::vector<std::string> shim_command;
@@ -98,6 +117,9 @@ class Launcher {
  public:
   explicit Launcher(LauncherOptions options);
   ~Launcher();
+  // What a start-up checks before it serves (a clear error instead of tasks that cannot start): with task_uids,
+  // that no account has an id in the range and that the task root is reachable by other users.
+  static Status CheckOptions(const LauncherOptions& options);
   Launcher(const Launcher&) = delete;
   Launcher& operator=(const Launcher&) = delete;
 
@@ -130,6 +152,12 @@ class Launcher {
 
   // The task's log file (also after it ended).
   std::string LogPath(const std::string& task_id) const;
+  // The task's own directory (<task_root>/<task_id>) and its work/ directory (HOME, default workdir).
+  std::string RunDir(const std::string& task_id) const;
+  std::string HomeDir(const std::string& task_id) const { return RunDir(task_id) + "/work"; }
+  // Fencing: the server counts this node alive until `expires_at` (CLOCK_BOOTTIME, task_shim.h BootTimeMicros) as
+  // far as the agent knows; written to <state_dir>/agent.lease for the shims. Tasks started from now on are fenced.
+  Status RenewLease(TimeMicros expires_at, TimeMicros node_timeout);
   // Notices to show once (no cgroup v2, runtime library missing); each is returned by one call
   // only.
   std::vector<std::string> TakeNotices();
@@ -138,6 +166,8 @@ class Launcher {
  private:
   struct Task;
   Status StartLocked(const LaunchSpec& spec, Task* task);
+  // Creates the task's own directories for `identity` (owned and moded as the header says); its HOME.
+  Result<std::string> PrepareRunDirLocked(const std::string& task_id, const TaskIdentity& identity);
   Status SpawnShimLocked(Task* task);
   void RefreshLocked(Task* task);
   void ApplyStatusLocked(Task* task, const ShimStatus& status);
@@ -154,6 +184,7 @@ class Launcher {
   std::vector<std::unique_ptr<Task>> tasks_;  // guarded by mu_
   std::vector<std::string> notices_;          // guarded by mu_
   bool vgpu_missing_noted_ = false;           // guarded by mu_
+  bool leased_ = false;                       // RenewLease was called; guarded by mu_
 };
 
 }  // namespace xpool::agent

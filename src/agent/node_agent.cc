@@ -8,6 +8,7 @@
 
 #include "agent/log_relay.h"
 #include "agent/protocol.h"
+#include "agent/task_shim.h"
 
 namespace xpool::agent {
 namespace {
@@ -197,16 +198,30 @@ Status NodeAgent::Tick() {
     resend_tails_ = false;
   }
   std::vector<TaskReport> reports = Reports();
+  const TimeMicros sent_at = BootTimeMicros();  // the server saw the node alive no earlier than this
   auto answer = client_->Heartbeat(node_, reports);
   if (!answer.ok()) {
     resend_tails_ = true;
     return answer.status();
   }
   HeartbeatReply reply = std::move(*answer);
+  if (reply.node_timeout_micros > 0) RenewLease(sent_at, reply.node_timeout_micros);
   LogsAcknowledged(reports);
   if (reply.interval_micros > 0) interval_micros_ = reply.interval_micros;
   if (reply.has_tasks) Reconcile(reply);
   return Status::Ok();
+}
+
+// The tasks' lease runs from when the answered heartbeat was sent (never later than the server's own count of
+// the node's silence starts) for the server's node timeout; tasks started from now on are fenced by it.
+void NodeAgent::RenewLease(TimeMicros sent_at, TimeMicros node_timeout) {
+  Status s = launcher_->RenewLease(sent_at + node_timeout, node_timeout);
+  if (!s.ok() && !lease_error_noted_) {
+    lease_error_noted_ = true;
+    notices_.push_back("cannot renew the tasks' lease (they stop themselves when it runs out): " + s.message());
+  } else if (s.ok()) {
+    lease_error_noted_ = false;
+  }
 }
 
 void NodeAgent::StartTask(const TaskAssignment& a) {
@@ -255,8 +270,8 @@ void NodeAgent::Reconcile(const HeartbeatReply& reply) {
             stale_stopping_.erase(id);
             StartTask(a);  // a restart of an ended task
           }
-        } else if (!current->running() && current->state == TaskState::kStopped && meta != meta_.end() &&
-                   meta->second.adopted && meta->second.restart_count == a.spec.restart_count) {
+        } else if (!current->running() && current->state == TaskState::kStopped && !current->fenced &&
+                   meta != meta_.end() && meta->second.adopted && meta->second.restart_count == a.spec.restart_count) {
           // Stopped with the earlier agent (`xpool agent --stop-tasks`, `xpool up` ending), not by the server,
           // which still wants it: it runs again, as a restarted agent always did before tasks were adopted.
           StartTask(a);

@@ -48,6 +48,9 @@ struct HeartbeatReply {
   bool has_tasks = true;
   std::vector<TaskAssignment> tasks;
   TimeMicros interval_micros = 2 * kMicrosPerSecond;
+  // The server's node timeout: a node silent this long is lost and its jobs run elsewhere. The agent renews its
+  // tasks' lease with it (fencing, docs/agent.md); 0 = not sent (the tasks are not fenced).
+  TimeMicros node_timeout_micros = 0;
 };
 
 class ControlPlaneClient {
@@ -95,6 +98,7 @@ class NodeAgent {
   void ResendLogTails();
   void Reconcile(const HeartbeatReply& reply);
   void StartTask(const TaskAssignment& assignment);
+  void RenewLease(TimeMicros sent_at, TimeMicros node_timeout);
 
   struct Meta {
     int64_t job_id = 0;
@@ -135,6 +139,7 @@ class NodeAgent {
   // of the tasks' output (LogRelay), so the next heartbeat re-sends each task's acknowledged tail first; the
   // server drops what it already has by offset.
   bool resend_tails_ = false;
+  bool lease_error_noted_ = false;
 };
 
 }  // namespace xpool::agent

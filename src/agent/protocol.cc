@@ -78,6 +78,7 @@ Result<TaskAssignment> AssignmentFromJson(const Json& t, const std::string& wher
   LaunchSpec& s = a.spec;
   RETURN_IF_ERROR(ReplyField(t, "task_id", where, &s.task_id));
   RETURN_IF_ERROR(ReplyField(t, "job_id", where, &s.job_id));
+  RETURN_IF_ERROR(ReplyField(t, "tenant_id", where, &s.tenant_id));
   RETURN_IF_ERROR(ReplyField(t, "replica", where, &s.replica));
   RETURN_IF_ERROR(ReplyField(t, "restart_count", where, &s.restart_count));
   RETURN_IF_ERROR(ReplyField(t, "command", where, &s.argv));
@@ -131,6 +132,7 @@ Json AssignmentToJson(const TaskAssignment& a) {
   const LaunchSpec& s = a.spec;
   Json t = {{"task_id", s.task_id},
             {"job_id", s.job_id},
+            {"tenant_id", s.tenant_id},
             {"replica", s.replica},
             {"restart_count", s.restart_count},
             {"action", ActionName(a.action)},
@@ -189,6 +191,7 @@ Result<TaskReport> ReportFromJson(const Json& t, const std::string& where) {
   RETURN_IF_ERROR(field("pid", &s.pid));
   RETURN_IF_ERROR(field("started_at", &s.started_at));
   RETURN_IF_ERROR(field("ended_at", &s.ended_at));
+  RETURN_IF_ERROR(field("fenced", &s.fenced));
   if (t.contains("log") && t["log"].is_object()) {
     const Json& l = t["log"];
     RETURN_IF_ERROR(Get(l, "offset", "heartbeat", where + ".log", &r.log_offset));
@@ -282,6 +285,7 @@ std::string HeartbeatBody(const Node& node, const std::vector<TaskReport>& tasks
               {"pid", s.pid},
               {"started_at", s.started_at},
               {"ended_at", s.ended_at}};
+    if (s.fenced) t["fenced"] = true;
     if (!r.log_data.empty()) t["log"] = {{"offset", r.log_offset}, {"data", r.log_data}};
     j["tasks"].push_back(std::move(t));
   }
@@ -318,6 +322,7 @@ Result<HeartbeatRequest> ParseHeartbeatBody(std::string_view body) {
 
 std::string HeartbeatReplyBody(const HeartbeatReply& reply) {
   Json j = {{"heartbeat_interval_ms", reply.interval_micros / 1000}};
+  if (reply.node_timeout_micros > 0) j["node_timeout_ms"] = reply.node_timeout_micros / 1000;
   if (reply.has_tasks) {
     j["tasks"] = Json::array();
     for (const TaskAssignment& a : reply.tasks) j["tasks"].push_back(AssignmentToJson(a));
@@ -331,6 +336,9 @@ Result<HeartbeatReply> ParseHeartbeatReply(std::string_view body) {
   int64_t interval_ms = 2000;
   RETURN_IF_ERROR(ReplyField(j, "heartbeat_interval_ms", "reply", &interval_ms));
   if (interval_ms > 0) reply.interval_micros = interval_ms * 1000;
+  int64_t node_timeout_ms = 0;
+  RETURN_IF_ERROR(ReplyField(j, "node_timeout_ms", "reply", &node_timeout_ms));
+  if (node_timeout_ms > 0) reply.node_timeout_micros = node_timeout_ms * 1000;
   if (!j.contains("tasks")) {
     reply.has_tasks = false;
     return reply;

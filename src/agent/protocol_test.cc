@@ -53,6 +53,20 @@ TEST(ProtocolTest, SuspendSignalIsOptionalAndChecked) {
   EXPECT_NE(back.status().message().find("suspend_signal"), std::string::npos) << back.status().message();
 }
 
+TEST(ProtocolTest, NodeTimeoutIsOptional) {
+  HeartbeatReply reply;
+  reply.node_timeout_micros = 6'000'000;
+  auto back = ParseHeartbeatReply(HeartbeatReplyBody(reply));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->node_timeout_micros, 6'000'000);
+  reply.node_timeout_micros = 0;  // an older server: no lease, no fencing
+  Json body = Json::parse(HeartbeatReplyBody(reply));
+  EXPECT_FALSE(body.contains("node_timeout_ms"));
+  EXPECT_EQ(ParseHeartbeatReply(body.dump())->node_timeout_micros, 0);
+  body["node_timeout_ms"] = "soon";
+  EXPECT_FALSE(ParseHeartbeatReply(body.dump()).ok());
+}
+
 TEST(ProtocolTest, ReplyWithoutTaskListSaysSo) {
   HeartbeatReply reply;
   reply.has_tasks = false;

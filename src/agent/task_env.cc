@@ -17,7 +17,6 @@ Status ValidateLaunchSpec(const LaunchSpec& spec) {
   if (spec.argv.empty() || spec.argv[0].empty()) {
     return InvalidArgumentError("task " + spec.task_id + ": no command");
   }
-  if (spec.workdir.empty()) return InvalidArgumentError("task " + spec.task_id + ": no workdir");
   for (const auto& [name, value] : spec.env) {
     if (name.empty() || name.find('=') != std::string::npos || name.find('\0') != std::string::npos) {
       return InvalidArgumentError("task " + spec.task_id + ": bad environment variable name \"" + name + "\"");

@@ -34,11 +34,12 @@ struct DistributedEnv {
 struct LaunchSpec {
   std::string task_id;            // [A-Za-z0-9._-], unique among the launcher's tasks; names its log and cgroup
   std::vector<std::string> argv;  // argv[0] is looked up in PATH
-  std::string workdir;            // must exist
+  std::string workdir;            // must exist; empty = the task's own work directory (launcher.h)
   std::map<std::string, std::string> env;  // the job's own variables (xpool's variables win)
   int64_t job_id = 0;
+  int64_t tenant_id = 0;  // the job's tenant (the server's id): its uid when the agent runs as root
   int replica = 0;
-  int restart_count = 0;
+  int restart_count = 0;  // the placement epoch: the server bumps it whenever it takes the job back (docs/agent.md)
   Vendor vendor = Vendor::kNvidia;
   std::vector<TaskDevice> devices;
   bool shares_device = false;  // some device is shared with other tasks → preload the runtime library
@@ -50,8 +51,7 @@ struct LaunchSpec {
   std::string suspend_signal;
 };
 
-// Checks what the launcher relies on: a task id usable as a file name, a command, a workdir path,
-// env names.
+// Checks what the launcher relies on: a task id usable as a file name, a command, env names.
 Status ValidateLaunchSpec(const LaunchSpec& spec);
 
 // The task's devices from its allocation on `node`: limits from the grants (memory MiB; compute

@@ -103,7 +103,6 @@ TEST(ValidateLaunchSpecTest, RejectsBadSpecs) {
       {"slash id", [](LaunchSpec& s) { s.task_id = "../x"; }, "task id"},
       {"dot id", [](LaunchSpec& s) { s.task_id = ".."; }, "task id"},
       {"no command", [](LaunchSpec& s) { s.argv.clear(); }, "no command"},
-      {"no workdir", [](LaunchSpec& s) { s.workdir.clear(); }, "no workdir"},
       {"bad env", [](LaunchSpec& s) { s.env["A=B"] = "1"; }, "environment variable"},
       {"bad core",
        [](LaunchSpec& s) {

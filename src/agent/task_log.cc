@@ -52,7 +52,7 @@ std::optional<OffsetRecord> ReadOffsetRecord(const std::string& path) {
 void WriteOffsetRecord(const std::string& path, uint64_t inode, int64_t base) {
   const std::string record = LogOffsetPath(path);
   const std::string tmp = record + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return;
   const int err = WriteAll(fd, std::to_string(inode) + " " + std::to_string(base) + "\n");
   ::close(fd);
@@ -120,8 +120,9 @@ LogWriter::~LogWriter() {
 }
 
 Status LogWriter::Open() {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd_ < 0) return UnavailableError("cannot open log " + path_ + ": " + ErrnoText(errno));
+  (void)::fchmod(fd_, 0600);  // only the agent reads a task's log (a log of an earlier run may be 0644)
   struct stat st {};
   const bool regular = ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
   size_ = regular ? st.st_size : 0;
@@ -160,7 +161,7 @@ bool LogWriter::Rotate() {
     }
     ::rename(path_.c_str(), RotatedName(path_, 1).c_str());
   }
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   size_ = 0;
   if (fd_ < 0) {
     StopWithNote("cannot reopen " + path_ + " after rotation: " + ErrnoText(errno));

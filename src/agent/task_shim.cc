@@ -1,6 +1,7 @@
 #include "agent/task_shim.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -31,11 +33,48 @@ constexpr auto kDrainAfterExit = std::chrono::milliseconds(1000);
 // Grace between SIGTERM and SIGKILL when the shim itself is asked to stop (SIGTERM/SIGINT to the shim).
 constexpr TimeMicros kSelfStopGrace = 10 * kMicrosPerSecond;
 
+// How often a fenced shim reads its agent's lease.
+constexpr auto kLeaseCheckEvery = std::chrono::milliseconds(250);
+
 // What the task's child tells the shim when it could not exec (over a close-on-exec pipe).
 struct ChildError {
-  int stage;  // 1 = chdir, 2 = exec
+  int stage;  // ChildStage
   int err;
 };
+enum ChildStage { kStageChdir = 1, kStageExec, kStageSetgroups, kStageSetgid, kStageSetuid, kStageRegainRoot };
+
+std::string ChildErrorText(const ShimSpec& spec, const ChildError& e) {
+  const std::string ids = "uid " + std::to_string(spec.uid) + " gid " + std::to_string(spec.gid);
+  switch (e.stage) {
+    case kStageChdir:
+      return "workdir \"" + spec.workdir + "\": " + std::strerror(e.err);
+    case kStageSetgroups:
+      return "cannot drop the supplementary groups for " + ids + ": " + std::strerror(e.err);
+    case kStageSetgid:
+      return "cannot change to " + ids + " (setgid): " + std::strerror(e.err);
+    case kStageSetuid:
+      return "cannot change to " + ids + " (setuid): " + std::strerror(e.err);
+    case kStageRegainRoot:
+      return "after changing to " + ids + " the task could still become root: refusing to run it";
+    default:
+      return "exec \"" + spec.program + "\": " + std::strerror(e.err);
+  }
+}
+
+// In the task's child, before exec (async-signal-safe calls only): becomes the spec's uid/gid when it names one.
+// The order matters: supplementary groups and the gid can only be changed while the process is still root.
+// Returns 0, or the failing ChildStage with errno set.
+int DropPrivileges(int64_t uid, int64_t gid) {
+  if (uid < 0 && gid < 0) return 0;
+  if (::setgroups(0, nullptr) != 0) return kStageSetgroups;
+  if (gid >= 0 && ::setgid(static_cast<gid_t>(gid)) != 0) return kStageSetgid;
+  if (uid >= 0 && ::setuid(static_cast<uid_t>(uid)) != 0) return kStageSetuid;
+  if (uid > 0 && ::setuid(0) == 0) {
+    errno = EPERM;
+    return kStageRegainRoot;
+  }
+  return 0;
+}
 
 volatile std::sig_atomic_t g_stop_requested = 0;
 void OnStopSignal(int) { g_stop_requested = 1; }
@@ -83,7 +122,15 @@ std::string ExitText(const ShimStatus& s) {
   return "exited with code " + std::to_string(s.exit_code);
 }
 
-std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
+// The suspend request for the task to read: mode 0644 whatever the umask (a task may run as another user).
+void WriteSuspendFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return;
+  (void)::fchmod(fd, 0644);
+  static const char kText[] = "suspend requested\n";
+  (void)!::write(fd, kText, sizeof kText - 1);
+  ::close(fd);
+}
 
 // The running shim: one task, its log, its control requests.
 class Shim {
@@ -97,6 +144,7 @@ class Shim {
   bool Launch();  // false: the task could not start (status already written)
   void Loop();
   void ReadControl();
+  void CheckLease();
   void Apply(const std::string& action, TimeMicros grace);
   void Escalate();
   void Signal(int sig) {
@@ -119,6 +167,7 @@ class Shim {
   off_t control_offset_ = 0;
   std::string control_partial_;
   bool log_note_published_ = false;
+  SteadyClock::time_point next_lease_check_{};
 };
 
 bool Shim::Launch() {
@@ -169,14 +218,22 @@ bool Shim::Launch() {
         ::close(fd);
       }
     }
-    ChildError e{1, 0};
+    // Nothing of the shim's but the pipes above reaches the task (its lock, its log: close-on-exec anyway).
+    ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+    ChildError e{kStageChdir, 0};
+    if (const int stage = DropPrivileges(spec_.uid, spec_.gid); stage != 0) {
+      e = ChildError{stage, errno};
+      (void)!::write(err_pipe[1], &e, sizeof e);
+      ::_exit(127);
+    }
+    // After the change of uid: a workdir the task's user may not enter is refused like a missing one.
     if (::chdir(spec_.workdir.c_str()) != 0) {
       e.err = errno;
       (void)!::write(err_pipe[1], &e, sizeof e);
       ::_exit(127);
     }
     ::execve(spec_.program.c_str(), argv.data(), envp.data());
-    e = ChildError{2, errno};
+    e = ChildError{kStageExec, errno};
     (void)!::write(err_pipe[1], &e, sizeof e);
     ::_exit(127);
   }
@@ -192,8 +249,7 @@ bool Shim::Launch() {
     while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
     }
     ::close(out_pipe[0]);
-    return fail(e.stage == 1 ? "workdir " + Quoted(spec_.workdir) + ": " + std::strerror(e.err)
-                             : "exec " + Quoted(spec_.program) + ": " + std::strerror(e.err));
+    return fail(ChildErrorText(spec_, e));
   }
   status_.pid = pid;
   status_.pid_start = ProcessStartTime(pid);
@@ -238,12 +294,30 @@ void Shim::Apply(const std::string& action, TimeMicros grace) {
     suspend_requested_ = true;
     // The file and the signal back to back: a task that sees the file first and exits must not meet the signal
     // long after, while its handler is already gone.
-    std::ofstream(dir_ + "/suspend") << "suspend requested\n";
+    WriteSuspendFile(spec_.suspend_file.empty() ? dir_ + "/suspend" : spec_.suspend_file);
     Signal(spec_.suspend_signal);
     phase_ = Phase::kSuspending;
     kill_grace_ = grace;
     deadline_ = now + std::chrono::microseconds(grace);
   }
+}
+
+// The agent renews its lease after every heartbeat the server answered; an expired (or missing) lease means the
+// server is about to count the node lost and run the job elsewhere: the task must be gone before that.
+void Shim::CheckLease() {
+  if (spec_.lease_file.empty() || status_.fenced || phase_ == Phase::kKilled) return;
+  const auto now = SteadyClock::now();
+  if (now < next_lease_check_) return;
+  next_lease_check_ = now + kLeaseCheckEvery;
+  auto lease = ReadLease(spec_.lease_file);
+  if (lease.ok() && BootTimeMicros() < lease->expires_at) return;
+  status_.fenced = true;
+  const long long timeout_s = lease.ok() ? lease->node_timeout / kMicrosPerSecond : 0;
+  log_.Note(lease.ok() ? "fenced: the agent has not reached the server for over the node timeout (" +
+                             std::to_string(timeout_s) + " s); stopping the task, the server runs the job again"
+                       : "fenced: the agent's lease " + spec_.lease_file + " is gone (" + lease.status().message() +
+                             "); stopping the task");
+  Apply("stop", kFenceGrace);
 }
 
 void Shim::Escalate() {
@@ -289,6 +363,7 @@ void Shim::Loop() {
         Apply("stop", kSelfStopGrace);
       }
       ReadControl();
+      CheckLease();
       Escalate();
     }
   }
@@ -302,7 +377,9 @@ void Shim::Finish(int wait_status) {
   } else {
     status_.exit_code = WEXITSTATUS(wait_status);
   }
-  if (suspend_requested_) {
+  if (status_.fenced) {
+    status_.state = TaskState::kStopped;
+  } else if (suspend_requested_) {
     status_.state = TaskState::kSuspended;
   } else if (stop_requested_) {
     status_.state = TaskState::kStopped;
@@ -392,7 +469,11 @@ Status WriteShimSpec(const std::string& task_dir, const ShimSpec& s) {
             {"log_keep", s.log_limits.keep},
             {"cgroup_dir", s.cgroup_dir},
             {"suspend_signal", s.suspend_signal},
-            {"started_at", s.started_at}};
+            {"started_at", s.started_at},
+            {"uid", s.uid},
+            {"gid", s.gid},
+            {"lease_file", s.lease_file},
+            {"suspend_file", s.suspend_file}};
   return WriteAtomically(Path(task_dir, kShimSpecFile), j.dump(), 0600);
 }
 
@@ -415,6 +496,11 @@ Result<ShimSpec> ReadShimSpec(const std::string& task_dir) {
     s.cgroup_dir = j.at("cgroup_dir").get<std::string>();
     s.suspend_signal = j.at("suspend_signal").get<int>();
     s.started_at = j.at("started_at").get<int64_t>();
+    // Absent in the specs of older agents (adopted after an upgrade): the shim's own user, never fenced.
+    s.uid = j.value("uid", int64_t{-1});
+    s.gid = j.value("gid", int64_t{-1});
+    s.lease_file = j.value("lease_file", "");
+    s.suspend_file = j.value("suspend_file", "");
     return s;
   } catch (const Json::exception& e) {
     return InvalidArgumentError(Path(task_dir, kShimSpecFile) + ": " + e.what());
@@ -431,8 +517,9 @@ Status WriteShimStatus(const std::string& task_dir, const ShimStatus& s) {
             {"error", s.error},
             {"log_note", s.log_note},
             {"started_at", s.started_at},
-            {"ended_at", s.ended_at}};
-  return WriteAtomically(Path(task_dir, kShimStatusFile), j.dump(), 0644);
+            {"ended_at", s.ended_at},
+            {"fenced", s.fenced}};
+  return WriteAtomically(Path(task_dir, kShimStatusFile), j.dump(), 0600);
 }
 
 Result<ShimStatus> ReadShimStatus(const std::string& task_dir) {
@@ -450,7 +537,30 @@ Result<ShimStatus> ReadShimStatus(const std::string& task_dir) {
   s.log_note = j.value("log_note", "");
   s.started_at = j.value("started_at", int64_t{0});
   s.ended_at = j.value("ended_at", int64_t{0});
+  s.fenced = j.value("fenced", false);
   return s;
+}
+
+TimeMicros BootTimeMicros() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<TimeMicros>(ts.tv_sec) * kMicrosPerSecond + ts.tv_nsec / 1000;
+}
+
+Status WriteLease(const std::string& path, const Lease& lease) {
+  return WriteAtomically(path, std::to_string(lease.expires_at) + " " + std::to_string(lease.node_timeout) + "\n",
+                         0600);
+}
+
+Result<Lease> ReadLease(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path));
+  std::istringstream in(text);
+  Lease lease;
+  long long expires = 0, timeout = 0;
+  if (!(in >> expires >> timeout)) return InvalidArgumentError(path + ": not a lease");
+  lease.expires_at = expires;
+  lease.node_timeout = timeout;
+  return lease;
 }
 
 Status SendShimControl(const std::string& task_dir, const std::string& action, TimeMicros grace_micros) {
@@ -478,7 +588,7 @@ int RunTaskShim(const std::string& task_dir, int ready_fd) {
   // The task must not inherit the ready fd: the agent waits for its last writer to close it.
   if (ready_fd >= 0) ::fcntl(ready_fd, F_SETFD, FD_CLOEXEC);
   const std::string lock_path = Path(task_dir, kShimLockFile);
-  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
     std::fprintf(stderr, "task-shim: %s: %s\n", lock_path.c_str(),
                  lock < 0 ? std::strerror(errno) : "another shim runs this task");

@@ -12,6 +12,13 @@
 //     when the shim dies, even as an unreaped zombie;
 //   - forks the task in a session of its own (the task's pgid is its pid) and owns its stdout+stderr pipe,
 //     writing the size-capped rotated log (task_log.h) with the launcher's [xpool] notes;
+//   - runs the task as the spec's uid/gid when it has one (an agent running as root: task_identity.h), dropping
+//     supplementary groups, then the gid, then the uid in the task's child, each checked, before it changes to the
+//     workdir and execs;
+//   - fences its task (docs/agent.md, "Fencing"): when the spec names a lease file, it reads it every 250 ms and
+//     stops the task (SIGTERM, SIGKILL after kFenceGrace) once the lease has expired — its agent has not had a
+//     heartbeat answered for longer than the server's node timeout, so the server is about to run the job
+//     elsewhere. The end is recorded as stopped with `fenced` set;
 //   - follows <task dir>/control, lines appended by an agent ("stop <grace_us>", "suspend <grace_us>"), polled
 //     every 50 ms: SIGTERM to the task's group and SIGKILL after the grace; the suspend file
 //     (XPOOL_SUSPEND_FILE) and at once the suspend signal, then SIGTERM after the grace, then SIGKILL. SIGTERM/SIGINT
@@ -51,6 +58,10 @@ struct ShimSpec {
   std::string cgroup_dir;  // the task's cgroup (empty: none); the task joins it before exec
   int suspend_signal = SIGUSR1;
   TimeMicros started_at = 0;
+  int64_t uid = -1;  // run the task as this uid and gid (-1: as the shim's own)
+  int64_t gid = -1;
+  std::string lease_file;    // the agent's lease (fencing); empty = never fenced
+  std::string suspend_file;  // written on a suspend request; empty = <task dir>/suspend
 };
 
 // The task's state as the shim last recorded it.
@@ -65,13 +76,26 @@ struct ShimStatus {
   std::string log_note;
   TimeMicros started_at = 0;
   TimeMicros ended_at = 0;
+  bool fenced = false;  // stopped by the shim because its agent's lease expired
 };
+
+// The agent's lease: until when (CLOCK_BOOTTIME, microseconds) the server counts the node alive, as far as the
+// agent knows — the time it sent its last answered heartbeat plus the server's node timeout.
+struct Lease {
+  TimeMicros expires_at = 0;
+  TimeMicros node_timeout = 0;
+};
+
+// Time between the shim's SIGTERM to a fenced task and its SIGKILL. The server waits the node timeout plus
+// ControlPlaneOptions::fence_margin (which covers this and the lease check) before it runs the job elsewhere.
+inline constexpr TimeMicros kFenceGrace = 2 * kMicrosPerSecond;
 
 inline constexpr const char* kShimSpecFile = "task.json";
 inline constexpr const char* kShimStatusFile = "status.json";
 inline constexpr const char* kShimControlFile = "control";
 inline constexpr const char* kShimLockFile = "shim.lock";
 inline constexpr const char* kShimLogFile = "shim.log";
+inline constexpr const char* kLeaseFile = "agent.lease";  // in the agent's state dir
 
 Status WriteShimSpec(const std::string& task_dir, const ShimSpec& spec);
 Result<ShimSpec> ReadShimSpec(const std::string& task_dir);
@@ -84,6 +108,11 @@ Status SendShimControl(const std::string& task_dir, const std::string& action, T
 bool ShimAlive(const std::string& task_dir);
 // A process's start time in clock ticks since boot (/proc/PID/stat field 22); 0 when it does not exist.
 uint64_t ProcessStartTime(pid_t pid);
+// CLOCK_BOOTTIME in microseconds: shared by every process of the machine and counting through a suspend.
+TimeMicros BootTimeMicros();
+// The lease file (written atomically, mode 0600).
+Status WriteLease(const std::string& path, const Lease& lease);
+Result<Lease> ReadLease(const std::string& path);
 // Task state names back to values ("running", "succeeded", ...); kFailed for an unknown name.
 TaskState TaskStateFromName(std::string_view name);
 

@@ -16,6 +16,8 @@
 //       streams its log.
 #include "cli/agent_command.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -126,10 +128,21 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::Ta
 // doubling to 30 s; the tasks keep running meanwhile) and said once, in words: an unreachable or unknown server,
 // a rejected token (the agent keeps trying: an admin may create the token after the agent starts).
 int Serve(const agent::DiscoveryReport& report, const std::string& server, const std::string& token,
-          const std::string& state_dir, bool stop_tasks) {
+          const std::string& state_dir, bool stop_tasks, const TaskIdentityFlags& identity) {
   agent::LauncherOptions options;
   options.state_dir = state_dir;
   options.stop_tasks_on_exit = stop_tasks;
+  if (Status s = identity.Apply(&options, ""); !s.ok()) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    return 2;
+  }
+  if (options.task_uids) {
+    std::fprintf(stderr, "agent: running as root: each task runs as uid %u + its tenant's id (--task-uid-range %s)\n",
+                 options.task_uids->first, options.task_uids->ToString().c_str());
+  } else {
+    std::fprintf(stderr, "agent: not running as root: tasks run as this user (uid %d), not isolated\n",
+                 static_cast<int>(::geteuid()));
+  }
   agent::Launcher launcher(options);
   PrintNotices(launcher);
   auto client = agent::MakeControlPlaneClient(server, token, 5 * kMicrosPerSecond);
@@ -228,6 +241,45 @@ int StopLeftTasks(const std::string& state_dir, int64_t grace_s) {
 
 }  // namespace
 
+void TaskIdentityFlags::Add(FlagSet& flags) {
+  flags.String("task-uid-range", &uid_range,
+               std::string("as root: run each task as uid (and gid) FIRST + its tenant's id, from FIRST-LAST "
+                           "(default ") +
+                   agent::kDefaultTaskUidRange + "; no account may use an id in it)");
+  flags.String("task-root", &task_root,
+               "where the tasks' own directories go (HOME, default workdir); as root others must be able to "
+               "search every directory above it");
+  flags.String("pass-env", &pass_env,
+               "NAME,NAME...: variables of this process's environment tasks also get (beyond PATH, LANG, LC_*, TZ, "
+               "TERM)");
+}
+
+Status TaskIdentityFlags::Apply(agent::LauncherOptions* options, const std::string& root_task_root) const {
+  for (size_t start = 0; start < pass_env.size();) {
+    size_t comma = pass_env.find(',', start);
+    if (comma == std::string::npos) comma = pass_env.size();
+    const std::string name = pass_env.substr(start, comma - start);
+    if (name.empty() || name.find('=') != std::string::npos) {
+      return InvalidArgumentError("--pass-env: \"" + name + "\" is not a variable name");
+    }
+    options->pass_env.push_back(name);
+    start = comma + 1;
+  }
+  if (!task_root.empty()) options->task_root = task_root;
+  if (::geteuid() != 0) {
+    if (!uid_range.empty()) {
+      return InvalidArgumentError("--task-uid-range needs the agent to run as root (tasks run as this user, uid " +
+                                  std::to_string(::geteuid()) + ")");
+    }
+    return Status::Ok();
+  }
+  ASSIGN_OR_RETURN(agent::UidRange range,
+                   agent::ParseUidRange(uid_range.empty() ? agent::kDefaultTaskUidRange : uid_range));
+  options->task_uids = range;
+  if (task_root.empty() && !root_task_root.empty()) options->task_root = root_task_root;
+  return agent::Launcher::CheckOptions(*options);
+}
+
 int RunAgent(const Args& args) {
   FlagSet flags("xpool agent",
                 "The node agent: discovers this machine's accelerators and runs the tasks assigned to it.\n"
@@ -237,6 +289,7 @@ int RunAgent(const Args& args) {
   std::string state_dir = "var/agent", workdir = ".", server, token, token_file;
   bool print_devices = false, run = false, stop_tasks = false;
   int64_t gpumem = 0, gpucores = 0, grace = 10;
+  TaskIdentityFlags identity;
   flags.String("simulate", &simulate, "simulated devices, e.g. 4xA100-80GB or 2xA100-80GB,2xT4-16GB");
   flags.String("node-file", &node_file, "YAML file describing a simulated node (docs/agent.md)");
   flags.String("nvml-library", &nvml_library, "NVML library to dlopen");
@@ -257,6 +310,7 @@ int RunAgent(const Args& args) {
   flags.Bool("stop-tasks", &stop_tasks,
              "with --server: stop the tasks when the agent stops (by default they keep running and the next agent "
              "adopts them); alone: stop every task left running in --state-dir (a drain) and exit");
+  identity.Add(flags);
   int code = 0;
   if (!ParseFlagsOrExit(flags, args, &code)) return code;
   if (gpumem < 0 || gpucores < 0 || gpucores > 100 || grace < 0) {
@@ -298,7 +352,7 @@ int RunAgent(const Args& args) {
   if (print_devices) std::fputs(agent::FormatDeviceTable(*report).c_str(), stdout);
   if (!server.empty()) {
     if (!print_devices && !report->note.empty()) std::fprintf(stderr, "agent: %s\n", report->note.c_str());
-    return Serve(*report, server, token, state_dir, stop_tasks);
+    return Serve(*report, server, token, state_dir, stop_tasks, identity);
   }
   if (!run) return 0;
   auto devices = ParseDevices(devices_list, *report, gpumem, gpucores);

@@ -4,6 +4,8 @@
 // processes (the agent's launcher, logs in STATE_DIR/tasks/<task>/output.log).
 #include "cli/up_command.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -15,6 +17,7 @@
 #include "agent/launcher.h"
 #include "agent/log_relay.h"
 #include "agent/node_agent.h"
+#include "cli/agent_command.h"
 #include "cli/server_flags.h"
 #include "cli/stop_signals.h"
 #include "common/flags.h"
@@ -25,22 +28,6 @@ namespace xpool::cli {
 namespace {
 
 std::atomic<bool> g_stop_agent{false};
-
-// The in-process agent's client: keeps the reports' log chunks in the server's relay (as the HTTP heartbeat
-// route does for remote agents), then asks the AgentService. Used by the agent thread only.
-class RelayingClient : public agent::ControlPlaneClient {
- public:
-  RelayingClient(agent::ControlPlaneClient* inner, agent::LogRelay* relay) : inner_(inner), relay_(relay) {}
-  Status Register(const Node& node) override { return inner_->Register(node); }
-  Result<agent::HeartbeatReply> Heartbeat(const Node& node, const std::vector<agent::TaskReport>& tasks) override {
-    for (const agent::TaskReport& r : tasks) relay_->Append(r.status.task_id, r.log_offset, r.log_data);
-    return inner_->Heartbeat(node, tasks);
-  }
-
- private:
-  agent::ControlPlaneClient* inner_;
-  agent::LogRelay* relay_;
-};
 
 // Registers, then ticks until stopped. Errors are printed once each and retried.
 void AgentLoop(agent::NodeAgent* node_agent) {
@@ -78,6 +65,8 @@ int RunUp(const Args& args) {
   flags.String("nvml-library", &nvml_library, "the NVML library to load (default libnvidia-ml.so.1)");
   flags.String("node-name", &name, "this node's name (default: the host name)");
   AddSharedServerFlags(flags, &options);
+  TaskIdentityFlags identity;
+  identity.Add(flags);
   int code = 0;
   if (!ParseFlagsOrExit(flags, args, &code)) return code;
 
@@ -109,13 +98,23 @@ int RunUp(const Args& args) {
   agent::LauncherOptions launcher_options;
   launcher_options.state_dir = options.state_dir + "/tasks";
   launcher_options.stop_tasks_on_exit = true;  // the whole pool stops; a crashed `xpool up` adopts its tasks
+  // As root the tasks' own directories cannot be under the state dir (mode 0700: the database, the admin token):
+  // they go next to it, in STATE_DIR-tasks, unless --task-root says where.
+  if (Status s = identity.Apply(&launcher_options, options.state_dir + "-tasks"); !s.ok()) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    return 2;
+  }
+  if (launcher_options.task_uids) {
+    std::fprintf(stderr, "agent: running as root: each task runs as uid %u + its tenant's id, in %s\n",
+                 launcher_options.task_uids->first, launcher_options.task_root.c_str());
+  } else {
+    std::fprintf(stderr, "agent: not running as root: tasks run as this user (uid %d), not isolated\n",
+                 static_cast<int>(::geteuid()));
+  }
   agent::Launcher launcher(launcher_options);
   for (const std::string& n : launcher.TakeNotices()) std::fprintf(stderr, "agent: %s\n", n.c_str());
-  std::error_code ec;
-  server::AgentService service((*server)->control_plane(), (*server)->store(),
-                               std::filesystem::current_path(ec).string());
-  RelayingClient client(&service, &(*server)->log_relay());
-  agent::NodeAgent node_agent(report->node, &client, &launcher);
+  // The server's own agent service (it keeps the reports' log chunks in the server's relay, as for remote agents).
+  agent::NodeAgent node_agent(report->node, &(*server)->agent_service(), &launcher);
   std::thread agent_thread(AgentLoop, &node_agent);
 
   // The hint names the bound port (with --listen HOST:0 that is only known once the server has bound it).

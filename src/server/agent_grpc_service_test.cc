@@ -27,7 +27,8 @@ class AgentGrpcTest : public ApiFixture {
   void SetUp() override {
     ApiFixture::SetUp();
     if (HasFatalFailure()) return;
-    agents_ = std::make_unique<AgentService>(*control_, *store_, dir_.string());
+    AgentService::DeclareMetrics(metrics_);
+    agents_ = std::make_unique<AgentService>(*control_, *store_, &logs_, &metrics_);
     ApiOptions options;
     options.agents = agents_.get();
     options.logs = &logs_;
@@ -142,6 +143,73 @@ TEST_F(AgentGrpcTest, HeartbeatAnswersWithTheWantedTaskAndKeepsLogs) {
   auto job = store_->GetJob(JobId(id));
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(job->state, JobState::kFailed);
+}
+
+// Fencing (docs/agent.md): each assignment carries the epoch, the tenant and the node timeout; a fenced report of
+// the current epoch sends the job back to the queue (epoch + 1); a report of the earlier epoch is then refused —
+// its state not applied, its log chunk not kept — and counted.
+TEST_F(AgentGrpcTest, FencedRunRequeuesAndStaleReportsAreRefused) {
+  const Node n1 = MakeNode("n1").WithCpu(8000).WithMemory(16384).WithGpus(1, "A100", 81920).Build();
+  auto client = Client(NodeToken("n1"));
+  ASSERT_TRUE(client.Register(n1).ok());
+  ApiResponse sub = Call(
+      "POST", "/api/v1/jobs", admin_token_,
+      json{{"name", "j"}, {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"gpu", 1}}}, {"command", "sleep 100"}}
+          .dump());
+  ASSERT_EQ(sub.status, 201) << sub.body;
+  const int64_t id = Body(sub)["id"].get<int64_t>();
+  auto job = store_->GetJob(JobId(id));
+  ASSERT_TRUE(job.ok());
+  control_->RunPass(/*full=*/true);
+  auto reply = client.Heartbeat(n1, {});
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->node_timeout_micros, ControlPlaneOptions{}.node_timeout);
+  ASSERT_EQ(reply->tasks.size(), 1u);
+  const agent::LaunchSpec spec = reply->tasks[0].spec;
+  EXPECT_EQ(spec.restart_count, 0);
+  EXPECT_EQ(spec.tenant_id, job->tenant.value());
+  EXPECT_GT(spec.tenant_id, 0);
+  EXPECT_EQ(spec.workdir, "");  // the task's own directory on the node, never the server's
+
+  agent::TaskReport r;
+  r.job_id = id;
+  r.status.task_id = spec.task_id;
+  r.status.state = agent::TaskState::kRunning;
+  r.status.started_at = clock_.NowMicros();
+  r.log_data = "run0\n";
+  ASSERT_TRUE(client.Heartbeat(n1, {r}).ok());
+  EXPECT_EQ(store_->GetJob(JobId(id))->state, JobState::kRunning);
+  // Its shim fenced it (the agent had lost the server), and the agent reports it: the job runs again, epoch 1.
+  r.status.state = agent::TaskState::kStopped;
+  r.status.signal = SIGTERM;
+  r.status.fenced = true;
+  r.log_offset = 5;
+  r.log_data.clear();
+  reply = client.Heartbeat(n1, {r});
+  ASSERT_TRUE(reply.ok());
+  EXPECT_TRUE(reply->tasks.empty());
+  job = store_->GetJob(JobId(id));
+  EXPECT_EQ(job->state, JobState::kQueued);
+  EXPECT_EQ(job->restart_count, 1);
+  EXPECT_NE(job->state_reason.find("stopped itself"), std::string::npos) << job->state_reason;
+  control_->RunPass(/*full=*/true);
+  reply = client.Heartbeat(n1, {});
+  ASSERT_TRUE(reply.ok());
+  ASSERT_EQ(reply->tasks.size(), 1u);
+  EXPECT_EQ(reply->tasks[0].spec.restart_count, 1);
+
+  // A report of epoch 0 (say it ran on after all, with more output): refused and counted.
+  r.status.state = agent::TaskState::kFailed;
+  r.status.fenced = false;
+  r.status.exit_code = 1;
+  r.log_data = "stale\n";
+  ASSERT_TRUE(client.Heartbeat(n1, {r}).ok());
+  job = store_->GetJob(JobId(id));
+  EXPECT_EQ(job->state, JobState::kScheduled) << "a stale report changed the job";
+  auto slice = logs_.Read(spec.task_id, 0, 100);
+  ASSERT_TRUE(slice.ok());
+  EXPECT_EQ(slice->data, "run0\n");
+  EXPECT_NE(metrics_.Render().find("xpool_agent_stale_reports_total 1"), std::string::npos) << metrics_.Render();
 }
 
 }  // namespace

@@ -4,8 +4,25 @@
 
 namespace xpool::server {
 
-AgentService::AgentService(ControlPlane& control, StateStore& store, std::string workdir)
-    : control_(control), store_(store), workdir_(std::move(workdir)) {}
+AgentService::AgentService(ControlPlane& control, StateStore& store, agent::LogRelay* logs, MetricsRegistry* metrics)
+    : control_(control), store_(store), logs_(logs), metrics_(metrics) {
+  if (metrics_ != nullptr) metrics_->CounterAdd("xpool_agent_stale_reports_total", {}, 0);
+}
+
+void AgentService::DeclareMetrics(MetricsRegistry& metrics) {
+  metrics.DeclareCounter("xpool_agent_stale_reports_total",
+                         "Task reports (and their log chunks) refused because they carry an earlier placement epoch "
+                         "than their job's (a run the server already gave up, e.g. on a node it counted lost).");
+}
+
+bool AgentService::IsStale(const std::string& node, const agent::TaskReport& report) {
+  auto job = store_.GetJob(JobId(report.job_id));
+  if (!job.ok() || report.restart_count >= job->restart_count) return false;
+  if (metrics_ != nullptr) metrics_->CounterAdd("xpool_agent_stale_reports_total", {});
+  std::fprintf(stderr, "xpool server: refused a report of task %s from node %s: epoch %d, the job is at epoch %d\n",
+               report.status.task_id.c_str(), node.c_str(), report.restart_count, job->restart_count);
+  return true;
+}
 
 Status AgentService::Register(const Node& node) {
   Node agent_node = node;
@@ -21,6 +38,17 @@ void AgentService::ApplyReport(const agent::TaskReport& report) {
   if (report.restart_count != job->restart_count) return;  // a report from an earlier run
   const TimeMicros now = report.status.ended_at > 0 ? report.status.ended_at : report.status.started_at;
   const agent::TaskState st = report.status.state;
+  if (report.status.fenced && st != agent::TaskState::kRunning && HoldsAllocation(job->state)) {
+    // Its shim stopped it: the agent had lost the server for longer than the node timeout (and reports again
+    // before the server gave the node up). The run is gone; the job runs again.
+    Status s = control_.Requeue(id, "replica " + std::to_string(report.replica) +
+                                        " stopped itself: its agent had not reached the server for longer than the "
+                                        "node timeout; back in the queue");
+    if (!s.ok())
+      std::fprintf(stderr, "xpool server: requeueing fenced job %lld: %s\n", static_cast<long long>(report.job_id),
+                   s.ToString().c_str());
+    return;
+  }
   if (job->state == JobState::kScheduled) (void)control_.TaskStarted(id, now);
   if (job->state == JobState::kSuspending && (st == agent::TaskState::kSuspended || st == agent::TaskState::kStopped)) {
     (void)store_.UpdateTask(id, report.replica, JobState::kSuspended, std::nullopt, now);
@@ -95,6 +123,7 @@ Result<std::vector<agent::TaskAssignment>> AgentService::Wanted(const Node& node
     const JobSpec& spec = job->spec;
     agent::LaunchSpec& s = t.spec;
     s.job_id = a.job.value();
+    s.tenant_id = job->tenant.value();
     s.replica = a.replica;
     s.restart_count = job->restart_count;
     s.suspend_signal = spec.checkpoint_signal;
@@ -104,7 +133,7 @@ Result<std::vector<agent::TaskAssignment>> AgentService::Wanted(const Node& node
     } else {
       s.argv = spec.command;
     }
-    s.workdir = spec.workdir.empty() ? workdir_ : spec.workdir;
+    s.workdir = spec.workdir;  // empty: the task's own directory on the node, never the server's
     s.env = spec.env;
     s.cpu_milli = a.cpu_milli;
     s.memory_mib = a.memory_mib;
@@ -129,10 +158,15 @@ Result<std::vector<agent::TaskAssignment>> AgentService::Wanted(const Node& node
 
 Result<agent::HeartbeatReply> AgentService::Heartbeat(const Node& node, const std::vector<agent::TaskReport>& tasks) {
   RETURN_IF_ERROR(control_.Heartbeat(node.name));
-  for (const agent::TaskReport& r : tasks) ApplyReport(r);
+  for (const agent::TaskReport& r : tasks) {
+    if (IsStale(node.name, r)) continue;  // a run the server already gave up: neither its state nor its output
+    if (logs_ != nullptr) logs_->Append(r.status.task_id, r.log_offset, r.log_data);
+    ApplyReport(r);
+  }
   agent::HeartbeatReply reply;
   reply.has_tasks = true;
   reply.interval_micros = kMicrosPerSecond / 2;
+  reply.node_timeout_micros = control_.node_timeout();
   ASSIGN_OR_RETURN(reply.tasks, Wanted(node));
   return reply;
 }

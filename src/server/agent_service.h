@@ -17,27 +17,35 @@
 #include <string>
 #include <vector>
 
+#include "agent/log_relay.h"
 #include "agent/node_agent.h"
 #include "server/control_plane.h"
+#include "server/metrics.h"
 #include "store/state_store.h"
 
 namespace xpool::server {
 
 class AgentService : public agent::ControlPlaneClient {
  public:
-  // `workdir` is used for jobs that do not name one.
-  AgentService(ControlPlane& control, StateStore& store, std::string workdir);
+  // `logs` keeps the reports' log chunks (GET /jobs/{id}/logs); `metrics` counts refusals. Either may be null
+  // (tests). A job that names no workdir runs in its task's own directory on the node.
+  AgentService(ControlPlane& control, StateStore& store, agent::LogRelay* logs = nullptr,
+               MetricsRegistry* metrics = nullptr);
+  static void DeclareMetrics(MetricsRegistry& metrics);
 
   Status Register(const Node& node) override;
   Result<agent::HeartbeatReply> Heartbeat(const Node& node, const std::vector<agent::TaskReport>& tasks) override;
 
  private:
+  // True for a report of an earlier placement of its job than the current one; counts and logs the refusal.
+  bool IsStale(const std::string& node, const agent::TaskReport& report);
   void ApplyReport(const agent::TaskReport& report);
   Result<std::vector<agent::TaskAssignment>> Wanted(const Node& node);
 
   ControlPlane& control_;
   StateStore& store_;
-  std::string workdir_;
+  agent::LogRelay* logs_;
+  MetricsRegistry* metrics_;
 };
 
 }  // namespace xpool::server

@@ -177,9 +177,7 @@ Status Api::Impl::RegisterAgent(Node node) {
 Result<agent::HeartbeatReply> Api::Impl::AgentBeat(const std::string& node, const agent::HeartbeatRequest& beat) {
   if (options.agents == nullptr) return FailedPreconditionError("this server does not run agents");
   ASSIGN_OR_RETURN(NodeView view, control.GetNode(node));
-  if (options.logs != nullptr) {
-    for (const agent::TaskReport& r : beat.tasks) options.logs->Append(r.status.task_id, r.log_offset, r.log_data);
-  }
+  // The agent service keeps the log chunks of the reports it accepts (not those of a stale placement).
   return options.agents->Heartbeat(view.node, beat.tasks);
 }
 

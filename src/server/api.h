@@ -54,8 +54,8 @@ struct ApiOptions {
   int default_list_limit = 1000;
   const UsageHistory* usage_history = nullptr;  // GET /api/v1/usage/history; null = 404
   // Agents over HTTP (docs/agent.md): heartbeats with task reports are answered with the wanted tasks by
-  // `agents`; their log chunks are kept in `logs` for GET /api/v1/jobs/{id}/logs. Null (tests): heartbeats only
-  // mark the node seen, logs are 404.
+  // `agents` (which keeps their log chunks in the relay it was given); `logs` is read for GET
+  // /api/v1/jobs/{id}/logs. Null (tests): heartbeats only mark the node seen, logs are 404.
   AgentService* agents = nullptr;
   agent::LogRelay* logs = nullptr;
 };

@@ -18,8 +18,11 @@
 // - A job that cannot be placed keeps the pass's reason ("why pending"), in memory and in the store
 //   (JobRecord::pending_reason), so it survives a restart.
 // - Nodes: registered through RegisterNode (the admin API or an agent) and persisted; heartbeats are memory-only.
-//   A non-simulated node silent for `node_timeout` becomes NotReady and every job holding devices there goes
-//   back to the queue (restart_count + 1, first submit kept, its allocations released in the same transaction).
+//   A non-simulated node silent for `node_timeout` becomes NotReady (nothing new is placed there); silent for
+//   `node_timeout + fence_margin`, every job holding devices there goes back to the queue (restart_count + 1: the
+//   placement epoch, first submit kept, its allocations released in the same transaction). The margin is the
+//   fencing contract (docs/agent.md): the node's tasks stop themselves at the node timeout, so by then they are
+//   gone and the job never has two live runs.
 // - The no-thrash rules survive a restart: the last start and every suspension are in the store.
 //
 // Owned by the Server. Thread-safe: one mutex guards the queue and the ClusterState; a scheduling pass holds it
@@ -57,6 +60,9 @@ struct ControlPlaneOptions {
   uint64_t seed = 42;
   TimeMicros tick = 1'000'000;
   TimeMicros node_timeout = 30'000'000;
+  // How much longer than node_timeout a lost node's jobs wait before they are requeued: covers the tasks' own
+  // stop (their shim's lease check and kFenceGrace, agent/task_shim.h) with room to spare.
+  TimeMicros fence_margin = 5'000'000;
   // Time-sharing (issue 7): suspend lower work for higher / guaranteed work.
   bool preemption = true;
   TimeMicros min_runtime = 600'000'000;  // a job that started less than this ago is not a victim
@@ -105,6 +111,9 @@ class ControlPlane {
   Status SuspendDone(JobId id, std::string_view reason);
   // A job's tasks ended (reported by an agent): moves it to `to` (succeeded or failed) and releases its devices.
   Result<JobRecord> Finish(JobId id, JobState to, std::string_view reason);
+  // A job whose run ended without a request (its task fenced itself): back to the queue with `reason`, devices
+  // released (restart_count + 1). FailedPrecondition unless it holds devices.
+  Status Requeue(JobId id, std::string_view reason);
   // Jobs holding devices on the node (scheduled, running, suspending), by id; for the agent's task list.
   std::vector<JobId> JobsOnNode(std::string_view node) const;
   // The scheduler's last reason for a queued job; "" when none.
@@ -125,8 +134,8 @@ class ControlPlane {
   // One scheduling pass now: `full` tries every queued job, else only the ones submitted since the last pass.
   // Returns the number of jobs placed. The loop calls it; tests may call it directly.
   int RunPass(bool full);
-  // Marks non-simulated nodes silent for `node_timeout` NotReady and requeues their jobs. The loop calls it on
-  // every tick; tests may call it directly.
+  // Marks non-simulated nodes silent for `node_timeout` NotReady, and requeues the jobs of those silent for
+  // `node_timeout + fence_margin`. The loop calls it on every tick; tests may call it directly.
   void CheckNodeTimeouts();
   // Asks the loop for a pass soon.
   void Wake(bool full);
@@ -136,6 +145,7 @@ class ControlPlane {
   // OK when the allocations in the store are exactly what the ClusterState holds (crash tests, /readyz).
   Status CheckConsistency() const;
   size_t queue_length() const;
+  TimeMicros node_timeout() const { return options_.node_timeout; }
 
  private:
   friend class ControlPlaneTestPeer;  // control_plane_test.cc: a pass stopped between booking and commit

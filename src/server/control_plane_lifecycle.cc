@@ -92,21 +92,33 @@ void ControlPlane::CheckNodeTimeouts() {
     std::lock_guard lock(mu_);
     for (int i = 0; i < state_.node_count(); ++i) {
       const Node& n = state_.node(i);
-      if (n.simulated || !n.ready) continue;
+      if (n.simulated) continue;
       TimeMicros seen;
       {
         std::lock_guard s(seen_mu_);
         seen = last_seen_[n.name];
       }
-      if (now - seen <= options_.node_timeout) continue;
-      if (!store_.SetNodeReady(n.name, false, now).ok()) continue;
-      (void)state_.SetNodeReady(i, false);
-      {
-        std::lock_guard s(seen_mu_);
-        maybe_not_ready_.insert(n.name);
+      const TimeMicros silent = now - seen;
+      if (silent <= options_.node_timeout) continue;
+      if (n.ready) {
+        if (!store_.SetNodeReady(n.name, false, now).ok()) continue;
+        (void)state_.SetNodeReady(i, false);
+        {
+          std::lock_guard s(seen_mu_);
+          maybe_not_ready_.insert(n.name);
+        }
+        std::fprintf(stderr,
+                     "xpool server: node %s not ready (no heartbeat for %llds); its tasks stop themselves, its jobs "
+                     "go back to the queue in %llds unless it reports\n",
+                     n.name.c_str(), static_cast<long long>(silent / kMicrosPerSecond),
+                     static_cast<long long>((options_.node_timeout + options_.fence_margin - silent + 999'999) /
+                                            kMicrosPerSecond));
       }
+      if (silent <= options_.node_timeout + options_.fence_margin) continue;
+      auto held = held_on_node_.find(i);
+      if (held == held_on_node_.end() || held->second.empty()) continue;
       std::fprintf(stderr, "xpool server: node %s lost (no heartbeat for %llds); requeueing its jobs\n", n.name.c_str(),
-                   static_cast<long long>((now - seen) / kMicrosPerSecond));
+                   static_cast<long long>(silent / kMicrosPerSecond));
       RequeueLostLocked(n.name, now);
       lost = true;
     }
@@ -114,12 +126,30 @@ void ControlPlane::CheckNodeTimeouts() {
   if (lost) Wake(true);
 }
 
+Status ControlPlane::Requeue(JobId id, std::string_view reason) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = held_.find(id);
+    if (it == held_.end() || it->second.committing) {
+      return FailedPreconditionError("job " + id.ToString() + " holds no devices");
+    }
+    // The store deletes every allocation of the job (all replicas, any node) in the same transaction.
+    RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kQueued, reason, clock_.NowMicros(), it->second.state));
+    ReleaseLocked(id);
+    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
+    EnqueueLocked(job);
+  }
+  Wake(true);
+  return Status::Ok();
+}
+
 void ControlPlane::RequeueLostLocked(const std::string& node, TimeMicros now) {
   const int index = state_.FindNode(node);
   auto indexed = held_on_node_.find(index);
   const std::vector<JobId> on_node = indexed == held_on_node_.end() ? std::vector<JobId>() : indexed->second;
   const std::string reason = "node " + node + " lost (no heartbeat for " +
-                             std::to_string(options_.node_timeout / kMicrosPerSecond) + "s): back in the queue";
+                             std::to_string((options_.node_timeout + options_.fence_margin) / kMicrosPerSecond) +
+                             "s): back in the queue";
   for (JobId id : on_node) {
     const JobState from = held_[id].state;
     // The store deletes every allocation of the job (all replicas, any node) in the same transaction.

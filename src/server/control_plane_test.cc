@@ -420,6 +420,32 @@ TEST_F(ControlPlaneTest, LostNodeRequeuesItsJobs) {
   EXPECT_TRUE(control_->CheckConsistency().ok());
 }
 
+// Fencing: a silent node is NotReady at the node timeout, but its jobs wait the margin more (its tasks stop
+// themselves at the node timeout); a node that reports inside the margin keeps them.
+TEST_F(ControlPlaneTest, LostNodesJobsWaitForTheFenceMargin) {
+  options_.node_timeout = 30 * kMicrosPerSecond;
+  options_.fence_margin = 5 * kMicrosPerSecond;
+  Open();
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(1, "A100", 81920).Build()).ok());
+  JobRecord j = Submit(Spec("a", 1));
+  EXPECT_EQ(control_->RunPass(true), 1);
+  ASSERT_TRUE(control_->TaskStarted(j.id, clock_.NowMicros()).ok());
+  clock_.Advance(31 * kMicrosPerSecond);
+  control_->CheckNodeTimeouts();
+  EXPECT_FALSE(control_->GetNode("n1")->node.ready);
+  EXPECT_EQ(StateOf(j.id), JobState::kRunning);  // inside the margin
+  ASSERT_TRUE(control_->Heartbeat("n1").ok());   // back in time: it keeps its job
+  EXPECT_TRUE(control_->GetNode("n1")->node.ready);
+  clock_.Advance(34 * kMicrosPerSecond);
+  control_->CheckNodeTimeouts();
+  EXPECT_EQ(StateOf(j.id), JobState::kRunning);
+  clock_.Advance(2 * kMicrosPerSecond);  // 36 s silent: past timeout + margin
+  control_->CheckNodeTimeouts();
+  EXPECT_EQ(StateOf(j.id), JobState::kQueued);
+  EXPECT_EQ(store_->GetJob(j.id)->restart_count, 1);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+}
+
 TEST_F(ControlPlaneTest, RebuildRestoresAllocationsAndQueue) {
   ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build()).ok());
   JobRecord placed = Submit(Spec("a", 1));

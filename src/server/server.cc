@@ -167,8 +167,8 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   RETURN_IF_ERROR(impl->control->Start());
   ApiOptions api_options;
   api_options.max_body_bytes = options.max_body_bytes;
-  impl->agents =
-      std::make_unique<AgentService>(*impl->control, *impl->store, std::filesystem::current_path(ec).string());
+  AgentService::DeclareMetrics(m);
+  impl->agents = std::make_unique<AgentService>(*impl->control, *impl->store, &impl->logs, &m);
   api_options.agents = impl->agents.get();
   api_options.logs = &impl->logs;
   api_options.usage_history = &impl->usage_history;
@@ -275,6 +275,7 @@ Status Server::Run(const std::function<void(int port)>& on_listening) {
 ControlPlane& Server::control_plane() { return *impl_->control; }
 StateStore& Server::store() { return *impl_->store; }
 agent::LogRelay& Server::log_relay() { return impl_->logs; }
+AgentService& Server::agent_service() { return *impl_->agents; }
 
 void Server::Shutdown() {
   if (impl_->agent_grpc) impl_->agent_grpc->Shutdown();

@@ -21,6 +21,7 @@ class LogRelay;
 
 namespace xpool::server {
 
+class AgentService;
 class ControlPlane;
 
 struct ServerOptions {
@@ -57,6 +58,8 @@ class Server {
   StateStore& store();
   // Task output shipped by agents (an in-process agent feeds it too, so `xpool logs` works under `xpool up`).
   agent::LogRelay& log_relay();
+  // The agents' side of the control plane (`xpool up` wires its in-process agent to it).
+  AgentService& agent_service();
 
  private:
   struct Impl;

@@ -85,7 +85,8 @@ struct JobRecord {
   // First submission; kept across suspend/resume and re-queueing so the job keeps its queue position.
   TimeMicros submitted_us = 0;
   TimeMicros updated_us = 0;  // last state change
-  // Times the job went back to the queue after it had run (running/suspending/suspended → queued).
+  // Times the job went back to the queue (from scheduled, running, suspending or suspended): the placement epoch
+  // every assignment and task report carries (docs/agent.md, "Fencing").
   int restart_count = 0;
   std::string pending_reason;    // the scheduler's "why pending"; "" when none
   std::string state_reason;      // reason given with the last transition
@@ -193,7 +194,7 @@ class StateStore {
   virtual Result<std::vector<JobRecord>> ListJobs(const JobFilter& filter) = 0;
   // Checks CheckTransition(current, to) in the transaction; records a "transition" event with `reason`.
   // Leaving the allocation-holding states (to queued, suspended or a terminal state) deletes the job's
-  // allocations in the same transaction. running/suspending/suspended → queued increments restart_count.
+  // allocations in the same transaction. Every → queued increments restart_count (the placement epoch).
   // Every transition clears pending_reason; → running sets last_start_us = now; → suspending records a
   // suspension (SuspensionsSince). Tasks follow: → queued/suspended resets them (state, node ""),
   // → a terminal state marks every unfinished task with it.

@@ -96,6 +96,11 @@ TYPED_TEST(StateStoreTest, LifecycleRecordsEveryTransitionAndReleasesAllocations
   EXPECT_EQ(job->state_reason, "resumed");
 
   ASSERT_TRUE(s.CommitPlacement(id, placement, "placed again", 60).ok());
+  // A scheduled job taken back (its node lost before it reported) gets a new epoch too: its agent may have
+  // started it, and that run must not pass for the next placement's.
+  ASSERT_TRUE(s.TransitionJob(id, JobState::kQueued, "node lost", 61).ok());
+  EXPECT_EQ(s.GetJob(id)->restart_count, 2);
+  ASSERT_TRUE(s.CommitPlacement(id, placement, "placed a third time", 62).ok());
   ASSERT_TRUE(s.TransitionJob(id, JobState::kRunning, "", 70).ok());
   ASSERT_TRUE(s.UpdateTask(id, 1, JobState::kSucceeded, 0, 79).ok());
   ASSERT_TRUE(s.TransitionJob(id, JobState::kSucceeded, "exit 0", 80).ok());
@@ -115,6 +120,7 @@ TYPED_TEST(StateStoreTest, LifecycleRecordsEveryTransitionAndReleasesAllocations
       {JobState::kQueued, JobState::kScheduled},   {JobState::kScheduled, JobState::kRunning},
       {JobState::kRunning, JobState::kSuspending}, {JobState::kSuspending, JobState::kSuspended},
       {JobState::kSuspended, JobState::kQueued},   {JobState::kQueued, JobState::kScheduled},
+      {JobState::kScheduled, JobState::kQueued},   {JobState::kQueued, JobState::kScheduled},
       {JobState::kScheduled, JobState::kRunning},  {JobState::kRunning, JobState::kSucceeded}};
   Result<std::vector<EventRecord>> events = s.JobEvents(id);
   ASSERT_EQ(events->size(), expected.size() + 1);

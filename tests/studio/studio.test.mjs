@@ -5,7 +5,7 @@
 // screenshot of each page in XPOOL_STUDIO_ARTIFACTS. Exit 0 = pass, 1 = fail, 77 = skipped (no Chromium).
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -30,6 +30,9 @@ const started = Date.now();
 const step = (what) => console.log(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${what}`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const dir = mkdtempSync(path.join(tmpdir(), 'xpool-studio-e2e-'));
+// Run as root, `xpool up` runs tasks as their tenant's uid with their directories next to its state dir: they must
+// be able to reach them (mkdtemp makes the directory 0700).
+chmodSync(dir, 0o755);
 mkdirSync(artifacts, { recursive: true });
 
 let server;

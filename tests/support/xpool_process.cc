@@ -11,6 +11,7 @@ std::filesystem::path TempDir(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() / ("xpool_e2e_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  LetTasksWrite(dir);
   return dir;
 }
 

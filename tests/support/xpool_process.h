@@ -53,7 +53,15 @@ inline std::string XpoolBinary() {
   return std::string(bin_dir ? bin_dir : ".") + "/bin/xpool";
 }
 
-// A new empty directory TMP/xpool_e2e_<name>_<pid> (an old one of that name is removed first).
+// Mode 1777 for `dir`: a test run as root runs its tasks as their tenant's uid (docs/agent.md, "Task identity"),
+// and tasks that write files (pid files, checkpoints) write them into the test's directory.
+inline void LetTasksWrite(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::permissions(dir, std::filesystem::perms::all | std::filesystem::perms::sticky_bit, ec);
+}
+
+// A new empty directory TMP/xpool_e2e_<name>_<pid> (an old one of that name is removed first), tasks may write in
+// it (LetTasksWrite).
 std::filesystem::path TempDir(const std::string& name);
 
 // Runs `[env] xpool ARGS` through the shell (arguments single-quoted; `env` is a prefix such as "HOME=/x A=b")
@@ -183,6 +191,7 @@ class UpProcess {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   const std::string& token() const { return token_; }
   std::string Log() const { return process_.Log(); }
+  pid_t pid() const { return process_.pid(); }
 
  private:
   std::filesystem::path dir_;

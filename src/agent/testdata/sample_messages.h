@@ -26,6 +26,7 @@ inline TaskAssignment SampleSharedSuspend() {
   a.spec.shares_device = true;
   a.spec.distributed = DistributedEnv{"h", 29400, 2, 1, 1};  // rank 1, local rank 1
   a.spec.suspend_signal = "SIGUSR2";
+  a.spec.tenant_id = 17;
   return a;
 }
 
@@ -37,6 +38,7 @@ inline void ExpectSameAssignment(const TaskAssignment& got, const TaskAssignment
   const LaunchSpec& w = want.spec;
   EXPECT_EQ(g.task_id, w.task_id);
   EXPECT_EQ(g.job_id, w.job_id);
+  EXPECT_EQ(g.tenant_id, w.tenant_id);
   EXPECT_EQ(g.replica, w.replica);
   EXPECT_EQ(g.restart_count, w.restart_count);
   EXPECT_EQ(g.argv, w.argv);
@@ -79,6 +81,7 @@ inline TaskReport SampleFailedReport() {
   r.status.pid = 1234;
   r.status.started_at = 10;
   r.status.ended_at = 20;
+  r.status.fenced = true;
   r.log_offset = 100;
   r.log_data = "step 1\nstep 2\n";
   return r;
@@ -99,6 +102,7 @@ inline void ExpectSameReportButLog(const TaskReport& got, const TaskReport& want
   EXPECT_EQ(got.status.pid, want.status.pid);
   EXPECT_EQ(got.status.started_at, want.status.started_at);
   EXPECT_EQ(got.status.ended_at, want.status.ended_at);
+  EXPECT_EQ(got.status.fenced, want.status.fenced);
   EXPECT_EQ(got.log_offset, want.log_offset);
 }
 

@@ -570,11 +570,10 @@ Status SqlStore::TransitionJob(JobId id, JobState to, std::string_view reason, T
                                      ": a job becomes scheduled only with its placement "
                                      "(CommitPlacement)");
     }
+    // restart_count is the job's placement epoch (docs/agent.md, "Fencing"): every way back to the queue bumps it,
+    // a scheduled job's too (its agent may have started it), so no two placements share one.
     int64_t restarts = ColInt(r.rows[0], 1);
-    if (to == JobState::kQueued &&
-        (from == JobState::kRunning || from == JobState::kSuspending || from == JobState::kSuspended)) {
-      ++restarts;
-    }
+    if (to == JobState::kQueued) ++restarts;
     // → running also sets the last start (min-runtime counts from it).
     RETURN_IF_ERROR(db_->Query(to == JobState::kRunning
                                    ? "UPDATE jobs SET state = $2, updated_us = $3, restart_count = $4, "

@@ -67,6 +67,7 @@ class TimeshareTest : public ::testing::Test {
                 {"priority", "low"},
                 {"preemptible", true},
                 {"checkpoint", {{"grace", grace}}},
+                {"workdir", dir_.string()},  // its checkpoints land here (the default is its own task directory)
                 {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"gpu", 1}, {"gpucores", 100}}},
                 {"command", command}};
   }

@@ -6,8 +6,8 @@
 // - a job exiting 3 is failed; a command that does not exist fails with the exec error and the agent lives on;
 //   cancel stops a running job's process;
 // - the server restarts → the tasks keep running and `xpool logs` shows their output again (re-sent tails);
-// - the agent stops (its tasks keep running) → its node is lost after --node-timeout and its jobs requeue; it
-//   starts again → it adopts the old runs, stops them and runs the requeued ones (restart 1);
+// - the agent stops (its tasks keep running) → at --node-timeout its tasks stop themselves (fencing), then its
+//   node is lost and its jobs requeue; it starts again → it runs the requeued ones (restart 1);
 // - an agent killed (SIGKILL) and restarted adopts its tasks: a running job goes on (same process, same restart
 //   count) to succeed; a job that exited meanwhile is reported with its exit code.
 // Bad input: a rejected token (the agent says so and retries; also through the HTTP fallback), a node token used
@@ -45,6 +45,7 @@ class AgentE2eTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("xpool-agent-e2e-" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "work");
+    xpool::testing::LetTasksWrite(dir_);
     port_ = FreePort();
     url_ = "http://127.0.0.1:" + std::to_string(port_);
     agent_port_ = FreePort();
@@ -59,9 +60,9 @@ class AgentE2eTest : public ::testing::Test {
                                      "200",
                                      "--agent-listen",
                                      "127.0.0.1:" + std::to_string(agent_port_)};
-    // 6 s: long enough that a restarted server is not left by its agent on a loaded machine (the agent must
-    // reconnect within it), short enough for the node-lost step.
-    args.insert(args.end(), {"--node-timeout", "6"});
+    // 10 s: long enough that a restarted server is not left by its agent on a loaded machine (the agent must have
+    // a heartbeat answered within it, or its tasks stop themselves: fencing), short enough for the node-lost step.
+    args.insert(args.end(), {"--node-timeout", "10"});
     server_args_ = args;
     ASSERT_TRUE(server_.Start(args, dir_ / "work", dir_ / "server.log"));
     ASSERT_TRUE(server_.WaitHealthy(port_, 30)) << server_.Log();
@@ -227,28 +228,26 @@ TEST_F(AgentE2eTest, RemoteAgentRunsJobsShipsLogsAndSurvivesNodeLoss) {
   // The restarted server lost its in-memory copy of the output; the agent re-sent each task's tail.
   LogsContaining(ids[1], "ENV-END");
 
-  // The agent stops; its tasks keep running under their shims → the node is lost → the jobs requeue (restart 1);
-  // it starts again → it adopts the old runs, stops them (the server restarted those jobs) and runs restart 1,
-  // never both at once.
+  // The agent stops; its tasks keep running under their shims, until the node timeout: then they stop themselves
+  // (fencing), before the server requeues their jobs (restart 1) at the node timeout plus its margin. The agent
+  // starts again → it reports the fenced runs (refused: an earlier epoch) and runs restart 1, never both at once.
   agent_.Stop();
   EXPECT_TRUE(agent_.WaitForLog("keep running", 1)) << agent_.Log();
   for (size_t i = 1; i < pids.size(); ++i) EXPECT_TRUE(ProcessAlive(pids[i])) << "task " << i << " died with its agent";
-  ASSERT_TRUE(WaitNodeReady(false, 15)) << server_.Log();
+  ASSERT_TRUE(WaitNodeReady(false, 20)) << server_.Log();
   for (size_t i = 1; i < ids.size(); ++i) {
-    Json j = rest_->WaitState(ids[i], "queued", 15);
+    Json j = rest_->WaitState(ids[i], "queued", 20);
     EXPECT_GE(j.value("restart_count", 0), 1) << j.dump();
+    EXPECT_FALSE(ProcessAlive(pids[i])) << "task " << i << " still runs after the server requeued its job";
   }
+  EXPECT_NE(ReadFile(dir_ / "agent" / ("job" + std::to_string(ids[1]) + "-r0") / "output.log").find("fenced"),
+            std::string::npos);
   ASSERT_TRUE(StartAgent(dir_ / (std::string(kNode) + ".token")));
   ASSERT_TRUE(WaitNodeReady(true, 15)) << agent_.Log();
   for (size_t i = 1; i < ids.size(); ++i) {
     Json j = rest_->WaitState(ids[i], "running", 20);
     EXPECT_GE(j.value("restart_count", 0), 1) << j.dump();
   }
-  for (size_t i = 1; i < pids.size(); ++i) {
-    for (int k = 0; k < 100 && ProcessAlive(pids[i]); ++k) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    EXPECT_FALSE(ProcessAlive(pids[i])) << "task " << i << "'s stale run 0 still runs beside its run 1";
-  }
-  EXPECT_TRUE(agent_.WaitForLog("the server restarted it as run 1", 1)) << agent_.Log();
   LogsContaining(ids[1], "XPOOL_RESTART_COUNT=1");  // the rerun's env, after the first run's output
 }
 
@@ -281,7 +280,7 @@ TEST_F(AgentE2eTest, RestartedAgentAdoptsItsTasks) {
   for (int k = 0; k < 50 && ProcessAlive(exits_pid); ++k) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(ProcessAlive(exits_pid));
   EXPECT_TRUE(ProcessAlive(counter_pid)) << "the task died with its agent";
-  // Back well within the server's --node-timeout (6 s): the node is not lost, nothing is requeued.
+  // Back well within the server's --node-timeout (10 s): the node is not lost, nothing is requeued.
   ASSERT_TRUE(StartAgent(dir_ / (std::string(kNode) + ".token")));
   EXPECT_TRUE(agent_.WaitForLog("adopted 1 running and 1 ended task(s)", 20)) << agent_.Log();
   Json failed = rest_->WaitState(exits, "failed");
