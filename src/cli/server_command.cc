@@ -23,7 +23,7 @@ int RunServer(const Args& args) {
   flags.String("store", &options.store, "postgres://... to keep state in PostgreSQL (default: SQLite in --state-dir)");
   flags.String("policy", &options.policy, "placement policy, any name MakePolicy knows (default: default)");
   flags.Int("max-body", &max_body, "largest request body in bytes (default 1 MiB); larger is 413");
-  flags.Int("threads", &threads, "HTTP worker threads (default 128; each open keep-alive connection holds one)");
+  flags.Int("threads", &threads, "HTTP worker threads running requests (default 128)");
   flags.Int("tick-ms", &options.tick_ms, "periodic scheduling pass interval in ms (default 1000)");
   AddSharedServerFlags(flags, &options);
   int code = 0;

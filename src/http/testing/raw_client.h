@@ -75,6 +75,12 @@ class RawClient {
 
   bool connected() const { return fd_ >= 0; }
   int fd() const { return fd_; }
+  size_t bytes_read() const { return bytes_read_; }  // every byte received so far, answers and discarded input
+  // True when nothing has come back yet and the server has not closed: poll() reports no event at once.
+  bool Quiet() const {
+    pollfd p{fd_, POLLIN, 0};
+    return fd_ >= 0 && buffer_.empty() && ::poll(&p, 1, 0) == 0;
+  }
 
   bool Send(std::string_view bytes) {
     while (!bytes.empty() && fd_ >= 0) {
@@ -131,11 +137,13 @@ class RawClient {
       return false;
     }
     buffer_.append(chunk, static_cast<size_t>(n));
+    bytes_read_ += static_cast<size_t>(n);
     return true;
   }
 
   int fd_ = -1;
   bool closed_ = false;
+  size_t bytes_read_ = 0;
   std::string buffer_;
 };
 
