@@ -100,7 +100,8 @@ struct Conn {
   bool continue_sent = false;
   bool close_after_write = false;
   int version_minor = 1;
-  std::string in;  // unread input, from the current request's first byte
+  size_t reserved = 0;  // this connection's body, as counted in Impl::buffered_bodies
+  std::string in;       // unread input, from the current request's first byte
   RequestParser parser;
   std::string out;
   size_t out_pos = 0;
@@ -136,6 +137,7 @@ struct HttpServer::Impl {
   std::unordered_map<std::string, int> per_client;
   int counted_open = 0;
   int lingering = 0;
+  size_t buffered_bodies = 0;  // the bodies being received (Conn::reserved, summed)
   uint64_t next_id = 1;
   int64_t now = 0;
   std::vector<char> read_buffer = std::vector<char>(kReadChunk);
@@ -161,6 +163,8 @@ struct HttpServer::Impl {
   void OnEvent(int fd, uint32_t events);
   bool OnReadable(Conn& c);
   bool TryParse(Conn& c);
+  bool Reserve(Conn& c, size_t bytes);  // counts c's body at `bytes` against max_buffered_body_bytes
+  void Release(Conn& c);
   bool RespondError(Conn& c, int status, const std::string& message);
   bool TryWrite(Conn& c);
   void OnAnswers();
@@ -401,11 +405,24 @@ bool HttpServer::Impl::OnReadable(Conn& c) {
   if (c.phase == Conn::Phase::kBusy || c.phase == Conn::Phase::kWriting) return true;
   size_t total = 0;
   while (total < kMaxReadPerEvent) {
-    const ssize_t n = ::recv(c.fd, read_buffer.data(), read_buffer.size(), 0);
+    size_t want = read_buffer.size();
+    if (c.phase == Conn::Phase::kHead || c.phase == Conn::Phase::kIdle) {
+      // Before its head is complete a connection holds no more than the head limit (+1, to see it passed).
+      const size_t limit = options.limits.max_header_bytes + 1;
+      want = std::min(want, limit > c.in.size() ? limit - c.in.size() : 1);
+    }
+    const ssize_t n = ::recv(c.fd, read_buffer.data(), want, 0);
     if (n > 0) {
       total += static_cast<size_t>(n);
-      if (c.phase != Conn::Phase::kLinger) c.in.append(read_buffer.data(), static_cast<size_t>(n));
-      if (static_cast<size_t>(n) < read_buffer.size()) break;  // drained, most likely: skip the EAGAIN call
+      if (c.phase == Conn::Phase::kLinger) continue;  // drained and dropped
+      c.in.append(read_buffer.data(), static_cast<size_t>(n));
+      if (c.phase == Conn::Phase::kIdle) {
+        c.phase = Conn::Phase::kHead;
+        c.deadline = now + options.header_timeout_ms;
+      }
+      if (!TryParse(c)) return false;
+      if (c.phase != Conn::Phase::kHead && c.phase != Conn::Phase::kBody) return true;  // nothing more to read now
+      if (static_cast<size_t>(n) < want) break;  // drained, most likely: skip the EAGAIN call
       continue;
     }
     if (n == 0) {
@@ -417,20 +434,12 @@ bool HttpServer::Impl::OnReadable(Conn& c) {
     Close(c);
     return false;
   }
-  if (c.phase == Conn::Phase::kLinger) {
-    if (!c.peer_closed) return true;
-    Close(c);
+  if (!c.peer_closed) return true;
+  if (c.phase == Conn::Phase::kLinger || c.phase == Conn::Phase::kIdle) {
+    Close(c);  // the client closed: after our answer, or its idle keep-alive connection
     return false;
   }
-  if (c.phase == Conn::Phase::kIdle) {
-    if (c.in.empty()) {
-      Close(c);  // the client closed its idle keep-alive connection
-      return false;
-    }
-    c.phase = Conn::Phase::kHead;
-    c.deadline = now + options.header_timeout_ms;
-  }
-  return TryParse(c);
+  return TryParse(c);  // a request the client finished before closing is still answered; a partial one is not
 }
 
 bool HttpServer::Impl::TryParse(Conn& c) {
@@ -438,6 +447,10 @@ bool HttpServer::Impl::TryParse(Conn& c) {
     case ParseState::kNeedHead:
       break;
     case ParseState::kNeedBody:
+      if (!Reserve(c, c.parser.body_bytes_expected())) {
+        stats.bodies_refused.fetch_add(1, std::memory_order_relaxed);
+        return RespondError(c, 503, "too many request bodies being received; retry later");
+      }
       if (c.phase != Conn::Phase::kBody) {
         c.phase = Conn::Phase::kBody;
         c.deadline = now + options.body_timeout_ms;
@@ -452,6 +465,7 @@ bool HttpServer::Impl::TryParse(Conn& c) {
       }
       break;
     case ParseState::kComplete: {
+      Release(c);  // the body goes to a worker (at most worker_threads of them at once)
       Job job{c.fd, c.id, std::move(c.parser.request())};
       c.in.erase(0, c.parser.consumed());
       c.parser.Reset();
@@ -483,8 +497,23 @@ bool HttpServer::Impl::TryParse(Conn& c) {
   return true;
 }
 
+bool HttpServer::Impl::Reserve(Conn& c, size_t bytes) {
+  if (bytes <= c.reserved) return true;
+  if (buffered_bodies + (bytes - c.reserved) > options.max_buffered_body_bytes) return false;
+  buffered_bodies += bytes - c.reserved;
+  c.reserved = bytes;
+  return true;
+}
+
+void HttpServer::Impl::Release(Conn& c) {
+  buffered_bodies -= c.reserved;
+  c.reserved = 0;
+}
+
 bool HttpServer::Impl::RespondError(Conn& c, int status, const std::string& message) {
+  Release(c);
   HttpResponse r = ErrorResponse(status, message);
+  if (status == 503) r.headers.emplace_back("Retry-After", std::to_string(options.retry_after_s));
   c.out = Serialize(r, false, true, c.parser.request().version_minor);
   c.out_pos = 0;
   c.phase = Conn::Phase::kWriting;
@@ -598,6 +627,7 @@ void HttpServer::Impl::SetEvents(Conn& c, uint32_t events) {
 
 void HttpServer::Impl::Close(Conn& c) {
   const int fd = c.fd;
+  Release(c);
   if (c.counted) {
     --counted_open;
     auto it = per_client.find(c.peer);

@@ -21,7 +21,8 @@
 //   head has passed these checks. Chunked bodies are decoded; a request without Content-Length or
 //   Transfer-Encoding has no body.
 // - Caps: past max_connections open connections, or max_connections_per_client from one address, a new
-//   connection is answered 503 with "Retry-After" and closed.
+//   connection is answered 503 with "Retry-After" and closed; so is a request whose body would take the bodies
+//   being received past max_buffered_body_bytes.
 // - HEAD is answered as GET without the body. Errors the transport answers itself (400, 408, 413, 414, 431,
 //   501, 503, 505) get the body ErrorResponder makes (plain text when none is given) and close the connection.
 // No TLS. Thread-safe: Stop() and stats() from any thread; Bind and Serve from one thread, Bind first.
@@ -47,6 +48,11 @@ struct HttpServerOptions {
   int64_t idle_timeout_ms = 30'000;   // a keep-alive connection between requests
   int64_t write_timeout_ms = 10'000;  // an answer that makes no progress this long is dropped
   int retry_after_s = 1;              // the Retry-After of a 503 past a cap
+  // Request bodies being received, all connections together (each counted at its Content-Length, or as far as
+  // it has come when chunked): a request whose body would go past it gets 503 and Retry-After. With the head
+  // limit (a connection reads no more than that before its head is complete), this bounds the memory that
+  // clients without a token can make the server hold.
+  size_t max_buffered_body_bytes = 256 << 20;
 };
 
 // Counters since start (and connections open now), for metrics and tests. Read with relaxed loads.
@@ -54,6 +60,7 @@ struct HttpServerStats {
   std::atomic<int64_t> connections_open{0};
   std::atomic<int64_t> connections_accepted{0};
   std::atomic<int64_t> connections_refused{0};  // past a cap: 503 (or closed at once past the linger budget)
+  std::atomic<int64_t> bodies_refused{0};       // past max_buffered_body_bytes: 503
   std::atomic<int64_t> requests{0};             // handed to the handler
   std::atomic<int64_t> bad_requests{0};         // answered by the transport: 400, 413, 414, 431, 501, 505
   std::atomic<int64_t> timeouts{0};             // head, body or write deadline missed (idle closes not counted)

@@ -262,6 +262,36 @@ TEST_F(HttpServerTest, PastTheTotalCapNewConnectionsGet503) {
   EXPECT_GE(server_->stats().connections_refused.load(), 1);
 }
 
+TEST_F(HttpServerTest, BodiesPastTheBufferBudgetGet503UntilOthersFinish) {
+  HttpServerOptions o;
+  o.max_buffered_body_bytes = 1000;
+  Start(o);
+  const std::string head = "POST /b HTTP/1.1\r\nContent-Length: 800\r\n\r\n";
+  RawClient first(port_);
+  // 800 bytes counted once the head is read; "100 Continue" says it was.
+  ASSERT_TRUE(first.Send("POST /b HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 800\r\n\r\n"));
+  auto cont = first.Read();
+  ASSERT_TRUE(cont);
+  ASSERT_EQ(cont->status, 100);
+  ASSERT_TRUE(first.Send(std::string(100, 'a')));
+  RawClient second(port_);
+  ASSERT_TRUE(second.Send(head));
+  auto refused = second.Read();
+  ASSERT_TRUE(refused) << "no answer: the second body was accepted past the budget";
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_EQ(refused->Header("Retry-After"), "1");
+  EXPECT_EQ(server_->stats().bodies_refused.load(), 1);
+  ASSERT_TRUE(first.Send(std::string(700, 'a')));
+  auto done = first.Read();
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->status, 200);
+  RawClient third(port_);  // the first body was handed over: its share is free again
+  ASSERT_TRUE(third.Send(head + std::string(800, 'c')));
+  auto r = third.Read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
 TEST_F(HttpServerTest, AClientThatStopsReadingIsDroppedAndStallsNoOne) {
   HttpServerOptions o;
   o.write_timeout_ms = 300;

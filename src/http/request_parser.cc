@@ -71,7 +71,7 @@ int HexValue(char c) {
 void RequestParser::Reset() {
   phase_ = Phase::kHead;
   request_ = HttpRequest{};
-  pos_ = scan_ = remaining_ = trailer_bytes_ = 0;
+  pos_ = scan_ = remaining_ = declared_ = trailer_bytes_ = 0;
   error_status_ = 0;
   error_message_.clear();
 }
@@ -263,7 +263,7 @@ bool RequestParser::DecideFraming() {
     phase_ = Phase::kChunkSize;
   } else if (length > 0) {
     phase_ = Phase::kLengthBody;
-    remaining_ = length;
+    remaining_ = declared_ = length;
   } else {
     phase_ = Phase::kDone;  // no body (RFC 9112 section 6.3: no length, no body)
   }

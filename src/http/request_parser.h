@@ -14,6 +14,7 @@
 // head, so a client that sends a body without saying how long never holds anything. Both headers together,
 // differing Content-Lengths, other transfer codings and obsolete line folding are refused (request smuggling).
 // Owned by one connection; not thread-safe.
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -41,6 +42,8 @@ class RequestParser {
   HttpRequest& request() { return request_; }
   // After kComplete: the request's length in the buffer.
   size_t consumed() const { return pos_; }
+  // After kNeedBody: the body's size as far as known now (its Content-Length; a chunked body's size so far).
+  size_t body_bytes_expected() const { return std::max(declared_, request_.body.size()); }
   // After kError.
   int error_status() const { return error_status_; }
   const std::string& error_message() const { return error_message_; }
@@ -67,6 +70,7 @@ class RequestParser {
   size_t pos_ = 0;        // bytes of the buffer parsed so far
   size_t scan_ = 0;       // the head: where the search for its end resumes
   size_t remaining_ = 0;  // kLengthBody / kChunkData: body bytes still to come
+  size_t declared_ = 0;   // the Content-Length
   size_t trailer_bytes_ = 0;
   int error_status_ = 0;
   std::string error_message_;
