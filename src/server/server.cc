@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <mutex>
 
 #include "agent/log_relay.h"
@@ -128,6 +129,9 @@ struct Server::Impl {
   Status RunThreaded(const std::string& host, int port, const std::function<void(int)>& on_listening);
   void Announce(const std::string& host, int port) const;
   http::HttpResponse Respond(http::HttpRequest& request);
+  void ExportHttpStats();
+  std::mutex exported_mu;
+  std::map<std::string, int64_t> exported;  // the transport's counters as last added to `metrics`
 };
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -181,6 +185,10 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   m.DeclareGauge("xpool_device_cores_capacity_milli", "Device compute capacity (milli-devices; 1000 = whole).");
   m.DeclareGauge("xpool_device_cores_allocated_milli", "Device compute allocated to tasks (milli-devices).");
   Api::DeclareMetrics(m);
+  m.DeclareGauge("xpool_http_connections", "HTTP connections open (--http-transport epoll).");
+  m.DeclareCounter("xpool_http_refused_total",
+                   "HTTP connections and requests the transport refused or dropped, by reason: connection_cap, "
+                   "body_budget (503), bad_request (400/413/414/431/501/505), timeout (408 or dropped).");
 
   ControlPlaneOptions cp;
   cp.policy = options.policy;
@@ -232,9 +240,27 @@ void Server::Impl::Announce(const std::string& host, int port) const {
   std::fflush(stderr);
 }
 
+// The transport's counters into the metrics, before /metrics is rendered (counters get what grew since).
+void Server::Impl::ExportHttpStats() {
+  if (!http) return;
+  const http::HttpServerStats& st = http->stats();
+  metrics.GaugeSet("xpool_http_connections", {}, static_cast<double>(st.connections_open.load()));
+  std::lock_guard<std::mutex> lock(exported_mu);
+  const std::pair<const char*, int64_t> now[] = {{"connection_cap", st.connections_refused.load()},
+                                                 {"body_budget", st.bodies_refused.load()},
+                                                 {"bad_request", st.bad_requests.load()},
+                                                 {"timeout", st.timeouts.load()}};
+  for (const auto& [reason, value] : now) {
+    int64_t& last = exported[reason];
+    if (value > last) metrics.CounterAdd("xpool_http_refused_total", {{"reason", reason}}, double(value - last));
+    last = std::max(last, value);
+  }
+}
+
 // One complete request: Studio's files, else the API. Runs on an HTTP worker.
 http::HttpResponse Server::Impl::Respond(http::HttpRequest& request) {
   http::HttpResponse res;
+  if (request.path == "/metrics") ExportHttpStats();
   if (Studio::Handles(request.method, request.path)) {
     StudioResponse r = studio->Serve(request.path);
     res.status = r.status;

@@ -226,6 +226,11 @@ TEST_F(HttpTransportTest, PastTheConnectionsPerClientCapNewOnesGet503) {
     if (!back) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_TRUE(back) << "the cap was not released after the connections closed";
+  auto metrics = server_->Client("")->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("xpool_http_refused_total{reason=\"connection_cap\"} 1\n"), std::string::npos)
+      << metrics->body;
+  EXPECT_NE(metrics->body.find("xpool_http_connections "), std::string::npos) << metrics->body;
 }
 
 TEST_F(HttpTransportTest, CurlKeepAliveRateLimitedUploadExpectContinueAndHead) {

@@ -323,10 +323,14 @@ int main(int argc, char** argv) {
                       (mode == "http" && (scenario == "slow" || scenario == "keepalive"));
     if (mode != scenario && !pair) continue;
     const int64_t n_clients = clients > 0 ? clients : (scenario == "keepalive" ? 32 : 64);
-    for (const std::string& transport : SplitComma(transports)) {
-      std::printf("== %s, --http-transport %s\n", scenario.c_str(), transport.c_str());
-      std::vector<double> results;
-      for (int64_t run = 0; run < runs; ++run) {
+    // Runs alternate between the transports (run 1 of each, then run 2 of each, ...), so that the machine's
+    // load drifting during the benchmark touches them alike.
+    const std::vector<std::string> list = SplitComma(transports);
+    std::map<std::string, std::vector<double>> results;
+    for (int64_t run = 0; run < runs; ++run) {
+      for (const std::string& transport : list) {
+        std::printf("== %s, --http-transport %s, run %lld\n", scenario.c_str(), transport.c_str(),
+                    static_cast<long long>(run + 1));
         auto dir = std::filesystem::temp_directory_path() /
                    ("xpool_load_" + scenario + "_" + std::to_string(::getpid()) + "_" + std::to_string(run));
         std::filesystem::remove_all(dir);
@@ -335,31 +339,40 @@ int main(int argc, char** argv) {
         // Enough HTTP workers for every keep-alive connection of the tool (the threads transport holds one per
         // open connection); the slow scenario runs with the server's default.
         std::string extra = "--http-transport " + transport + " " + server_flags;
-        if (scenario != "slow")
+        if (scenario != "slow") {
           extra = "--threads " + std::to_string(std::max<int64_t>(64, n_clients + 32)) + " " + extra;
+        }
         if (!server.Start(extra)) {
           std::fprintf(stderr, "cannot start %s:\n%s\n", xpool.c_str(), server.Log().c_str());
           return 1;
         }
         const std::string url = server.url(), token = server.AdminToken();
+        double result = 0;
         if (scenario == "submit") {
-          results.push_back(Submit(url, token, int(n_clients), int(seconds)));
+          result = Submit(url, token, int(n_clients), int(seconds));
         } else if (scenario == "heartbeat") {
-          results.push_back(Heartbeat(url, token, int(nodes), int(seconds)));
+          result = Heartbeat(url, token, int(nodes), int(seconds));
         } else if (scenario == "slow") {
-          results.push_back(Slow(server.port(), int(slow), int(seconds)));
+          result = Slow(server.port(), int(slow), int(seconds));
         } else {
-          results.push_back(KeepAlive(url, token, int(n_clients), int(seconds)));
+          result = KeepAlive(url, token, int(n_clients), int(seconds));
         }
+        results[transport].push_back(result);
         server.Stop();
         std::filesystem::remove_all(dir);
-        if (results.back() < 0) return 1;
+        if (result < 0) return 1;
       }
-      if (runs > 1) {
-        std::printf("%s (%s): median of %lld runs: %.2f %s\n", scenario.c_str(), transport.c_str(),
-                    static_cast<long long>(runs), Percentile(results, 0.5),
-                    scenario == "submit" ? "durable submissions/s" : "ms p99");
+    }
+    for (const std::string& transport : list) {
+      if (runs == 1 && list.size() == 1) break;
+      const double median = Percentile(results[transport], 0.5);
+      if (scenario == "slow" && median >= 1e9) {
+        std::printf("%s (%s): median of %lld runs: under 99 %% of the probes answered\n", scenario.c_str(),
+                    transport.c_str(), static_cast<long long>(runs));
+        continue;
       }
+      std::printf("%s (%s): median of %lld runs: %.2f %s\n", scenario.c_str(), transport.c_str(),
+                  static_cast<long long>(runs), median, scenario == "submit" ? "durable submissions/s" : "ms p99");
     }
   }
   return 0;
