@@ -32,6 +32,8 @@ struct Runtime {
   SharedRegion fallback;
   SharedRegion* region = nullptr;
   AllocTracker tracker;
+  MemoryLedger ledger;
+  std::recursive_mutex ledger_mutex;
   std::mutex primary_mutex;
   int primary_refs[kMaxDevices] = {};
 };
@@ -89,6 +91,8 @@ void OpenRegion(Runtime& rt) {
 void AfterForkInChild() {
   Runtime& rt = Rt();
   rt.tracker.Clear();
+  new (&rt.ledger_mutex) std::recursive_mutex();
+  rt.ledger.Clear();
   new (&rt.primary_mutex) std::mutex();
   memset(rt.primary_refs, 0, sizeof(rt.primary_refs));
   if (rt.region != nullptr) {
@@ -147,11 +151,22 @@ int CurrentDevice() {
   return dev;
 }
 
+bool ReserveExact(int dev, uint64_t bytes) {
+  if (!MemoryLimited(dev)) return true;
+  Runtime& rt = Rt();
+  if (rt.region == nullptr) return false;
+  return rt.region->TryCharge(dev, bytes, rt.limits.device[dev].memory_bytes);
+}
+
 bool Reserve(int dev, uint64_t bytes) {
   if (!MemoryLimited(dev)) return true;
   Runtime& rt = Rt();
   if (rt.region == nullptr) return false;
-  bool ok = rt.region->TryCharge(dev, bytes, rt.limits.device[dev].memory_bytes);
+  bool ok = ReserveExact(dev, bytes);
+  if (!ok) {
+    ReconcileWithDriver(dev);
+    ok = ReserveExact(dev, bytes);
+  }
   if (!ok) {
     Log(LogLevel::kInfo, "device %d: %llu bytes refused (limit %llu, in use %llu)", dev,
         static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(rt.limits.device[dev].memory_bytes),
@@ -160,15 +175,23 @@ bool Reserve(int dev, uint64_t bytes) {
   return ok;
 }
 
+void ForceCharge(int dev, uint64_t bytes) {
+  if (!MemoryLimited(dev) || Rt().region == nullptr || bytes == 0) return;
+  Rt().region->TryCharge(dev, bytes, UINT64_MAX);
+}
+
 void Unreserve(int dev, uint64_t bytes) {
-  if (!MemoryLimited(dev) || Rt().region == nullptr) return;
+  if (!MemoryLimited(dev) || Rt().region == nullptr || bytes == 0) return;
   Rt().region->Release(dev, bytes);
 }
 
-void Remember(AllocKind kind, uint64_t handle, int dev, uint64_t bytes) {
+void Remember(AllocKind kind, uint64_t handle, int dev, uint64_t bytes, uint64_t pool) {
   if (!MemoryLimited(dev)) return;
-  Rt().tracker.Add(kind, handle, Charge{dev, bytes});
+  Rt().tracker.Add(kind, handle, Charge{dev, bytes, pool});
 }
+
+MemoryLedger& Ledger() { return Rt().ledger; }
+std::recursive_mutex& LedgerMutex() { return Rt().ledger_mutex; }
 
 bool TakeCharge(AllocKind kind, uint64_t handle, Charge* charge) {
   return AnyMemoryLimit() && Rt().tracker.Take(kind, handle, charge);

@@ -95,6 +95,8 @@ class Child {
   }
 
   void Kill() { kill(pid_, SIGKILL); }
+  // What was read so far (WaitForOutput), without waiting for the process.
+  Outcome Peek() const { return outcome_; }
 
   Outcome Wait() {
     char buf[4096];
@@ -176,6 +178,50 @@ TEST(VgpuPreloadTest, LimitHoldsOnEveryAllocationPath) {
     int expected = std::string(mode) == "procaddr" ? 10 : 14;
     EXPECT_NE(o.out.find("paths tested " + std::to_string(expected)), std::string::npos) << Describe(o);
   }
+}
+
+// Memory that outlives one allocate/free pair: each scenario tries to exceed the limit through one path.
+TEST(VgpuPreloadTest, MemoryStreamOrderedPoolsKeepStaysCharged) {
+  for (const char* mode : kModes) {
+    SCOPED_TRACE(mode);
+    Outcome o = RunProbe({mode, "pools", "256"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "256"}});
+    EXPECT_EQ(o.exit_code, 0) << Describe(o);
+  }
+}
+
+TEST(VgpuPreloadTest, GraphMemoryNodesAreChargedWhenInstantiated) {
+  for (const char* mode : {"direct", "dlsym"}) {
+    SCOPED_TRACE(mode);
+    Outcome o = RunProbe({mode, "graphs", "256"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "256"}});
+    EXPECT_EQ(o.exit_code, 0) << Describe(o);
+  }
+}
+
+TEST(VgpuPreloadTest, VmmMemoryStaysChargedWhileMappedRetainedOrExported) {
+  for (const char* mode : {"direct", "dlsym"}) {
+    SCOPED_TRACE(mode);
+    Outcome o = RunProbe({mode, "vmm", "256"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "256"}});
+    EXPECT_EQ(o.exit_code, 0) << Describe(o);
+  }
+}
+
+TEST(VgpuPreloadTest, IpcImportedMemoryIsChargedToTheImporter) {
+  // The exporter is another task's process (no limit); the importer's limit must count what it maps.
+  Child exporter(XPOOL_VGPU_PROBE, {"direct", "ipcexport", "600"}, {}, /*preload=*/false);
+  ASSERT_TRUE(exporter.WaitForOutput(" end", 10000));
+  Outcome shown = exporter.Peek();
+  size_t at = shown.out.find("handle ");
+  ASSERT_NE(at, std::string::npos);
+  std::string hex = shown.out.substr(at + 7, 128);
+  for (const char* mode : {"direct", "dlsym"}) {
+    SCOPED_TRACE(mode);
+    Outcome fits = RunProbe({mode, "ipcimport", "1024", hex, "600"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "1024"}});
+    EXPECT_EQ(fits.exit_code, 0) << Describe(fits);
+    Outcome over = RunProbe({mode, "ipcimport", "512", hex, "600"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "512"}});
+    EXPECT_EQ(over.exit_code, 0) << Describe(over);
+  }
+  exporter.Kill();
+  exporter.Wait();
 }
 
 TEST(VgpuPreloadTest, ThreadsOfOneProcessShareTheLimitExactly) {
