@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <memory>
+#include <new>
 #include <vector>
 
 #include "vgpu/internal/memory_hooks.h"
@@ -70,14 +72,19 @@ int LocationDevice(const CUmemLocation& location) {
 
 // ---------------------------------------------------------------- graphs
 constexpr int kMaxGraphDepth = 8;
+constexpr size_t kMaxGraphNodes = size_t{1} << 24;
 
-// Adds the bytes of every memory allocation node of `graph` (and of its child graphs) to `needs`, per device.
-void AddGraphNeeds(CUgraph graph, int depth, uint64_t needs[kMaxDevices]) {
+// Adds the bytes of every memory allocation node of `graph` (and of its child graphs) to `needs`, per device. False
+// when the graph could not be walked (too deep, too many nodes): it is then not instantiated.
+bool AddGraphNeeds(CUgraph graph, int depth, uint64_t needs[kMaxDevices]) {
   size_t count = 0;
-  if (depth > kMaxGraphDepth || real::cuGraphGetNodes(graph, nullptr, &count) != CUDA_SUCCESS || count == 0) return;
-  std::vector<CUgraphNode> nodes(count);
-  if (real::cuGraphGetNodes(graph, nodes.data(), &count) != CUDA_SUCCESS) return;
-  for (size_t i = 0; i < count && i < nodes.size(); ++i) {
+  if (depth > kMaxGraphDepth) return false;
+  if (real::cuGraphGetNodes(graph, nullptr, &count) != CUDA_SUCCESS || count == 0) return true;
+  std::unique_ptr<CUgraphNode[]> nodes(count <= kMaxGraphNodes ? new (std::nothrow) CUgraphNode[count] : nullptr);
+  if (nodes == nullptr) return false;
+  const size_t capacity = count;
+  if (real::cuGraphGetNodes(graph, nodes.get(), &count) != CUDA_SUCCESS) return true;
+  for (size_t i = 0; i < count && i < capacity; ++i) {
     CUgraphNodeType type;
     if (real::cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS) continue;
     if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
@@ -87,9 +94,13 @@ void AddGraphNeeds(CUgraph graph, int depth, uint64_t needs[kMaxDevices]) {
       if (dev >= 0 && dev < kMaxDevices) needs[dev] += params.bytesize;
     } else if (type == CU_GRAPH_NODE_TYPE_GRAPH) {
       CUgraph child = nullptr;
-      if (real::cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS) AddGraphNeeds(child, depth + 1, needs);
+      if (real::cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS &&
+          !AddGraphNeeds(child, depth + 1, needs)) {
+        return false;
+      }
     }
   }
+  return true;
 }
 
 // Charges what instantiating a graph with these needs takes; false (nothing charged) when it does not fit.
@@ -115,7 +126,10 @@ CUresult GraphInstantiate(CUgraphExec* exec, CUgraph graph, Call call) {
   EnsureCudaInit();
   if (!AnyMemoryLimit() || exec == nullptr || graph == nullptr) return call();
   uint64_t per_device[kMaxDevices] = {};
-  AddGraphNeeds(graph, 0, per_device);
+  if (!AddGraphNeeds(graph, 0, per_device)) {
+    Log(LogLevel::kWarn, "graph refused: too deep or too large to count its memory nodes");
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   std::vector<DeviceBytes> needs;
   for (int d = 0; d < kMaxDevices; ++d) {
     if (per_device[d] > 0 && MemoryLimited(d)) needs.push_back(DeviceBytes{d, per_device[d]});
