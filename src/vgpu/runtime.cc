@@ -60,9 +60,10 @@ void LoadRealCuda() {
 }
 
 void OpenRegion(Runtime& rt) {
-  const char* path = getenv(XPOOL_ENV_SHARED_REGION);
+  char path[4096];
+  const char* source = ResolveRegionPath(environ, path, sizeof(path));
   const uint64_t start = ProcessStartTime(getpid());
-  if (path != nullptr && *path != '\0') {
+  if (source != nullptr) {
     char identity[kRegionIdentityBytes];
     const char* job = getenv(XPOOL_ENV_JOB_ID);
     const char* replica = getenv(XPOOL_ENV_REPLICA);
@@ -71,7 +72,7 @@ void OpenRegion(Runtime& rt) {
     SharedRegion::OpenStatus status = rt.shared.OpenFile(path, identity, why, sizeof(why));
     if (status == SharedRegion::OpenStatus::kOk && rt.shared.Attach(getpid(), start)) {
       rt.region = &rt.shared;
-      Log(LogLevel::kInfo, "shared region %s attached (task '%s')", path, identity);
+      Log(LogLevel::kInfo, "shared region %s (from %s) attached (task '%s')", path, source, identity);
       return;
     }
     if (status == SharedRegion::OpenStatus::kOk) {
@@ -79,7 +80,8 @@ void OpenRegion(Runtime& rt) {
     }
     Log(LogLevel::kError, "refusing shared region %s: %s; enforcing the limits per process instead", path, why);
   } else {
-    Log(LogLevel::kInfo, "%s is not set: enforcing the limits per process", XPOOL_ENV_SHARED_REGION);
+    Log(LogLevel::kInfo, "none of %s, %s, %s is set: enforcing the limits per process", XPOOL_ENV_SHARED_REGION,
+        XPOOL_ENV_SHARED_REGION_DIR, XPOOL_HAMI_ENV_SHARED_CACHE);
   }
   if (rt.fallback.OpenPrivate() && rt.fallback.Attach(getpid(), start)) {
     rt.region = &rt.fallback;

@@ -359,6 +359,45 @@ TEST(VgpuPreloadTest, TasksDoNotShareAndCorruptRegionsFallBackPerProcess) {
   EXPECT_EQ(refused.exit_code, 2) << Describe(refused);
 }
 
+// Images built for HAMi run unchanged: HAMi-core's variables set the limits and the shared file.
+TEST(VgpuPreloadTest, HamiCoreVariablesLimitAnUnchangedImage) {
+  for (const char* mode : kModes) {
+    SCOPED_TRACE(mode);
+    Outcome o = RunProbe({mode, "paths", "256"}, {{"CUDA_DEVICE_MEMORY_LIMIT_0", "256m"}});
+    EXPECT_EQ(o.exit_code, 0) << Describe(o);
+  }
+  Outcome all = RunProbe({"direct", "paths", "256"}, {{"CUDA_DEVICE_MEMORY_LIMIT", "256m"}});  // every device
+  EXPECT_EQ(all.exit_code, 0) << Describe(all);
+  Outcome queries = RunProbe({"direct", "queries", "1024"}, {{"CUDA_DEVICE_MEMORY_LIMIT_0", "1g"}});
+  EXPECT_EQ(queries.exit_code, 0) << Describe(queries);
+  // xpool's variable wins over HAMi-core's for the same device.
+  Outcome both = RunProbe({"direct", "alloc", "300"},
+                          {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "256"}, {"CUDA_DEVICE_MEMORY_LIMIT_0", "8g"}});
+  EXPECT_EQ(both.exit_code, 2) << Describe(both);
+}
+
+// The accounting file on a host path (HAMi-core's CUDA_DEVICE_MEMORY_SHARED_CACHE, or a directory the device plugin
+// mounts): processes of the container share one limit, and a killed process's memory comes back.
+TEST(VgpuPreloadTest, HostPathRegionIsSharedAndReclaimsKilledProcesses) {
+  TempDir dir;
+  const std::map<std::string, std::string> envs[] = {
+      {{"CUDA_DEVICE_MEMORY_LIMIT", "1024m"}, {"CUDA_DEVICE_MEMORY_SHARED_CACHE", dir.File("hami.cache")}},
+      {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "1024"}, {"XPOOL_SHARED_REGION_DIR", dir.File("")}, {"XPOOL_JOB_ID", "ns/pod"}},
+  };
+  for (const auto& env : envs) {
+    Child holder(XPOOL_VGPU_PROBE, {"direct", "hold", "768"}, env);
+    ASSERT_TRUE(holder.WaitForOutput("held 0", 10000));
+    Outcome refused = RunProbe({"direct", "alloc", "512"}, env);
+    EXPECT_EQ(refused.exit_code, 2) << Describe(refused);  // one limit for both processes
+    holder.Kill();
+    holder.Wait();
+    Outcome granted = RunProbe({"direct", "alloc", "512"}, env);
+    EXPECT_EQ(granted.exit_code, 0) << Describe(granted);
+  }
+  EXPECT_EQ(access(dir.File("hami.cache").c_str(), F_OK), 0);
+  EXPECT_EQ(access(dir.File("ns_pod.0.region").c_str(), F_OK), 0);
+}
+
 TEST(VgpuPreloadTest, MissingDriverDoesNotCrashTheProgram) {
   Outcome o = RunProbe({"missing"},
                        {{"LD_LIBRARY_PATH", "/nonexistent"},
