@@ -13,7 +13,7 @@
 namespace xpool::vgpu {
 namespace {
 
-constexpr char kMagic[8] = {'X', 'P', 'V', 'G', 'P', 'U', 'R', '\x01'};
+constexpr const char (&kMagic)[8] = kRegionMagic;
 
 size_t RegionBytes() { return sizeof(RegionHeader) + sizeof(RegionSlot) * kRegionSlots; }
 

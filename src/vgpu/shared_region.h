@@ -23,6 +23,7 @@
 
 namespace xpool::vgpu {
 
+inline constexpr char kRegionMagic[8] = {'X', 'P', 'V', 'G', 'P', 'U', 'R', '\x01'};
 inline constexpr uint32_t kRegionVersion = 2;
 // Slot i is held alive by a lock on byte kRegionLockBase + i of the file (beyond the mapped data).
 inline constexpr uint64_t kRegionLockBase = 1ull << 30;
