@@ -190,7 +190,7 @@ TEST(VgpuPreloadTest, MemoryStreamOrderedPoolsKeepStaysCharged) {
 }
 
 TEST(VgpuPreloadTest, GraphMemoryNodesAreChargedWhenInstantiated) {
-  for (const char* mode : {"direct", "dlsym"}) {
+  for (const char* mode : kModes) {
     SCOPED_TRACE(mode);
     Outcome o = RunProbe({mode, "graphs", "256"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "256"}});
     EXPECT_EQ(o.exit_code, 0) << Describe(o);
@@ -198,7 +198,7 @@ TEST(VgpuPreloadTest, GraphMemoryNodesAreChargedWhenInstantiated) {
 }
 
 TEST(VgpuPreloadTest, VmmMemoryStaysChargedWhileMappedRetainedOrExported) {
-  for (const char* mode : {"direct", "dlsym"}) {
+  for (const char* mode : kModes) {
     SCOPED_TRACE(mode);
     Outcome o = RunProbe({mode, "vmm", "256"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "256"}});
     EXPECT_EQ(o.exit_code, 0) << Describe(o);
