@@ -248,12 +248,20 @@ CUresult PoolAlloc(CUdeviceptr* dptr, uint64_t bytes, CUmemoryPool pool, CUstrea
   uint64_t reserved = 0;
   uint64_t growth = PoolReserved(pool, &reserved) ? ledger.PoolGrowth(key, reserved) : 0;
   if (growth > 0 && !ReserveExact(dev, growth)) {
-    ForceCharge(dev, growth);
-    ledger.PoolAddCharge(key, growth);
+    // Refused: give the allocation back and trim the pool to what it is charged. Whatever the driver still
+    // reserves beyond that stays charged (it holds the memory) until a synchronisation or trim releases it.
     real::cuMemFreeAsync(*dptr, stream);
     ledger.PoolFreed(key, bytes);
     *dptr = 0;
-    Log(LogLevel::kInfo, "device %d: the pool grew by %llu bytes beyond the limit; allocation refused", dev,
+    real::cuStreamSynchronize(stream);
+    real::cuMemPoolTrimTo(pool, ledger.PoolCharge(key));
+    if (PoolReserved(pool, &reserved)) {
+      uint64_t left = ledger.PoolGrowth(key, reserved);
+      ForceCharge(dev, left);
+      ledger.PoolAddCharge(key, left);
+      Unreserve(ledger.PoolReconcile(key, reserved));
+    }
+    Log(LogLevel::kInfo, "device %d: the pool would grow %llu bytes beyond the limit; allocation refused", dev,
         static_cast<unsigned long long>(growth));
     return CUDA_ERROR_OUT_OF_MEMORY;
   }

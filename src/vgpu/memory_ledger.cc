@@ -52,6 +52,11 @@ uint64_t MemoryLedger::PoolGrowth(uint64_t pool, uint64_t reserved) const {
   return reserved > charge ? reserved - charge : 0;
 }
 
+uint64_t MemoryLedger::PoolCharge(uint64_t pool) const {
+  auto it = pools_.find(pool);
+  return it == pools_.end() ? 0 : it->second.charge;
+}
+
 void MemoryLedger::PoolAddCharge(uint64_t pool, uint64_t bytes) {
   Pool& p = pools_[pool];
   bool had = HasKept(p.charge, p.in_use);

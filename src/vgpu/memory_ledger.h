@@ -45,6 +45,8 @@ class MemoryLedger {
   void PoolAllocated(uint64_t pool, int device, uint64_t bytes, uint64_t charged);
   // The driver holds `reserved` bytes for the pool: the growth beyond its charge (to charge now), or 0.
   uint64_t PoolGrowth(uint64_t pool, uint64_t reserved) const;
+  // What the pool is charged (in use and kept).
+  uint64_t PoolCharge(uint64_t pool) const;
   void PoolAddCharge(uint64_t pool, uint64_t bytes);
   // An allocation of `bytes` from `pool` was freed. Returns what to release now (only when a destroyed pool
   // has drained); otherwise the bytes stay charged as kept.

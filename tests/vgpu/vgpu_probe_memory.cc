@@ -101,6 +101,17 @@ int ScenarioPools(Api& api, uint64_t limit_mib) {
   api.cuMemFreeAsync(a, nullptr);
   api.cuCtxSynchronize();
 
+  // Growth the request did not show (a whole granule for 1 MiB) that does not fit: refused, and the pool gives it
+  // back at once.
+  CUdeviceptr linear = 0;
+  CHECK(api.cuMemAlloc_v2(&linear, limit - kMiB) == CUDA_SUCCESS, "linear allocation of all but 1 MiB");
+  rc = AllocAsync(api, kMiB, &a);
+  CHECK(rc == CUDA_ERROR_OUT_OF_MEMORY, "1 MiB whose pool granule does not fit -> %d", rc);
+  CheckPhysical(api, limit, "refused pool growth");
+  api.cuMemFree_v2(linear);
+  api.cuCtxSynchronize();
+  CHECK(FreeBytes(api) == limit, "free after the refused growth is %zu", FreeBytes(api));
+
   // A pool of host memory takes nothing from the device.
   CUmemPoolProps props;
   memset(&props, 0, sizeof(props));
