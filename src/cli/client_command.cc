@@ -1,11 +1,11 @@
 // The user CLI of the control plane: submit, get, describe, cancel, suspend, resume, priority, top, tenants,
 // tokens, nodes. Every command talks to `xpool server` over its REST API (docs/api.md). The server URL and token come
 // from --server/--token, then XPOOL_SERVER/XPOOL_TOKEN, then ~/.config/xpool/config ("server = ...",
-// "token = ..."). Tables are aligned; errors go to stderr with exit code 1 (2 for usage errors).
+// "token = ..."). What they print (tables, -o json|yaml, units) is cli/client_print.h and cli/output.h; errors go
+// to stderr with exit code 1 (2 for usage errors).
 #include <httplib.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
