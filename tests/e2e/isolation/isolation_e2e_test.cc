@@ -202,10 +202,8 @@ TEST_F(IsolationTest, BadUidRangesAreStartUpErrors) {
     const char* error;
   };
   const Row rows[] = {
-      {"abc-5", "is not a number"},
-      {"abc", "must be FIRST-LAST"}, {"300-200", "FIRST must not be above LAST"},
-      {"0-100", "is not in 1.."}, {"200000", "must be FIRST-LAST"},
-      {"0-0", "is not in 1.."},
+      {"abc-5", "is not a number"}, {"abc", "must be FIRST-LAST"},    {"300-200", "FIRST must not be above LAST"},
+      {"0-100", "is not in 1.."},   {"200000", "must be FIRST-LAST"}, {"0-0", "is not in 1.."},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.range);
