@@ -1,7 +1,7 @@
 // Fencing end to end (docs/agent.md, "Fencing"): the real `xpool server --node-timeout 2` and two `xpool agent`
 // processes. A job runs on agent A; A is frozen (SIGSTOP) past the node timeout while agent B is up. Every 0.5 s
-// the test counts the job's live processes (by a variable of the job's env in /proc/<pid>/environ, not by timing) and asserts at
-// most one at every sample, through A's task stopping itself and the job's requeue onto B. Then A is thawed
+// the test counts the job's live processes (by a variable of the job's env in /proc/<pid>/environ, not by timing) and
+// asserts at most one at every sample, through A's task stopping itself and the job's requeue onto B. Then A is thawed
 // (SIGCONT): its stale report is refused (xpool_agent_stale_reports_total), and the job goes on on B untouched.
 #include <gtest/gtest.h>
 #include <httplib.h>
