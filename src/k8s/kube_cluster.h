@@ -98,7 +98,7 @@ class KubeCluster {
   struct Booking {
     std::string node;                     // Kubernetes node name
     int index = -1;                       // ClusterState node index
-    std::vector<Allocation> allocations;  // one per managed container
+    std::vector<Allocation> allocations;  // applied to the state: one per app/sidecar container, + init excess
     PodAssignment assignment;
     bool confirmed = false;  // seen on the API server
     TimeMicros reserved_at = 0;
@@ -115,9 +115,16 @@ class KubeCluster {
   void BookContainersLocked(Booking* booking, const std::vector<ContainerAssignment>& containers);
   Result<PlacementPolicy*> PolicyLocked(const std::string& name);
   // Evaluates (and with `commit`, applies) the demand on one node index.
-  NodeFit FitLocked(const PodDemand& demand, int index, bool commit, std::vector<Allocation>* applied);
-  NodeFit NodeFitLocked(const PodDemand& demand, const std::string& node, bool commit,
-                        std::vector<Allocation>* applied);
+  // `applied`: what was applied to the state (to release later); `per_container`: each container's grants, in
+  // demand order (init containers' grants are not all applied: see InitExcess).
+  NodeFit FitLocked(const PodDemand& demand, int index, bool commit, std::vector<Allocation>* applied,
+                    std::vector<Allocation>* per_container);
+  NodeFit NodeFitLocked(const PodDemand& demand, const std::string& node, bool commit, std::vector<Allocation>* applied,
+                        std::vector<Allocation>* per_container);
+  // Chooses devices for one container on the state as it is (not applied). False with `out` set when it does not
+  // fit.
+  bool PlaceContainerLocked(const ContainerDemand& c, int index, PlacementPolicy& policy, Allocation* a, int64_t* score,
+                            NodeFit* out);
   PodAssignment AssignmentLocked(const PodDemand& demand, int index, const std::vector<Allocation>& allocs) const;
 
   const Options options_;
