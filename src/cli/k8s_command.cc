@@ -175,6 +175,13 @@ int RunDevicePlugin(const Args& args) {
   flags.String("node-name", &node_name, "this node's name (default: $NODE_NAME, else the host name)");
   flags.Int("split-count", &split, "schedulable slots per device (default: the vendor's split count, 10 for NVIDIA)");
   flags.String("library-dir", &library_dir, "host directory holding libxpool-vgpu.so (mounted read-only)");
+  k8s::PluginPaths paths;
+  flags.String("preload-file", &paths.preload_file,
+               "host file mounted at the container's /etc/ld.so.preload, written by the plugin (\"\": LD_PRELOAD)");
+  flags.String("shared-region-dir", &paths.shared_region_host_dir,
+               "host directory of the containers' shared accounting regions (one directory per pod container)");
+  flags.String("dev-root", &paths.dev_root, "where this host's /dev/nvidia* device nodes are seen by the plugin");
+  flags.Bool("cdi", &paths.cdi, "also answer CDI device names (nvidia.com/gpu=<uuid>)");
   flags.String("simulate", &simulate, "simulated devices instead of NVML, e.g. 4xA100-80GB (testing)");
   flags.String("node-file", &node_file, "YAML file describing a simulated node (testing)");
   flags.String("nvml-library", &nvml_library, "NVML library to dlopen");
@@ -208,6 +215,7 @@ int RunDevicePlugin(const Args& args) {
   config.resource_name = resource;
   config.node_name = node_name;
   config.split = static_cast<int>(split);
+  config.paths = paths;
   config.paths.library_dir = library_dir;
   config.refresh_interval_ms = health_interval * 1000;
   config.refresh = [discovery, split] { return DiscoverDevices(discovery, static_cast<int>(split)); };
