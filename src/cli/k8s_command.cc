@@ -83,6 +83,9 @@ int RunScheduler(const Args& args) {
   ApiFlags api_flags;
   flags.String("listen", &listen, "address to serve the extender on (host:port)");
   flags.String("url-prefix", &prefix, "path the verbs are served under (the extender's urlPrefix path)");
+  std::string metrics_listen;
+  flags.String("metrics-listen", &metrics_listen,
+               "serve /metrics, /healthz and /readyz on this address instead (then --listen can be loopback)");
   api_flags.Add(&flags);
   flags.String("policy", &policy,
                "default placement policy (" + PolicyList() +
@@ -101,6 +104,7 @@ int RunScheduler(const Args& args) {
   k8s::SchedulerServiceOptions options;
   options.listen = listen;
   options.url_prefix = prefix;
+  options.metrics_listen = metrics_listen;
   options.tls_cert = tls_cert;
   options.tls_key = tls_key;
   options.cluster.default_policy = policy;

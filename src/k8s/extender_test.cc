@@ -273,6 +273,35 @@ TEST_F(ExtenderTest, InitContainersCountAsKubernetesCountsThem) {
   EXPECT_EQ(a->containers[0].devices[0].uuid, a->containers[1].devices[0].uuid);
 }
 
+// Per-device and per-pod allocation in base units, with labels that join with HAMi's and DCGM's series; every
+// device is present, at zero when nothing is booked on it.
+TEST_F(ExtenderTest, MetricsExportPerDeviceAllocationInBaseUnits) {
+  cluster_->UpsertNode(GpuNode("n1", 2, 16384));
+  json pod = PodJson("m", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4k"}, {"nvidia.com/gpucores", "25"}});
+  ASSERT_EQ(Schedule(pod, "n1"), "");
+  cluster_->ObservePod(*api_.Pod("ml/m"));
+  Result<PodAssignment> a = DecodeAssignment(api_.Pod("ml/m")->annotations.at(std::string(kAllocationAnnotation)));
+  ASSERT_TRUE(a.ok());
+  const std::string used = a->containers[0].devices[0].uuid;
+  const std::string idle = used == "n1-gpu0" ? "n1-gpu1" : "n1-gpu0";
+  const std::string text = extender_->Metrics();
+  auto labels = [](const std::string& uuid) {
+    return "node=\"n1\",nodeid=\"n1\",Hostname=\"n1\",deviceuuid=\"" + uuid + "\",UUID=\"" + uuid + "\"";
+  };
+  auto has = [&](const std::string& needle) {
+    EXPECT_NE(text.find(needle), std::string::npos) << needle << "\n" << text;
+  };
+  has("xpool_device_memory_bytes{" + labels(used));
+  has("xpool_device_memory_allocated_bytes{" + labels(used));
+  has("} " + std::to_string(4000LL << 20) + "\n");
+  has("xpool_device_core_allocated_ratio{" + labels(used));
+  has("} 0.250\n");
+  has("xpool_device_shared_num{" + labels(idle));
+  has("xpool_device_memory_allocated_bytes{" + labels(idle));
+  has("xpool_pod_device_memory_allocated_bytes{podnamespace=\"ml\",podname=\"m\",poduid=\"uid-m\",container=\"main\"," +
+      labels(used));
+}
+
 TEST_F(ExtenderTest, BadInputGetsClearAnswers) {
   cluster_->UpsertNode(GpuNode("n1", 1, 16384));
   KubeNode broken;

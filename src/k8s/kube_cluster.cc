@@ -191,6 +191,7 @@ void KubeCluster::ObservePodLocked(const PodInfo& pod) {
   auto booked = bookings_.find(pod.uid);
   if (booked != bookings_.end()) {
     booked->second.confirmed = true;
+    booked->second.pod_key = pod.Key();
     return;
   }
   auto annotation = pod.annotations.find(std::string(kAllocationAnnotation));
@@ -204,6 +205,7 @@ void KubeCluster::ObservePodLocked(const PodInfo& pod) {
   if (node == index_.end()) return;
   Booking booking;
   booking.node = assignment->node;
+  booking.pod_key = pod.Key();
   booking.index = node->second;
   booking.confirmed = true;
   booking.reserved_at = clock_->NowMicros();
@@ -493,6 +495,37 @@ KubeClusterStats KubeCluster::Stats() const {
   s.unconfirmed = 0;
   for (const auto& [uid, b] : bookings_) s.unconfirmed += b.confirmed ? 0 : 1;
   return s;
+}
+
+std::vector<DeviceBooking> KubeCluster::Devices() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<DeviceBooking> out;
+  std::map<std::string, int> sorted(index_.begin(), index_.end());
+  for (const auto& [name, index] : sorted) {
+    const Node& node = state_.node(index);
+    const NodeUsage& usage = state_.usage(index);
+    for (size_t d = 0; d < node.devices.size(); ++d) {
+      const Device& dev = node.devices[d];
+      const DeviceUsage& u = usage.devices[d];
+      out.push_back({name, dev.uuid, dev.model, dev.index, dev.memory_mib, u.memory_mib, u.compute_milli, u.sharers});
+    }
+  }
+  return out;
+}
+
+std::vector<ContainerBooking> KubeCluster::Containers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ContainerBooking> out;
+  std::map<std::string, const Booking*> sorted;
+  for (const auto& [uid, b] : bookings_) sorted[uid] = &b;
+  for (const auto& [uid, b] : sorted) {
+    for (const ContainerAssignment& c : b->assignment.containers) {
+      for (const AssignedDevice& d : c.devices) {
+        out.push_back({uid, b->pod_key, b->node, c.name, d.uuid, d.memory_mib, d.compute_milli});
+      }
+    }
+  }
+  return out;
 }
 
 Status KubeCluster::CheckInvariants() const {

@@ -40,6 +40,29 @@ struct NodeFit {
   int64_t score = 0;   // the policy's score, summed over the pod's containers (meaningful when it fits)
 };
 
+// One device of one node as booked (for metrics).
+struct DeviceBooking {
+  std::string node;
+  std::string uuid;
+  std::string model;
+  int index = 0;
+  int64_t memory_mib = 0;  // capacity
+  int64_t allocated_memory_mib = 0;
+  int64_t allocated_compute_milli = 0;
+  int sharers = 0;
+};
+
+// One container's grant on one device (for metrics).
+struct ContainerBooking {
+  std::string pod_uid;
+  std::string pod_key;  // namespace/name; "" until the watch has shown the pod
+  std::string node;
+  std::string container;
+  std::string uuid;
+  int64_t memory_mib = 0;
+  int64_t compute_milli = 0;
+};
+
 struct KubeClusterStats {
   int nodes = 0;
   int bookings = 0;     // pods holding devices
@@ -89,6 +112,10 @@ class KubeCluster {
   Status Unreserve(const std::string& pod_uid);
 
   KubeClusterStats Stats() const;
+  // Every device of every known node with what is booked on it (zeros included), by node name then index.
+  std::vector<DeviceBooking> Devices() const;
+  // Every booked container grant, by pod uid.
+  std::vector<ContainerBooking> Containers() const;
   // The ClusterState's own invariant check (no device over-allocated).
   Status CheckInvariants() const;
   // Free device memory on a node (sum over devices), for tests and metrics; -1 when unknown.
@@ -97,6 +124,7 @@ class KubeCluster {
  private:
   struct Booking {
     std::string node;                     // Kubernetes node name
+    std::string pod_key;                  // namespace/name, once seen
     int index = -1;                       // ClusterState node index
     std::vector<Allocation> allocations;  // applied to the state: one per app/sidecar container, + init excess
     PodAssignment assignment;

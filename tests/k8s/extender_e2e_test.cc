@@ -272,6 +272,39 @@ TEST(WebhookE2eTest, ServesHttpsWithTheGivenCertificate) {
 namespace xpool::k8s {
 namespace {
 
+// With --metrics-listen the verbs stay on their (loopback) address and only health and metrics are served on the
+// pod's address: nothing but the kube-scheduler beside the extender can call bind.
+TEST(SchedulerServiceTest, MetricsListenerServesNoVerbs) {
+  FakeApiServer api;
+  ASSERT_GT(api.Start(), 0);
+  KubeApiConfig config;
+  config.server = api.url();
+  config.timeout_seconds = 2;
+  config.watch_timeout_seconds = 2;
+  SchedulerServiceOptions options;
+  options.listen = "127.0.0.1:0";
+  options.metrics_listen = "127.0.0.1:0";
+  options.url_prefix = "/scheduler";
+  Result<std::unique_ptr<SchedulerService>> s = SchedulerService::Start(options, MakeHttpKubeApi(config));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_GT((*s)->metrics_port(), 0);
+  httplib::Client verbs("127.0.0.1", (*s)->port());
+  httplib::Client metrics("127.0.0.1", (*s)->metrics_port());
+  auto m = metrics.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 200);
+  EXPECT_NE(m->body.find("xpool_extender_bind_total"), std::string::npos);
+  EXPECT_EQ(metrics.Get("/healthz")->status, 200);
+  auto bind = metrics.Post("/scheduler/bind", "{}", "application/json");
+  ASSERT_TRUE(bind);
+  EXPECT_EQ(bind->status, 404);
+  EXPECT_EQ(verbs.Get("/metrics")->status, 404);
+  auto filter = verbs.Post("/scheduler/filter", "{}", "application/json");
+  ASSERT_TRUE(filter);
+  EXPECT_EQ(filter->status, 200);
+  (*s)->Stop();
+}
+
 // The fake API server stores quantities as the real one does, so the tests see what production sees.
 TEST(FakeApiServerTest, StoresQuantitiesInCanonicalForm) {
   json pod = PodObject("p", {{"nvidia.com/gpu", 1}, {"nvidia.com/gpumem", "8000"}, {"nvidia.com/gpucores", 30}});
