@@ -131,6 +131,9 @@ int RunWebhook(const Args& args) {
   flags.String("tls-key", &tls_key, "the certificate's private key (PEM)");
   flags.String("scheduler-name", &scheduler, "schedulerName set on managed pods");
   flags.Bool("plain-http", &plain_http, "serve without TLS (tests only)");
+  int64_t reload_seconds = 60;
+  flags.Int("tls-reload-seconds", &reload_seconds,
+            "check the certificate files this often and serve a changed pair (a rotated Secret); 0: never");
   int exit_code = 0;
   if (!ParseFlagsOrExit(flags, args, &exit_code)) return exit_code;
   if (!plain_http && (tls_cert.empty() || tls_key.empty())) {
@@ -145,6 +148,7 @@ int RunWebhook(const Args& args) {
   k8s::HttpServer server;
   server.Post("/mutate", [options](std::string_view body) { return k8s::HandleAdmissionReview(body, options); });
   server.Get("/healthz", [](std::string_view) { return k8s::HttpReply{200, "ok\n", "text/plain"}; });
+  server.SetCertificateReload(reload_seconds * 1000);
   const sigset_t set = BlockStopSignals();
   Result<int> bound = server.Start(host, port, plain_http ? "" : tls_cert, plain_http ? "" : tls_key);
   if (!bound.ok()) return Fail(bound.status());

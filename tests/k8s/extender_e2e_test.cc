@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -271,6 +273,48 @@ TEST(WebhookE2eTest, ServesHttpsWithTheGivenCertificate) {
 
 namespace xpool::k8s {
 namespace {
+
+// A rotated Secret: the mounted files change, the server reloads them, and new connections get the new
+// certificate without a restart (so a webhook never serves a certificate the API server no longer trusts).
+TEST(WebhookE2eTest, ReloadsAChangedCertificate) {
+  const std::string dir = ::testing::TempDir() + "xpool-k8s-reload-" + std::to_string(::getpid());
+  auto make = [&](const std::string& name) {
+    const std::string cmd = "mkdir -p " + dir + " && openssl req -x509 -newkey rsa:2048 -nodes -keyout " + dir + "/" +
+                            name + ".key -out " + dir + "/" + name + ".crt -days 1 -subj /CN=127.0.0.1 " +
+                            "-addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1";
+    return std::system(cmd.c_str()) == 0;
+  };
+  if (!make("a") || !make("b")) GTEST_SKIP() << "openssl is not available to make test certificates";
+  std::filesystem::copy_file(dir + "/a.crt", dir + "/tls.crt");
+  std::filesystem::copy_file(dir + "/a.key", dir + "/tls.key");
+  HttpServer server;
+  server.Get("/healthz", [](std::string_view) { return HttpReply{200, "ok\n", "text/plain"}; });
+  server.SetCertificateReload(20);
+  Result<int> port = server.Start("127.0.0.1", 0, dir + "/tls.crt", dir + "/tls.key");
+  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  auto trusted_by = [&](const std::string& ca) {
+    httplib::Client c("https://127.0.0.1:" + std::to_string(*port));
+    c.set_ca_cert_path(ca.c_str());
+    c.enable_server_certificate_verification(true);
+    auto r = c.Get("/healthz");
+    return r && r->status == 200;
+  };
+  EXPECT_TRUE(trusted_by(dir + "/a.crt"));
+  EXPECT_FALSE(trusted_by(dir + "/b.crt"));
+  // Rotate: the kubelet replaces the Secret's files.
+  std::filesystem::copy_file(dir + "/b.crt", dir + "/tls.crt", std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(dir + "/b.key", dir + "/tls.key", std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::last_write_time(dir + "/tls.crt",
+                                   std::filesystem::file_time_type::clock::now() + std::chrono::seconds(1));
+  EXPECT_TRUE(WaitFor([&] { return trusted_by(dir + "/b.crt"); }, 5000)) << "served the new certificate";
+  EXPECT_FALSE(trusted_by(dir + "/a.crt"));
+  // A broken pair is refused and the current one kept.
+  std::ofstream(dir + "/tls.key") << "not a key";
+  EXPECT_FALSE(server.ReloadCertificate().ok());
+  EXPECT_TRUE(trusted_by(dir + "/b.crt"));
+  server.Stop();
+  std::filesystem::remove_all(dir);
+}
 
 // With --metrics-listen the verbs stay on their (loopback) address and only health and metrics are served on the
 // pod's address: nothing but the kube-scheduler beside the extender can call bind.
