@@ -15,6 +15,7 @@ enum class AllocKind : int { kLinear = 0, kArray, kMipmappedArray, kVmmHandle, k
 struct Charge {
   int device = -1;
   uint64_t bytes = 0;
+  uint64_t pool = 0;  // the stream-ordered pool it came from (its free keeps the charge in the pool), or 0
 };
 
 class AllocTracker {

@@ -40,6 +40,8 @@ typedef struct CUarray_st* CUarray;
 typedef struct CUmipmappedArray_st* CUmipmappedArray;
 typedef struct CUgraphExec_st* CUgraphExec;
 typedef struct CUmemPoolHandle_st* CUmemoryPool;
+typedef struct CUgraph_st* CUgraph;
+typedef struct CUgraphNode_st* CUgraphNode;
 typedef unsigned long long CUmemGenericAllocationHandle;
 /* Pointed to only; their layout is never read by the library. */
 typedef struct CUexecAffinityParam_st CUexecAffinityParam;
@@ -67,12 +69,15 @@ typedef enum CUmemAttach_flags_enum {
 typedef enum CUmemLocationType_enum {
   CU_MEM_LOCATION_TYPE_INVALID = 0x0,
   CU_MEM_LOCATION_TYPE_DEVICE = 0x1,
-  CU_MEM_LOCATION_TYPE_HOST = 0x2
+  CU_MEM_LOCATION_TYPE_HOST = 0x2,
+  CU_MEM_LOCATION_TYPE_HOST_NUMA = 0x3,
+  CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT = 0x4
 } CUmemLocationType;
 
 typedef enum CUmemAllocationType_enum {
   CU_MEM_ALLOCATION_TYPE_INVALID = 0x0,
-  CU_MEM_ALLOCATION_TYPE_PINNED = 0x1
+  CU_MEM_ALLOCATION_TYPE_PINNED = 0x1,
+  CU_MEM_ALLOCATION_TYPE_MANAGED = 0x2
 } CUmemAllocationType;
 
 typedef enum CUmemAllocationHandleType_enum {
@@ -97,6 +102,87 @@ typedef struct CUmemAllocationProp_st {
     unsigned char reserved[4];
   } allocFlags;
 } CUmemAllocationProp;
+
+typedef enum CUmemAccess_flags_enum {
+  CU_MEM_ACCESS_FLAGS_PROT_NONE = 0x0,
+  CU_MEM_ACCESS_FLAGS_PROT_READ = 0x1,
+  CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 0x3
+} CUmemAccess_flags;
+
+typedef struct CUmemAccessDesc_st {
+  CUmemLocation location;
+  CUmemAccess_flags flags;
+} CUmemAccessDesc;
+
+/* Stream-ordered memory pools. */
+typedef enum CUmemPool_attribute_enum {
+  CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES = 1,
+  CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC = 2,
+  CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES = 3,
+  CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+  CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5,
+  CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6,
+  CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7,
+  CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8
+} CUmemPool_attribute;
+
+typedef struct CUmemPoolProps_st {
+  CUmemAllocationType allocType;
+  CUmemAllocationHandleType handleTypes;
+  CUmemLocation location;
+  void* win32SecurityAttributes;
+  size_t maxSize;
+  unsigned short usage;
+  unsigned char reserved[54];
+} CUmemPoolProps;
+
+/* Graphs and their memory nodes. */
+typedef enum CUgraphNodeType_enum {
+  CU_GRAPH_NODE_TYPE_KERNEL = 0,
+  CU_GRAPH_NODE_TYPE_GRAPH = 4,
+  CU_GRAPH_NODE_TYPE_EMPTY = 5,
+  CU_GRAPH_NODE_TYPE_MEM_ALLOC = 10,
+  CU_GRAPH_NODE_TYPE_MEM_FREE = 11
+} CUgraphNodeType;
+
+typedef enum CUgraphMem_attribute_enum {
+  CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT = 0,
+  CU_GRAPH_MEM_ATTR_USED_MEM_HIGH = 1,
+  CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT = 2,
+  CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH = 3
+} CUgraphMem_attribute;
+
+typedef struct CUDA_MEM_ALLOC_NODE_PARAMS_v1_st {
+  CUmemPoolProps poolProps;
+  const CUmemAccessDesc* accessDescs;
+  size_t accessDescCount;
+  size_t bytesize;
+  CUdeviceptr dptr;
+} CUDA_MEM_ALLOC_NODE_PARAMS;
+
+typedef enum CUgraphInstantiateResult_enum {
+  CUDA_GRAPH_INSTANTIATE_SUCCESS = 0,
+  CUDA_GRAPH_INSTANTIATE_ERROR = 1
+} CUgraphInstantiateResult;
+
+typedef struct CUDA_GRAPH_INSTANTIATE_PARAMS_st {
+  cuuint64_t flags;
+  CUstream hUploadStream;
+  CUgraphNode hErrNode_out;
+  CUgraphInstantiateResult result_out;
+} CUDA_GRAPH_INSTANTIATE_PARAMS;
+
+typedef enum CUstreamCaptureStatus_enum {
+  CU_STREAM_CAPTURE_STATUS_NONE = 0,
+  CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+  CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2
+} CUstreamCaptureStatus;
+
+/* Legacy inter-process memory handles (cuIpcGetMemHandle / cuIpcOpenMemHandle). */
+#define XPOOL_CU_IPC_HANDLE_SIZE 64
+typedef struct CUipcMemHandle_st {
+  char reserved[XPOOL_CU_IPC_HANDLE_SIZE];
+} CUipcMemHandle;
 
 typedef enum CUarray_format_enum {
   CU_AD_FORMAT_UNSIGNED_INT8 = 0x01,

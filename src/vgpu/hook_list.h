@@ -39,6 +39,43 @@
     (dptr, bytesize, pool, hStream))                                                                                   \
   X(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))                                             \
   X(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))                                        \
+  X(cuMemPoolCreate, (CUmemoryPool * pool, const CUmemPoolProps* poolProps), (pool, poolProps))                        \
+  X(cuMemPoolDestroy, (CUmemoryPool pool), (pool))                                                                     \
+  X(cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep), (pool, minBytesToKeep))                               \
+  X(cuStreamSynchronize, (CUstream hStream), (hStream))                                                                \
+  X(cuStreamSynchronize_ptsz, (CUstream hStream), (hStream))                                                           \
+  X(cuCtxSynchronize, (void), ())                                                                                      \
+  X(cuGraphInstantiateWithFlags, (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags),                \
+    (phGraphExec, hGraph, flags))                                                                                      \
+  X(cuGraphInstantiate,                                                                                                \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode * phErrorNode, char* logBuffer, size_t bufferSize),        \
+    (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize))                                                         \
+  X(cuGraphInstantiate_v2,                                                                                             \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode * phErrorNode, char* logBuffer, size_t bufferSize),        \
+    (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize))                                                         \
+  X(cuGraphInstantiateWithParams,                                                                                      \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS * instantiateParams),                    \
+    (phGraphExec, hGraph, instantiateParams))                                                                          \
+  X(cuGraphInstantiateWithParams_ptsz,                                                                                 \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS * instantiateParams),                    \
+    (phGraphExec, hGraph, instantiateParams))                                                                          \
+  X(cuGraphExecDestroy, (CUgraphExec hGraphExec), (hGraphExec))                                                        \
+  X(cuDeviceGraphMemTrim, (CUdevice device), (device))                                                                 \
+  X(cuIpcOpenMemHandle, (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags), (pdptr, handle, Flags))      \
+  X(cuIpcOpenMemHandle_v2, (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags), (pdptr, handle, Flags))   \
+  X(cuIpcCloseMemHandle, (CUdeviceptr dptr), (dptr))                                                                   \
+  X(cuMemMap,                                                                                                          \
+    (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags),      \
+    (ptr, size, offset, handle, flags))                                                                                \
+  X(cuMemUnmap, (CUdeviceptr ptr, size_t size), (ptr, size))                                                           \
+  X(cuMemRetainAllocationHandle, (CUmemGenericAllocationHandle * handle, void* addr), (handle, addr))                  \
+  X(cuMemImportFromShareableHandle,                                                                                    \
+    (CUmemGenericAllocationHandle * handle, void* osHandle, CUmemAllocationHandleType shHandleType),                   \
+    (handle, osHandle, shHandleType))                                                                                  \
+  X(cuMemExportToShareableHandle,                                                                                      \
+    (void* shareableHandle, CUmemGenericAllocationHandle handle, CUmemAllocationHandleType handleType,                 \
+     unsigned long long flags),                                                                                        \
+    (shareableHandle, handle, handleType, flags))                                                                      \
   X(cuArrayCreate, (CUarray * pHandle, const CUDA_ARRAY_DESCRIPTOR_v1* desc), (pHandle, desc))                         \
   X(cuArrayCreate_v2, (CUarray * pHandle, const CUDA_ARRAY_DESCRIPTOR* desc), (pHandle, desc))                         \
   X(cuArray3DCreate, (CUarray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1* desc), (pHandle, desc))                     \
@@ -91,7 +128,17 @@
   X(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))                                  \
   X(cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))
 
-#define XPOOL_CUDA_REAL_ONLY(X) X(cuCtxGetDevice, (CUdevice * device), (device))
+#define XPOOL_CUDA_REAL_ONLY(X)                                                                                      \
+  X(cuCtxGetDevice, (CUdevice * device), (device))                                                                   \
+  X(cuDeviceGetMemPool, (CUmemoryPool * pool, CUdevice dev), (pool, dev))                                            \
+  X(cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void* value), (pool, attr, value))          \
+  X(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus * captureStatus), (hStream, captureStatus))        \
+  X(cuMemGetAddressRange_v2, (CUdeviceptr * pbase, size_t * psize, CUdeviceptr dptr), (pbase, psize, dptr))          \
+  X(cuGraphGetNodes, (CUgraph hGraph, CUgraphNode * nodes, size_t * numNodes), (hGraph, nodes, numNodes))            \
+  X(cuGraphNodeGetType, (CUgraphNode hNode, CUgraphNodeType * type), (hNode, type))                                  \
+  X(cuGraphMemAllocNodeGetParams, (CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS * params_out), (hNode, params_out)) \
+  X(cuGraphChildGraphNodeGetGraph, (CUgraphNode hNode, CUgraph * phGraph), (hNode, phGraph))                         \
+  X(cuDeviceGetGraphMemAttribute, (CUdevice device, CUgraphMem_attribute attr, void* value), (device, attr, value))
 
 #define XPOOL_NVML_HOOKS(X)                                                                                            \
   X(nvmlDeviceGetMemoryInfo, (nvmlDevice_t device, nvmlMemory_t * memory), (device, memory))                           \

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "vgpu/internal/array_bytes.h"
+#include "vgpu/internal/memory_hooks.h"
 #include "vgpu/internal/real_table.h"
 #include "vgpu/log.h"
 #include "vgpu/runtime.h"
@@ -62,13 +63,22 @@ CUresult Released(AllocKind kind, uint64_t handle, Call call) {
   const bool charged = TakeCharge(kind, handle, &charge);
   CUresult rc = call();
   if (charged) {
-    if (rc == CUDA_SUCCESS) {
-      Unreserve(charge.device, charge.bytes);
+    if (rc != CUDA_SUCCESS) {
+      Remember(kind, handle, charge.device, charge.bytes, charge.pool);  // not freed: still charged
+    } else if (charge.pool != 0) {
+      internal::PoolAllocationFreed(charge.pool, charge.bytes);  // back in its pool, which keeps it
     } else {
-      Remember(kind, handle, charge.device, charge.bytes);  // not freed: still charged
+      Unreserve(charge.device, charge.bytes);
     }
   }
   return rc;
+}
+
+// The stream-ordered allocations go through the pool path; `F` is the real call, with its arguments in a tuple.
+template <typename F>
+CUresult StreamOrderedAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream stream, F call) {
+  auto trampoline = [](void* context) { return (*static_cast<F*>(context))(); };
+  return internal::PoolAlloc(dptr, bytes, pool, stream, trampoline, &call);
 }
 
 using xpool::vgpu::internal::ArrayBytes;
@@ -104,6 +114,7 @@ void VirtualiseMemInfo(CUresult rc, Size* free, Size* total) {
   if (rc != CUDA_SUCCESS || !AnyMemoryLimit()) return;
   int dev = CurrentDevice();
   if (!MemoryLimited(dev)) return;
+  ReconcileWithDriver(dev);  // what pools and the graph pool released is free again
   uint64_t limit = LimitBytes(dev);
   uint64_t used = UsedBytes(dev);
   uint64_t left = used >= limit ? 0 : limit - used;
@@ -222,19 +233,23 @@ CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flag
 }
 
 CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-  return LinearAlloc(dptr, bytesize, [&] { return real::cuMemAllocAsync(dptr, bytesize, hStream); });
+  return StreamOrderedAlloc(dptr, bytesize, nullptr, hStream,
+                            [&] { return real::cuMemAllocAsync(dptr, bytesize, hStream); });
 }
 
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-  return LinearAlloc(dptr, bytesize, [&] { return real::cuMemAllocAsync_ptsz(dptr, bytesize, hStream); });
+  return StreamOrderedAlloc(dptr, bytesize, nullptr, hStream,
+                            [&] { return real::cuMemAllocAsync_ptsz(dptr, bytesize, hStream); });
 }
 
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
-  return LinearAlloc(dptr, bytesize, [&] { return real::cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream); });
+  return StreamOrderedAlloc(dptr, bytesize, pool, hStream,
+                            [&] { return real::cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream); });
 }
 
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
-  return LinearAlloc(dptr, bytesize, [&] { return real::cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream); });
+  return StreamOrderedAlloc(dptr, bytesize, pool, hStream,
+                            [&] { return real::cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream); });
 }
 
 CUresult cuMemAllocPitch(CUdeviceptr_v1* dptr, unsigned int* pPitch, unsigned int widthInBytes, unsigned int height,
@@ -267,27 +282,6 @@ CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
 
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
   return Released(AllocKind::kLinear, dptr, [&] { return real::cuMemFreeAsync_ptsz(dptr, hStream); });
-}
-
-// ---------------------------------------------------------------- virtual memory management (VMM)
-CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
-                     unsigned long long flags) {
-  EnsureCudaInit();
-  auto call = [&] { return real::cuMemCreate(handle, size, prop, flags); };
-  if (!AnyMemoryLimit() || handle == nullptr || prop == nullptr || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
-    return call();
-  }
-  uint64_t key = 0;
-  auto wrapped = [&] {
-    CUresult rc = call();
-    if (rc == CUDA_SUCCESS) key = *handle;
-    return rc;
-  };
-  return ChargedAlloc(prop->location.id, size, AllocKind::kVmmHandle, wrapped, &key);
-}
-
-CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
-  return Released(AllocKind::kVmmHandle, handle, [&] { return real::cuMemRelease(handle); });
 }
 
 // ---------------------------------------------------------------- arrays

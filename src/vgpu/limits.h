@@ -1,8 +1,12 @@
 // The limits a task's launcher hands to libxpool-vgpu.so through the environment (vgpu/vgpu_env.h), parsed once.
-// A value that does not parse fails closed: the device gets a 0 MiB memory limit / a 1 % core limit and an error is
-// recorded, so a typo never silently lifts a limit. Value type; thread-compatible.
+// xpool's names (XPOOL_DEVICE_MEMORY_LIMIT_<i> in MiB, XPOOL_DEVICE_CORE_LIMIT_<i> in percent) win; for a device
+// without them HAMi-core's names apply (CUDA_DEVICE_MEMORY_LIMIT_<i>, then CUDA_DEVICE_MEMORY_LIMIT; likewise
+// CUDA_DEVICE_SM_LIMIT), parsed as HAMi-core parses them. A value that does not parse fails closed: the device gets
+// a 0 MiB memory limit / a 1 % core limit and an error is recorded, so a typo never silently lifts a limit.
+// Value type; thread-compatible.
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 
 namespace xpool::vgpu {
@@ -37,5 +41,14 @@ Limits ParseLimits(const char* const* envp);
 
 // Strict decimal parse of a whole string; false on empty, sign, junk or overflow.
 bool ParseUint64(const char* text, uint64_t* out);
+
+// A HAMi-core quantity: digits as C's strtoul with base 0 reads them (decimal, 0x hex, 0 octal), then an optional
+// K/M/G (any case; 1024-based) suffix; no suffix means bytes. Unlike HAMi-core, trailing junk, a sign or overflow is
+// an error (false) rather than ignored.
+bool ParseHamiQuantity(const char* text, uint64_t* out);
+
+// The shared region's path from the environment: XPOOL_SHARED_REGION, else a file in XPOOL_SHARED_REGION_DIR, else
+// CUDA_DEVICE_MEMORY_SHARED_CACHE. Returns the variable it came from, or nullptr (no region: per-process limits).
+const char* ResolveRegionPath(const char* const* envp, char* out, size_t out_len);
 
 }  // namespace xpool::vgpu

@@ -32,6 +32,8 @@ struct Runtime {
   SharedRegion fallback;
   SharedRegion* region = nullptr;
   AllocTracker tracker;
+  MemoryLedger ledger;
+  std::recursive_mutex ledger_mutex;
   std::mutex primary_mutex;
   int primary_refs[kMaxDevices] = {};
 };
@@ -58,9 +60,10 @@ void LoadRealCuda() {
 }
 
 void OpenRegion(Runtime& rt) {
-  const char* path = getenv(XPOOL_ENV_SHARED_REGION);
+  char path[4096];
+  const char* source = ResolveRegionPath(environ, path, sizeof(path));
   const uint64_t start = ProcessStartTime(getpid());
-  if (path != nullptr && *path != '\0') {
+  if (source != nullptr) {
     char identity[kRegionIdentityBytes];
     const char* job = getenv(XPOOL_ENV_JOB_ID);
     const char* replica = getenv(XPOOL_ENV_REPLICA);
@@ -69,7 +72,7 @@ void OpenRegion(Runtime& rt) {
     SharedRegion::OpenStatus status = rt.shared.OpenFile(path, identity, why, sizeof(why));
     if (status == SharedRegion::OpenStatus::kOk && rt.shared.Attach(getpid(), start)) {
       rt.region = &rt.shared;
-      Log(LogLevel::kInfo, "shared region %s attached (task '%s')", path, identity);
+      Log(LogLevel::kInfo, "shared region %s (from %s) attached (task '%s')", path, source, identity);
       return;
     }
     if (status == SharedRegion::OpenStatus::kOk) {
@@ -77,7 +80,8 @@ void OpenRegion(Runtime& rt) {
     }
     Log(LogLevel::kError, "refusing shared region %s: %s; enforcing the limits per process instead", path, why);
   } else {
-    Log(LogLevel::kInfo, "%s is not set: enforcing the limits per process", XPOOL_ENV_SHARED_REGION);
+    Log(LogLevel::kInfo, "none of %s, %s, %s is set: enforcing the limits per process", XPOOL_ENV_SHARED_REGION,
+        XPOOL_ENV_SHARED_REGION_DIR, XPOOL_HAMI_ENV_SHARED_CACHE);
   }
   if (rt.fallback.OpenPrivate() && rt.fallback.Attach(getpid(), start)) {
     rt.region = &rt.fallback;
@@ -89,6 +93,8 @@ void OpenRegion(Runtime& rt) {
 void AfterForkInChild() {
   Runtime& rt = Rt();
   rt.tracker.Clear();
+  new (&rt.ledger_mutex) std::recursive_mutex();
+  rt.ledger.Clear();
   new (&rt.primary_mutex) std::mutex();
   memset(rt.primary_refs, 0, sizeof(rt.primary_refs));
   if (rt.region != nullptr) {
@@ -147,11 +153,22 @@ int CurrentDevice() {
   return dev;
 }
 
+bool ReserveExact(int dev, uint64_t bytes) {
+  if (!MemoryLimited(dev)) return true;
+  Runtime& rt = Rt();
+  if (rt.region == nullptr) return false;
+  return rt.region->TryCharge(dev, bytes, rt.limits.device[dev].memory_bytes);
+}
+
 bool Reserve(int dev, uint64_t bytes) {
   if (!MemoryLimited(dev)) return true;
   Runtime& rt = Rt();
   if (rt.region == nullptr) return false;
-  bool ok = rt.region->TryCharge(dev, bytes, rt.limits.device[dev].memory_bytes);
+  bool ok = ReserveExact(dev, bytes);
+  if (!ok) {
+    ReconcileWithDriver(dev);
+    ok = ReserveExact(dev, bytes);
+  }
   if (!ok) {
     Log(LogLevel::kInfo, "device %d: %llu bytes refused (limit %llu, in use %llu)", dev,
         static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(rt.limits.device[dev].memory_bytes),
@@ -160,15 +177,23 @@ bool Reserve(int dev, uint64_t bytes) {
   return ok;
 }
 
+void ForceCharge(int dev, uint64_t bytes) {
+  if (!MemoryLimited(dev) || Rt().region == nullptr || bytes == 0) return;
+  Rt().region->TryCharge(dev, bytes, UINT64_MAX);
+}
+
 void Unreserve(int dev, uint64_t bytes) {
-  if (!MemoryLimited(dev) || Rt().region == nullptr) return;
+  if (!MemoryLimited(dev) || Rt().region == nullptr || bytes == 0) return;
   Rt().region->Release(dev, bytes);
 }
 
-void Remember(AllocKind kind, uint64_t handle, int dev, uint64_t bytes) {
+void Remember(AllocKind kind, uint64_t handle, int dev, uint64_t bytes, uint64_t pool) {
   if (!MemoryLimited(dev)) return;
-  Rt().tracker.Add(kind, handle, Charge{dev, bytes});
+  Rt().tracker.Add(kind, handle, Charge{dev, bytes, pool});
 }
+
+MemoryLedger& Ledger() { return Rt().ledger; }
+std::recursive_mutex& LedgerMutex() { return Rt().ledger_mutex; }
 
 bool TakeCharge(AllocKind kind, uint64_t handle, Charge* charge) {
   return AnyMemoryLimit() && Rt().tracker.Take(kind, handle, charge);

@@ -10,10 +10,12 @@
 #include <stdint.h>
 
 #include <atomic>
+#include <mutex>
 
 #include "vgpu/alloc_tracker.h"
 #include "vgpu/cuda_abi.h"
 #include "vgpu/limits.h"
+#include "vgpu/memory_ledger.h"
 #include "vgpu/shared_region.h"
 
 namespace xpool::vgpu {
@@ -37,11 +39,27 @@ bool MemoryLimited(int dev);
 // The device of the calling thread's current context, or -1.
 int CurrentDevice();
 
-// Charges `bytes` on a limited device; false = over the limit (the caller answers CUDA_ERROR_OUT_OF_MEMORY).
+// Charges `bytes` on a limited device; false = over the limit (the caller answers CUDA_ERROR_OUT_OF_MEMORY). When
+// the charge does not fit, charges the driver no longer backs are given back first (ReconcileWithDriver) and the
+// charge is tried once more.
 bool Reserve(int dev, uint64_t bytes);
+// Reserve without reconciling: for callers whose amount was computed from the ledger they hold locked.
+bool ReserveExact(int dev, uint64_t bytes);
+// Charges memory the driver already holds, whatever the limit (the task is then over it until it frees).
+void ForceCharge(int dev, uint64_t bytes);
 void Unreserve(int dev, uint64_t bytes);
-// Records a successful allocation's charge.
-void Remember(AllocKind kind, uint64_t handle, int dev, uint64_t bytes);
+inline void Unreserve(const DeviceBytes& charge) { Unreserve(charge.device, charge.bytes); }
+// Records a successful allocation's charge (`pool`: the stream-ordered pool it came from, or 0).
+void Remember(AllocKind kind, uint64_t handle, int dev, uint64_t bytes, uint64_t pool = 0);
+
+// Pools, graph memory, VMM and IPC charges (memory_ledger.h), and the recursive mutex every use of it holds.
+MemoryLedger& Ledger();
+std::recursive_mutex& LedgerMutex();
+// Gives back charges the driver no longer backs on `dev` (every device for -1): kept pool memory the driver has
+// released, graph memory it has trimmed. Asks the driver (pool / graph-pool reserved bytes); defined with the hooks.
+void ReconcileWithDriver(int dev);
+// Same for the pools only (after a synchronisation, when pools release memory above their threshold).
+void ReconcilePools(int dev);
 // Removes the charge recorded for `handle` without releasing it; false when there is none.
 bool TakeCharge(AllocKind kind, uint64_t handle, Charge* charge);
 

@@ -13,7 +13,7 @@
 namespace xpool::vgpu {
 namespace {
 
-constexpr char kMagic[8] = {'X', 'P', 'V', 'G', 'P', 'U', 'R', '\x01'};
+constexpr const char (&kMagic)[8] = kRegionMagic;
 
 size_t RegionBytes() { return sizeof(RegionHeader) + sizeof(RegionSlot) * kRegionSlots; }
 
@@ -50,6 +50,23 @@ uint64_t ProcessStartTime(int pid) {
   return value;
 }
 
+uint64_t OwnPidNamespace() {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+int SlotLockHeld(int fd, int index) {
+  if (fd < 0 || index < 0) return -1;
+  struct flock probe;
+  memset(&probe, 0, sizeof(probe));
+  probe.l_type = F_RDLCK;  // conflicts with the holder's write lock; needs no write access to ask
+  probe.l_whence = SEEK_SET;
+  probe.l_start = static_cast<off_t>(kRegionLockBase + static_cast<uint64_t>(index));
+  probe.l_len = 1;
+  if (fcntl(fd, F_OFD_GETLK, &probe) != 0) return -1;
+  return probe.l_type == F_UNLCK ? 0 : 1;
+}
+
 bool ProcessIsAlive(int pid, uint64_t start_time) {
   if (pid <= 0) return false;
   if (kill(pid, 0) != 0 && errno == ESRCH) return false;
@@ -61,6 +78,7 @@ bool ProcessIsAlive(int pid, uint64_t start_time) {
 
 SharedRegion::~SharedRegion() {
   if (header_ != nullptr) munmap(header_, bytes_);
+  if (fd_ >= 0) close(fd_);
 }
 
 void SharedRegion::InitHeader(const char* identity, size_t bytes, bool shared) {
@@ -114,7 +132,7 @@ SharedRegion::OpenStatus SharedRegion::OpenFile(const char* path, const char* id
       status = OpenStatus::kIoError;
     }
   } else if (static_cast<size_t>(st.st_size) != bytes) {
-    Say(why, why_len, "file size does not match region version 1");
+    Say(why, why_len, "file size does not match this region version");
     status = OpenStatus::kCorrupt;
   }
   void* mem = MAP_FAILED;
@@ -150,10 +168,13 @@ SharedRegion::OpenStatus SharedRegion::OpenFile(const char* path, const char* id
     }
   }
   flock(fd, LOCK_UN);
-  close(fd);  // the mapping stays valid
   if (status == OpenStatus::kOk) {
     slots_ = reinterpret_cast<RegionSlot*>(reinterpret_cast<char*>(header_) + sizeof(RegionHeader));
     shared_ = true;
+    fd_ = fd;  // kept open: it holds this process's slot lock
+    snprintf(path_, sizeof(path_), "%s", path);
+  } else {
+    close(fd);
   }
   return status;
 }
@@ -189,42 +210,83 @@ int SharedRegion::SlotEnd() const {
   return high > static_cast<uint32_t>(kRegionSlots) ? kRegionSlots : static_cast<int>(high);
 }
 
+bool SharedRegion::LockSlot(int index) {
+  if (fd_ < 0) return false;
+  struct flock lock;
+  memset(&lock, 0, sizeof(lock));
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = static_cast<off_t>(kRegionLockBase + static_cast<uint64_t>(index));
+  lock.l_len = 1;
+  return fcntl(fd_, F_OFD_SETLK, &lock) == 0;
+}
+
+bool SharedRegion::SlotAlive(int index) const {
+  const RegionSlot& s = slots_[index];
+  if (s.locked != 0 && SlotLockHeld(fd_, index) == 0) return false;  // its holder is gone, in any namespace
+  // Pids can be checked only in the namespace they were recorded in; elsewhere the lock is the only evidence.
+  bool same_namespace = s.pid_namespace == 0 || pid_namespace_ == 0 || s.pid_namespace == pid_namespace_;
+  if (!same_namespace) return true;
+  return liveness_(s.pid, s.start_time);
+}
+
 bool SharedRegion::Attach(int pid, uint64_t start_time) {
   if (header_ == nullptr) return false;
   if (slot_ >= 0) return true;
   if (!Lock()) return false;
-  // The same process may attach again after exec() (same pid, same start time, destructors never ran): the old
-  // image's allocations died with it, so its slot is taken over with a clean charge.
+  // The same process may attach again after exec() (same pid, namespace and start time, destructors never ran):
+  // the old image's allocations died with it, so its slot is taken over with a clean charge.
   for (int i = 0, end = SlotEnd(); i < end && slot_ < 0; ++i) {
     RegionSlot& s = slots_[i];
-    if (s.in_use != 0 && s.pid == pid && s.start_time == start_time && start_time != 0) {
+    if (s.in_use != 0 && s.pid == pid && s.start_time == start_time && start_time != 0 &&
+        s.pid_namespace == pid_namespace_) {
       memset(s.used, 0, sizeof(s.used));
+      s.locked = LockSlot(i) ? 1 : 0;
       slot_ = i;
     }
   }
   for (int pass = 0; pass < 2 && slot_ < 0; ++pass) {
     if (pass == 1) ReclaimDeadLocked();
     for (int i = 0; i < kRegionSlots; ++i) {
-      if (slots_[i].in_use == 0) {
-        RegionSlot& s = slots_[i];
-        memset(&s, 0, sizeof(s));
-        s.pid = pid;
-        s.start_time = start_time;
-        s.in_use = 1;
-        slot_ = i;
-        if (header_->slot_high < static_cast<uint32_t>(i + 1)) header_->slot_high = static_cast<uint32_t>(i + 1);
-        break;
-      }
+      if (slots_[i].in_use != 0) continue;
+      // A free slot whose lock is still held belongs to a process that is detaching: leave it.
+      if (SlotLockHeld(fd_, i) == 1) continue;
+      RegionSlot& s = slots_[i];
+      memset(&s, 0, sizeof(s));
+      s.pid = pid;
+      s.start_time = start_time;
+      s.pid_namespace = pid_namespace_;
+      s.locked = LockSlot(i) ? 1 : 0;
+      s.in_use = 1;
+      slot_ = i;
+      if (header_->slot_high < static_cast<uint32_t>(i + 1)) header_->slot_high = static_cast<uint32_t>(i + 1);
+      break;
     }
   }
   Unlock();
   return slot_ >= 0;
 }
 
+void SharedRegion::ForgetSlot() {
+  slot_ = -1;
+  if (fd_ < 0) return;
+  close(fd_);  // the parent's lock lives on in the parent's descriptor
+  fd_ = open(path_, O_RDWR | O_CLOEXEC);
+}
+
 void SharedRegion::Detach() {
   if (header_ == nullptr || slot_ < 0) return;
   if (Lock()) {
     memset(&slots_[slot_], 0, sizeof(RegionSlot));
+    if (fd_ >= 0) {
+      struct flock unlock;
+      memset(&unlock, 0, sizeof(unlock));
+      unlock.l_type = F_UNLCK;
+      unlock.l_whence = SEEK_SET;
+      unlock.l_start = static_cast<off_t>(kRegionLockBase + static_cast<uint64_t>(slot_));
+      unlock.l_len = 1;
+      fcntl(fd_, F_OFD_SETLK, &unlock);
+    }
     Unlock();
   }
   slot_ = -1;
@@ -243,7 +305,7 @@ int SharedRegion::ReclaimDeadLocked() {
   for (int i = 0, end = SlotEnd(); i < end; ++i) {
     RegionSlot& s = slots_[i];
     if (s.in_use == 0 || i == slot_) continue;
-    if (!liveness_(s.pid, s.start_time)) {
+    if (!SlotAlive(i)) {
       memset(&s, 0, sizeof(s));
       ++reclaimed;
     }

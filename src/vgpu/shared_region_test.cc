@@ -152,6 +152,52 @@ TEST_F(SharedRegionTest, ReusedPidIsNotTakenForTheDeadProcess) {
   EXPECT_EQ(me.Used(0), 90 * kMiB);
 }
 
+// Containers of a pod sharing a host-path region, and the node reading it, see each other's pids as meaningless
+// numbers: a slot's liveness is its lock, whatever its pid means here.
+TEST_F(SharedRegionTest, LiveProcessOfAnotherPidNamespaceKeepsItsCharge) {
+  SharedRegion other, me;
+  ASSERT_EQ(Open(&other), SharedRegion::OpenStatus::kOk);
+  ASSERT_EQ(Open(&me), SharedRegion::OpenStatus::kOk);
+  other.set_pid_namespace(OwnPidNamespace() + 1000);
+  ASSERT_TRUE(other.Attach(0x3ffffff5, 1));  // no such pid here; alive in its own namespace
+  ASSERT_TRUE(other.TryCharge(0, 60 * kMiB, kLimit));
+  ASSERT_TRUE(me.Attach(getpid(), ProcessStartTime(getpid())));
+  EXPECT_FALSE(me.TryCharge(0, 50 * kMiB, kLimit));
+  EXPECT_EQ(me.Used(0), 60 * kMiB);
+}
+
+TEST_F(SharedRegionTest, DeadProcessOfAnotherPidNamespaceIsReclaimedByItsLock) {
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t parent = getpid();
+  const uint64_t parent_start = ProcessStartTime(parent);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    SharedRegion region;
+    char why[128];
+    bool ok = region.OpenFile(path_.c_str(), "job/0", why, sizeof(why)) == SharedRegion::OpenStatus::kOk;
+    region.set_pid_namespace(OwnPidNamespace() + 1000);
+    // In its namespace it has the number and start time that a live process (the test) has here.
+    ok = ok && region.Attach(parent, parent_start) && region.TryCharge(0, 80 * kMiB, kLimit);
+    char byte = ok ? 1 : 0;
+    if (write(ready[1], &byte, 1) != 1) _exit(3);
+    pause();
+    _exit(0);
+  }
+  char byte = 0;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  ASSERT_EQ(byte, 1);
+  SharedRegion me;
+  ASSERT_EQ(Open(&me), SharedRegion::OpenStatus::kOk);
+  ASSERT_TRUE(me.Attach(getpid(), ProcessStartTime(getpid())));
+  EXPECT_FALSE(me.TryCharge(0, 50 * kMiB, kLimit));  // alive: its lock is held
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  EXPECT_TRUE(me.TryCharge(0, 50 * kMiB, kLimit));  // its lock died with it
+  EXPECT_EQ(me.Used(0), 50 * kMiB);
+}
+
 TEST_F(SharedRegionTest, ExecedProcessTakesOverItsSlotWithACleanCharge) {
   const uint64_t start = ProcessStartTime(getpid());
   SharedRegion before_exec, after_exec;

@@ -3,6 +3,7 @@
 //   BM_LaunchKernel      one cuLaunchKernel (the fake's launch is a counter increment)
 //   BM_MemAllocFree      one cuMemAlloc_v2 + cuMemFree_v2 pair of 1 MiB
 //   BM_MemGetInfo        one cuMemGetInfo_v2
+//   BM_MemAllocAsyncFree one cuMemAllocAsync + cuMemFreeAsync pair of 1 MiB from the device's pool (which keeps it)
 //   BM_*Driver           the same calls made on the fake driver's own entry points (never hooked), in the same
 //                        process: run with --benchmark_enable_random_interleaving=true and the difference to the
 //                        row above is the interposer's cost with the machine's noise largely cancelled
@@ -30,6 +31,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
 CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize);
 CUresult cuMemFree_v2(CUdeviceptr dptr);
 CUresult cuMemGetInfo_v2(size_t* free, size_t* total);
+CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream);
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream);
 void* xpoolFakeEntryPoint(const char* name);  // the fake driver's own functions, bypassing any interposer
 }
 
@@ -134,6 +137,37 @@ void BM_MemAllocFree(benchmark::State& state) {
   state.SetLabel(Label());
 }
 BENCHMARK(BM_MemAllocFree);
+
+using AllocAsyncFn = CUresult (*)(CUdeviceptr*, size_t, CUstream);
+using FreeAsyncFn = CUresult (*)(CUdeviceptr, CUstream);
+
+void AllocAsyncLoop(benchmark::State& state, AllocAsyncFn alloc, FreeAsyncFn free_fn) {
+  if (!Setup() || alloc == nullptr || free_fn == nullptr) {
+    state.SkipWithError("no fake device");
+    return;
+  }
+  for (auto _ : state) {
+    CUdeviceptr p = 0;
+    if (alloc(&p, 1 << 20, nullptr) != CUDA_SUCCESS) {
+      state.SkipWithError("cuMemAllocAsync failed");
+      break;
+    }
+    free_fn(p, nullptr);
+  }
+}
+
+void BM_MemAllocAsyncFreeDriver(benchmark::State& state) {
+  AllocAsyncLoop(state, reinterpret_cast<AllocAsyncFn>(xpoolFakeEntryPoint("cuMemAllocAsync")),
+                 reinterpret_cast<FreeAsyncFn>(xpoolFakeEntryPoint("cuMemFreeAsync")));
+  state.SetLabel("fake driver entry point");
+}
+BENCHMARK(BM_MemAllocAsyncFreeDriver);
+
+void BM_MemAllocAsyncFree(benchmark::State& state) {
+  AllocAsyncLoop(state, &cuMemAllocAsync, &cuMemFreeAsync);
+  state.SetLabel(Label());
+}
+BENCHMARK(BM_MemAllocAsyncFree);
 
 void BM_MemGetInfo(benchmark::State& state) {
   if (!Setup()) {

@@ -10,6 +10,18 @@
 #define XPOOL_ENV_DEVICE_CORE_LIMIT_PREFIX "XPOOL_DEVICE_CORE_LIMIT_"
 /* Path of the task's shared accounting file (one per task, shared by all its processes). */
 #define XPOOL_ENV_SHARED_REGION "XPOOL_SHARED_REGION"
+/* A directory for the accounting file when XPOOL_SHARED_REGION is not set (a host path the device plugin mounts):
+ * the file is <dir>/<XPOOL_JOB_ID>.<XPOOL_REPLICA>.region, or <dir>/vgpu.region without a job id. */
+#define XPOOL_ENV_SHARED_REGION_DIR "XPOOL_SHARED_REGION_DIR"
+#define XPOOL_SHARED_REGION_DEFAULT_NAME "vgpu.region"
+
+/* HAMi-core's names, honoured when xpool's own are absent (images built for HAMi run unchanged):
+ * CUDA_DEVICE_MEMORY_LIMIT (every device) / CUDA_DEVICE_MEMORY_LIMIT_<i>: bytes, or with a K/M/G suffix (binary);
+ * CUDA_DEVICE_SM_LIMIT / CUDA_DEVICE_SM_LIMIT_<i>: percent; 0 in either means "not set";
+ * CUDA_DEVICE_MEMORY_SHARED_CACHE: the accounting file. */
+#define XPOOL_HAMI_ENV_MEMORY_LIMIT "CUDA_DEVICE_MEMORY_LIMIT"
+#define XPOOL_HAMI_ENV_SM_LIMIT "CUDA_DEVICE_SM_LIMIT"
+#define XPOOL_HAMI_ENV_SHARED_CACHE "CUDA_DEVICE_MEMORY_SHARED_CACHE"
 /* Log level of the runtime library: error, warn, info, debug. */
 #define XPOOL_ENV_VGPU_LOG_LEVEL "XPOOL_VGPU_LOG_LEVEL"
 /* The preloaded library's file name, as the launcher puts it in LD_PRELOAD. */

@@ -95,6 +95,8 @@ class Child {
   }
 
   void Kill() { kill(pid_, SIGKILL); }
+  // What was read so far (WaitForOutput), without waiting for the process.
+  Outcome Peek() const { return outcome_; }
 
   Outcome Wait() {
     char buf[4096];
@@ -176,6 +178,50 @@ TEST(VgpuPreloadTest, LimitHoldsOnEveryAllocationPath) {
     int expected = std::string(mode) == "procaddr" ? 10 : 14;
     EXPECT_NE(o.out.find("paths tested " + std::to_string(expected)), std::string::npos) << Describe(o);
   }
+}
+
+// Memory that outlives one allocate/free pair: each scenario tries to exceed the limit through one path.
+TEST(VgpuPreloadTest, MemoryStreamOrderedPoolsKeepStaysCharged) {
+  for (const char* mode : kModes) {
+    SCOPED_TRACE(mode);
+    Outcome o = RunProbe({mode, "pools", "256"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "256"}});
+    EXPECT_EQ(o.exit_code, 0) << Describe(o);
+  }
+}
+
+TEST(VgpuPreloadTest, GraphMemoryNodesAreChargedWhenInstantiated) {
+  for (const char* mode : kModes) {
+    SCOPED_TRACE(mode);
+    Outcome o = RunProbe({mode, "graphs", "256"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "256"}});
+    EXPECT_EQ(o.exit_code, 0) << Describe(o);
+  }
+}
+
+TEST(VgpuPreloadTest, VmmMemoryStaysChargedWhileMappedRetainedOrExported) {
+  for (const char* mode : kModes) {
+    SCOPED_TRACE(mode);
+    Outcome o = RunProbe({mode, "vmm", "256"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "256"}});
+    EXPECT_EQ(o.exit_code, 0) << Describe(o);
+  }
+}
+
+TEST(VgpuPreloadTest, IpcImportedMemoryIsChargedToTheImporter) {
+  // The exporter is another task's process (no limit); the importer's limit must count what it maps.
+  Child exporter(XPOOL_VGPU_PROBE, {"direct", "ipcexport", "600"}, {}, /*preload=*/false);
+  ASSERT_TRUE(exporter.WaitForOutput(" end", 10000));
+  Outcome shown = exporter.Peek();
+  size_t at = shown.out.find("handle ");
+  ASSERT_NE(at, std::string::npos);
+  std::string hex = shown.out.substr(at + 7, 128);
+  for (const char* mode : {"direct", "dlsym"}) {
+    SCOPED_TRACE(mode);
+    Outcome fits = RunProbe({mode, "ipcimport", "1024", hex, "600"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "1024"}});
+    EXPECT_EQ(fits.exit_code, 0) << Describe(fits);
+    Outcome over = RunProbe({mode, "ipcimport", "512", hex, "600"}, {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "512"}});
+    EXPECT_EQ(over.exit_code, 0) << Describe(over);
+  }
+  exporter.Kill();
+  exporter.Wait();
 }
 
 TEST(VgpuPreloadTest, ThreadsOfOneProcessShareTheLimitExactly) {
@@ -311,6 +357,45 @@ TEST(VgpuPreloadTest, TasksDoNotShareAndCorruptRegionsFallBackPerProcess) {
   EXPECT_NE(ok.err.find("refusing shared region"), std::string::npos) << Describe(ok);
   Outcome refused = RunProbe({"direct", "alloc", "1025"}, env);
   EXPECT_EQ(refused.exit_code, 2) << Describe(refused);
+}
+
+// Images built for HAMi run unchanged: HAMi-core's variables set the limits and the shared file.
+TEST(VgpuPreloadTest, HamiCoreVariablesLimitAnUnchangedImage) {
+  for (const char* mode : kModes) {
+    SCOPED_TRACE(mode);
+    Outcome o = RunProbe({mode, "paths", "256"}, {{"CUDA_DEVICE_MEMORY_LIMIT_0", "256m"}});
+    EXPECT_EQ(o.exit_code, 0) << Describe(o);
+  }
+  Outcome all = RunProbe({"direct", "paths", "256"}, {{"CUDA_DEVICE_MEMORY_LIMIT", "256m"}});  // every device
+  EXPECT_EQ(all.exit_code, 0) << Describe(all);
+  Outcome queries = RunProbe({"direct", "queries", "1024"}, {{"CUDA_DEVICE_MEMORY_LIMIT_0", "1g"}});
+  EXPECT_EQ(queries.exit_code, 0) << Describe(queries);
+  // xpool's variable wins over HAMi-core's for the same device.
+  Outcome both = RunProbe({"direct", "alloc", "300"},
+                          {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "256"}, {"CUDA_DEVICE_MEMORY_LIMIT_0", "8g"}});
+  EXPECT_EQ(both.exit_code, 2) << Describe(both);
+}
+
+// The accounting file on a host path (HAMi-core's CUDA_DEVICE_MEMORY_SHARED_CACHE, or a directory the device plugin
+// mounts): processes of the container share one limit, and a killed process's memory comes back.
+TEST(VgpuPreloadTest, HostPathRegionIsSharedAndReclaimsKilledProcesses) {
+  TempDir dir;
+  const std::map<std::string, std::string> envs[] = {
+      {{"CUDA_DEVICE_MEMORY_LIMIT", "1024m"}, {"CUDA_DEVICE_MEMORY_SHARED_CACHE", dir.File("hami.cache")}},
+      {{"XPOOL_DEVICE_MEMORY_LIMIT_0", "1024"}, {"XPOOL_SHARED_REGION_DIR", dir.File("")}, {"XPOOL_JOB_ID", "ns/pod"}},
+  };
+  for (const auto& env : envs) {
+    Child holder(XPOOL_VGPU_PROBE, {"direct", "hold", "768"}, env);
+    ASSERT_TRUE(holder.WaitForOutput("held 0", 10000));
+    Outcome refused = RunProbe({"direct", "alloc", "512"}, env);
+    EXPECT_EQ(refused.exit_code, 2) << Describe(refused);  // one limit for both processes
+    holder.Kill();
+    holder.Wait();
+    Outcome granted = RunProbe({"direct", "alloc", "512"}, env);
+    EXPECT_EQ(granted.exit_code, 0) << Describe(granted);
+  }
+  EXPECT_EQ(access(dir.File("hami.cache").c_str(), F_OK), 0);
+  EXPECT_EQ(access(dir.File("ns_pod.0.region").c_str(), F_OK), 0);
 }
 
 TEST(VgpuPreloadTest, MissingDriverDoesNotCrashTheProgram) {

@@ -15,8 +15,15 @@
 //   vgpu_probe <mode> fork <limit MiB>        a forked child charges the same task from its own slot
 //   vgpu_probe <mode> nvmltotals             print "nvml <index> total <MiB>" for the first two NVML devices
 //   vgpu_probe <mode> throttle <ms>            launch 1000-block grids for <ms>; print the launch count
+//   vgpu_probe <mode> pools <limit MiB>        memory stream-ordered pools keep after frees stays charged
+//   vgpu_probe <mode> graphs <limit MiB>       graph memory nodes are charged when a graph is instantiated
+//   vgpu_probe <mode> ipcexport <MiB>          allocate, print "handle <hex>", wait to be killed
+//   vgpu_probe <mode> ipcimport <limit MiB> <hex> <exported MiB>   opening another process's memory charges it
+//   vgpu_probe <mode> vmm <limit MiB>          VMM memory stays charged while mapped, retained or exported
 //   vgpu_probe_nolink missing                  no driver at all: hooks answer errors, the program survives
 //   vgpu_probe_nolink nvmlonly <limit MiB>     NVML queries are virtualised without libcuda ever being loaded
+#include "vgpu_probe.h"
+
 #include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,53 +40,9 @@
 #include <thread>
 #include <vector>
 
-#include "vgpu/cuda_abi.h"
-#include "vgpu/hook_list.h"
-
-#define PROBE_EXTRA_CUDA(X)                                           \
-  X(cuDeviceGet, (CUdevice * device, int ordinal), (device, ordinal)) \
-  X(cuCtxSetCurrent, (CUcontext ctx), (ctx))                          \
-  X(cuCtxGetDevice, (CUdevice * device), (device))
-
-#ifdef XPOOL_PROBE_LINKED
-extern "C" {
-#define PROBE_X(name, params, args) CUresult name params;
-XPOOL_CUDA_HOOKS(PROBE_X)
-PROBE_EXTRA_CUDA(PROBE_X)
-#undef PROBE_X
-}
-#endif
+using namespace probe;
 
 namespace {
-
-struct Api {
-#define PROBE_X(name, params, args) CUresult(*name) params = nullptr;
-  XPOOL_CUDA_HOOKS(PROBE_X)
-  PROBE_EXTRA_CUDA(PROBE_X)
-#undef PROBE_X
-#define PROBE_X(name, params, args) nvmlReturn_t(*name) params = nullptr;
-  XPOOL_NVML_HOOKS(PROBE_X)
-  XPOOL_NVML_REAL_ONLY(PROBE_X)
-#undef PROBE_X
-  void* cuda = nullptr;
-  uint64_t (*fake_launches)() = nullptr;
-  int ours = 0;   // governed entry points that resolved into libxpool-vgpu.so
-  int total = 0;  // governed entry points that resolved at all
-};
-
-int g_failures = 0;
-
-#define CHECK(cond, ...)                                     \
-  do {                                                       \
-    if (!(cond)) {                                           \
-      ++g_failures;                                          \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      printf(__VA_ARGS__);                                   \
-      printf("\n");                                          \
-    }                                                        \
-  } while (0)
-
-constexpr uint64_t kMiB = 1024ull * 1024ull;
 
 bool InOurLibrary(void* fn) {
   Dl_info info;
@@ -170,6 +133,7 @@ bool LoadApi(const char* mode, Api& api) {
 #undef PROBE_X
   if (api.cuda != nullptr) {
     api.fake_launches = reinterpret_cast<uint64_t (*)()>(dlsym(api.cuda, "xpoolFakeLaunchCount"));
+    api.fake_used = reinterpret_cast<uint64_t (*)(int)>(dlsym(api.cuda, "xpoolFakeUsedBytes"));
   }
   void* nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW);
   if (nvml != nullptr) {
@@ -182,7 +146,9 @@ bool LoadApi(const char* mode, Api& api) {
   return true;
 }
 
-bool Setup(Api& api, int dev) {
+}  // namespace
+
+bool probe::Setup(Api& api, int dev) {
   CUcontext ctx = nullptr;
   CUresult rc = api.cuInit(0);
   if (rc != CUDA_SUCCESS) {
@@ -196,6 +162,8 @@ bool Setup(Api& api, int dev) {
   }
   return api.cuCtxSetCurrent(ctx) == CUDA_SUCCESS;
 }
+
+namespace {
 
 struct Path {
   const char* name;
@@ -276,7 +244,16 @@ const Path kPaths[] = {
     {"cuMemAllocFromPoolAsync", [](const Api& a) -> bool { return a.cuMemAllocFromPoolAsync && a.cuMemFreeAsync; },
      [](Api& api, uint64_t b, uint64_t* h) {
        CUdeviceptr p = 0;
-       CUresult rc = api.cuMemAllocFromPoolAsync(&p, b, reinterpret_cast<CUmemoryPool>(0x10), nullptr);
+       static CUmemoryPool pool = nullptr;
+       if (pool == nullptr) {
+         CUmemPoolProps props;
+         memset(&props, 0, sizeof(props));
+         props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+         props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+         props.location.id = 0;
+         if (api.cuMemPoolCreate(&pool, &props) != CUDA_SUCCESS) return CUDA_ERROR_UNKNOWN;
+       }
+       CUresult rc = api.cuMemAllocFromPoolAsync(&p, b, pool, nullptr);
        *h = p;
        return rc;
      },
@@ -338,11 +315,15 @@ const Path kPaths[] = {
      [](Api& api, uint64_t h) { return api.cuMipmappedArrayDestroy(reinterpret_cast<CUmipmappedArray>(h)); }},
 };
 
-size_t FreeBytes(Api& api) {
+}  // namespace
+
+size_t probe::FreeBytes(Api& api) {
   size_t free = 0, total = 0;
   if (api.cuMemGetInfo_v2(&free, &total) != CUDA_SUCCESS) return 0;
   return free;
 }
+
+namespace {
 
 int ScenarioPaths(Api& api, uint64_t limit_mib) {
   if (!Setup(api, 0)) return 1;
@@ -368,6 +349,7 @@ int ScenarioPaths(Api& api, uint64_t limit_mib) {
     rc = path.alloc(api, chunk, &handles[3]);
     CHECK(rc == CUDA_SUCCESS, "%s: allocation after a free -> %d", path.name, rc);
     for (uint64_t h : handles) path.release(api, h);
+    api.cuCtxSynchronize();  // stream-ordered pools give their memory back at a synchronisation
     CHECK(FreeBytes(api) == limit, "%s: free after releasing all is %zu, want %llu", path.name, FreeBytes(api),
           static_cast<unsigned long long>(limit));
     printf("path %s checked\n", path.name);
@@ -696,6 +678,13 @@ int main(int argc, char** argv) {
   if (strcmp(scenario, "fork") == 0) return ScenarioFork(api, Arg(argc, argv, 3));
   if (strcmp(scenario, "threads") == 0) return ScenarioThreads(api, Arg(argc, argv, 3));
   if (strcmp(scenario, "throttle") == 0) return ScenarioThrottle(api, Arg(argc, argv, 3));
+  if (strcmp(scenario, "pools") == 0) return ScenarioPools(api, Arg(argc, argv, 3));
+  if (strcmp(scenario, "graphs") == 0) return ScenarioGraphs(api, Arg(argc, argv, 3));
+  if (strcmp(scenario, "ipcexport") == 0) return ScenarioIpcExport(api, Arg(argc, argv, 3));
+  if (strcmp(scenario, "ipcimport") == 0 && argc >= 6) {
+    return ScenarioIpcImport(api, Arg(argc, argv, 3), argv[4], Arg(argc, argv, 5));
+  }
+  if (strcmp(scenario, "vmm") == 0) return ScenarioVmm(api, Arg(argc, argv, 3));
   fprintf(stderr, "unknown scenario %s\n", scenario);
   return 64;
 }

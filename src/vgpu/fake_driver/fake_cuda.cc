@@ -14,9 +14,32 @@
 
 #include "vgpu/cuda_abi.h"
 #include "vgpu/fake_driver/fake_devices.h"
+#include "vgpu/fake_driver/fake_memory.h"
+#include "vgpu/hook_list.h"
 #include "vgpu/internal/array_bytes.h"
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+// Every entry point the interposer governs or uses; some are defined in fake_memory.cc.
+#define FAKE_X(name, params, args) FAKE_EXPORT CUresult name params;
+XPOOL_CUDA_HOOKS(FAKE_X)
+XPOOL_CUDA_REAL_ONLY(FAKE_X)
+#undef FAKE_X
+FAKE_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value);
+FAKE_EXPORT CUresult cuGraphCreate(CUgraph* graph, unsigned int flags);
+FAKE_EXPORT CUresult cuGraphDestroy(CUgraph graph);
+FAKE_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps, size_t count,
+                                            CUDA_MEM_ALLOC_NODE_PARAMS* params);
+FAKE_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps, size_t count,
+                                              CUgraph child);
+FAKE_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr dptr);
+FAKE_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                         unsigned long long flags);
+FAKE_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size);
+
+namespace xpool::vgpu::fake {
+CUresult LaunchGraphMemory(CUgraphExec exec);
+}
 
 namespace {
 
@@ -87,10 +110,13 @@ CUresult Allocate(int dev, uint64_t bytes, bool v1, bool handle, unsigned long l
 
 CUresult Free(uint64_t key) {
   State& s = S();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::unique_lock<std::mutex> lock(s.mutex);
   if (!s.initialised) return CUDA_ERROR_NOT_INITIALIZED;
   auto it = s.allocations.find(key);
-  if (it == s.allocations.end()) return CUDA_ERROR_INVALID_VALUE;
+  if (it == s.allocations.end()) {
+    lock.unlock();
+    return xpool::vgpu::fake::FreePoolAllocation(key) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  }
   s.used[it->second.device] -= it->second.bytes;
   s.allocations.erase(it);
   return CUDA_SUCCESS;
@@ -151,6 +177,50 @@ CUresult Launch(CUfunction f, uint64_t blocks) {
 }
 
 }  // namespace
+
+namespace xpool::vgpu::fake {
+
+bool TakePhysical(int dev, uint64_t bytes) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (dev < 0 || dev >= Devices().count || bytes > Devices().bytes - s.used[dev]) return false;
+  s.used[dev] += bytes;
+  return true;
+}
+
+void GivePhysical(int dev, uint64_t bytes) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (dev < 0 || dev >= kMaxFakeDevices) return;
+  s.used[dev] -= bytes < s.used[dev] ? bytes : s.used[dev];
+}
+
+bool Initialised() {
+  std::lock_guard<std::mutex> lock(S().mutex);
+  return S().initialised;
+}
+
+int CurrentDevice() { return ::CurrentDevice(); }
+
+uint64_t NewAddress(uint64_t bytes) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  uint64_t address = s.next_address;
+  s.next_address += (bytes + 511) / 512 * 512 + 512;
+  return address;
+}
+
+bool LinearAllocation(uint64_t address, uint64_t* bytes, int* dev) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.allocations.find(address);
+  if (it == s.allocations.end()) return false;
+  *bytes = it->second.bytes;
+  *dev = it->second.device;
+  return true;
+}
+
+}  // namespace xpool::vgpu::fake
 
 // ---------------------------------------------------------------- test-only introspection
 FAKE_EXPORT uint64_t xpoolFakeLaunchCount() { return g_launches.load(); }
@@ -270,7 +340,11 @@ FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
   return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuCtxSynchronize(void) { return t_current != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+FAKE_EXPORT CUresult cuCtxSynchronize(void) {
+  if (t_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  xpool::vgpu::fake::SynchronisePools();
+  return CUDA_SUCCESS;
+}
 
 FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   State& s = S();
@@ -295,7 +369,12 @@ FAKE_EXPORT CUresult cuStreamCreate(CUstream* stream, unsigned int) {
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream) { return CheckInit(); }
-FAKE_EXPORT CUresult cuStreamSynchronize(CUstream) { return CheckInit(); }
+FAKE_EXPORT CUresult cuStreamSynchronize(CUstream) {
+  if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
+  xpool::vgpu::fake::SynchronisePools();
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream stream) { return cuStreamSynchronize(stream); }
 
 // ---------------------------------------------------------------- memory
 FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
@@ -334,19 +413,6 @@ FAKE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsig
   return Allocate(CurrentDevice(), bytesize, false, false, dptr);
 }
 
-FAKE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream) {
-  return cuMemAlloc_v2(dptr, bytesize);
-}
-FAKE_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream) {
-  return cuMemAlloc_v2(dptr, bytesize);
-}
-FAKE_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool, CUstream) {
-  return cuMemAlloc_v2(dptr, bytesize);
-}
-FAKE_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool, CUstream) {
-  return cuMemAlloc_v2(dptr, bytesize);
-}
-
 FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) { return Free(dptr); }
 FAKE_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr) { return Free(dptr); }
 FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream) { return Free(dptr); }
@@ -373,15 +439,6 @@ FAKE_EXPORT CUresult cuMemGetInfo(unsigned int* free, unsigned int* total) {
   }
   return rc;
 }
-
-FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
-                                 unsigned long long flags) {
-  if (handle == nullptr || prop == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_NOT_SUPPORTED;
-  return Allocate(prop->location.id, size, false, true, handle);
-}
-
-FAKE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) { return Free(handle); }
 
 FAKE_EXPORT CUresult cuArrayCreate_v2(CUarray* handle, const CUDA_ARRAY_DESCRIPTOR* d) {
   if (handle == nullptr || d == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -466,11 +523,10 @@ FAKE_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int g
   return Launch(f, static_cast<uint64_t>(gx) * gy * gz);
 }
 FAKE_EXPORT CUresult cuGraphLaunch(CUgraphExec graph, CUstream) {
-  return Launch(reinterpret_cast<CUfunction>(graph), 1024);
+  if (CUresult rc = Launch(reinterpret_cast<CUfunction>(graph), 1024); rc != CUDA_SUCCESS) return rc;
+  return xpool::vgpu::fake::LaunchGraphMemory(graph);
 }
-FAKE_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream) {
-  return Launch(reinterpret_cast<CUfunction>(graph), 1024);
-}
+FAKE_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream) { return cuGraphLaunch(graph, stream); }
 
 // ---------------------------------------------------------------- cuGetProcAddress
 FAKE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
@@ -533,6 +589,42 @@ const ProcEntry kProcTable[] = {
     FAKE_ENTRY(cuMemGetInfo_v2),
     FAKE_ENTRY(cuMemCreate),
     FAKE_ENTRY(cuMemRelease),
+    FAKE_ENTRY(cuMemMap),
+    FAKE_ENTRY(cuMemUnmap),
+    FAKE_ENTRY(cuMemAddressReserve),
+    FAKE_ENTRY(cuMemAddressFree),
+    FAKE_ENTRY(cuMemRetainAllocationHandle),
+    FAKE_ENTRY(cuMemExportToShareableHandle),
+    FAKE_ENTRY(cuMemImportFromShareableHandle),
+    FAKE_ENTRY(cuMemGetAddressRange_v2),
+    FAKE_ENTRY(cuDeviceGetMemPool),
+    FAKE_ENTRY(cuMemPoolCreate),
+    FAKE_ENTRY(cuMemPoolDestroy),
+    FAKE_ENTRY(cuMemPoolTrimTo),
+    FAKE_ENTRY(cuMemPoolSetAttribute),
+    FAKE_ENTRY(cuMemPoolGetAttribute),
+    FAKE_ENTRY(cuStreamIsCapturing),
+    FAKE_ENTRY(cuStreamSynchronize_ptsz),
+    FAKE_ENTRY(cuGraphCreate),
+    FAKE_ENTRY(cuGraphDestroy),
+    FAKE_ENTRY(cuGraphAddMemAllocNode),
+    FAKE_ENTRY(cuGraphAddChildGraphNode),
+    FAKE_ENTRY(cuGraphGetNodes),
+    FAKE_ENTRY(cuGraphNodeGetType),
+    FAKE_ENTRY(cuGraphMemAllocNodeGetParams),
+    FAKE_ENTRY(cuGraphChildGraphNodeGetGraph),
+    FAKE_ENTRY(cuGraphInstantiateWithFlags),
+    FAKE_ENTRY(cuGraphInstantiate),
+    FAKE_ENTRY(cuGraphInstantiate_v2),
+    FAKE_ENTRY(cuGraphInstantiateWithParams),
+    FAKE_ENTRY(cuGraphInstantiateWithParams_ptsz),
+    FAKE_ENTRY(cuGraphExecDestroy),
+    FAKE_ENTRY(cuDeviceGraphMemTrim),
+    FAKE_ENTRY(cuDeviceGetGraphMemAttribute),
+    FAKE_ENTRY(cuIpcGetMemHandle),
+    FAKE_ENTRY(cuIpcOpenMemHandle),
+    FAKE_ENTRY(cuIpcOpenMemHandle_v2),
+    FAKE_ENTRY(cuIpcCloseMemHandle),
     FAKE_ENTRY(cuArrayCreate),
     FAKE_ENTRY(cuArrayCreate_v2),
     FAKE_ENTRY(cuArray3DCreate),
