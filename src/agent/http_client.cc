@@ -2,38 +2,21 @@
 
 #include <httplib.h>
 
-#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "agent/protocol.h"
+#include "common/http_error.h"
 
 namespace xpool::agent {
 namespace {
 
-using Json = nlohmann::json;
-
+// The server's canonical code (common/http_error.h), with what was asked and the HTTP status in front.
 Status ErrorFromResponse(int http_status, const std::string& body, const std::string& what) {
-  std::string message = body;
-  try {
-    Json j = Json::parse(body);
-    if (j.contains("error") && j["error"].contains("message")) message = j["error"]["message"].get<std::string>();
-  } catch (const Json::exception&) {
+  const Status s = StatusFromHttpError(http_status, body);
+  if (s.code() == StatusCode::kUnauthenticated) {
+    return UnauthenticatedError(what + ": the server rejected the node token (HTTP 401)");
   }
-  const std::string text = what + ": HTTP " + std::to_string(http_status) + ": " + message;
-  switch (http_status) {
-    case 400:
-      return InvalidArgumentError(text);
-    case 401:
-      return UnauthenticatedError(what + ": the server rejected the node token (HTTP 401)");
-    case 403:
-      return PermissionDeniedError(text);
-    case 404:
-      return NotFoundError(text);
-    case 409:
-      return FailedPreconditionError(text);
-    default:
-      return http_status >= 500 ? UnavailableError(text) : InternalError(text);
-  }
+  return Status(s.code(), what + ": HTTP " + std::to_string(http_status) + ": " + s.message());
 }
 
 }  // namespace

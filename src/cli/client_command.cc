@@ -1,11 +1,11 @@
 // The user CLI of the control plane: submit, get, describe, cancel, suspend, resume, priority, top, tenants,
 // tokens, nodes. Every command talks to `xpool server` over its REST API (docs/api.md). The server URL and token come
 // from --server/--token, then XPOOL_SERVER/XPOOL_TOKEN, then ~/.config/xpool/config ("server = ...",
-// "token = ..."). Tables are aligned; errors go to stderr with exit code 1 (2 for usage errors).
+// "token = ..."). What they print (tables, -o json|yaml, units) is cli/client_print.h and cli/output.h; errors go
+// to stderr with exit code 1 (2 for usage errors).
 #include <httplib.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,8 +17,11 @@
 #include <thread>
 #include <vector>
 
+#include "cli/client_print.h"
 #include "cli/control_commands.h"
+#include "cli/output.h"
 #include "common/flags.h"
+#include "common/http_error.h"
 #include "common/status.h"
 #include "common/units.h"
 
@@ -98,16 +101,10 @@ Result<json> Call(const Connection& c, const std::string& method, const std::str
     if (parsed.is_discarded()) return InternalError("the server answered something that is not JSON");
     return parsed;
   }
-  std::string message = res->body;
-  if (!parsed.is_discarded() && parsed.contains("error") && parsed["error"].contains("message")) {
-    message = parsed["error"]["message"].get<std::string>();
-  }
-  StatusCode code = res->status == 401   ? StatusCode::kUnauthenticated
-                    : res->status == 404 ? StatusCode::kNotFound
-                    : res->status == 503 ? StatusCode::kUnavailable
-                                         : StatusCode::kInvalidArgument;
-  if (res->status == 401) message += " (set --token, XPOOL_TOKEN or ~/.config/xpool/config)";
-  return Status(code, "HTTP " + std::to_string(res->status) + ": " + message);
+  const Status error = StatusFromHttpError(res->status, res->body);
+  std::string message = "HTTP " + std::to_string(res->status) + ": " + error.message();
+  if (error.code() == StatusCode::kUnauthenticated) message += " (set --token, XPOOL_TOKEN or ~/.config/xpool/config)";
+  return Status(error.code(), std::move(message));
 }
 
 int Fail(const Status& s) {
@@ -121,173 +118,47 @@ struct ClientFlags {
   void Add(FlagSet& flags, bool with_output) {
     flags.String("server", &server, "server URL (default: $XPOOL_SERVER, config, " + std::string(kDefaultServer) + ")");
     flags.String("token", &token, "bearer token (default: $XPOOL_TOKEN, then ~/.config/xpool/config)");
-    if (with_output) flags.String("o", &output, "output: wide or json (default: a table)");
+    if (with_output) {
+      flags.String("o", &output, "output: wide, json or yaml (default: a table); -owide and -o=json work too");
+      flags.String("output", &output, "the same as -o");
+    }
   }
   Connection connection() const { return Resolve(server, token); }
 };
 
-// Pre-splits "-o json" / "-f x" (single dash) into the FlagSet's "--o" form.
-Args Normalise(const Args& args) {
-  Args out;
-  for (const std::string& a : args) {
-    if (a.size() == 2 && a[0] == '-' && std::isalpha(static_cast<unsigned char>(a[1])) && a != "-h")
-      out.push_back("-" + a);
-    else
-      out.push_back(a);
+// The -o flag's value; on a bad one prints the error and sets *exit_code to 2.
+bool OutputOrExit(const ClientFlags& cf, OutputFormat* format, int* exit_code) {
+  auto f = ParseOutputFormat(cf.output);
+  if (!f.ok()) {
+    std::fprintf(stderr, "error: %s\n", f.status().message().c_str());
+    *exit_code = 2;
+    return false;
   }
-  return out;
+  *format = *f;
+  return true;
 }
 
-std::string Str(const json& j, const char* key, const std::string& fallback = "") {
-  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return fallback;
-  if (j[key].is_string()) return j[key].get<std::string>();
-  return j[key].dump();
-}
-
-int64_t Int(const json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return 0;
-  return j[key].get<int64_t>();
-}
-
-std::string Age(int64_t since_us) {
-  if (since_us <= 0) return "-";
-  int64_t now =
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count();
-  int64_t s = std::max<int64_t>(0, (now - since_us) / 1000000);
-  if (s < 120) return std::to_string(s) + "s";
-  if (s < 7200) return std::to_string(s / 60) + "m";
-  if (s < 172800) return std::to_string(s / 3600) + "h";
-  return std::to_string(s / 86400) + "d";
-}
-
-std::string Cpu(int64_t milli) {
-  if (milli % 1000 == 0) return std::to_string(milli / 1000);
-  return std::to_string(milli) + "m";
-}
-
-// Prints rows under headers, each column as wide as its widest cell, two spaces apart.
-void PrintTable(const std::vector<std::string>& headers, const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width(headers.size());
-  for (size_t i = 0; i < headers.size(); ++i) width[i] = headers[i].size();
-  for (const auto& r : rows) {
-    for (size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
+// "job" and "jobs" name the same resource (likewise node(s), tenant(s)); "" for anything else.
+std::string ResourceName(const std::string& word) {
+  for (const char* r : {"jobs", "nodes", "tenants"}) {
+    if (word == r || word + "s" == r) return r;
   }
-  auto print_row = [&](const std::vector<std::string>& r) {
-    std::string line;
-    for (size_t i = 0; i < headers.size(); ++i) {
-      std::string cell = i < r.size() ? r[i] : "";
-      if (i + 1 < headers.size()) cell.resize(width[i], ' ');
-      line += cell;
-      if (i + 1 < headers.size()) line += "  ";
-    }
-    std::printf("%s\n", line.c_str());
-  };
-  print_row(headers);
-  for (const auto& r : rows) print_row(r);
+  return "";
 }
 
-std::string Resources(const json& job) {
-  const json& r = job.contains("resources") ? job["resources"] : json::object();
-  std::string out;
-  if (Int(r, "cpu_milli") > 0) out += "cpu=" + Cpu(Int(r, "cpu_milli")) + " ";
-  if (Int(r, "memory_mib") > 0) out += "mem=" + FormatMemoryMiB(Int(r, "memory_mib")) + " ";
-  if (Int(r, "gpu") > 0) out += "gpu=" + std::to_string(Int(r, "gpu")) + " ";
-  if (Int(r, "gpumem_mib") > 0) out += "gpumem=" + FormatMemoryMiB(Int(r, "gpumem_mib")) + " ";
-  if (Int(r, "gpumem_percent") > 0) out += "gpumem=" + std::to_string(Int(r, "gpumem_percent")) + "% ";
-  if (Int(r, "gpucores") > 0) out += "gpucores=" + std::to_string(Int(r, "gpucores")) + " ";
-  if (!out.empty()) out.pop_back();
-  return out.empty() ? "-" : out;
-}
-
-std::string PlacementSummary(const json& job) {
-  if (!job.contains("placement") || job["placement"].empty()) return "-";
-  std::string out;
-  for (const json& p : job["placement"]) {
-    if (!out.empty()) out += ",";
-    out += Str(p, "node");
-  }
-  return out;
-}
-
-int PrintJobs(const json& reply, const std::string& output) {
-  if (output == "json") {
-    std::printf("%s\n", reply.dump(2).c_str());
-    return 0;
-  }
-  bool wide = output == "wide";
-  std::vector<std::string> headers = {"ID", "NAME", "TENANT", "STATE", "PRIORITY", "REPLICAS", "AGE"};
-  if (wide) headers.insert(headers.end(), {"RESOURCES", "NODES"});
-  headers.push_back("REASON");
-  std::vector<std::vector<std::string>> rows;
-  for (const json& j : reply["jobs"]) {
-    std::vector<std::string> row = {Str(j, "id"),
-                                    Str(j, "name"),
-                                    Str(j, "tenant"),
-                                    Str(j, "state"),
-                                    Str(j, "priority"),
-                                    Str(j, "replicas"),
-                                    Age(Int(j, "submitted_at_us"))};
-    if (wide) row.insert(row.end(), {Resources(j), PlacementSummary(j)});
-    std::string reason = Str(j, "reason", "-");
-    if (!wide && reason.size() > 60) reason = reason.substr(0, 57) + "...";
-    row.push_back(reason.empty() ? "-" : reason);
-    rows.push_back(std::move(row));
-  }
-  PrintTable(headers, rows);
-  return 0;
-}
-
-int PrintNodes(const json& reply, const std::string& output) {
-  if (output == "json") {
-    std::printf("%s\n", reply.dump(2).c_str());
-    return 0;
-  }
-  bool wide = output == "wide";
-  std::vector<std::string> headers = {"NAME", "STATUS", "DEVICES", "CPU", "MEMORY"};
-  if (wide) headers.insert(headers.end(), {"MODELS", "SIMULATED", "LAST-SEEN"});
-  std::vector<std::vector<std::string>> rows;
-  for (const json& n : reply["nodes"]) {
-    std::string status = n.value("ready", false) ? "Ready" : "NotReady";
-    if (n.value("cordoned", false)) status += ",Cordoned";
-    std::vector<std::string> row = {
-        Str(n, "name"), status, std::to_string(n.contains("devices") ? n["devices"].size() : 0),
-        Cpu(Int(n, "cpu_allocated_milli")) + "/" + Cpu(Int(n, "cpu_milli")),
-        FormatMemoryMiB(Int(n, "memory_allocated_mib")) + "/" + FormatMemoryMiB(Int(n, "memory_mib"))};
-    if (wide) {
-      std::string models;
-      for (const json& d : n["devices"]) {
-        std::string m = Str(d, "model");
-        if (models.find(m) == std::string::npos) models += (models.empty() ? "" : ",") + m;
-      }
-      row.insert(row.end(), {models.empty() ? "-" : models, n.value("simulated", false) ? "yes" : "no",
-                             Age(Int(n, "last_seen_us"))});
-    }
-    rows.push_back(std::move(row));
-  }
-  PrintTable(headers, rows);
-  return 0;
-}
-
-int PrintTenants(const json& reply, const std::string& output) {
-  if (output == "json") {
-    std::printf("%s\n", reply.dump(2).c_str());
-    return 0;
-  }
-  std::vector<std::vector<std::string>> rows;
-  for (const json& t : reply["tenants"]) {
-    std::string quota = t.contains("quota") && !t["quota"].empty() ? t["quota"].dump() : "unlimited";
-    std::string guaranteed = t.contains("guaranteed") && !t["guaranteed"].empty() ? t["guaranteed"].dump() : "none";
-    rows.push_back({Str(t, "name"), t.value("admin", false) ? "yes" : "no", Str(t, "created_at"), quota, guaranteed});
-  }
-  PrintTable({"NAME", "ADMIN", "CREATED", "QUOTA", "GUARANTEED"}, rows);
+// Prints a list reply (`key`: "jobs", "nodes" or "tenants") or, with `one`, a single object in `format`.
+int PrintList(const json& reply, const std::string& key, bool one, OutputFormat format) {
+  if (format == OutputFormat::kJson || format == OutputFormat::kYaml) return PrintDocument(reply, format);
+  const json items = one ? json::array({reply}) : reply.value(key, json::array());
+  const bool wide = format == OutputFormat::kWide;
+  if (key == "jobs") PrintJobTable(items, wide);
+  if (key == "nodes") PrintNodeTable(items, wide);
+  if (key == "tenants") PrintTenantTable(items, wide);
   return 0;
 }
 
 // Parses the flags of a client command; returns false (with *exit_code set) when it should stop.
-bool ParseClient(FlagSet& flags, const Args& args, int* exit_code) {
-  return ParseFlagsOrExit(flags, Normalise(args), exit_code);
-}
+bool ParseClient(FlagSet& flags, const Args& args, int* exit_code) { return ParseFlagsOrExit(flags, args, exit_code); }
 
 int JobAction(const Args& args, const char* command, const char* method, const char* suffix) {
   FlagSet flags(std::string("xpool ") + command, std::string(command) + "s a job: xpool " + command + " ID");
@@ -338,7 +209,9 @@ int RunSubmit(const Args& args) {
 }
 
 int RunGet(const Args& args) {
-  FlagSet flags("xpool get", "Lists jobs, nodes or tenants: xpool get jobs|nodes|tenants [-o wide|json].");
+  FlagSet flags("xpool get",
+                "Lists jobs, nodes or tenants, or shows one: xpool get jobs|nodes|tenants [NAME] [-o wide|json|yaml]\n"
+                "(job, node and tenant work as well: xpool get job 21).");
   ClientFlags cf;
   cf.Add(flags, true);
   std::string tenant, state;
@@ -346,84 +219,59 @@ int RunGet(const Args& args) {
   flags.String("state", &state, "jobs: only jobs in this state");
   int code = 0;
   if (!ParseClient(flags, args, &code)) return code;
-  if (flags.positional().size() != 1) {
-    std::fprintf(stderr, "usage: xpool get jobs|nodes|tenants [-o wide|json]\n");
+  OutputFormat format;
+  if (!OutputOrExit(cf, &format, &code)) return code;
+  const Args& pos = flags.positional();
+  if (pos.empty() || pos.size() > 2) {
+    std::fprintf(stderr, "usage: xpool get jobs|nodes|tenants [NAME] [-o wide|json|yaml]\n");
     return 2;
   }
-  if (!cf.output.empty() && cf.output != "wide" && cf.output != "json") {
-    std::fprintf(stderr, "error: -o must be wide or json\n");
+  const std::string what = ResourceName(pos[0]);
+  if (what.empty()) {
+    std::fprintf(stderr, "error: unknown resource \"%s\" (jobs, nodes or tenants)\n", pos[0].c_str());
     return 2;
   }
-  std::string what = flags.positional()[0];
-  if (what == "job") what = "jobs";
-  if (what == "node") what = "nodes";
-  if (what == "tenant") what = "tenants";
   std::string path = "/api/v1/" + what;
-  if (what == "jobs") {
+  if (pos.size() == 2) {
+    path += "/" + httplib::detail::encode_query_param(pos[1]);
+  } else if (what == "jobs") {
     std::string q;
     if (!tenant.empty()) q += "tenant=" + httplib::detail::encode_query_param(tenant);
     if (!state.empty()) q += std::string(q.empty() ? "" : "&") + "state=" + httplib::detail::encode_query_param(state);
     if (!q.empty()) path += "?" + q;
-  } else if (what != "nodes" && what != "tenants") {
-    std::fprintf(stderr, "error: unknown resource \"%s\" (jobs, nodes or tenants)\n", what.c_str());
-    return 2;
   }
   auto reply = Call(cf.connection(), "GET", path);
   if (!reply.ok()) return Fail(reply.status());
-  if (what == "jobs") return PrintJobs(*reply, cf.output);
-  if (what == "nodes") return PrintNodes(*reply, cf.output);
-  return PrintTenants(*reply, cf.output);
+  return PrintList(*reply, what, pos.size() == 2, format);
 }
 
 int RunDescribe(const Args& args) {
-  FlagSet flags("xpool describe", "Shows a job in detail: xpool describe job ID.");
+  FlagSet flags("xpool describe",
+                "Shows a job in detail (state and why, placement, each replica's node and exit, spec, events):\n"
+                "xpool describe [job] ID [-o json|yaml].");
   ClientFlags cf;
   cf.Add(flags, true);
   int code = 0;
   if (!ParseClient(flags, args, &code)) return code;
-  const Args& pos = flags.positional();
-  if (pos.size() != 2 || pos[0] != "job") {
-    std::fprintf(stderr, "usage: xpool describe job ID\n");
+  OutputFormat format;
+  if (!OutputOrExit(cf, &format, &code)) return code;
+  Args pos = flags.positional();
+  if (pos.size() == 2 && ResourceName(pos[0]) == "jobs") pos.erase(pos.begin());
+  if (pos.size() != 1) {
+    std::fprintf(stderr, "usage: xpool describe [job] ID\n");
     return 2;
   }
   Connection c = cf.connection();
-  auto job = Call(c, "GET", "/api/v1/jobs/" + pos[1]);
+  auto job = Call(c, "GET", "/api/v1/jobs/" + httplib::detail::encode_query_param(pos[0]));
   if (!job.ok()) return Fail(job.status());
-  auto events = Call(c, "GET", "/api/v1/jobs/" + pos[1] + "/events");
+  auto events = Call(c, "GET", "/api/v1/jobs/" + Str(*job, "id") + "/events");
   if (!events.ok()) return Fail(events.status());
-  if (cf.output == "json") {
+  if (format == OutputFormat::kJson || format == OutputFormat::kYaml) {
     json all = *job;
     all["events"] = (*events)["events"];
-    std::printf("%s\n", all.dump(2).c_str());
-    return 0;
+    return PrintDocument(all, format);
   }
-  const json& j = *job;
-  std::printf("ID:          %s\nName:        %s\nTenant:      %s\nState:       %s\nPriority:    %s\n",
-              Str(j, "id").c_str(), Str(j, "name").c_str(), Str(j, "tenant").c_str(), Str(j, "state").c_str(),
-              Str(j, "priority").c_str());
-  std::printf("Replicas:    %s\nResources:   %s (per replica)\nSubmitted:   %s ago\nRestarts:    %s\n",
-              Str(j, "replicas").c_str(), Resources(j).c_str(), Age(Int(j, "submitted_at_us")).c_str(),
-              Str(j, "restart_count", "0").c_str());
-  if (!Str(j, "reason").empty()) std::printf("Why pending: %s\n", Str(j, "reason").c_str());
-  if (j.contains("placement") && !j["placement"].empty()) {
-    std::printf("\nPlacement:\n");
-    std::vector<std::vector<std::string>> rows;
-    for (const json& p : j["placement"]) {
-      for (const json& d : p["devices"]) {
-        rows.push_back({Str(p, "replica"), Str(p, "node"), Str(d, "uuid"), FormatMemoryMiB(Int(d, "memory_mib")),
-                        std::to_string(Int(d, "compute_milli") / 10) + "%"});
-      }
-      if (p["devices"].empty()) rows.push_back({Str(p, "replica"), Str(p, "node"), "-", "-", "-"});
-    }
-    PrintTable({"REPLICA", "NODE", "DEVICE", "MEMORY", "CORES"}, rows);
-  }
-  if (j.contains("spec")) std::printf("\nSpec:\n%s\n", j["spec"].dump(2).c_str());
-  std::printf("\nEvents:\n");
-  std::vector<std::vector<std::string>> rows;
-  for (const json& e : (*events)["events"]) {
-    rows.push_back({Str(e, "time"), Str(e, "from", "-"), Str(e, "to"), Str(e, "reason")});
-  }
-  PrintTable({"TIME", "FROM", "TO", "REASON"}, rows);
+  PrintJobDetail(*job, (*events)["events"]);
   return 0;
 }
 
@@ -452,42 +300,38 @@ int RunPriority(const Args& args) {
 }
 
 int RunTop(const Args& args) {
-  FlagSet flags("xpool top", "Shows each node's devices: memory and cores allocated / capacity.");
+  FlagSet flags("xpool top",
+                "Shows each node's devices: memory (GiB) and compute (percent of the device) allocated.\n"
+                "xpool top [-o wide|json|yaml] (wide is the table too).");
   ClientFlags cf;
   cf.Add(flags, true);
   int code = 0;
   if (!ParseClient(flags, args, &code)) return code;
+  OutputFormat format;
+  if (!OutputOrExit(cf, &format, &code)) return code;
+  if (!flags.positional().empty()) {
+    std::fprintf(stderr, "usage: xpool top [-o wide|json|yaml]\n");
+    return 2;
+  }
   auto reply = Call(cf.connection(), "GET", "/api/v1/nodes");
   if (!reply.ok()) return Fail(reply.status());
-  if (cf.output == "json") {
-    std::printf("%s\n", reply->dump(2).c_str());
-    return 0;
-  }
-  std::vector<std::vector<std::string>> rows;
-  for (const json& n : (*reply)["nodes"]) {
-    for (const json& d : n["devices"]) {
-      int64_t mem = Int(d, "memory_mib"), mem_used = Int(d, "memory_allocated_mib");
-      int64_t cores = Int(d, "compute_milli"), cores_used = Int(d, "compute_allocated_milli");
-      rows.push_back({Str(n, "name"), Str(d, "index"), Str(d, "model"),
-                      FormatMemoryMiB(mem_used) + "/" + FormatMemoryMiB(mem),
-                      std::to_string(mem > 0 ? mem_used * 100 / mem : 0) + "%",
-                      std::to_string(cores_used / 10) + "/" + std::to_string(cores / 10), Str(d, "sharers", "0")});
-    }
-  }
-  PrintTable({"NODE", "DEVICE", "MODEL", "MEMORY", "MEM%", "CORES%", "TASKS"}, rows);
+  if (format == OutputFormat::kJson || format == OutputFormat::kYaml) return PrintDocument(*reply, format);
+  PrintDeviceTable(reply->value("nodes", json::array()));
   return 0;
 }
 
 int RunTenants(const Args& args) {
   FlagSet flags("xpool tenants",
-                "Manages tenants (admin): xpool tenants create|update NAME [--quota JSON] [--guaranteed JSON] | list.");
+                "Manages tenants (admin): xpool tenants create|update NAME [--quota JSON] [--guaranteed JSON];\n"
+                "xpool tenants [list] [-o wide|json|yaml] lists them.");
   ClientFlags cf;
   cf.Add(flags, true);
   std::string quota;
   std::string guaranteed;
   flags.String("quota", &quota,
                "limits as JSON (keys devices, device_memory, device_compute_milli, cpu, memory; -1 = unlimited), "
-               "e.g. '{\"devices\": 8}'");
+               "e.g. '{\"devices\": 8}'; enforced: a job that would exceed one waits (memory is stored, not "
+               "enforced)");
   flags.String("guaranteed", &guaranteed, "guarantee as JSON, same keys as --quota (-1 = none)");
   std::string priority_quota;
   flags.String("priority-quota", &priority_quota,
@@ -495,11 +339,13 @@ int RunTenants(const Args& args) {
                "\"quota\": {\"devices\": 8}}]' ([] = none)");
   int code = 0;
   if (!ParseClient(flags, args, &code)) return code;
+  OutputFormat format;
+  if (!OutputOrExit(cf, &format, &code)) return code;
   const Args& pos = flags.positional();
-  if (pos.size() == 1 && pos[0] == "list") {
+  if (pos.empty() || (pos.size() == 1 && pos[0] == "list")) {
     auto reply = Call(cf.connection(), "GET", "/api/v1/tenants");
     if (!reply.ok()) return Fail(reply.status());
-    return PrintTenants(*reply, cf.output);
+    return PrintList(*reply, "tenants", false, format);
   }
   if (pos.size() != 2 || (pos[0] != "create" && pos[0] != "update")) {
     std::fprintf(stderr,
@@ -564,14 +410,23 @@ int RunTokens(const Args& args) {
 }
 
 int RunNodes(const Args& args) {
-  FlagSet flags("xpool nodes", "Node admin: xpool nodes register -f node.json | cordon NAME | uncordon NAME.");
+  FlagSet flags("xpool nodes",
+                "Lists nodes (xpool nodes [list] [-o wide|json|yaml]) or administers them (admin):\n"
+                "xpool nodes register -f node.json | cordon NAME | uncordon NAME.");
   ClientFlags cf;
-  cf.Add(flags, false);
+  cf.Add(flags, true);
   std::string file;
   flags.String("f", &file, "node description (JSON) for register");
   int code = 0;
   if (!ParseClient(flags, args, &code)) return code;
+  OutputFormat format;
+  if (!OutputOrExit(cf, &format, &code)) return code;
   const Args& pos = flags.positional();
+  if (pos.empty() || (pos.size() == 1 && pos[0] == "list")) {
+    auto reply = Call(cf.connection(), "GET", "/api/v1/nodes");
+    if (!reply.ok()) return Fail(reply.status());
+    return PrintList(*reply, "nodes", false, format);
+  }
   if (pos.size() == 1 && pos[0] == "register" && !file.empty()) {
     std::ifstream in(file);
     if (!in) return Fail(NotFoundError("cannot read " + file));
@@ -588,7 +443,7 @@ int RunNodes(const Args& args) {
     std::printf("node %s %sed\n", pos[1].c_str(), pos[0].c_str());
     return 0;
   }
-  std::fprintf(stderr, "usage: xpool nodes register -f node.json | cordon NAME | uncordon NAME\n");
+  std::fprintf(stderr, "usage: xpool nodes [list] | register -f node.json | cordon NAME | uncordon NAME\n");
   return 2;
 }
 

@@ -17,13 +17,14 @@ int RunServer(const Args& args) {
   int64_t threads = options.threads;
   flags.String("listen", &options.listen, "HOST:PORT to serve the API on (default 127.0.0.1:8470)");
   flags.String("agent-listen", &options.agent_listen,
-               "HOST:PORT for agents (gRPC), or off (default: the API's host, port 8471; any free port when --listen "
-               "is not on 8470)");
+               "HOST:PORT for agents (gRPC), or off (default: the API's host, port 8471 when --listen is on port "
+               "8470, else any free port, printed)");
   flags.String("state-dir", &options.state_dir, "directory for admin.token and the SQLite database (required)");
   flags.String("store", &options.store, "postgres://... to keep state in PostgreSQL (default: SQLite in --state-dir)");
-  flags.String("policy", &options.policy, "placement policy, any name MakePolicy knows (default: default)");
+  flags.String("policy", &options.policy,
+               "placement policy (default: default, the fragmentation-aware one; docs/scheduling.md)");
   flags.Int("max-body", &max_body, "largest request body in bytes (default 1 MiB); larger is 413");
-  flags.Int("threads", &threads, "HTTP worker threads (default 128; each open keep-alive connection holds one)");
+  flags.Int("threads", &threads, "HTTP worker threads running requests (default 128)");
   flags.Int("tick-ms", &options.tick_ms, "periodic scheduling pass interval in ms (default 1000)");
   AddSharedServerFlags(flags, &options);
   int code = 0;

@@ -70,10 +70,13 @@ int RunUp(const Args& args) {
   options.state_dir = "var";
   std::string simulate, nvml_library = "libnvidia-ml.so.1", name;
   flags.String("listen", &options.listen, "HOST:PORT to serve the API on (default 127.0.0.1:8470)");
-  flags.String("agent-listen", &options.agent_listen, "HOST:PORT for more agents (gRPC), or off (default: port 8471)");
+  flags.String("agent-listen", &options.agent_listen,
+               "HOST:PORT for more agents (gRPC), or off (default: the API's host, port 8471 when --listen is on "
+               "port 8470, else any free port, printed)");
   flags.String("state-dir", &options.state_dir,
                "directory for the database, admin.token and task logs (default ./var)");
-  flags.String("policy", &options.policy, "placement policy (default best-fit)");
+  flags.String("policy", &options.policy,
+               "placement policy (default: default, the fragmentation-aware one; docs/scheduling.md)");
   flags.String("simulate", &simulate, "simulate these devices instead of discovering, e.g. 4xA100-80GB");
   flags.String("nvml-library", &nvml_library, "the NVML library to load (default libnvidia-ml.so.1)");
   flags.String("node-name", &name, "this node's name (default: the host name)");

@@ -1,10 +1,17 @@
 #include "common/flags.h"
 
 #include <cstdio>
+#include <optional>
 
 #include "common/units.h"
 
 namespace xpool {
+namespace {
+
+// How a flag is written: "-o" for one letter, "--listen" otherwise.
+std::string Spelled(const std::string& name) { return (name.size() == 1 ? "-" : "--") + name; }
+
+}  // namespace
 
 FlagSet::FlagSet(std::string command, std::string summary)
     : command_(std::move(command)), summary_(std::move(summary)) {}
@@ -49,7 +56,7 @@ Status FlagSet::Assign(Flag& flag, std::string_view value) {
       bool negative = !value.empty() && value.front() == '-';
       auto parsed = ParseNonNegativeInt(negative ? value.substr(1) : value);
       if (!parsed.ok()) {
-        return InvalidArgumentError("--" + flag.name + ": \"" + std::string(value) + "\" is not an integer");
+        return InvalidArgumentError(Spelled(flag.name) + ": \"" + std::string(value) + "\" is not an integer");
       }
       *static_cast<int64_t*>(flag.target) = negative ? -*parsed : *parsed;
       return Status::Ok();
@@ -60,7 +67,7 @@ Status FlagSet::Assign(Flag& flag, std::string_view value) {
       } else if (value == "false" || value == "0") {
         *static_cast<bool*>(flag.target) = false;
       } else {
-        return InvalidArgumentError("--" + flag.name + ": \"" + std::string(value) + "\" is not true/false");
+        return InvalidArgumentError(Spelled(flag.name) + ": \"" + std::string(value) + "\" is not true/false");
       }
       return Status::Ok();
   }
@@ -76,22 +83,29 @@ Status FlagSet::Parse(const std::vector<std::string>& args) {
       break;
     }
     if (arg == "--help" || arg == "-h") return FailedPreconditionError(Usage());
-    if (arg.size() < 3 || arg.compare(0, 2, "--") != 0) {
+    std::string_view name;
+    std::optional<std::string_view> value;  // given in the same argument: --name=value, -ovalue, -o=value
+    if (arg.size() >= 3 && arg.compare(0, 2, "--") == 0) {
+      std::string_view body(arg);
+      body.remove_prefix(2);
+      const size_t eq = body.find('=');
+      name = body.substr(0, eq);
+      if (eq != std::string_view::npos) value = body.substr(eq + 1);
+    } else if (arg.size() >= 2 && arg[0] == '-' && Find(std::string_view(arg).substr(1, 1)) != nullptr) {
+      name = std::string_view(arg).substr(1, 1);  // a one-letter flag: -o wide, -owide, -o=wide
+      if (arg.size() > 2) value = std::string_view(arg).substr(arg[2] == '=' ? 3 : 2);
+    } else {
       positional_.push_back(arg);
       continue;
     }
-    std::string_view body(arg);
-    body.remove_prefix(2);
-    const size_t eq = body.find('=');
-    std::string_view name = body.substr(0, eq);
     Flag* flag = Find(name);
     if (flag == nullptr) return InvalidArgumentError("unknown flag --" + std::string(name));
-    if (eq != std::string_view::npos) {
-      RETURN_IF_ERROR(Assign(*flag, body.substr(eq + 1)));
+    if (value) {
+      RETURN_IF_ERROR(Assign(*flag, *value));
     } else if (flag->kind == Kind::kBool) {
       RETURN_IF_ERROR(Assign(*flag, ""));
     } else {
-      if (i + 1 >= args.size()) return InvalidArgumentError("flag --" + flag->name + " needs a value");
+      if (i + 1 >= args.size()) return InvalidArgumentError("flag " + Spelled(flag->name) + " needs a value");
       RETURN_IF_ERROR(Assign(*flag, args[++i]));
     }
   }
@@ -102,7 +116,7 @@ std::string FlagSet::Usage() const {
   std::string out = "usage: " + command_ + " [flags]\n" + summary_ + "\n";
   if (!flags_.empty()) out += "\nflags:\n";
   for (const Flag& f : flags_) {
-    std::string left = "  --" + f.name;
+    std::string left = "  " + Spelled(f.name);
     if (f.kind != Kind::kBool) left += " VALUE";
     if (left.size() < 28) left.resize(28, ' ');
     out += left + " " + f.help + "\n";

@@ -7,6 +7,7 @@
 //   flags.Int("jobs", &jobs, "parallel runs");
 //   flags.Bool("verbose", &verbose, "more output");
 //   Status s = flags.Parse(args);   // --name value, --name=value, --bool / --bool=false; "--" ends flags
+// A one-letter flag is written with one dash as well: -o wide, -owide, -o=wide, -f (and shown so in the usage).
 //   flags.positional();             // what was not a flag
 // Unknown flags, missing values and bad integers are InvalidArgument naming the flag. `--help` yields a
 // FailedPrecondition whose message is the usage text. Owned by one command; not thread-safe.

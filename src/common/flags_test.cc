@@ -43,5 +43,30 @@ TEST(FlagSetTest, ErrorsNameTheFlag) {
   EXPECT_NE(help.message().find("--jobs VALUE"), std::string::npos);
 }
 
+// One-letter flags are written with one dash, as kubectl's: -o wide, -owide, -o=wide; -f alone for a bool.
+TEST(FlagSetTest, OneLetterFlagsTakeOneDash) {
+  for (const char* form : {"-owide", "-o=wide", "--o=wide"}) {
+    SCOPED_TRACE(form);
+    FlagSet flags("xpool t", "test");
+    std::string o;
+    flags.String("o", &o, "output");
+    ASSERT_TRUE(flags.Parse({"jobs", form}).ok());
+    EXPECT_EQ(o, "wide");
+    EXPECT_EQ(flags.positional(), (std::vector<std::string>{"jobs"}));
+  }
+  FlagSet flags("xpool t", "test");
+  std::string o;
+  bool f = false;
+  flags.String("o", &o, "output");
+  flags.Bool("f", &f, "follow");
+  ASSERT_TRUE(flags.Parse({"-o", "json", "-f", "-x", "-", "-1"}).ok());
+  EXPECT_EQ(o, "json");
+  EXPECT_TRUE(f);
+  EXPECT_EQ(flags.positional(), (std::vector<std::string>{"-x", "-", "-1"}));  // not flags of this set
+  EXPECT_NE(flags.Parse({"-o"}).message().find("flag -o needs a value"), std::string::npos);
+  EXPECT_NE(flags.Usage().find("  -o VALUE"), std::string::npos) << flags.Usage();
+  EXPECT_EQ(flags.Usage().find("--o"), std::string::npos) << flags.Usage();
+}
+
 }  // namespace
 }  // namespace xpool

@@ -154,4 +154,30 @@ std::string FormatMemoryMiB(int64_t mib) {
   return std::to_string(mib) + "Mi";
 }
 
+std::string FormatGiB(int64_t mib) {
+  const bool negative = mib < 0;
+  const int64_t tenths = ((negative ? -mib : mib) * 10 + 512) / 1024;
+  return (negative && tenths != 0 ? "-" : "") + std::to_string(tenths / 10) + "." + std::to_string(tenths % 10);
+}
+
+std::string FormatMilliUnits(int64_t milli) {
+  const bool negative = milli < 0;
+  const int64_t m = negative ? -milli : milli;
+  std::string out = (negative ? "-" : "") + std::to_string(m / 1000);
+  if (m % 1000 != 0) {
+    std::string frac = std::to_string(1000 + m % 1000).substr(1);  // three digits
+    while (frac.back() == '0') frac.pop_back();
+    out += "." + frac;
+  }
+  return out;
+}
+
+std::string FormatDevicePercent(int64_t milli) {
+  // milli / 10 percent; one decimal only when it is not whole.
+  std::string out = FormatMilliUnits(milli * 100);
+  const size_t dot = out.find('.');
+  if (dot != std::string::npos && out.size() > dot + 2) out.resize(dot + 2);
+  return out + "%";
+}
+
 }  // namespace xpool

@@ -21,7 +21,16 @@ Result<int> ParsePercent(std::string_view text);
 // A non-negative decimal integer with no sign, spaces or suffix.
 Result<int64_t> ParseNonNegativeInt(std::string_view text);
 
-// 8192 → "8Gi", 1536 → "1536Mi".
+// 8192 → "8Gi", 1536 → "1536Mi" (exact; the form specs and flags are written in).
 std::string FormatMemoryMiB(int64_t mib);
+
+// The one style for showing amounts to people (CLI tables, reasons, events):
+// GiB with one decimal, rounded to nearest: 81920 → "80.0", 1536 → "1.5", 64 → "0.1", 0 → "0.0".
+std::string FormatGiB(int64_t mib);
+// Whole units from milli-units, at most 3 decimals, no trailing zeros: 2000 → "2", 1700 → "1.7",
+// 250 → "0.25" (CPU cores, devices).
+std::string FormatMilliUnits(int64_t milli);
+// A share of one device from milli-devices: 500 → "50%", 1000 → "100%", 5 → "0.5%".
+std::string FormatDevicePercent(int64_t milli);
 
 }  // namespace xpool

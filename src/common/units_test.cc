@@ -70,5 +70,26 @@ TEST(UnitsTest, FormatMemory) {
   EXPECT_EQ(FormatMemoryMiB(0), "0Mi");
 }
 
+// The display style: GiB with one decimal, units from milli-units, device shares in percent.
+TEST(UnitsTest, FormatForPeople) {
+  EXPECT_EQ(FormatGiB(81920), "80.0");
+  EXPECT_EQ(FormatGiB(24105), "23.5");
+  EXPECT_EQ(FormatGiB(1536), "1.5");
+  EXPECT_EQ(FormatGiB(64), "0.1");
+  EXPECT_EQ(FormatGiB(0), "0.0");
+  EXPECT_EQ(FormatGiB(-2048), "-2.0");
+  EXPECT_EQ(FormatMilliUnits(2000), "2");
+  EXPECT_EQ(FormatMilliUnits(1700), "1.7");
+  EXPECT_EQ(FormatMilliUnits(250), "0.25");
+  EXPECT_EQ(FormatMilliUnits(1), "0.001");
+  EXPECT_EQ(FormatMilliUnits(0), "0");
+  EXPECT_EQ(FormatMilliUnits(-1500), "-1.5");
+  EXPECT_EQ(FormatDevicePercent(500), "50%");
+  EXPECT_EQ(FormatDevicePercent(1000), "100%");
+  EXPECT_EQ(FormatDevicePercent(5), "0.5%");
+  EXPECT_EQ(FormatDevicePercent(1234), "123.4%");
+  EXPECT_EQ(FormatDevicePercent(0), "0%");
+}
+
 }  // namespace
 }  // namespace xpool

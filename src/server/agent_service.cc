@@ -1,8 +1,60 @@
 #include "server/agent_service.h"
 
+#include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "model/job_spec.h"
 
 namespace xpool::server {
+namespace {
+
+// "10 (SIGUSR1)".
+std::string SignalText(int signal) {
+  const char* abbrev = sigabbrev_np(signal);
+  return std::to_string(signal) + (abbrev != nullptr ? " (SIG" + std::string(abbrev) + ")" : "");
+}
+
+// "0.5 s".
+std::string SecondsText(TimeMicros us) {
+  const int64_t tenths = (us + 50'000) / 100'000;
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " s";
+}
+
+// What a task asked to suspend did, for the suspending → suspended event: how it ended (exit 0, the suspend
+// signal itself, the stop after the grace, another signal or exit code), how much of its checkpoint grace it
+// used, and whether the checkpoint was seen (the contract: checkpoint, then exit 0; docs/time-sharing.md).
+std::string SuspendOutcome(const JobRecord& job, const agent::TaskStatus& st) {
+  const TimeMicros grace = static_cast<TimeMicros>(job.spec.checkpoint_grace_seconds) * kMicrosPerSecond;
+  // The job went to suspending when it was asked (its last state change); the agent stamps the end.
+  const TimeMicros used = st.ended_at > 0 && job.updated_us > 0 ? st.ended_at - job.updated_us : -1;
+  const std::string after = used >= 0 ? " after " + SecondsText(used) : "";
+  const std::string grace_text = std::to_string(job.spec.checkpoint_grace_seconds) + " s";
+  if (st.signal == 0 && st.exit_code == 0) {
+    return "checkpointed and exited 0" + after + " (grace " + grace_text + ")";
+  }
+  if (st.signal == 0) {
+    return "exited with code " + std::to_string(st.exit_code) + after +
+           " when asked to suspend; no checkpoint seen (the contract is: checkpoint, then exit 0)";
+  }
+  auto suspend_signal =
+      CheckpointSignalNumber(job.spec.checkpoint_signal.empty() ? "SIGUSR1" : job.spec.checkpoint_signal);
+  const bool within_grace = used >= 0 && used < grace;
+  // The stop after the grace is SIGTERM (then SIGKILL): a suspend signal of SIGTERM past the grace is that stop.
+  if (suspend_signal.ok() && st.signal == *suspend_signal && (st.signal != SIGTERM || within_grace || used < 0)) {
+    return "killed by its suspend signal " + SignalText(st.signal) + after +
+           (used >= 0 ? " of its " + grace_text + " grace" : " (grace " + grace_text + ")") +
+           "; no checkpoint seen (the task has no handler for that signal)";
+  }
+  if ((st.signal == SIGTERM || st.signal == SIGKILL) && !within_grace) {
+    return "did not exit within its " + grace_text + " checkpoint grace: stopped by signal " + SignalText(st.signal) +
+           after + "; no checkpoint seen";
+  }
+  return "killed by signal " + SignalText(st.signal) + after + " while suspending; no checkpoint seen";
+}
+
+}  // namespace
 
 AgentService::AgentService(ControlPlane& control, StateStore& store, std::string workdir)
     : control_(control), store_(store), workdir_(std::move(workdir)) {}
@@ -29,15 +81,7 @@ void AgentService::ApplyReport(const agent::TaskReport& report) {
     for (const TaskRecord& t : *tasks) {
       if (t.state != JobState::kSuspended) return;  // a replica of the gang still runs
     }
-    std::string how;
-    if (report.status.signal != 0) {
-      how = "stopped by signal " + std::to_string(report.status.signal) + " after its checkpoint grace";
-    } else if (report.status.exit_code == 0) {
-      how = "checkpointed and exited 0";
-    } else {
-      how = "exited with code " + std::to_string(report.status.exit_code) + " when asked to suspend";
-    }
-    (void)control_.SuspendDone(id, how);
+    (void)control_.SuspendDone(id, SuspendOutcome(*job, report.status));
     return;
   }
   if (st == agent::TaskState::kRunning) {
@@ -55,14 +99,18 @@ void AgentService::ApplyReport(const agent::TaskReport& report) {
     return;
   }
   if (st == agent::TaskState::kFailed) {
-    std::optional<int> code;
-    if (report.status.exit_code >= 0) code = report.status.exit_code;
+    std::optional<int> code;  // the task record keeps a signal as -N (store/state_store.h)
+    if (report.status.signal != 0) {
+      code = -report.status.signal;
+    } else if (report.status.exit_code >= 0) {
+      code = report.status.exit_code;
+    }
     (void)store_.UpdateTask(id, report.replica, JobState::kFailed, code, now);
     std::string reason = "replica " + std::to_string(report.replica);
     if (!report.status.error.empty()) {
       reason += " could not start: " + report.status.error;
     } else if (report.status.signal != 0) {
-      reason += " was killed by signal " + std::to_string(report.status.signal);
+      reason += " was killed by signal " + SignalText(report.status.signal);
     } else {
       reason += " exited with code " + std::to_string(report.status.exit_code);
     }

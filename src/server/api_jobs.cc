@@ -170,7 +170,12 @@ Result<ApiResponse> Api::Impl::ListJobs(const ApiRequest& req, const Caller& cal
 
 Result<ApiResponse> Api::Impl::GetJob(const ApiRequest&, const Caller& caller, const Params& p) {
   ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
-  return ApiResponse{200, internal::kJsonContentType, JobText(job, true)};
+  // One job: its replicas too (exit code or signal, and the node each ran on, kept after the job ended).
+  Json out = Json::parse(JobText(job, true), nullptr, /*allow_exceptions=*/false);
+  ASSIGN_OR_RETURN(std::vector<TaskRecord> tasks, store.ListTasks(job.id));
+  if (out.is_discarded()) return InternalError("job " + p[0] + ": its JSON text does not parse");
+  out["tasks"] = internal::TasksToJson(tasks);
+  return JsonResponse(200, out);
 }
 
 Result<ApiResponse> Api::Impl::CancelJob(const ApiRequest&, const Caller& caller, const Params& p) {

@@ -240,8 +240,7 @@ TEST_F(ApiTest, UnknownTenantAndQuotaBelowCurrentUse) {
   for (const std::string& path : running) EXPECT_EQ(Body(Call("GET", path, alice))["state"], "running");
   json waiting = Body(Call("GET", "/api/v1/jobs/" + std::to_string(Body(third)["id"].get<int64_t>()), alice));
   EXPECT_EQ(waiting["state"], "queued");
-  EXPECT_NE(waiting["reason"].get<std::string>().find("tenant alice at its gpu limit (2000/1000 milli"),
-            std::string::npos)
+  EXPECT_NE(waiting["reason"].get<std::string>().find("tenant alice at its gpu limit (2/1 devices"), std::string::npos)
       << waiting.dump();
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "common/units.h"
 #include "model/job_state.h"
 #include "scheduler/queue/scheduler_job_placer.h"
 #include "scheduler/queue/scheduling_pass.h"
@@ -53,6 +54,25 @@ Tenant ToPassTenant(const TenantRecord& t) {
     out.priority_limits.push_back({q.min_priority, q.max_priority, ToPassAmounts(q.quota, kUnlimitedAmount)});
   }
   return out;
+}
+
+// The devices of a placement for its event, which keeps them after the job has ended (the allocation is gone
+// then): " (replica 0: gpu-3 40.0 GiB 50%; replica 1: ...)"; "" when no replica got a device.
+std::string PlacementText(const std::vector<AllocationRecord>& records) {
+  constexpr size_t kShown = 16;  // replicas spelled out; the rest counted
+  std::string out;
+  size_t shown = 0, with_devices = 0;
+  for (const AllocationRecord& a : records) {
+    if (a.devices.empty()) continue;
+    if (++with_devices > kShown) continue;
+    ++shown;
+    out += (out.empty() ? "" : "; ") + std::string("replica ") + std::to_string(a.replica) + ":";
+    for (const DeviceGrantRecord& g : a.devices) {
+      out += " " + g.device_uuid + " " + FormatGiB(g.memory_mib) + " GiB " + FormatDevicePercent(g.compute_milli);
+    }
+  }
+  if (with_devices > shown) out += "; " + std::to_string(with_devices - shown) + " more replicas";
+  return out.empty() ? "" : " (" + out + ")";
 }
 
 std::string JobList(const std::vector<JobId>& ids) {
@@ -605,7 +625,7 @@ int ControlPlane::CommitPlacements(std::vector<PendingCommit>& commits) {
       continue;
     }
     const TimeMicros now = clock_.NowMicros();
-    Status committed = store_.CommitPlacement(p.id, p.records, "placed on " + p.nodes, now);
+    Status committed = store_.CommitPlacement(p.id, p.records, "placed on " + p.nodes + PlacementText(p.records), now);
     if (committed.ok()) {
       // No agent runs the tasks of simulated nodes: they start at once.
       running[i] =

@@ -1,4 +1,5 @@
-// The only file of the server that includes cpp-httplib: it adapts httplib requests to Api::Handle.
+// Serves Studio and Api::Handle over HTTP: http::HttpServer (the "epoll" transport), or cpp-httplib ("threads",
+// the only file of the server that includes it).
 #include "server/server.h"
 
 #include <fcntl.h>
@@ -11,13 +12,17 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 
 #include "agent/log_relay.h"
 #include "common/clock.h"
+#include "http/http_server.h"
 #include "server/agent_grpc_service.h"
 #include "server/agent_service.h"
 #include "server/api.h"
 #include "server/control_plane.h"
+#include "server/http_status.h"
 #include "server/metrics.h"
 #include "server/studio.h"
 #include "server/usage_history.h"
@@ -83,6 +88,25 @@ Result<std::pair<std::string, int>> ParseListen(const std::string& listen) {
   return std::make_pair(host, port);
 }
 
+// The HTTP transport's flags (docs/api.md, "Connections and limits").
+Status CheckHttpOptions(const ServerOptions& o) {
+  if (o.http_transport != "epoll" && o.http_transport != "threads") {
+    return InvalidArgumentError("--http-transport must be epoll or threads, got \"" + o.http_transport + "\"");
+  }
+  if (o.max_connections < 1 || o.max_connections_per_client < 1 || o.max_connections > 1'000'000 ||
+      o.max_connections_per_client > 1'000'000) {
+    return InvalidArgumentError("--max-connections and --max-connections-per-client must be 1..1000000");
+  }
+  for (int64_t ms : {o.header_timeout_ms, o.body_timeout_ms, o.idle_timeout_ms, o.write_timeout_ms}) {
+    if (ms < 10 || ms > 3'600'000) {
+      return InvalidArgumentError(
+          "--header-timeout-ms, --body-timeout-ms, --idle-timeout-ms and --write-timeout-ms must be 10..3600000");
+    }
+  }
+  if (o.max_header_bytes < 1024) return InvalidArgumentError("the header limit must be >= 1024 bytes");
+  return Status::Ok();
+}
+
 }  // namespace
 
 struct Server::Impl {
@@ -94,9 +118,20 @@ struct Server::Impl {
   std::unique_ptr<AgentService> agents;  // agents over HTTP (heartbeat route)
   agent::LogRelay logs;                  // task output shipped in heartbeats (GET /jobs/{id}/logs)
   std::unique_ptr<Studio> studio;
-  UsageHistory usage_history;  // sampled every 10 s for Studio's Overview chart
-  httplib::Server http;
+  UsageHistory usage_history;                   // sampled every 10 s for Studio's Overview chart
+  std::unique_ptr<http::HttpServer> http;       // --http-transport epoll
+  httplib::Server threaded_http;                // --http-transport threads
+  std::mutex http_mu;                           // guards `http` between Run and Shutdown
+  bool shut_down = false;                       // Shutdown() came (perhaps before Run made `http`)
   std::unique_ptr<AgentGrpcServer> agent_grpc;  // agents over gRPC; null with --agent-listen off
+
+  Status RunEvent(const std::string& host, int port, const std::function<void(int)>& on_listening);
+  Status RunThreaded(const std::string& host, int port, const std::function<void(int)>& on_listening);
+  void Announce(const std::string& host, int port) const;
+  http::HttpResponse Respond(http::HttpRequest& request);
+  void ExportHttpStats();
+  std::mutex exported_mu;
+  std::map<std::string, int64_t> exported;  // the transport's counters as last added to `metrics`
 };
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -126,6 +161,7 @@ Status Server::StartAgentListener(Impl& impl) {
 Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   if (options.state_dir.empty()) return InvalidArgumentError("--state-dir is required");
   RETURN_IF_ERROR(ParseListen(options.listen).status());
+  RETURN_IF_ERROR(CheckHttpOptions(options));
   std::error_code ec;
   std::filesystem::create_directories(options.state_dir, ec);
   if (ec) return InvalidArgumentError("cannot create --state-dir " + options.state_dir + ": " + ec.message());
@@ -149,6 +185,10 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   m.DeclareGauge("xpool_device_cores_capacity_milli", "Device compute capacity (milli-devices; 1000 = whole).");
   m.DeclareGauge("xpool_device_cores_allocated_milli", "Device compute allocated to tasks (milli-devices).");
   Api::DeclareMetrics(m);
+  m.DeclareGauge("xpool_http_connections", "HTTP connections open (--http-transport epoll).");
+  m.DeclareCounter("xpool_http_refused_total",
+                   "HTTP connections and requests the transport refused or dropped, by reason: connection_cap, "
+                   "body_budget (503), bad_request (400/413/414/431/501/505), timeout (408 or dropped).");
 
   ControlPlaneOptions cp;
   cp.policy = options.policy;
@@ -184,53 +224,155 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
 Status Server::Run(const std::function<void(int port)>& on_listening) {
   Impl& s = *impl_;
   ASSIGN_OR_RETURN(auto host_port, ParseListen(s.options.listen));
-  const int threads = s.options.threads;
-  s.http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  s.http.set_payload_max_length(s.options.max_body_bytes);
+  if (s.options.http_transport == "threads") return s.RunThreaded(host_port.first, host_port.second, on_listening);
+  return s.RunEvent(host_port.first, host_port.second, on_listening);
+}
+
+void Server::Impl::Announce(const std::string& host, int port) const {
+  std::fprintf(stderr, "xpool server: listening on http://%s:%d (store: %s, state: %s)\n", host.c_str(), port,
+               std::string(store->Kind()).c_str(), options.state_dir.c_str());
+  if (studio->built()) {
+    std::fprintf(stderr, "xpool server: Studio (web UI) at http://%s:%d/\n", host.c_str(), port);
+  } else {
+    std::fprintf(stderr, "xpool server: Studio is not built (no %s/index.html); the API works without it\n",
+                 studio->web_dir().c_str());
+  }
+  std::fflush(stderr);
+}
+
+// The transport's counters into the metrics, before /metrics is rendered (counters get what grew since).
+void Server::Impl::ExportHttpStats() {
+  if (!http) return;
+  const http::HttpServerStats& st = http->stats();
+  metrics.GaugeSet("xpool_http_connections", {}, static_cast<double>(st.connections_open.load()));
+  std::lock_guard<std::mutex> lock(exported_mu);
+  const std::pair<const char*, int64_t> now[] = {{"connection_cap", st.connections_refused.load()},
+                                                 {"body_budget", st.bodies_refused.load()},
+                                                 {"bad_request", st.bad_requests.load()},
+                                                 {"timeout", st.timeouts.load()}};
+  for (const auto& [reason, value] : now) {
+    int64_t& last = exported[reason];
+    if (value > last) metrics.CounterAdd("xpool_http_refused_total", {{"reason", reason}}, double(value - last));
+    last = std::max(last, value);
+  }
+}
+
+// One complete request: Studio's files, else the API. Runs on an HTTP worker.
+http::HttpResponse Server::Impl::Respond(http::HttpRequest& request) {
+  http::HttpResponse res;
+  if (request.path == "/metrics") ExportHttpStats();
+  if (Studio::Handles(request.method, request.path)) {
+    StudioResponse r = studio->Serve(request.path);
+    res.status = r.status;
+    res.headers = std::move(r.headers);
+    res.content_type = std::move(r.content_type);
+    res.body = std::move(r.body);
+    return res;
+  }
+  ApiRequest a;
+  a.method = std::move(request.method);
+  a.path = std::move(request.path);
+  for (auto& [k, v] : http::ParseQuery(request.query)) a.query.emplace(std::move(k), std::move(v));
+  a.authorization = std::string(request.Header("authorization"));
+  a.content_type = std::string(request.Header("content-type"));
+  a.body = std::move(request.body);
+  ApiResponse r = api->Handle(a);
+  res.status = r.status;
+  res.content_type = std::move(r.content_type);
+  res.body = std::move(r.body);
+  return res;
+}
+
+namespace {
+
+// The JSON error for what the transport refuses itself (docs/api.md, "Connections and limits").
+http::HttpResponse TransportError(int status, const std::string& message) {
+  StatusCode code = StatusCode::kInvalidArgument;
+  if (status == 413 || status == 414 || status == 431) code = StatusCode::kResourceExhausted;
+  if (status == 503) code = StatusCode::kUnavailable;
+  if (status == 500) code = StatusCode::kInternal;
+  http::HttpResponse r;
+  r.status = status;
+  r.content_type = "application/json";
+  r.body = ErrorBody(Status(code, message));
+  return r;
+}
+
+}  // namespace
+
+Status Server::Impl::RunEvent(const std::string& host, int port, const std::function<void(int)>& on_listening) {
+  http::HttpServerOptions o;
+  o.limits.max_header_bytes = options.max_header_bytes;
+  o.limits.max_body_bytes = options.max_body_bytes;
+  o.worker_threads = options.threads;
+  o.max_connections = static_cast<int>(options.max_connections);
+  o.max_connections_per_client = static_cast<int>(options.max_connections_per_client);
+  o.header_timeout_ms = options.header_timeout_ms;
+  o.body_timeout_ms = options.body_timeout_ms;
+  o.idle_timeout_ms = options.idle_timeout_ms;
+  o.write_timeout_ms = options.write_timeout_ms;
+  {
+    std::lock_guard<std::mutex> lock(http_mu);
+    if (shut_down) return Status::Ok();
+    http = std::make_unique<http::HttpServer>(
+        o, [this](http::HttpRequest& r) { return Respond(r); }, TransportError);
+  }
+  Result<int> bound = http->Bind(host, port);
+  if (!bound.ok()) {
+    const bool in_use = bound.status().message() == "address already in use";
+    return UnavailableError("cannot listen on " + options.listen + ": " + bound.status().message() +
+                            (in_use ? " (another xpool server? choose another --listen)" : ""));
+  }
+  Announce(host, *bound);
+  if (on_listening) on_listening(*bound);
+  return http->Serve();
+}
+
+Status Server::Impl::RunThreaded(const std::string& host, int port, const std::function<void(int)>& on_listening) {
+  const int workers = options.threads;
+  httplib::Server& h = threaded_http;
+  h.new_task_queue = [workers] { return new httplib::ThreadPool(static_cast<size_t>(workers)); };
+  h.set_payload_max_length(options.max_body_bytes);
   // Without TCP_NODELAY a response written in two parts waits for the client's delayed ACK (~40 ms each).
-  s.http.set_tcp_nodelay(true);
+  h.set_tcp_nodelay(true);
   // Debian's libcpp-httplib listens with a backlog of 5: a burst of new connections (agents reporting in) would
   // see dropped SYNs and 1 s retransmits. Remember the listening socket and widen its backlog after binding.
   // Only SO_REUSEADDR: Debian's httplib also sets SO_REUSEPORT by default, with which a second `xpool server` on
   // the same port started without error and took a share of the connections.
   int listen_fd = -1;
-  s.http.set_socket_options([&listen_fd](socket_t sock) {
+  h.set_socket_options([&listen_fd](socket_t sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     listen_fd = static_cast<int>(sock);
   });
-  s.http.set_keep_alive_max_count(100000);
-  s.http.set_read_timeout(10, 0);
-  auto handler = [&s](const httplib::Request& req, httplib::Response& res) {
-    if (Studio::Handles(req.method, req.path)) {
-      StudioResponse r = s.studio->Serve(req.path);
-      res.status = r.status;
-      for (const auto& [k, v] : r.headers) res.set_header(k, v);
-      res.set_content(std::move(r.body), r.content_type.c_str());
-      return;
+  h.set_keep_alive_max_count(100000);
+  h.set_read_timeout(10, 0);
+  auto handler = [this](const httplib::Request& req, httplib::Response& res) {
+    http::HttpRequest r;
+    r.method = req.method;
+    r.path = req.path;
+    for (const auto& [k, v] : req.params) {
+      r.query += (r.query.empty() ? "" : "&") + httplib::detail::encode_query_param(k) + "=" +
+                 httplib::detail::encode_query_param(v);
     }
-    ApiRequest a;
-    a.method = req.method;
-    a.path = req.path;
-    for (const auto& [k, v] : req.params) a.query.emplace(k, v);
-    a.authorization = req.get_header_value("Authorization");
-    a.content_type = req.get_header_value("Content-Type");
-    a.body = req.body;
-    ApiResponse r = s.api->Handle(a);
-    res.status = r.status;
-    res.set_content(r.body, r.content_type.c_str());
+    for (const auto& [k, v] : req.headers) r.headers.emplace_back(k, v);
+    r.body = req.body;
+    http::HttpResponse out = Respond(r);
+    res.status = out.status;
+    for (const auto& [k, v] : out.headers) res.set_header(k, v);
+    res.set_content(std::move(out.body), out.content_type.c_str());
   };
   const char* any = R"(/.*)";
-  s.http.Get(any, handler);
-  s.http.Post(any, handler);
-  s.http.Put(any, handler);
-  s.http.Patch(any, handler);
-  s.http.Delete(any, handler);
+  h.Get(any, handler);
+  h.Post(any, handler);
+  h.Put(any, handler);
+  h.Patch(any, handler);
+  h.Delete(any, handler);
   // Errors httplib answers itself (an oversized body is 413 before any handler runs) get a JSON body too.
-  s.http.set_error_handler(httplib::Server::HandlerWithResponse([&s](const httplib::Request&, httplib::Response& res) {
+  h.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     if (res.status == 413) {
-      ApiResponse r = s.api->TooLarge();
+      ApiResponse r = api->TooLarge();
       res.set_content(r.body, r.content_type.c_str());
     } else {
       res.set_content("{\"error\":{\"code\":\"INVALID_ARGUMENT\",\"message\":\"bad HTTP request\"}}",
@@ -238,37 +380,28 @@ Status Server::Run(const std::function<void(int port)>& on_listening) {
     }
     return httplib::Server::HandlerResponse::Handled;
   }));
-  s.http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+  h.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
     res.status = 500;
     res.set_content("{\"error\":{\"code\":\"INTERNAL\",\"message\":\"unexpected error\"}}", "application/json");
   });
-  int port = host_port.second;
   errno = 0;
   if (port == 0) {
-    port = s.http.bind_to_any_port(host_port.first);
-  } else if (!s.http.bind_to_port(host_port.first, port)) {
+    port = h.bind_to_any_port(host);
+  } else if (!h.bind_to_port(host, port)) {
     port = -1;
   }
   if (port < 0 && errno == EADDRINUSE) {
-    return UnavailableError("cannot listen on " + s.options.listen +
+    return UnavailableError("cannot listen on " + options.listen +
                             ": address already in use (another xpool server? choose another --listen)");
   }
   if (port < 0) {
-    return UnavailableError("cannot listen on " + s.options.listen +
+    return UnavailableError("cannot listen on " + options.listen +
                             (errno != 0 ? ": " + std::string(std::strerror(errno)) : ""));
   }
   if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
-  std::fprintf(stderr, "xpool server: listening on http://%s:%d (store: %s, state: %s)\n", host_port.first.c_str(),
-               port, std::string(s.store->Kind()).c_str(), s.options.state_dir.c_str());
-  if (s.studio->built()) {
-    std::fprintf(stderr, "xpool server: Studio (web UI) at http://%s:%d/\n", host_port.first.c_str(), port);
-  } else {
-    std::fprintf(stderr, "xpool server: Studio is not built (no %s/index.html); the API works without it\n",
-                 s.studio->web_dir().c_str());
-  }
-  std::fflush(stderr);
+  Announce(host, port);
   if (on_listening) on_listening(port);
-  if (!s.http.listen_after_bind()) return UnavailableError("the HTTP listener stopped unexpectedly");
+  if (!h.listen_after_bind()) return UnavailableError("the HTTP listener stopped unexpectedly");
   return Status::Ok();
 }
 
@@ -278,7 +411,12 @@ agent::LogRelay& Server::log_relay() { return impl_->logs; }
 
 void Server::Shutdown() {
   if (impl_->agent_grpc) impl_->agent_grpc->Shutdown();
-  impl_->http.stop();
+  {
+    std::lock_guard<std::mutex> lock(impl_->http_mu);
+    impl_->shut_down = true;
+    if (impl_->http) impl_->http->Stop();
+  }
+  impl_->threaded_http.stop();
   impl_->control->Stop();
 }
 

@@ -32,10 +32,19 @@ struct ServerOptions {
   std::string store;               // "" = SQLite at STATE_DIR/xpool.db; or postgres://...
   std::string policy = "default";  // the fragmentation-aware policy (docs/scheduling.md)
   size_t max_body_bytes = 1 << 20;
-  // HTTP workers. httplib gives each open keep-alive connection a worker until it closes or idles 5 s, so this
-  // bounds the concurrent keep-alive clients (Studio tabs hold ~6, the CLI one briefly; agents use gRPC): idle
-  // workers cost only their stacks' address space.
-  int threads = 128;
+  // The HTTP transport (docs/api.md, "Connections and limits"). "epoll" (http::HttpServer): one event loop
+  // reads and parses every connection with the deadlines and caps below and hands complete requests to
+  // `threads` workers. "threads" (cpp-httplib): a worker per open keep-alive connection, its 10 s read timeout
+  // and none of the deadlines or caps; kept to measure against (xpool_server_load --transports).
+  std::string http_transport = "epoll";
+  int threads = 128;                // HTTP workers running requests (idle ones cost only their stacks' address space)
+  int64_t max_connections = 10000;  // open at once (fewer when RLIMIT_NOFILE's hard limit is lower)
+  int64_t max_connections_per_client = 1024;
+  int64_t header_timeout_ms = 10'000;  // a request head, from the connection's first byte of it
+  int64_t body_timeout_ms = 30'000;    // a request body, from the end of its head
+  int64_t idle_timeout_ms = 30'000;    // a keep-alive connection between requests
+  int64_t write_timeout_ms = 10'000;   // an answer the client does not read
+  size_t max_header_bytes = 32 << 10;  // request line and headers
   int64_t tick_ms = 1000;
   int64_t node_timeout_s = 30;           // a non-simulated node silent this long is lost; its jobs requeue
   int64_t min_runtime_s = 600;           // time-sharing: a job that started less than this ago is not a victim

@@ -99,7 +99,7 @@ struct TaskRecord {
   int replica = 0;
   JobState state = JobState::kQueued;  // replicas reuse the job states (no transition rules enforced)
   std::string node;                    // "" until placed
-  std::optional<int> exit_code;
+  std::optional<int> exit_code;        // how it ended: an exit code (>= 0), or -N when signal N killed it
   TimeMicros updated_us = 0;
 };
 

@@ -123,6 +123,54 @@ VictimVerdict JudgeVictim(const QueueJob& preemptor, bool preemptor_within_guara
   return VictimVerdict::kNotLowerPriority;
 }
 
+namespace {
+
+// A wait as people read it: "45s" under two minutes, else whole minutes rounded up ("10m"), so that the text
+// changes about once a minute, not every pass.
+std::string WaitText(TimeMicros us) {
+  const int64_t s = (std::max<TimeMicros>(us, 0) + kMicrosPerSecond - 1) / kMicrosPerSecond;
+  if (s < 120) return std::to_string(s) + "s";
+  return std::to_string((s + 59) / 60) + "m";
+}
+
+}  // namespace
+
+std::string MinRuntimeNote(const std::vector<QueueJob>& jobs, const std::vector<int>& by_running_order,
+                           const std::vector<bool>& excluded, const QueueJob& preemptor, const PreemptionRules& rules,
+                           TimeMicros now) {
+  constexpr size_t kNamed = 5;  // ids listed; the rest counted
+  std::vector<int> young;
+  TimeMicros first = 0, last = 0;
+  int low = 0, high = 0;
+  for (int v : by_running_order) {
+    const QueueJob& r = jobs[v];
+    if (r.priority >= preemptor.priority) break;  // sorted by priority
+    if ((!excluded.empty() && excluded[v]) || r.id == preemptor.id || !r.preemptible ||
+        r.state != QueueJobState::kRunning || r.suspensions_last_hour >= rules.max_suspensions_per_hour ||
+        now - r.last_start >= rules.min_runtime) {
+      continue;
+    }
+    const TimeMicros eligible_in = r.last_start + rules.min_runtime - now;
+    first = young.empty() ? eligible_in : std::min(first, eligible_in);
+    last = young.empty() ? eligible_in : std::max(last, eligible_in);
+    low = young.empty() ? r.priority : std::min(low, r.priority);
+    high = young.empty() ? r.priority : std::max(high, r.priority);
+    young.push_back(v);
+  }
+  if (young.empty()) return "";
+  std::string ids;
+  for (size_t i = 0; i < young.size() && i < kNamed; ++i) ids += (i == 0 ? "" : ", ") + jobs[young[i]].id.ToString();
+  if (young.size() > kNamed) ids += " and " + std::to_string(young.size() - kNamed) + " more";
+  const std::string priority = std::to_string(low) + (high != low ? ".." + std::to_string(high) : "");
+  const std::string min_runtime = WaitText(rules.min_runtime);
+  if (young.size() == 1) {
+    return "; job " + ids + " (priority " + priority + ") is inside its min-runtime (" + min_runtime +
+           "): it may be suspended for this job in " + WaitText(first);
+  }
+  return "; jobs " + ids + " (priority " + priority + ") are inside their min-runtime (" + min_runtime +
+         "): the first may be suspended for this job in " + WaitText(first) + ", all in " + WaitText(last);
+}
+
 std::vector<int> SortRunningForPreemption(const std::vector<QueueJob>& jobs, const std::vector<int>& running,
                                           TimeMicros now) {
   std::vector<int> order = running;

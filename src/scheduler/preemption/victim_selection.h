@@ -64,6 +64,15 @@ inline bool IsVictim(VictimVerdict v) { return v == VictimVerdict::kByPriority |
 VictimVerdict JudgeVictim(const QueueJob& preemptor, bool preemptor_within_guarantee, const QueueJob& victim,
                           bool victim_tenant_above_guarantee, const PreemptionRules& rules, TimeMicros now);
 
+// Why lower-priority work that would otherwise be a victim is not one yet: the running, preemptible jobs of
+// lower priority than `preemptor` (not `excluded`, under the suspension cap) that started less than
+// `rules.min_runtime` ago, as "; job 3 (priority 10) is inside its min-runtime (10m): it may be suspended for this
+// job in 9m" (several: "; jobs 3, 4 (priority 10..20) are inside their min-runtime (10m): the first may be
+// suspended for this job in 1m, all in 9m"); "" when there are none. `by_running_order` as for RankVictims.
+std::string MinRuntimeNote(const std::vector<QueueJob>& jobs, const std::vector<int>& by_running_order,
+                           const std::vector<bool>& excluded, const QueueJob& preemptor, const PreemptionRules& rules,
+                           TimeMicros now);
+
 // Indices of running jobs sorted by (priority, time since last start, id), ascending: the order
 // RankVictims expects. Sort once per pass.
 std::vector<int> SortRunningForPreemption(const std::vector<QueueJob>& jobs, const std::vector<int>& running,

@@ -75,7 +75,10 @@ class Pass {
     // The early answers inline (nearly every waiting job of a long queue gets one); the search out of line.
     if (!options_.preemption) return false;
     const bool within = ledger_.WithinGuarantee(t, demand);
-    if (current_priority_ <= min_victim_priority_ && !within) return false;
+    if (current_priority_ <= min_victim_priority_ && !within) {
+      if (current_priority_ > min_young_priority_) *tail = YoungVictims(j);
+      return false;
+    }
     if (result_.stats.victim_searches >= options_.max_victim_searches) {
       *tail = deferred_;
       return false;
@@ -83,6 +86,14 @@ class Pass {
     return SearchVictims(j, t, shape, within, tail);
   }
   bool SearchVictims(int j, int t, int shape, bool within, std::string_view* tail);
+  // MinRuntimeNote for job j, kept in the arena; the same text for jobs of one priority until a suspension.
+  std::string_view YoungVictims(int j) {
+    auto [it, inserted] = young_memo_.try_emplace(current_priority_, -1, std::string_view());
+    if (it->second.first != epoch_) {
+      it->second = {epoch_, Keep(MinRuntimeNote(jobs_, by_running_order_, taken_, jobs_[j], options_.rules, now_))};
+    }
+    return it->second.second;
+  }
   bool TryMove(int j, int t, int shape);
   void CommitMoves(int j, int t, MovePlan plan);
   void RoomChanged(const std::vector<int>& nodes);
@@ -115,6 +126,9 @@ class Pass {
   std::vector<ResourceAmounts> held_;  // per running job: HeldBy (victim ranking reads it often)
   std::vector<int> by_running_order_;
   int min_victim_priority_ = std::numeric_limits<int>::max();
+  // Lowest priority of a preemptible running job still inside its min-runtime (a victim later, not now).
+  int min_young_priority_ = std::numeric_limits<int>::max();
+  std::unordered_map<int, std::pair<int64_t, std::string_view>> young_memo_;  // priority → (epoch, note)
   int64_t largest_device_memory_ = 0;
   internal::ShapeTable shapes_;
   std::vector<ShapeMemo> shape_memo_;
@@ -170,9 +184,9 @@ std::vector<DrfQueue::Waiting> Pass::Setup() {
       held_[j] = HeldBy(job);
       ledger_.Add(t, job.priority, held_[j]);
       running.push_back(j);
-      if (job.preemptible && now_ - job.last_start >= options_.rules.min_runtime &&
-          job.suspensions_last_hour < options_.rules.max_suspensions_per_hour) {
-        min_victim_priority_ = std::min(min_victim_priority_, job.priority);
+      if (job.preemptible && job.suspensions_last_hour < options_.rules.max_suspensions_per_hour) {
+        int& lowest = now_ - job.last_start >= options_.rules.min_runtime ? min_victim_priority_ : min_young_priority_;
+        lowest = std::min(lowest, job.priority);
       }
     } else {
       waiting.push_back({j, job.priority, job.first_submit, job.id.value()});
@@ -338,7 +352,10 @@ bool Pass::SearchVictims(int j, int t, int shape, bool within, std::string_view*
     }
   }
   if (!choice.found) {
-    memo = {epoch_, job.priority, choice.reason.empty() ? std::string_view() : Keep("; ", choice.reason)};
+    const std::string young = current_priority_ > min_young_priority_
+                                  ? MinRuntimeNote(jobs_, by_running_order_, taken_, job, options_.rules, now_)
+                                  : "";
+    memo = {epoch_, job.priority, choice.reason.empty() ? Keep(young) : Keep("; " + choice.reason, young)};
     *tail = memo.reason;
     return false;
   }

@@ -158,6 +158,41 @@ TEST(SchedulingPassTest, NoThrash) {
   }
 }
 
+// A job that waits only because its would-be victims are inside their min-runtime says so and when they become
+// eligible; one that waits on a victim at the suspension cap is not told it will get one.
+TEST(SchedulingPassTest, WaitOnMinRuntimeSaysWhenVictimsBecomeEligible) {
+  Scenario s(1, 8);
+  s.Running(Waiting(10, 2, 10, 0, GpuRequest(4)), 1 * kMinute);
+  s.Running(Waiting(11, 2, 20, 0, GpuRequest(4)), 150 * kMicrosPerSecond);
+  s.jobs.push_back(Waiting(1, 1, 90, 5, GpuRequest(8)));
+  PassResult r = s.Pass();
+  const JobDecision& d = DecisionFor(r, s.jobs, 1);
+  EXPECT_EQ(d.kind, DecisionKind::kWait) << d.reason;
+  EXPECT_NE(d.reason.find("; jobs 10, 11 (priority 10..20) are inside their min-runtime (10m): the first may be "
+                          "suspended for this job in 8m, all in 9m"),
+            std::string::npos)
+      << d.reason;
+
+  Scenario one(1, 8);
+  one.Running(Waiting(10, 2, 10, 0, GpuRequest(8)), 10 * kMinute - 30 * kMicrosPerSecond);
+  one.jobs.push_back(Waiting(1, 1, 90, 5, GpuRequest(8)));
+  const PassResult r_one = one.Pass();
+  const JobDecision& soon = DecisionFor(r_one, one.jobs, 1);
+  EXPECT_NE(soon.reason.find("; job 10 (priority 10) is inside its min-runtime (10m): it may be suspended for this "
+                             "job in 30s"),
+            std::string::npos)
+      << soon.reason;
+
+  Scenario capped(1, 8);
+  QueueJob low = Waiting(10, 2, 10, 0, GpuRequest(8));
+  low.suspensions_last_hour = 3;
+  capped.Running(low, 1 * kMinute);
+  capped.jobs.push_back(Waiting(1, 1, 90, 5, GpuRequest(8)));
+  const PassResult r_capped = capped.Pass();
+  const JobDecision& never = DecisionFor(r_capped, capped.jobs, 1);
+  EXPECT_EQ(never.reason.find("min-runtime"), std::string::npos) << never.reason;
+}
+
 TEST(SchedulingPassTest, GuaranteeRuleAtEqualPriority) {
   // y (no guarantee) fills the node at priority 50; z (under its guarantee) reclaims at
   // priority 50.

@@ -3,20 +3,52 @@
 #include <algorithm>
 #include <string>
 
+#include "common/units.h"
+
 namespace xpool {
 namespace {
 
+// How an amount is shown in a reason (common/units.h): GPU compute in devices, memory in GiB, CPU in cores.
+enum class Shown { kDevices, kGiB, kCores, kCount };
+
 struct Dimension {
   const char* name;
-  const char* unit;
+  Shown shown;
   int64_t ResourceAmounts::*field;
 };
 constexpr Dimension kDimensions[] = {
-    {"gpu", " milli", &ResourceAmounts::gpu_compute_milli},
-    {"gpu memory", " MiB", &ResourceAmounts::gpu_memory_mib},
-    {"cpu", " milli", &ResourceAmounts::cpu_milli},
-    {"running jobs", "", &ResourceAmounts::running_jobs},
+    {"gpu", Shown::kDevices, &ResourceAmounts::gpu_compute_milli},
+    {"gpu memory", Shown::kGiB, &ResourceAmounts::gpu_memory_mib},
+    {"cpu", Shown::kCores, &ResourceAmounts::cpu_milli},
+    {"running jobs", Shown::kCount, &ResourceAmounts::running_jobs},
 };
+
+std::string Amount(Shown shown, int64_t v) {
+  switch (shown) {
+    case Shown::kDevices:
+    case Shown::kCores:
+      return FormatMilliUnits(v);
+    case Shown::kGiB:
+      return FormatGiB(v);
+    case Shown::kCount:
+      break;
+  }
+  return std::to_string(v);
+}
+
+const char* Unit(Shown shown) {
+  switch (shown) {
+    case Shown::kDevices:
+      return " devices";
+    case Shown::kGiB:
+      return " GiB";
+    case Shown::kCores:
+      return " cores";
+    case Shown::kCount:
+      break;
+  }
+  return "";
+}
 
 // True when used + demand exceeds limit in some dimension the demand uses (FirstBreach's test, without its text:
 // a pass asks this for every waiting job, and most stay within their limits).
@@ -37,9 +69,9 @@ std::string FirstBreach(const std::string& tenant, const std::string& scope, con
     const int64_t want = demand.*d.field;
     const int64_t cap = limit.*d.field;
     if (want == 0 || cap == kUnlimitedAmount || u + want <= cap) continue;
-    std::string reason = "tenant " + tenant + " at its " + d.name + " limit" + scope + " (" + std::to_string(u) + "/" +
-                         std::to_string(cap) + d.unit;
-    if (u < cap) reason += ", job needs " + std::to_string(want);
+    std::string reason = "tenant " + tenant + " at its " + d.name + " limit" + scope + " (" + Amount(d.shown, u) + "/" +
+                         Amount(d.shown, cap) + Unit(d.shown);
+    if (u < cap) reason += ", job needs " + Amount(d.shown, want);
     return reason + ")";
   }
   return "";

@@ -67,20 +67,20 @@ TEST(TenantLedgerTest, LimitReasons) {
   };
   const Row rows[] = {
       {"within", {4000, 0, 0, 1}, 50, {4000, 0, 1000, 1}, 50, ""},
-      {"at the limit", {8000, 0, 0, 2}, 50, {1000, 0, 1000, 1}, 50, "tenant a at its gpu limit (8000/8000 milli)"},
+      {"at the limit", {8000, 0, 0, 2}, 50, {1000, 0, 1000, 1}, 50, "tenant a at its gpu limit (8/8 devices)"},
       {"would pass it",
        {6000, 0, 0, 2},
        50,
        {4000, 0, 1000, 1},
        50,
-       "tenant a at its gpu limit (6000/8000 milli, job needs 4000)"},
+       "tenant a at its gpu limit (6/8 devices, job needs 4)"},
       {"running jobs", {1000, 0, 0, 3}, 50, {1000, 0, 1000, 1}, 50, "tenant a at its running jobs limit (3/3)"},
       {"priority band",
        {4000, 0, 0, 1},
        90,
        {1000, 0, 1000, 1},
        85,
-       "tenant a at its gpu limit for priority 80..100 (4000/4000 milli)"},
+       "tenant a at its gpu limit for priority 80..100 (4/4 devices)"},
       {"band does not apply below it", {4000, 0, 0, 1}, 90, {1000, 0, 1000, 1}, 50, ""},
       {"no GPU asked: GPU limit does not matter", {8000, 0, 0, 1}, 50, {0, 0, 1000, 1}, 50, ""},
   };
@@ -107,10 +107,10 @@ TEST(TenantLedgerTest, EveryKindOfLimitIsChecked) {
   const ResourceAmounts held = {2000, 1024, 1000, 1};
   for (int t = 0; t < 4; ++t) ledger.Add(t, 90, held);
   const ResourceAmounts demand = {1000, 512, 1000, 1};
-  EXPECT_EQ(ledger.LimitReason(0, 90, demand), "tenant band at its gpu limit for priority 80..100 (2000/2000 milli)");
+  EXPECT_EQ(ledger.LimitReason(0, 90, demand), "tenant band at its gpu limit for priority 80..100 (2/2 devices)");
   EXPECT_EQ(ledger.LimitReason(0, 50, demand), "");
   EXPECT_EQ(ledger.LimitReason(1, 50, demand), "tenant jobs at its running jobs limit (1/1)");
-  EXPECT_EQ(ledger.LimitReason(2, 50, demand), "tenant memory at its gpu memory limit (1024/1024 MiB)");
+  EXPECT_EQ(ledger.LimitReason(2, 50, demand), "tenant memory at its gpu memory limit (1.0/1.0 GiB)");
   EXPECT_EQ(ledger.LimitReason(3, 90, demand), "");
 }
 
@@ -159,7 +159,7 @@ TEST(QuotaPassTest, LimitBelowCurrentUseIsEnforcedForNewWorkOnly) {
     SCOPED_TRACE(jobs[d.job].id.value());
     if (jobs[d.job].id == JobId(2)) {
       EXPECT_EQ(d.kind, DecisionKind::kWait);
-      EXPECT_EQ(d.reason, "tenant a at its gpu limit (4000/2000 milli)");
+      EXPECT_EQ(d.reason, "tenant a at its gpu limit (4/2 devices)");
     } else {
       EXPECT_EQ(d.kind, DecisionKind::kPlace);
     }
@@ -176,7 +176,7 @@ TEST(QuotaPassTest, LimitIsNeverExceededInOnePass) {
   PassResult r = RunSchedulingPass(jobs, tenants, state, placer, 0);
   EXPECT_EQ(r.stats.placed, 6);  // 6 × 500 milli = the 3000 limit
   EXPECT_EQ(r.stats.waiting, 4);
-  EXPECT_EQ(r.decisions.back().reason, "tenant a at its gpu limit (3000/3000 milli)");
+  EXPECT_EQ(r.decisions.back().reason, "tenant a at its gpu limit (3/3 devices)");
 }
 
 }  // namespace

@@ -474,6 +474,17 @@ Json EventToJson(const EventRecord& e) {
   return j;
 }
 
+Json TasksToJson(const std::vector<TaskRecord>& tasks) {
+  Json out = Json::array();
+  for (const TaskRecord& t : tasks) {
+    Json j = {{"replica", t.replica}, {"state", std::string(JobStateName(t.state))}, {"node", t.node}};
+    j["exit_code"] = t.exit_code && *t.exit_code >= 0 ? Json(*t.exit_code) : Json();
+    j["signal"] = t.exit_code && *t.exit_code < 0 ? Json(-*t.exit_code) : Json();
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 std::string FormatTime(TimeMicros us) {
   if (us <= 0) return "";
   time_t secs = static_cast<time_t>(us / 1'000'000);

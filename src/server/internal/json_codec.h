@@ -50,6 +50,9 @@ void AppendJobJson(std::string* out, const JobRecord& job, const std::string& te
 Json SpecJson(const JobSpec& spec);
 std::string SpecText(const JobSpec& spec);
 Json EventToJson(const EventRecord& event);
+// A job's replicas: [{"replica", "state", "node" (where it was placed; kept after the job ended), "exit_code" and
+// "signal" (null unless it ended so)}].
+Json TasksToJson(const std::vector<TaskRecord>& tasks);
 
 // RFC 3339 UTC with milliseconds: "2026-11-30T13:05:51.123Z".
 std::string FormatTime(TimeMicros us);

@@ -153,7 +153,8 @@ TEST_F(TimeshareTest, HighPrioritySuspendsLowWhichResumesFromItsCheckpoint) {
   // The one that ignores the signal is stopped after its 1 s grace and requeued all the same.
   WaitFor(stubborn, "stopped and requeued", [](const Json& j) { return j.value("restart_count", 0) == 1; });
   const std::string stubborn_events = Events(stubborn);
-  EXPECT_NE(stubborn_events.find("after its checkpoint grace"), std::string::npos) << stubborn_events;
+  EXPECT_NE(stubborn_events.find("checkpoint grace: stopped by signal 15 (SIGTERM)"), std::string::npos)
+      << stubborn_events;
 
   // The older low jobs were not touched; the decision is an event on the preemptors too.
   EXPECT_EQ(Job(old1).value("restart_count", -1), 0);
