@@ -83,6 +83,9 @@ int RunScheduler(const Args& args) {
   ApiFlags api_flags;
   flags.String("listen", &listen, "address to serve the extender on (host:port)");
   flags.String("url-prefix", &prefix, "path the verbs are served under (the extender's urlPrefix path)");
+  std::string metrics_listen;
+  flags.String("metrics-listen", &metrics_listen,
+               "serve /metrics, /healthz and /readyz on this address instead (then --listen can be loopback)");
   api_flags.Add(&flags);
   flags.String("policy", &policy,
                "default placement policy (" + PolicyList() +
@@ -101,6 +104,7 @@ int RunScheduler(const Args& args) {
   k8s::SchedulerServiceOptions options;
   options.listen = listen;
   options.url_prefix = prefix;
+  options.metrics_listen = metrics_listen;
   options.tls_cert = tls_cert;
   options.tls_key = tls_key;
   options.cluster.default_policy = policy;
@@ -127,6 +131,9 @@ int RunWebhook(const Args& args) {
   flags.String("tls-key", &tls_key, "the certificate's private key (PEM)");
   flags.String("scheduler-name", &scheduler, "schedulerName set on managed pods");
   flags.Bool("plain-http", &plain_http, "serve without TLS (tests only)");
+  int64_t reload_seconds = 60;
+  flags.Int("tls-reload-seconds", &reload_seconds,
+            "check the certificate files this often and serve a changed pair (a rotated Secret); 0: never");
   int exit_code = 0;
   if (!ParseFlagsOrExit(flags, args, &exit_code)) return exit_code;
   if (!plain_http && (tls_cert.empty() || tls_key.empty())) {
@@ -141,6 +148,7 @@ int RunWebhook(const Args& args) {
   k8s::HttpServer server;
   server.Post("/mutate", [options](std::string_view body) { return k8s::HandleAdmissionReview(body, options); });
   server.Get("/healthz", [](std::string_view) { return k8s::HttpReply{200, "ok\n", "text/plain"}; });
+  server.SetCertificateReload(reload_seconds * 1000);
   const sigset_t set = BlockStopSignals();
   Result<int> bound = server.Start(host, port, plain_http ? "" : tls_cert, plain_http ? "" : tls_key);
   if (!bound.ok()) return Fail(bound.status());
@@ -175,6 +183,13 @@ int RunDevicePlugin(const Args& args) {
   flags.String("node-name", &node_name, "this node's name (default: $NODE_NAME, else the host name)");
   flags.Int("split-count", &split, "schedulable slots per device (default: the vendor's split count, 10 for NVIDIA)");
   flags.String("library-dir", &library_dir, "host directory holding libxpool-vgpu.so (mounted read-only)");
+  k8s::PluginPaths paths;
+  flags.String("preload-file", &paths.preload_file,
+               "host file mounted at the container's /etc/ld.so.preload, written by the plugin (\"\": LD_PRELOAD)");
+  flags.String("shared-region-dir", &paths.shared_region_host_dir,
+               "host directory of the containers' shared accounting regions (one directory per pod container)");
+  flags.String("dev-root", &paths.dev_root, "where this host's /dev/nvidia* device nodes are seen by the plugin");
+  flags.Bool("cdi", &paths.cdi, "also answer CDI device names (nvidia.com/gpu=<uuid>)");
   flags.String("simulate", &simulate, "simulated devices instead of NVML, e.g. 4xA100-80GB (testing)");
   flags.String("node-file", &node_file, "YAML file describing a simulated node (testing)");
   flags.String("nvml-library", &nvml_library, "NVML library to dlopen");
@@ -208,6 +223,7 @@ int RunDevicePlugin(const Args& args) {
   config.resource_name = resource;
   config.node_name = node_name;
   config.split = static_cast<int>(split);
+  config.paths = paths;
   config.paths.library_dir = library_dir;
   config.refresh_interval_ms = health_interval * 1000;
   config.refresh = [discovery, split] { return DiscoverDevices(discovery, static_cast<int>(split)); };

@@ -133,7 +133,10 @@ std::string EncodeAssignment(const PodAssignment& a) {
                          {"memoryMiB", d.memory_mib},
                          {"computeMilli", d.compute_milli}});
     }
-    containers.push_back({{"name", c.name}, {"devices", devices}});
+    Json entry = {{"name", c.name}, {"devices", devices}};
+    if (c.init) entry["init"] = true;
+    if (c.sidecar) entry["sidecar"] = true;
+    containers.push_back(std::move(entry));
   }
   return Json{{"version", 1}, {"node", a.node}, {"containers", containers}}.dump();
 }
@@ -154,6 +157,12 @@ Result<PodAssignment> DecodeAssignment(std::string_view text) {
     const Json& c = (*containers)[i];
     ContainerAssignment ca;
     ASSIGN_OR_RETURN(ca.name, internal::StringField(c, "name", where));
+    for (auto [name, target] : {std::pair{"init", &ca.init}, std::pair{"sidecar", &ca.sidecar}}) {
+      const Json* flag = Field(c, name);
+      if (flag == nullptr) continue;
+      if (!flag->is_boolean()) return InvalidArgumentError(where + "." + name + " must be true or false");
+      *target = flag->get<bool>();
+    }
     const Json* devices = Field(c, "devices");
     if (devices == nullptr || !devices->is_array()) return InvalidArgumentError(where + ".devices must be a list");
     for (size_t j = 0; j < devices->size(); ++j) {

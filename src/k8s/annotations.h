@@ -8,6 +8,7 @@
 //   Pod   xpool.io/allocation    written by the extender at bind, read by the device plugin and on resync:
 //     {"version":1,"node":"gpu-node-1","containers":[{"name":"train","devices":[{"uuid":"GPU-0a1b","index":0,
 //       "vendor":"nvidia","memoryMiB":40960,"computeMilli":500}]}]}
+//     (an init container's entry carries "init":true; init containers come first, in the order kubelet allocates)
 //
 // Decoding validates everything and names the bad field; it never throws. Stateless; thread-safe.
 #include <string>
@@ -44,6 +45,12 @@ struct AssignedDevice {
 struct ContainerAssignment {
   std::string name;
   std::vector<AssignedDevice> devices;
+  // A regular init container ("init":true): it runs before the app containers, so its devices count only where
+  // they exceed what the app containers hold on the same device (Kubernetes' max(init, sum(app)) rule).
+  bool init = false;
+  // An init container with restartPolicy Always ("sidecar":true): held like an app container, but its devices
+  // are not free for the init containers that start after it.
+  bool sidecar = false;
 };
 
 struct PodAssignment {

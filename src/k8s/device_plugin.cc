@@ -5,9 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -16,6 +20,7 @@
 #include "common/grpc_status.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "k8s/annotations.h"
+#include "vgpu/vgpu_env.h"
 
 namespace xpool::k8s {
 namespace {
@@ -115,6 +120,8 @@ struct DevicePluginServer::Impl {
   void FillList(pb::ListAndWatchResponse* out) const;  // mu held
   // Drops the allocated entries of pods no longer on this node (`pods`: all of them); mu held.
   void Forget(const std::vector<PodInfo>& pods);
+  // Writes config.paths.preload_file (the /etc/ld.so.preload containers get) when it does not name the library.
+  void WritePreloadFile();
   grpc::Status Allocate(const pb::AllocateRequest& request, pb::AllocateResponse* response);
   grpc::Status Preferred(const pb::PreferredAllocationRequest& request, pb::PreferredAllocationResponse* response);
 };
@@ -220,6 +227,24 @@ grpc::Status DevicePluginServer::Impl::Allocate(const pb::AllocateRequest& reque
       mount->set_container_path(m.container_path);
       mount->set_read_only(m.read_only);
     }
+    for (const DeviceNode& d : env.devices) {
+      std::error_code ec;
+      const std::string seen = config.paths.dev_root + d.host_path.substr(std::string_view("/dev").size());
+      if (!std::filesystem::exists(seen, ec)) {  // e.g. no nvidia-uvm-tools on this host: skip, say so
+        Log("Allocate: no device node " + seen + " on this host; not passed to the container");
+        continue;
+      }
+      pb::DeviceSpec* spec = out->add_devices();
+      spec->set_host_path(d.host_path);
+      spec->set_container_path(d.container_path);
+      spec->set_permissions(d.permissions);
+    }
+    for (const std::string& name : env.cdi_devices) out->add_cdi_devices()->set_name(name);
+    // The shared region's host directory: the node reads usage there; a restarted container finds it again.
+    const std::string region = SharedRegionHostDir(config.paths, match->pod_uid, match->container.name);
+    std::error_code ec;
+    std::filesystem::create_directories(region, ec);
+    if (ec) Log("Allocate: cannot create the shared region directory " + region + ": " + ec.message());
     std::string uuids;
     for (const AssignedDevice& d : match->container.devices) uuids += (uuids.empty() ? "" : ",") + d.uuid;
     Log("Allocate: pod " + match->pod_key + " container " + match->container.name + " gets " + uuids);
@@ -230,6 +255,20 @@ grpc::Status DevicePluginServer::Impl::Allocate(const pb::AllocateRequest& reque
     if (!noted.ok()) Log("cannot note the served container on pod " + match->pod_key + ": " + noted.message());
   }
   return grpc::Status::OK;
+}
+
+void DevicePluginServer::Impl::WritePreloadFile() {
+  const std::string& file = config.paths.preload_file;
+  if (file.empty()) return;
+  const std::string line = config.paths.container_library_dir + "/" + XPOOL_VGPU_LIBRARY_NAME + "\n";
+  std::ifstream in(file);
+  std::string current((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (current == line) return;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(file).parent_path(), ec);
+  std::ofstream out(file, std::ios::trunc);
+  out << line;
+  if (!out.good()) Log("cannot write " + file + " (the ld.so.preload containers get): " + std::strerror(errno));
 }
 
 void DevicePluginServer::Impl::Forget(const std::vector<PodInfo>& pods) {
@@ -421,6 +460,7 @@ Result<std::unique_ptr<DevicePluginServer>> DevicePluginServer::Start(DevicePlug
   if (::stat(impl->config.plugin_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return FailedPreconditionError("device plugin directory " + impl->config.plugin_dir + " does not exist");
   }
+  impl->WritePreloadFile();
   RETURN_IF_ERROR(impl->StartServer());
   impl->Log("serving " + impl->config.resource_name + " on " + impl->SocketPath() + " (" +
             std::to_string(impl->devices.size()) + " device(s) x " + std::to_string(impl->config.split) + " slots)");

@@ -71,13 +71,24 @@ Result<AllocateMatch> MatchAllocate(const std::vector<PodInfo>& pods, const std:
   return candidates.front().match;
 }
 
+std::string SharedRegionHostDir(const PluginPaths& paths, const std::string& pod_uid, const std::string& container) {
+  return paths.shared_region_host_dir + "/" + pod_uid + "_" + container;
+}
+
 ContainerResponse ContainerEnv(const AllocateMatch& match, const PluginPaths& paths) {
   ContainerResponse out;
   std::string visible;
+  bool nvidia = false;
   for (size_t i = 0; i < match.container.devices.size(); ++i) {
     const AssignedDevice& d = match.container.devices[i];
     if (!visible.empty()) visible += ',';
     visible += d.uuid;
+    if (d.vendor == Vendor::kNvidia) {
+      nvidia = true;
+      const std::string node = "nvidia" + std::to_string(d.index);
+      out.devices.push_back({"/dev/" + node, "/dev/" + node, "rw"});
+      if (paths.cdi) out.cdi_devices.push_back("nvidia.com/gpu=" + d.uuid);
+    }
     out.envs[XPOOL_ENV_DEVICE_MEMORY_LIMIT_PREFIX + std::to_string(i)] = std::to_string(d.memory_mib);
     if (d.compute_milli > 0 && d.compute_milli < kWholeDeviceMilli) {
       out.envs[XPOOL_ENV_DEVICE_CORE_LIMIT_PREFIX + std::to_string(i)] = std::to_string(d.compute_milli / 10);
@@ -86,10 +97,21 @@ ContainerResponse ContainerEnv(const AllocateMatch& match, const PluginPaths& pa
   if (!match.container.devices.empty()) {
     out.envs[std::string(ProfileFor(match.container.devices[0].vendor).visible_devices_env)] = visible;
   }
-  out.envs[XPOOL_ENV_SHARED_REGION] =
-      paths.shared_region_dir + "/" + match.pod_uid + "_" + match.container.name + ".cache";
-  out.envs["LD_PRELOAD"] = paths.container_library_dir + "/" + XPOOL_VGPU_LIBRARY_NAME;
+  if (nvidia) {
+    out.envs["NVIDIA_VISIBLE_DEVICES"] = visible;
+    for (const char* node : {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"}) {
+      out.devices.push_back({std::string("/dev/") + node, std::string("/dev/") + node, "rw"});
+    }
+  }
+  out.envs[XPOOL_ENV_SHARED_REGION] = paths.shared_region_dir + "/" + std::string(kSharedRegionFile);
+  out.mounts.push_back({SharedRegionHostDir(paths, match.pod_uid, match.container.name), paths.shared_region_dir,
+                        /*read_only=*/false});
   out.mounts.push_back({paths.library_dir, paths.container_library_dir, true});
+  if (paths.preload_file.empty()) {
+    out.envs["LD_PRELOAD"] = paths.container_library_dir + "/" + XPOOL_VGPU_LIBRARY_NAME;
+  } else {
+    out.mounts.push_back({paths.preload_file, std::string(kLdPreloadPath), true});
+  }
   return out;
 }
 

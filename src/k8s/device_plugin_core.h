@@ -7,10 +7,18 @@
 //                   allocated, it picks the container asking for that many devices, earliest bound first
 //                   (xpool.io/bind-time, then namespace/name). The plugin keeps the "allocated" set itself: no
 //                   node-wide lock annotation, nothing that can time out (HAMi #338, #596).
-//   ContainerEnv    what the container gets: the vendor's visible-devices variable (device uuids), the limits the
-//                   runtime library enforces (XPOOL_DEVICE_MEMORY_LIMIT_<i> in MiB, XPOOL_DEVICE_CORE_LIMIT_<i> in
-//                   percent, omitted when compute is not limited), XPOOL_SHARED_REGION, and LD_PRELOAD with the
-//                   mount that brings libxpool-vgpu.so in.
+//   ContainerEnv    what the container gets:
+//                   - the vendor's visible-devices variable with the device uuids; for NVIDIA also
+//                     NVIDIA_VISIBLE_DEVICES (the NVIDIA container runtime mounts exactly these; it overrides an
+//                     image's "all"), the DeviceSpecs /dev/nvidia<index>, /dev/nvidiactl, /dev/nvidia-uvm,
+//                     /dev/nvidia-uvm-tools, and with `cdi` the CDI names nvidia.com/gpu=<uuid>;
+//                   - the limits the runtime library enforces (XPOOL_DEVICE_MEMORY_LIMIT_<i> in MiB,
+//                     XPOOL_DEVICE_CORE_LIMIT_<i> in percent, omitted when compute is not limited);
+//                   - the runtime library, mounted read-only, injected by a mounted /etc/ld.so.preload (the user
+//                     cannot unset it; LD_PRELOAD instead when `preload_file` is empty);
+//                   - the shared accounting region on the host, one directory per pod and container
+//                     (<shared_region_host_dir>/<pod uid>_<container>, mounted read-write at shared_region_dir),
+//                     so the node sees real usage and a restarted container finds its region again.
 //   SlotIds         the IDs advertised to kubelet: each device as `split` schedulable slots "<uuid>::<k>".
 // Stateless functions over value types; thread-safe.
 #include <map>
@@ -50,16 +58,37 @@ struct Mount {
   bool read_only = true;
 };
 
+struct DeviceNode {
+  std::string host_path;
+  std::string container_path;
+  std::string permissions = "rw";
+};
+
 struct ContainerResponse {
   std::map<std::string, std::string> envs;
   std::vector<Mount> mounts;
+  std::vector<DeviceNode> devices;
+  std::vector<std::string> cdi_devices;
 };
 
 struct PluginPaths {
   std::string library_dir = "/usr/local/xpool";  // host directory holding libxpool-vgpu.so
   std::string container_library_dir = "/usr/local/xpool";
-  std::string shared_region_dir = "/tmp/xpool";  // inside the container, per-task accounting files
+  // Host file mounted at /etc/ld.so.preload (it names the library); "" = LD_PRELOAD in the environment instead.
+  std::string preload_file = "/usr/local/xpool/ld.so.preload";
+  // Host directory holding one directory per pod container with its shared accounting region.
+  std::string shared_region_host_dir = "/var/lib/xpool/containers";
+  std::string shared_region_dir = "/tmp/xpool";  // where that directory appears inside the container
+  // Where the plugin sees the host's /dev: a device node missing there is left out of the answer.
+  std::string dev_root = "/dev";
+  bool cdi = false;  // also answer CDI device names
 };
+
+inline constexpr std::string_view kSharedRegionFile = "region.cache";
+inline constexpr std::string_view kLdPreloadPath = "/etc/ld.so.preload";
+
+// The host directory of one container's shared region: <shared_region_host_dir>/<pod uid>_<container>.
+std::string SharedRegionHostDir(const PluginPaths& paths, const std::string& pod_uid, const std::string& container);
 
 ContainerResponse ContainerEnv(const AllocateMatch& match, const PluginPaths& paths);
 

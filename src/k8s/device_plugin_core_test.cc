@@ -82,20 +82,63 @@ TEST(DevicePluginCoreTest, ContainersNamedInTheServedAnnotationAreSkipped) {
   EXPECT_EQ(whole->container.name, "c0");
 }
 
-TEST(DevicePluginCoreTest, EnvCarriesVisibleDevicesLimitsAndThePreload) {
+TEST(DevicePluginCoreTest, EnvCarriesVisibleDevicesLimitsDeviceNodesAndThePreload) {
   Result<AllocateMatch> m = MatchAllocate({Bound("p", "n1", {2})}, "n1", 2, {});
   ASSERT_TRUE(m.ok());
   m->container.devices[1].compute_milli = 1000;  // a whole device: no core limit
+  m->container.devices[1].index = 5;
   ContainerResponse r = ContainerEnv(*m, PluginPaths{});
   EXPECT_EQ(r.envs.at("CUDA_VISIBLE_DEVICES"), "p-gpu0,p-gpu1");
+  // The NVIDIA container runtime mounts exactly these: an image's NVIDIA_VISIBLE_DEVICES=all is overridden.
+  EXPECT_EQ(r.envs.at("NVIDIA_VISIBLE_DEVICES"), "p-gpu0,p-gpu1");
   EXPECT_EQ(r.envs.at("XPOOL_DEVICE_MEMORY_LIMIT_0"), "4096");
   EXPECT_EQ(r.envs.at("XPOOL_DEVICE_MEMORY_LIMIT_1"), "4096");
   EXPECT_EQ(r.envs.at("XPOOL_DEVICE_CORE_LIMIT_0"), "30");
   EXPECT_EQ(r.envs.count("XPOOL_DEVICE_CORE_LIMIT_1"), 0u);
-  EXPECT_EQ(r.envs.at("XPOOL_SHARED_REGION"), "/tmp/xpool/uid-p_c0.cache");
+  EXPECT_EQ(r.envs.at("XPOOL_SHARED_REGION"), "/tmp/xpool/region.cache");
+  EXPECT_EQ(r.envs.count("LD_PRELOAD"), 0u) << "the preload is a mounted /etc/ld.so.preload, not an env var";
+  std::vector<std::string> nodes;
+  for (const DeviceNode& d : r.devices) {
+    EXPECT_EQ("/dev" + d.container_path.substr(4), d.host_path);
+    EXPECT_EQ(d.permissions, "rw");
+    nodes.push_back(d.container_path);
+  }
+  EXPECT_EQ(nodes, (std::vector<std::string>{"/dev/nvidia0", "/dev/nvidia5", "/dev/nvidiactl", "/dev/nvidia-uvm",
+                                             "/dev/nvidia-uvm-tools"}));
+  EXPECT_TRUE(r.cdi_devices.empty());
+  ASSERT_EQ(r.mounts.size(), 3u);
+  // The shared region lives on the host, per pod and container, writable.
+  EXPECT_EQ(r.mounts[0].host_path, "/var/lib/xpool/containers/uid-p_c0");
+  EXPECT_EQ(r.mounts[0].container_path, "/tmp/xpool");
+  EXPECT_FALSE(r.mounts[0].read_only);
+  EXPECT_EQ(r.mounts[1].host_path, "/usr/local/xpool");
+  EXPECT_TRUE(r.mounts[1].read_only);
+  EXPECT_EQ(r.mounts[2].host_path, "/usr/local/xpool/ld.so.preload");
+  EXPECT_EQ(r.mounts[2].container_path, "/etc/ld.so.preload");
+  EXPECT_TRUE(r.mounts[2].read_only);
+
+  PluginPaths paths;
+  paths.cdi = true;
+  paths.preload_file = "";
+  paths.dev_root = "/host/dev";
+  r = ContainerEnv(*m, paths);
+  EXPECT_EQ(r.cdi_devices, (std::vector<std::string>{"nvidia.com/gpu=p-gpu0", "nvidia.com/gpu=p-gpu1"}));
   EXPECT_EQ(r.envs.at("LD_PRELOAD"), "/usr/local/xpool/libxpool-vgpu.so");
-  ASSERT_EQ(r.mounts.size(), 1u);
-  EXPECT_TRUE(r.mounts[0].read_only);
+  EXPECT_EQ(r.devices[0].host_path, "/dev/nvidia0");  // the host's path, whatever the plugin sees it as
+  EXPECT_EQ(r.mounts.size(), 2u);
+}
+
+TEST(DevicePluginCoreTest, OtherVendorsGetTheirVariableAndNoNvidiaNodes) {
+  PodInfo pod = Bound("mlu", "n1", {1});
+  PodAssignment a;
+  a.node = "n1";
+  a.containers.push_back({"c0", {{"MLU-1", 0, Vendor::kCambricon, 1024, 0}}});
+  pod.annotations[std::string(kAllocationAnnotation)] = EncodeAssignment(a);
+  Result<AllocateMatch> m = MatchAllocate({pod}, "n1", 1, {});
+  ASSERT_TRUE(m.ok());
+  ContainerResponse r = ContainerEnv(*m, PluginPaths{});
+  EXPECT_EQ(r.envs.count("NVIDIA_VISIBLE_DEVICES"), 0u);
+  EXPECT_TRUE(r.devices.empty());
 }
 
 TEST(DevicePluginCoreTest, SlotIds) {

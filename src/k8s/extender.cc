@@ -1,6 +1,8 @@
 #include "k8s/extender.h"
 
 #include <algorithm>
+#include <functional>
+#include <map>
 
 #include "k8s/extender_types.h"
 #include "k8s/pod_demand.h"
@@ -14,6 +16,80 @@ HttpReply FilterError(std::string message) {
   ExtenderFilterResult r;
   r.error = std::move(message);
   return Json(EncodeFilterResult(r));
+}
+
+// A label value with Prometheus' escapes.
+std::string Label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+// "1.234" for milli-units (a ratio of a whole device) without floating point.
+std::string Milli(int64_t milli) {
+  std::string frac = std::to_string(milli % 1000);
+  return std::to_string(milli / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
+}
+
+// Per device and per pod container, in base units (bytes, ratio of a device), labelled to join with HAMi's
+// (deviceuuid, nodeid) and DCGM's (UUID, Hostname) series. Every device of every known node is present, at zero
+// when nothing is booked on it.
+void DeviceMetrics(const KubeCluster& cluster, std::string* out) {
+  const std::vector<DeviceBooking> devices = cluster.Devices();
+  std::map<std::string, std::string> labels_of;  // uuid → device labels
+  for (const DeviceBooking& d : devices) {
+    labels_of[d.uuid] = "node=\"" + Label(d.node) + "\",nodeid=\"" + Label(d.node) + "\",Hostname=\"" + Label(d.node) +
+                        "\",deviceuuid=\"" + Label(d.uuid) + "\",UUID=\"" + Label(d.uuid) + "\",deviceidx=\"" +
+                        std::to_string(d.index) + "\",model=\"" + Label(d.model) + "\"";
+  }
+  struct Family {
+    const char* name;
+    const char* help;
+    std::function<std::string(const DeviceBooking&)> value;
+  };
+  constexpr int64_t kMiB = 1 << 20;
+  const Family families[] = {
+      {"xpool_device_memory_bytes", "device memory (capacity)",
+       [](const DeviceBooking& d) { return std::to_string(d.memory_mib * kMiB); }},
+      {"xpool_device_memory_allocated_bytes", "device memory granted to pods",
+       [](const DeviceBooking& d) { return std::to_string(d.allocated_memory_mib * kMiB); }},
+      {"xpool_device_core_allocated_ratio", "compute granted to pods, in devices (1 = the whole device)",
+       [](const DeviceBooking& d) { return Milli(d.allocated_compute_milli); }},
+      {"xpool_device_shared_num", "containers holding a grant on the device",
+       [](const DeviceBooking& d) { return std::to_string(d.sharers); }},
+  };
+  for (const Family& f : families) {
+    *out += std::string("# HELP ") + f.name + " " + f.help + "\n# TYPE " + f.name + " gauge\n";
+    for (const DeviceBooking& d : devices)
+      *out += std::string(f.name) + "{" + labels_of[d.uuid] + "} " + f.value(d) + "\n";
+  }
+  const std::vector<ContainerBooking> containers = cluster.Containers();
+  *out +=
+      "# HELP xpool_pod_device_memory_allocated_bytes device memory granted to a pod's container\n"
+      "# TYPE xpool_pod_device_memory_allocated_bytes gauge\n";
+  std::string cores =
+      "# HELP xpool_pod_device_core_allocated_ratio compute granted to a pod's container, in devices (0: shared "
+      "freely)\n# TYPE xpool_pod_device_core_allocated_ratio gauge\n";
+  for (const ContainerBooking& c : containers) {
+    const size_t slash = c.pod_key.find('/');
+    const std::string ns = slash == std::string::npos ? "" : c.pod_key.substr(0, slash);
+    const std::string pod = slash == std::string::npos ? "" : c.pod_key.substr(slash + 1);
+    const std::string labels =
+        "podnamespace=\"" + Label(ns) + "\",podname=\"" + Label(pod) + "\",poduid=\"" + Label(c.pod_uid) +
+        "\",container=\"" + Label(c.container) + "\"," +
+        (labels_of.count(c.uuid) != 0 ? labels_of[c.uuid]
+                                      : "deviceuuid=\"" + Label(c.uuid) + "\",UUID=\"" + Label(c.uuid) + "\"");
+    *out += "xpool_pod_device_memory_allocated_bytes{" + labels + "} " + std::to_string(c.memory_mib * kMiB) + "\n";
+    cores += "xpool_pod_device_core_allocated_ratio{" + labels + "} " + Milli(c.compute_milli) + "\n";
+  }
+  *out += cores;
 }
 
 HttpReply PlainError(int status, const std::string& message) {
@@ -215,6 +291,7 @@ std::string Extender::Metrics() const {
   line("xpool_extender_nodes", "nodes known", s.nodes, "gauge");
   line("xpool_extender_pods_holding_devices", "pods holding devices", s.bookings, "gauge");
   line("xpool_extender_synced", "1 when the view follows the API server", sync_.Check().ok() ? 1 : 0, "gauge");
+  DeviceMetrics(cluster_, &out);
   return out;
 }
 

@@ -231,6 +231,77 @@ TEST_F(ExtenderTest, NotSyncedAnswersWithAnError) {
   EXPECT_EQ(ParseFilterResult(extender_->Filter(Args(pod, {"n1"})).body)->node_names.size(), 1u);
 }
 
+// Kubernetes counts a pod as max(largest init container, sum of app containers): init containers run first, one
+// at a time, and hand their devices on.
+TEST_F(ExtenderTest, InitContainersCountAsKubernetesCountsThem) {
+  cluster_->UpsertNode(GpuNode("n1", 2, 16384));
+  json pod = PodJson("init", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4k"}});
+  pod["spec"]["initContainers"] =
+      json::array({{{"name", "warmup"}, {"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}}});
+  // Summed, 2 whole devices + 4000 MiB would not fit two devices; as Kubernetes counts, it does.
+  EXPECT_EQ(Schedule(pod, "n1"), "");
+  Result<PodAssignment> a = DecodeAssignment(api_.Pod("ml/init")->annotations.at(std::string(kAllocationAnnotation)));
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_EQ(a->containers.size(), 2u);
+  EXPECT_EQ(a->containers[0].name, "warmup");
+  EXPECT_TRUE(a->containers[0].init);
+  EXPECT_EQ(a->containers[0].devices.size(), 2u);
+  EXPECT_EQ(a->containers[1].name, "main");
+  EXPECT_FALSE(a->containers[1].init);
+  // The pod holds what its largest phase needs on each device: both devices, whole.
+  EXPECT_EQ(cluster_->FreeDeviceMemory("n1"), 0);
+  json other = PodJson("other", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "1k"}});
+  EXPECT_NE(Schedule(other, "n1"), "");
+  EXPECT_TRUE(cluster_->CheckInvariants().ok());
+
+  // A restarted extender reads the same holding back from the annotation.
+  auto restarted = KubeCluster::Create(KubeCluster::Options{}, clock_);
+  ASSERT_TRUE(restarted.ok());
+  (*restarted)->UpsertNode(GpuNode("n1", 2, 16384));
+  (*restarted)->ObservePod(*api_.Pod("ml/init"));
+  EXPECT_EQ((*restarted)->FreeDeviceMemory("n1"), 0);
+
+  // An init container smaller than the app containers goes on their devices: nothing extra is held.
+  (void)cluster_->Unreserve("uid-init");
+  json small = PodJson("small", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "8k"}});
+  small["spec"]["initContainers"] = json::array(
+      {{{"name", "check"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "2k"}}}}}}});
+  EXPECT_EQ(Schedule(small, "n1"), "");
+  EXPECT_EQ(cluster_->FreeDeviceMemory("n1"), 2 * 16384 - 8000);
+  a = DecodeAssignment(api_.Pod("ml/small")->annotations.at(std::string(kAllocationAnnotation)));
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->containers[0].devices[0].uuid, a->containers[1].devices[0].uuid);
+}
+
+// Per-device and per-pod allocation in base units, with labels that join with HAMi's and DCGM's series; every
+// device is present, at zero when nothing is booked on it.
+TEST_F(ExtenderTest, MetricsExportPerDeviceAllocationInBaseUnits) {
+  cluster_->UpsertNode(GpuNode("n1", 2, 16384));
+  json pod = PodJson("m", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "4k"}, {"nvidia.com/gpucores", "25"}});
+  ASSERT_EQ(Schedule(pod, "n1"), "");
+  cluster_->ObservePod(*api_.Pod("ml/m"));
+  Result<PodAssignment> a = DecodeAssignment(api_.Pod("ml/m")->annotations.at(std::string(kAllocationAnnotation)));
+  ASSERT_TRUE(a.ok());
+  const std::string used = a->containers[0].devices[0].uuid;
+  const std::string idle = used == "n1-gpu0" ? "n1-gpu1" : "n1-gpu0";
+  const std::string text = extender_->Metrics();
+  auto labels = [](const std::string& uuid) {
+    return "node=\"n1\",nodeid=\"n1\",Hostname=\"n1\",deviceuuid=\"" + uuid + "\",UUID=\"" + uuid + "\"";
+  };
+  auto has = [&](const std::string& needle) {
+    EXPECT_NE(text.find(needle), std::string::npos) << needle << "\n" << text;
+  };
+  has("xpool_device_memory_bytes{" + labels(used));
+  has("xpool_device_memory_allocated_bytes{" + labels(used));
+  has("} " + std::to_string(4000LL << 20) + "\n");
+  has("xpool_device_core_allocated_ratio{" + labels(used));
+  has("} 0.250\n");
+  has("xpool_device_shared_num{" + labels(idle));
+  has("xpool_device_memory_allocated_bytes{" + labels(idle));
+  has("xpool_pod_device_memory_allocated_bytes{podnamespace=\"ml\",podname=\"m\",poduid=\"uid-m\",container=\"main\"," +
+      labels(used));
+}
+
 TEST_F(ExtenderTest, BadInputGetsClearAnswers) {
   cluster_->UpsertNode(GpuNode("n1", 1, 16384));
   KubeNode broken;
@@ -252,7 +323,7 @@ TEST_F(ExtenderTest, BadInputGetsClearAnswers) {
   json malformed = PodJson("m", {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "lots"}});
   f = ParseFilterResult(extender_->Filter(Args(malformed, {"n1"})).body);
   EXPECT_EQ(f->failed_and_unresolvable_nodes["n1"],
-            "container \"main\": nvidia.com/gpumem \"lots\" is not a whole number (it counts MiB)");
+            "container \"main\": nvidia.com/gpumem \"lots\" is not a quantity (unexpected \"l\") (it counts MiB)");
   for (const char* body : {"", "{", "[]", "{\"Pod\":{}}"}) {
     EXPECT_NE(ParseFilterResult(extender_->Filter(body).body)->error, "") << body;
     EXPECT_EQ(extender_->Prioritize(body).status, 400) << body;

@@ -42,6 +42,13 @@ class HttpServer {
                     const std::string& key_file = "");
   void Stop();
 
+  // TLS: every `interval_ms` (0: never) the certificate and key files are checked, and when they changed (a
+  // rotated Secret) new connections are served with the new pair; a pair that does not load is reported and the
+  // old one kept. Call before Start.
+  void SetCertificateReload(int64_t interval_ms);
+  // Loads the certificate and key files now (what the reload does). Unavailable when they do not load.
+  Status ReloadCertificate();
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

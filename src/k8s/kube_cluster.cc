@@ -1,6 +1,7 @@
 #include "k8s/kube_cluster.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "scheduler/fit.h"
@@ -21,6 +22,39 @@ std::string OneNodeReason(const ClusterState& state, int index, const TaskReques
 }
 
 std::string ContainerPrefix(const ContainerDemand& c) { return "container \"" + c.container + "\": "; }
+
+// The grants the init containers need beyond what the pod's app containers hold on the same devices: per device,
+// the largest excess over the init containers (they run one at a time, before the app containers, and kubelet
+// hands their devices on to the later containers).
+Allocation InitExcess(int index, const std::vector<const Allocation*>& app,
+                      const std::vector<const Allocation*>& init) {
+  std::map<int, DeviceGrant> held;  // device → what the app containers hold there
+  for (const Allocation* a : app) {
+    for (const DeviceGrant& g : a->devices) {
+      DeviceGrant& h = held[g.device];
+      h.memory_mib += g.memory_mib;
+      h.compute_milli += g.compute_milli;
+    }
+  }
+  std::map<int, DeviceGrant> excess;
+  for (const Allocation* a : init) {
+    for (const DeviceGrant& g : a->devices) {
+      const DeviceGrant& h = held[g.device];
+      DeviceGrant& e = excess[g.device];
+      e.device = g.device;
+      e.memory_mib = std::max(e.memory_mib, g.memory_mib - h.memory_mib);
+      e.compute_milli = std::max(e.compute_milli, g.compute_milli - h.compute_milli);
+    }
+  }
+  Allocation out;
+  out.node = index;
+  for (const auto& [device, e] : excess) {
+    const bool app_holds_device =
+        held.count(device) != 0 && (held[device].memory_mib > 0 || held[device].compute_milli > 0);
+    if (e.memory_mib > 0 || e.compute_milli > 0 || !app_holds_device) out.devices.push_back(e);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -157,6 +191,7 @@ void KubeCluster::ObservePodLocked(const PodInfo& pod) {
   auto booked = bookings_.find(pod.uid);
   if (booked != bookings_.end()) {
     booked->second.confirmed = true;
+    booked->second.pod_key = pod.Key();
     return;
   }
   auto annotation = pod.annotations.find(std::string(kAllocationAnnotation));
@@ -170,6 +205,7 @@ void KubeCluster::ObservePodLocked(const PodInfo& pod) {
   if (node == index_.end()) return;
   Booking booking;
   booking.node = assignment->node;
+  booking.pod_key = pod.Key();
   booking.index = node->second;
   booking.confirmed = true;
   booking.reserved_at = clock_->NowMicros();
@@ -180,6 +216,7 @@ void KubeCluster::ObservePodLocked(const PodInfo& pod) {
 
 void KubeCluster::BookContainersLocked(Booking* booking, const std::vector<ContainerAssignment>& containers) {
   const auto& devices = state_.node(booking->index).devices;
+  std::vector<Allocation> inits, app;
   for (const ContainerAssignment& c : containers) {
     Allocation a;
     a.node = booking->index;
@@ -188,11 +225,28 @@ void KubeCluster::BookContainersLocked(Booking* booking, const std::vector<Conta
       if (found == devices.end()) continue;
       a.devices.push_back({static_cast<int>(found - devices.begin()), d.memory_mib, d.compute_milli});
     }
+    if (c.init) {
+      inits.push_back(std::move(a));
+      continue;
+    }
     if (state_.Apply(a).ok()) {
+      if (!c.sidecar) app.push_back(a);
       booking->allocations.push_back(std::move(a));
     } else {
       ++counters_.observed_conflicts;  // recorded elsewhere but no longer fits here: do not over-allocate
     }
+  }
+  if (inits.empty()) return;
+  // As at placement: the init containers' devices count where they exceed the app containers' (not sidecars').
+  std::vector<const Allocation*> held, init;
+  for (const Allocation& a : app) held.push_back(&a);
+  for (const Allocation& a : inits) init.push_back(&a);
+  Allocation excess = InitExcess(booking->index, held, init);
+  if (excess.devices.empty()) return;
+  if (state_.Apply(excess).ok()) {
+    booking->allocations.push_back(std::move(excess));
+  } else {
+    ++counters_.observed_conflicts;
   }
 }
 
@@ -224,56 +278,106 @@ void KubeCluster::ReplacePods(const std::vector<PodInfo>& pods) {
 
 // ---- placement ----
 
-NodeFit KubeCluster::FitLocked(const PodDemand& demand, int index, bool commit, std::vector<Allocation>* applied) {
+bool KubeCluster::PlaceContainerLocked(const ContainerDemand& c, int index, PlacementPolicy& policy, Allocation* a,
+                                       int64_t* score, NodeFit* out) {
+  const TaskRequest& r = c.request;
+  NodeCandidate candidate;
+  NodeVerdict verdict;
+  if (!FitNode(state_, index, r, /*ignore_usage=*/false, &candidate, &verdict)) {
+    out->reason = ContainerPrefix(c) + OneNodeReason(state_, index, r, verdict);
+    NodeCandidate empty_candidate;
+    NodeVerdict empty_verdict;
+    const bool if_empty = FitNode(state_, index, r, /*ignore_usage=*/true, &empty_candidate, &empty_verdict);
+    out->kind = if_empty ? NodeFit::Kind::kWait : NodeFit::Kind::kNeverFits;
+    return false;
+  }
+  std::vector<int> chosen;
+  if (!policy.Score(state_, r, candidate, rng_, score, &chosen) || !ValidDeviceChoice(state_, r, candidate, chosen)) {
+    out->kind = NodeFit::Kind::kWait;
+    out->reason = ContainerPrefix(c) + DescribeReason(FitReason::kPolicyVeto, "", r);
+    return false;
+  }
+  *a = MakeAllocation(state_, r, index, chosen);
+  return true;
+}
+
+NodeFit KubeCluster::FitLocked(const PodDemand& demand, int index, bool commit, std::vector<Allocation>* applied,
+                               std::vector<Allocation>* per_container) {
   NodeFit out;
   Result<PlacementPolicy*> policy = PolicyLocked(demand.policy);
   if (!policy.ok()) {
     out.reason = policy.status().message();
     return out;
   }
-  std::vector<Allocation> done;
+  const size_t n = demand.containers.size();
+  std::vector<Allocation> per(n);
+  std::vector<Allocation> done;  // applied to state_, in order
+  std::vector<size_t> app;       // indexes of app containers (their devices are free while init containers run)
   out.kind = NodeFit::Kind::kFits;
-  for (const ContainerDemand& c : demand.containers) {
-    const TaskRequest& r = c.request;
-    NodeCandidate candidate;
-    NodeVerdict verdict;
-    if (!FitNode(state_, index, r, /*ignore_usage=*/false, &candidate, &verdict)) {
-      out.reason = ContainerPrefix(c) + OneNodeReason(state_, index, r, verdict);
-      NodeCandidate empty_candidate;
-      NodeVerdict empty_verdict;
-      const bool if_empty = FitNode(state_, index, r, /*ignore_usage=*/true, &empty_candidate, &empty_verdict);
-      out.kind = if_empty ? NodeFit::Kind::kWait : NodeFit::Kind::kNeverFits;
-      break;
-    }
+  // 1. App containers and sidecars: all at the same time.
+  for (size_t i = 0; i < n && out.kind == NodeFit::Kind::kFits; ++i) {
+    const ContainerDemand& c = demand.containers[i];
+    if (c.phase == ContainerPhase::kInit) continue;
     int64_t score = 0;
-    std::vector<int> chosen;
-    if (!(*policy)->Score(state_, r, candidate, rng_, &score, &chosen) ||
-        !ValidDeviceChoice(state_, r, candidate, chosen)) {
-      out.kind = NodeFit::Kind::kWait;
-      out.reason = ContainerPrefix(c) + DescribeReason(FitReason::kPolicyVeto, "", r);
-      break;
-    }
-    Allocation a = MakeAllocation(state_, r, index, chosen);
-    if (Status s = state_.Apply(a); !s.ok()) {
+    if (!PlaceContainerLocked(c, index, **policy, &per[i], &score, &out)) break;
+    if (Status s = state_.Apply(per[i]); !s.ok()) {
       out.kind = NodeFit::Kind::kWait;
       out.reason = ContainerPrefix(c) + s.message();
       break;
     }
-    done.push_back(std::move(a));
+    done.push_back(per[i]);
+    if (c.phase == ContainerPhase::kApp) app.push_back(i);
     out.score += score;
   }
+  // 2. Init containers, one at a time before the app containers start: each may use the app containers' share.
+  std::vector<const Allocation*> inits;
+  if (out.kind == NodeFit::Kind::kFits) {
+    std::vector<std::string> app_uuids;  // init containers go on these devices first: nothing extra to hold
+    for (size_t i : app) {
+      for (const DeviceGrant& g : per[i].devices) app_uuids.push_back(state_.node(index).devices[g.device].uuid);
+    }
+    for (auto i = app.rbegin(); i != app.rend(); ++i) (void)state_.Release(per[*i]);
+    for (size_t i = 0; i < n && out.kind == NodeFit::Kind::kFits; ++i) {
+      const ContainerDemand& c = demand.containers[i];
+      if (c.phase != ContainerPhase::kInit) continue;
+      int64_t score = 0;
+      ContainerDemand on_app_devices = c;
+      if (c.request.uuid_include.empty()) on_app_devices.request.uuid_include = app_uuids;
+      NodeFit ignored;
+      if ((!app_uuids.empty() && PlaceContainerLocked(on_app_devices, index, **policy, &per[i], &score, &ignored)) ||
+          PlaceContainerLocked(c, index, **policy, &per[i], &score, &out)) {
+        inits.push_back(&per[i]);
+      }
+    }
+    for (size_t i : app) (void)state_.Apply(per[i]);
+  }
+  // 3. What the init containers need beyond the app containers' devices is held for the pod's lifetime.
+  if (out.kind == NodeFit::Kind::kFits && !inits.empty()) {
+    std::vector<const Allocation*> held;
+    for (size_t i : app) held.push_back(&per[i]);
+    Allocation excess = InitExcess(index, held, inits);
+    if (!excess.devices.empty()) {
+      if (Status s = state_.Apply(excess); !s.ok()) {
+        out.kind = NodeFit::Kind::kWait;
+        out.reason = "the init containers need more than is free beside the app containers: " + s.message();
+      } else {
+        done.push_back(std::move(excess));
+      }
+    }
+  }
   if (out.kind == NodeFit::Kind::kFits && commit) {
-    for (size_t i = 0; i < done.size(); ++i) (*policy)->OnPlaced(state_, demand.containers[i].request, done[i]);
+    for (size_t i : app) (*policy)->OnPlaced(state_, demand.containers[i].request, per[i]);
     *applied = std::move(done);
+    *per_container = std::move(per);
   } else {
-    // Only asked, or a later container failed: undo the tentative grants in reverse order.
+    // Only asked, or a container failed: undo the tentative grants in reverse order.
     for (auto a = done.rbegin(); a != done.rend(); ++a) (void)state_.Release(*a);
   }
   return out;
 }
 
 NodeFit KubeCluster::NodeFitLocked(const PodDemand& demand, const std::string& node, bool commit,
-                                   std::vector<Allocation>* applied) {
+                                   std::vector<Allocation>* applied, std::vector<Allocation>* per_container) {
   NodeFit out;
   auto error = node_errors_.find(node);
   if (error != node_errors_.end()) {
@@ -291,7 +395,7 @@ NodeFit KubeCluster::NodeFitLocked(const PodDemand& demand, const std::string& n
                  " annotation: is the xpool device plugin running there?)";
     return out;
   }
-  return FitLocked(demand, it->second, commit, applied);
+  return FitLocked(demand, it->second, commit, applied, per_container);
 }
 
 std::vector<NodeFit> KubeCluster::Evaluate(const std::string& pod_uid, const PodDemand& demand,
@@ -305,7 +409,7 @@ std::vector<NodeFit> KubeCluster::Evaluate(const std::string& pod_uid, const Pod
   }
   std::vector<NodeFit> out;
   out.reserve(nodes.size());
-  for (const std::string& n : nodes) out.push_back(NodeFitLocked(demand, n, /*commit=*/false, nullptr));
+  for (const std::string& n : nodes) out.push_back(NodeFitLocked(demand, n, /*commit=*/false, nullptr, nullptr));
   return out;
 }
 
@@ -323,7 +427,7 @@ NodeFit KubeCluster::EvaluateWithout(const PodDemand& demand, const std::string&
       }
     }
   }
-  NodeFit out = NodeFitLocked(demand, node, /*commit=*/false, nullptr);
+  NodeFit out = NodeFitLocked(demand, node, /*commit=*/false, nullptr, nullptr);
   for (auto a = freed.rbegin(); a != freed.rend(); ++a) (void)state_.Apply(**a);
   return out;
 }
@@ -338,6 +442,8 @@ PodAssignment KubeCluster::AssignmentLocked(const PodDemand& demand, int index,
   for (size_t i = 0; i < allocs.size(); ++i) {
     ContainerAssignment c;
     c.name = demand.containers[i].container;
+    c.init = demand.containers[i].phase == ContainerPhase::kInit;
+    c.sidecar = demand.containers[i].phase == ContainerPhase::kSidecar;
     for (const DeviceGrant& g : allocs[i].devices) {
       const Device& d = node.devices[g.device];
       c.devices.push_back({d.uuid, d.index, d.vendor, g.memory_mib, g.compute_milli});
@@ -355,8 +461,8 @@ Result<PodAssignment> KubeCluster::Reserve(const std::string& pod_uid, const Pod
     if (booked->second.node == node) return booked->second.assignment;
     return AlreadyExistsError("pod already holds devices on node " + booked->second.node);
   }
-  std::vector<Allocation> applied;
-  NodeFit fit = NodeFitLocked(demand, node, /*commit=*/true, &applied);
+  std::vector<Allocation> applied, per_container;
+  NodeFit fit = NodeFitLocked(demand, node, /*commit=*/true, &applied, &per_container);
   if (fit.kind != NodeFit::Kind::kFits) {
     ++counters_.reserve_refused;
     return ResourceExhaustedError("node " + node + " cannot take the pod now: " + fit.reason);
@@ -365,7 +471,7 @@ Result<PodAssignment> KubeCluster::Reserve(const std::string& pod_uid, const Pod
   Booking b;
   b.node = node;
   b.index = index_.at(node);
-  b.assignment = AssignmentLocked(demand, b.index, applied);
+  b.assignment = AssignmentLocked(demand, b.index, per_container);
   b.allocations = std::move(applied);
   b.reserved_at = clock_->NowMicros();
   PodAssignment out = b.assignment;
@@ -389,6 +495,37 @@ KubeClusterStats KubeCluster::Stats() const {
   s.unconfirmed = 0;
   for (const auto& [uid, b] : bookings_) s.unconfirmed += b.confirmed ? 0 : 1;
   return s;
+}
+
+std::vector<DeviceBooking> KubeCluster::Devices() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<DeviceBooking> out;
+  std::map<std::string, int> sorted(index_.begin(), index_.end());
+  for (const auto& [name, index] : sorted) {
+    const Node& node = state_.node(index);
+    const NodeUsage& usage = state_.usage(index);
+    for (size_t d = 0; d < node.devices.size(); ++d) {
+      const Device& dev = node.devices[d];
+      const DeviceUsage& u = usage.devices[d];
+      out.push_back({name, dev.uuid, dev.model, dev.index, dev.memory_mib, u.memory_mib, u.compute_milli, u.sharers});
+    }
+  }
+  return out;
+}
+
+std::vector<ContainerBooking> KubeCluster::Containers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ContainerBooking> out;
+  std::map<std::string, const Booking*> sorted;
+  for (const auto& [uid, b] : bookings_) sorted[uid] = &b;
+  for (const auto& [uid, b] : sorted) {
+    for (const ContainerAssignment& c : b->assignment.containers) {
+      for (const AssignedDevice& d : c.devices) {
+        out.push_back({uid, b->pod_key, b->node, c.name, d.uuid, d.memory_mib, d.compute_milli});
+      }
+    }
+  }
+  return out;
 }
 
 Status KubeCluster::CheckInvariants() const {

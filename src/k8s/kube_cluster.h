@@ -40,6 +40,29 @@ struct NodeFit {
   int64_t score = 0;   // the policy's score, summed over the pod's containers (meaningful when it fits)
 };
 
+// One device of one node as booked (for metrics).
+struct DeviceBooking {
+  std::string node;
+  std::string uuid;
+  std::string model;
+  int index = 0;
+  int64_t memory_mib = 0;  // capacity
+  int64_t allocated_memory_mib = 0;
+  int64_t allocated_compute_milli = 0;
+  int sharers = 0;
+};
+
+// One container's grant on one device (for metrics).
+struct ContainerBooking {
+  std::string pod_uid;
+  std::string pod_key;  // namespace/name; "" until the watch has shown the pod
+  std::string node;
+  std::string container;
+  std::string uuid;
+  int64_t memory_mib = 0;
+  int64_t compute_milli = 0;
+};
+
 struct KubeClusterStats {
   int nodes = 0;
   int bookings = 0;     // pods holding devices
@@ -89,6 +112,10 @@ class KubeCluster {
   Status Unreserve(const std::string& pod_uid);
 
   KubeClusterStats Stats() const;
+  // Every device of every known node with what is booked on it (zeros included), by node name then index.
+  std::vector<DeviceBooking> Devices() const;
+  // Every booked container grant, by pod uid.
+  std::vector<ContainerBooking> Containers() const;
   // The ClusterState's own invariant check (no device over-allocated).
   Status CheckInvariants() const;
   // Free device memory on a node (sum over devices), for tests and metrics; -1 when unknown.
@@ -97,8 +124,9 @@ class KubeCluster {
  private:
   struct Booking {
     std::string node;                     // Kubernetes node name
+    std::string pod_key;                  // namespace/name, once seen
     int index = -1;                       // ClusterState node index
-    std::vector<Allocation> allocations;  // one per managed container
+    std::vector<Allocation> allocations;  // applied to the state: one per app/sidecar container, + init excess
     PodAssignment assignment;
     bool confirmed = false;  // seen on the API server
     TimeMicros reserved_at = 0;
@@ -115,9 +143,16 @@ class KubeCluster {
   void BookContainersLocked(Booking* booking, const std::vector<ContainerAssignment>& containers);
   Result<PlacementPolicy*> PolicyLocked(const std::string& name);
   // Evaluates (and with `commit`, applies) the demand on one node index.
-  NodeFit FitLocked(const PodDemand& demand, int index, bool commit, std::vector<Allocation>* applied);
-  NodeFit NodeFitLocked(const PodDemand& demand, const std::string& node, bool commit,
-                        std::vector<Allocation>* applied);
+  // `applied`: what was applied to the state (to release later); `per_container`: each container's grants, in
+  // demand order (init containers' grants are not all applied: see InitExcess).
+  NodeFit FitLocked(const PodDemand& demand, int index, bool commit, std::vector<Allocation>* applied,
+                    std::vector<Allocation>* per_container);
+  NodeFit NodeFitLocked(const PodDemand& demand, const std::string& node, bool commit, std::vector<Allocation>* applied,
+                        std::vector<Allocation>* per_container);
+  // Chooses devices for one container on the state as it is (not applied). False with `out` set when it does not
+  // fit.
+  bool PlaceContainerLocked(const ContainerDemand& c, int index, PlacementPolicy& policy, Allocation* a, int64_t* score,
+                            NodeFit* out);
   PodAssignment AssignmentLocked(const PodDemand& demand, int index, const std::vector<Allocation>& allocs) const;
 
   const Options options_;

@@ -4,7 +4,9 @@
 //
 // Parsing never throws and never crashes on bad input: a missing or mistyped field the code depends on is an
 // InvalidArgument naming the field. Value types; thread-compatible.
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +17,8 @@ namespace xpool::k8s {
 
 struct ContainerResources {
   std::string name;
+  // For init containers: restartPolicy "Always" makes it a sidecar that keeps running beside the app containers.
+  bool sidecar = false;
   // Resource name → quantity text as the API gives it ("1", "8000", "500m").
   std::map<std::string, std::string> limits;
   std::map<std::string, std::string> requests;
@@ -31,7 +35,18 @@ struct PodInfo {
   bool deleting = false;       // metadata.deletionTimestamp is set
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
-  std::vector<ContainerResources> containers;
+  std::vector<ContainerResources> init_containers;  // spec.initContainers, in order
+  std::vector<ContainerResources> containers;       // spec.containers
+  std::string priority_class;                       // spec.priorityClassName
+  std::optional<int32_t> priority;                  // spec.priority (set by the API server from the class)
+  int64_t grace_seconds = 30;                       // spec.terminationGracePeriodSeconds
+  struct Owner {
+    std::string kind;  // "Job", "ReplicaSet", ...
+    std::string name;
+    bool controller = false;
+  };
+  std::vector<Owner> owners;       // metadata.ownerReferences
+  std::string creation_timestamp;  // metadata.creationTimestamp (RFC 3339)
 
   // "namespace/name".
   std::string Key() const { return namespace_name + "/" + name; }

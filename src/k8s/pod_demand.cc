@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "common/units.h"
+#include "k8s/quantity.h"
 #include "model/vendor.h"
 
 namespace xpool::k8s {
@@ -24,10 +24,10 @@ std::string Where(const ContainerResources& c, std::string_view resource, const 
 
 Result<int64_t> WholeNumber(const ContainerResources& c, std::string_view resource, const std::string& value,
                             std::string_view counts) {
-  Result<int64_t> n = ParseNonNegativeInt(value);
+  Result<int64_t> n = WholeQuantity(value, resource);
   if (!n.ok()) {
-    return InvalidArgumentError(Where(c, resource, value) + " is not a whole number (it counts " + std::string(counts) +
-                                ")");
+    return InvalidArgumentError("container \"" + c.name + "\": " + n.status().message() + " (it counts " +
+                                std::string(counts) + ")");
   }
   return n;
 }
@@ -134,9 +134,11 @@ Result<TaskRequest> ContainerRequest(const PodInfo& pod, const ContainerResource
 }  // namespace
 
 bool RequestsManagedResources(const PodInfo& pod) {
-  for (const ContainerResources& c : pod.containers) {
-    for (const VendorProfile& p : AllVendorProfiles()) {
-      if (NamesAny(c, p)) return true;
+  for (const auto* list : {&pod.init_containers, &pod.containers}) {
+    for (const ContainerResources& c : *list) {
+      for (const VendorProfile& p : AllVendorProfiles()) {
+        if (NamesAny(c, p)) return true;
+      }
     }
   }
   return false;
@@ -154,7 +156,13 @@ std::vector<std::string> ManagedResourceNames() {
 
 Result<PodDemand> PodToDemand(const PodInfo& pod) {
   PodDemand demand;
-  for (const ContainerResources& c : pod.containers) {
+  std::vector<std::pair<const ContainerResources*, ContainerPhase>> all;
+  for (const ContainerResources& c : pod.init_containers) {
+    all.emplace_back(&c, c.sidecar ? ContainerPhase::kSidecar : ContainerPhase::kInit);
+  }
+  for (const ContainerResources& c : pod.containers) all.emplace_back(&c, ContainerPhase::kApp);
+  for (const auto& [container, phase] : all) {
+    const ContainerResources& c = *container;
     const VendorProfile* vendor = nullptr;
     for (const VendorProfile& p : AllVendorProfiles()) {
       if (!NamesAny(c, p)) continue;
@@ -167,7 +175,7 @@ Result<PodDemand> PodToDemand(const PodInfo& pod) {
     if (vendor == nullptr) continue;
     ASSIGN_OR_RETURN(TaskRequest r, ContainerRequest(pod, c, *vendor));
     if (r.device_count == 0) continue;
-    demand.containers.push_back({c.name, std::move(r)});
+    demand.containers.push_back({c.name, std::move(r), phase});
   }
   for (std::string_view key : {kPolicyAnnotation, kHamiPolicyAnnotation}) {
     auto it = pod.annotations.find(std::string(key));

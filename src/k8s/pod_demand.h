@@ -15,6 +15,7 @@
 // (all of a container's devices on one NUMA node) and `xpool.io/policy` (or HAMi's `hami.io/gpu-scheduler-policy`)
 // to choose the placement policy for this pod.
 // Stateless functions over value types; thread-safe.
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,13 +30,23 @@ inline constexpr std::string_view kNumaBindAnnotation = "xpool.io/numa-bind";
 inline constexpr std::string_view kPolicyAnnotation = "xpool.io/policy";
 inline constexpr std::string_view kHamiPolicyAnnotation = "hami.io/gpu-scheduler-policy";
 
+// When a container holds its devices (Kubernetes' pod resource rule: the pod needs the larger of its biggest init
+// container and the sum of its app containers and sidecars).
+enum class ContainerPhase : uint8_t {
+  kApp,      // spec.containers: all run at the same time
+  kInit,     // spec.initContainers: one at a time, before the app containers; devices reused by the later ones
+  kSidecar,  // spec.initContainers with restartPolicy Always: starts in order, then runs beside the app containers
+};
+
 struct ContainerDemand {
   std::string container;
   TaskRequest request;  // devices only: cpu and memory are kube-scheduler's business
+  ContainerPhase phase = ContainerPhase::kApp;
 };
 
 struct PodDemand {
-  // One entry per container that asks for managed devices, in spec order. Empty = xpool does not manage the pod.
+  // One entry per container that asks for managed devices: init containers first, then app containers, each in
+  // spec order (the order kubelet allocates them in). Empty = xpool does not manage the pod.
   std::vector<ContainerDemand> containers;
   std::string policy;  // "" = the extender's default
 
@@ -48,9 +59,10 @@ bool RequestsManagedResources(const PodInfo& pod);
 // Every managed resource name of every vendor profile (for managedResources and the webhook).
 std::vector<std::string> ManagedResourceNames();
 
+// Quantities are read as Kubernetes reads them (k8s/quantity.h: "8k", "3Ki", "1e2", "4000000m" are whole numbers).
 // Maps a pod to its demand. A malformed quantity or annotation is InvalidArgument with a message naming the
 // container, the resource and what is wrong, e.g.
-//   container "train": nvidia.com/gpumem "8Gi" is not a whole number (it counts MiB)
+//   container "train": nvidia.com/gpumem "8.5" is not a whole number (it counts MiB)
 Result<PodDemand> PodToDemand(const PodInfo& pod);
 
 }  // namespace xpool::k8s

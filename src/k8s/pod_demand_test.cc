@@ -107,10 +107,13 @@ TEST(PodDemandTest, MalformedInputGivesClearMessages) {
     std::string expected;  // a substring of the message
   };
   const Case cases[] = {
-      {{{"nvidia.com/gpumem", "8Gi"}},
+      {{{"nvidia.com/gpumem", "8.5"}},
        {},
-       "container \"main\": nvidia.com/gpumem \"8Gi\" is not a whole number (it counts MiB)"},
-      {{{"nvidia.com/gpu", "-1"}}, {}, "nvidia.com/gpu \"-1\" is not a whole number"},
+       "container \"main\": nvidia.com/gpumem \"8.5\" is not a whole number (it counts MiB)"},
+      {{{"nvidia.com/gpumem", "8GB"}}, {}, "nvidia.com/gpumem \"8GB\" is not a quantity (unexpected \"B\")"},
+      {{{"nvidia.com/gpumem", "8ki"}}, {}, "nvidia.com/gpumem \"8ki\" has an unknown suffix \"ki\""},
+      {{{"nvidia.com/gpucores", "500m"}}, {}, "nvidia.com/gpucores \"500m\" is not a whole number"},
+      {{{"nvidia.com/gpu", "-1"}}, {}, "nvidia.com/gpu \"-1\" is negative"},
       {{{"nvidia.com/gpu", "1.5"}}, {}, "nvidia.com/gpu \"1.5\" is not a whole number"},
       {{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpucores", "150"}}, {}, "nvidia.com/gpucores \"150\" must be 0..100"},
       {{{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem-percentage", "0"}}, {}, "must be 1..100"},
@@ -119,7 +122,8 @@ TEST(PodDemandTest, MalformedInputGivesClearMessages) {
       {{{"nvidia.com/gpu", "1"}, {"hygon.com/dcunum", "1"}}, {}, "asks for both nvidia and hygon devices"},
       {{{"nvidia.com/gpu", "1"}}, {{"nvidia.com/use-gputype", "A100,,T4"}}, "has an empty item"},
       {{{"nvidia.com/gpu", "1"}}, {{"xpool.io/numa-bind", "yes"}}, "must be \"true\" or \"false\""},
-      {{{"nvidia.com/gpu", "99999999999999999999"}}, {}, "is not a whole number"},
+      {{{"nvidia.com/gpu", "99999999999999999999"}}, {}, "is too large"},
+      {{{"nvidia.com/gpu", "1e40"}}, {}, "nvidia.com/gpu \"1e40\" is too large"},
       {{{"iluvatar.ai/vcuda-memory", "99999999999999999"}}, {}, "is too large"},
       {{{"nvidia.com/gpu", "5000"}}, {}, "more devices than any node has"},
   };
@@ -155,6 +159,94 @@ TEST(PodDemandTest, ParsesPodJsonWithoutCrashingOnBadShapes) {
     SCOPED_TRACE(bad);
     Result<PodInfo> p = ParsePod(bad);
     EXPECT_FALSE(p.ok());
+  }
+}
+
+}  // namespace
+}  // namespace xpool::k8s
+
+namespace xpool::k8s {
+namespace {
+
+// The API server hands quantities back in canonical form: 8000 → "8k", 1000 → "1k"; "3Ki", "1e2" are valid too.
+TEST(PodDemandTest, CanonicalQuantitiesAreWholeNumbers) {
+  Result<PodDemand> d = PodToDemand(PodWith({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "8k"}}));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->containers[0].request.device_memory_mib, 8000);
+  const struct {
+    const char* memory;
+    int64_t mib;
+  } rows[] = {{"1k", 1000}, {"10k", 10000}, {"3Ki", 3072}, {"4000000m", 4000}, {"1e2", 100}, {"24576", 24576}};
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.memory);
+    d = PodToDemand(PodWith({{"nvidia.com/gpu", "1e0"}, {"nvidia.com/gpumem", row.memory}}));
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    EXPECT_EQ(d->containers[0].request.device_memory_mib, row.mib);
+    EXPECT_EQ(d->containers[0].request.device_count, 1);
+  }
+}
+
+TEST(PodDemandTest, InitContainersComeFirstWithTheirPhase) {
+  PodInfo pod = PodWith({{"nvidia.com/gpu", "1"}});
+  ContainerResources init;
+  init.name = "fetch";
+  init.limits = {{"nvidia.com/gpu", "2"}};
+  ContainerResources sidecar;
+  sidecar.name = "proxy";
+  sidecar.sidecar = true;
+  sidecar.limits = {{"nvidia.com/gpumem", "1k"}};
+  ContainerResources plain;  // asks for nothing of ours
+  plain.name = "wait";
+  pod.init_containers = {init, plain, sidecar};
+  EXPECT_TRUE(RequestsManagedResources(pod));
+  Result<PodDemand> d = PodToDemand(pod);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->containers.size(), 3u);
+  EXPECT_EQ(d->containers[0].container, "fetch");
+  EXPECT_EQ(d->containers[0].phase, ContainerPhase::kInit);
+  EXPECT_EQ(d->containers[0].request.device_count, 2);
+  EXPECT_EQ(d->containers[1].container, "proxy");
+  EXPECT_EQ(d->containers[1].phase, ContainerPhase::kSidecar);
+  EXPECT_EQ(d->containers[2].container, "main");
+  EXPECT_EQ(d->containers[2].phase, ContainerPhase::kApp);
+
+  // Only an init container asks: the pod is managed, and a bad value there is named like any other.
+  PodInfo only_init = PodWith({});
+  only_init.containers[0].limits.clear();
+  only_init.init_containers = {init};
+  EXPECT_TRUE(RequestsManagedResources(only_init));
+  only_init.init_containers[0].limits = {{"nvidia.com/gpu", "two"}};
+  d = PodToDemand(only_init);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("container \"fetch\": nvidia.com/gpu \"two\""), std::string::npos)
+      << d.status().message();
+}
+
+TEST(PodDemandTest, ParsesInitContainersAndSchedulingFieldsFromJson) {
+  Result<PodInfo> pod = ParsePod(R"({"metadata":{"name":"p","ownerReferences":[{"kind":"Job","name":"j",
+      "controller":true}]},"spec":{"priorityClassName":"high","priority":1000,"terminationGracePeriodSeconds":5,
+      "initContainers":[{"name":"i","resources":{"limits":{"nvidia.com/gpu":"1"}}},
+                        {"name":"s","restartPolicy":"Always"}],
+      "containers":[{"name":"c","restartPolicy":"Always"}]}})");
+  ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+  ASSERT_EQ(pod->init_containers.size(), 2u);
+  EXPECT_FALSE(pod->init_containers[0].sidecar);
+  EXPECT_TRUE(pod->init_containers[1].sidecar);
+  EXPECT_FALSE(pod->containers[0].sidecar);
+  EXPECT_EQ(pod->init_containers[0].limits.at("nvidia.com/gpu"), "1");
+  EXPECT_EQ(pod->priority_class, "high");
+  EXPECT_EQ(pod->priority, 1000);
+  EXPECT_EQ(pod->grace_seconds, 5);
+  ASSERT_EQ(pod->owners.size(), 1u);
+  EXPECT_EQ(pod->owners[0].kind, "Job");
+  EXPECT_TRUE(pod->owners[0].controller);
+  for (const char* bad :
+       {R"({"spec":{"initContainers":{}}})", R"({"spec":{"priority":"high"}})",
+        R"({"spec":{"terminationGracePeriodSeconds":-1}})", R"({"metadata":{"ownerReferences":{}}})"}) {
+    SCOPED_TRACE(bad);
+    Result<PodInfo> p = ParsePod(bad);
+    ASSERT_FALSE(p.ok());
+    EXPECT_NE(p.status().message().find("pod."), std::string::npos) << p.status().message();
   }
 }
 

@@ -22,15 +22,19 @@ Result<std::unique_ptr<SchedulerService>> SchedulerService::Start(SchedulerServi
   s->server_.Post(prefix + "prioritize", [e](std::string_view body) { return e->Prioritize(body); });
   s->server_.Post(prefix + "bind", [e](std::string_view body) { return e->Bind(body); });
   s->server_.Post(prefix + "preempt", [e](std::string_view body) { return e->Preempt(body); });
-  s->server_.Get("/healthz", [](std::string_view) { return HttpReply{200, "ok\n", "text/plain"}; });
+  // Health and metrics: on the verbs' server, or on a server of their own (the verbs then stay on loopback).
+  std::string metrics_host;
+  int metrics_port = 0;
+  const bool separate = !options.metrics_listen.empty();
+  if (separate) RETURN_IF_ERROR(ParseListenAddress(options.metrics_listen, &metrics_host, &metrics_port));
+  HttpServer& observe = separate ? s->metrics_server_ : s->server_;
+  observe.Get("/healthz", [](std::string_view) { return HttpReply{200, "ok\n", "text/plain"}; });
   const SyncState* sync = &s->sync_;
-  s->server_.Get("/readyz", [sync](std::string_view) {
+  observe.Get("/readyz", [sync](std::string_view) {
     Status st = sync->Check();
     return st.ok() ? HttpReply{200, "ok\n", "text/plain"} : HttpReply{503, st.message() + "\n", "text/plain"};
   });
-  s->server_.Get("/metrics", [e](std::string_view) {
-    return HttpReply{200, e->Metrics(), "text/plain; version=0.0.4"};
-  });
+  observe.Get("/metrics", [e](std::string_view) { return HttpReply{200, e->Metrics(), "text/plain; version=0.0.4"}; });
   s->watcher_->Start();
   Result<int> bound = s->server_.Start(host, port, options.tls_cert, options.tls_key);
   if (!bound.ok()) {
@@ -38,10 +42,19 @@ Result<std::unique_ptr<SchedulerService>> SchedulerService::Start(SchedulerServi
     return bound.status();
   }
   s->port_ = *bound;
+  if (separate) {
+    Result<int> metrics = s->metrics_server_.Start(metrics_host, metrics_port);
+    if (!metrics.ok()) {
+      s->Stop();
+      return metrics.status();
+    }
+    s->metrics_port_ = *metrics;
+  }
   return s;
 }
 
 void SchedulerService::Stop() {
+  metrics_server_.Stop();
   server_.Stop();
   if (watcher_) watcher_->Stop();
 }

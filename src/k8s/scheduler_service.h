@@ -5,6 +5,8 @@
 //   GET  /healthz                                        200 while the process serves
 //   GET  /readyz                                         200 when synced with the API server, else 503
 //   GET  /metrics                                        Prometheus text
+// With `metrics_listen` the three GETs are served there instead, so the verbs can listen on loopback only (beside
+// kube-scheduler in its pod: nothing else can call bind) while probes and Prometheus reach the pod's address.
 // Owns everything it starts; Stop (or the destructor) ends the threads. Thread-safe after Start.
 #include <cstdint>
 #include <memory>
@@ -24,6 +26,7 @@ struct SchedulerServiceOptions {
   std::string listen = "0.0.0.0:8888";
   std::string url_prefix = "/";  // the verbs are served at <prefix><verb>
   std::string tls_cert, tls_key;
+  std::string metrics_listen;  // "" = health and metrics on `listen`
   KubeCluster::Options cluster;
   ClusterWatcher::Options watch;
 };
@@ -37,6 +40,7 @@ class SchedulerService {
   void Stop();
 
   int port() const { return port_; }
+  int metrics_port() const { return metrics_port_; }  // 0 without metrics_listen
   Extender& extender() { return *extender_; }
   KubeCluster& cluster() { return *cluster_; }
   const SyncState& sync() const { return sync_; }
@@ -51,7 +55,9 @@ class SchedulerService {
   std::unique_ptr<Extender> extender_;
   std::unique_ptr<ClusterWatcher> watcher_;
   HttpServer server_;
+  HttpServer metrics_server_;
   int port_ = 0;
+  int metrics_port_ = 0;
 };
 
 }  // namespace xpool::k8s

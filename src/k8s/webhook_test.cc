@@ -81,8 +81,10 @@ TEST(WebhookTest, DeniesWithClearMessages) {
     std::string expected;
   };
   const Case cases[] = {
-      {PodObject({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "8Gi"}}),
-       "xpool: container \"main\": nvidia.com/gpumem \"8Gi\" is not a whole number (it counts MiB)"},
+      {PodObject({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "8.5"}}),
+       "xpool: container \"main\": nvidia.com/gpumem \"8.5\" is not a whole number (it counts MiB)"},
+      {PodObject({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "8 Gi"}}),
+       "xpool: container \"main\": nvidia.com/gpumem \"8 Gi\" is not a quantity (unexpected \" \")"},
       {PodObject({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpucores", "101"}}), "must be 0..100"},
       {PodObject({{"nvidia.com/gpu", "1"}}, "", "node-7"), "spec.nodeName is set to node-7"},
       {PodObject({{"nvidia.com/gpu", "1"}}, "volcano"), "asks for scheduler \"volcano\""},

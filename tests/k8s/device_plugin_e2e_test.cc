@@ -133,6 +133,11 @@ class DevicePluginE2eTest : public ::testing::Test {
     config.split = 4;
     config.watch_interval_ms = 20;
     config.paths.library_dir = "/opt/xpool/lib";
+    config.paths.preload_file = dir_ + "/lib/ld.so.preload";
+    config.paths.shared_region_host_dir = dir_ + "/regions";
+    config.paths.dev_root = dir_ + "/dev";  // holds nvidia1, nvidiactl, nvidia-uvm (no nvidia0, no uvm-tools)
+    std::filesystem::create_directories(dir_ + "/dev");
+    for (const char* node : {"nvidia1", "nvidiactl", "nvidia-uvm"}) std::ofstream(dir_ + "/dev/" + node) << "";
     config.log = [](const std::string&) {};
     Result<std::unique_ptr<DevicePluginServer>> started =
         DevicePluginServer::Start(config, std::move(api), std::move(devices));
@@ -230,14 +235,35 @@ TEST_F(DevicePluginE2eTest, RegistersListsAndAllocatesThePodTheExtenderBound) {
   ASSERT_EQ(first.container_responses_size(), 1);
   const auto& envs = first.container_responses(0).envs();
   EXPECT_EQ(envs.at("CUDA_VISIBLE_DEVICES"), "GPU-1") << "the earliest-bound pod (early) is served first";
+  EXPECT_EQ(envs.at("NVIDIA_VISIBLE_DEVICES"), "GPU-1");
   EXPECT_EQ(envs.at("XPOOL_DEVICE_MEMORY_LIMIT_0"), "40960");
   EXPECT_EQ(envs.at("XPOOL_DEVICE_CORE_LIMIT_0"), "50");
-  EXPECT_EQ(envs.at("XPOOL_SHARED_REGION"), "/tmp/xpool/uid-early_main.cache");
-  EXPECT_EQ(envs.at("LD_PRELOAD"), "/usr/local/xpool/libxpool-vgpu.so");
-  ASSERT_EQ(first.container_responses(0).mounts_size(), 1);
-  EXPECT_EQ(first.container_responses(0).mounts(0).host_path(), "/opt/xpool/lib");
-  EXPECT_EQ(first.container_responses(0).mounts(0).container_path(), "/usr/local/xpool");
-  EXPECT_TRUE(first.container_responses(0).mounts(0).read_only());
+  EXPECT_EQ(envs.at("XPOOL_SHARED_REGION"), "/tmp/xpool/region.cache");
+  EXPECT_EQ(envs.count("LD_PRELOAD"), 0u);
+  const auto& answer = first.container_responses(0);
+  std::vector<std::string> specs;
+  for (const pb::DeviceSpec& d : answer.devices()) {
+    EXPECT_EQ(d.host_path(), d.container_path());
+    EXPECT_EQ(d.permissions(), "rw");
+    specs.push_back(d.container_path());
+  }
+  // Only the node's own device and the control nodes that exist on this host.
+  EXPECT_EQ(specs, (std::vector<std::string>{"/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm"}));
+  ASSERT_EQ(answer.mounts_size(), 3);
+  EXPECT_EQ(answer.mounts(0).host_path(), dir_ + "/regions/uid-early_main");
+  EXPECT_EQ(answer.mounts(0).container_path(), "/tmp/xpool");
+  EXPECT_FALSE(answer.mounts(0).read_only());
+  EXPECT_TRUE(std::filesystem::is_directory(dir_ + "/regions/uid-early_main")) << "created on the host";
+  EXPECT_EQ(answer.mounts(1).host_path(), "/opt/xpool/lib");
+  EXPECT_EQ(answer.mounts(1).container_path(), "/usr/local/xpool");
+  EXPECT_TRUE(answer.mounts(1).read_only());
+  EXPECT_EQ(answer.mounts(2).host_path(), dir_ + "/lib/ld.so.preload");
+  EXPECT_EQ(answer.mounts(2).container_path(), "/etc/ld.so.preload");
+  EXPECT_TRUE(answer.mounts(2).read_only());
+  std::ifstream preload(dir_ + "/lib/ld.so.preload");
+  std::string preload_line;
+  std::getline(preload, preload_line);
+  EXPECT_EQ(preload_line, "/usr/local/xpool/libxpool-vgpu.so") << "written by the plugin at start";
 
   // Noted on the pod, so that a restarted plugin does not serve the container again.
   EXPECT_EQ(fake->Pod("ml/early")->annotations.at(std::string(kServedAnnotation)), "main");
@@ -300,7 +326,9 @@ TEST_F(DevicePluginE2eTest, ReRegistersWhenKubeletRestarts) {
   // Kubelet restarts the way it does: it stops, removes every socket in the directory, serves kubelet.sock anew.
   kubelet->Stop();
   kubelet.reset();
-  for (const auto& entry : std::filesystem::directory_iterator(dir_)) std::filesystem::remove(entry.path());
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    if (entry.is_socket()) std::filesystem::remove(entry.path());
+  }
   kubelet = std::make_unique<FakeKubelet>(dir_);
   std::optional<pb::RegisterRequest> reg = kubelet->WaitForRegistration(1);
   ASSERT_TRUE(reg.has_value()) << "no registration with the restarted kubelet";

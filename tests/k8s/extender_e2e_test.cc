@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -264,6 +266,113 @@ TEST(WebhookE2eTest, ServesHttpsWithTheGivenCertificate) {
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("cannot load the TLS certificate"), std::string::npos);
   std::system(("rm -rf " + dir).c_str());
+}
+
+}  // namespace
+}  // namespace xpool::k8s
+
+namespace xpool::k8s {
+namespace {
+
+// A rotated Secret: the mounted files change, the server reloads them, and new connections get the new
+// certificate without a restart (so a webhook never serves a certificate the API server no longer trusts).
+TEST(WebhookE2eTest, ReloadsAChangedCertificate) {
+  const std::string dir = ::testing::TempDir() + "xpool-k8s-reload-" + std::to_string(::getpid());
+  auto make = [&](const std::string& name) {
+    const std::string cmd = "mkdir -p " + dir + " && openssl req -x509 -newkey rsa:2048 -nodes -keyout " + dir + "/" +
+                            name + ".key -out " + dir + "/" + name + ".crt -days 1 -subj /CN=127.0.0.1 " +
+                            "-addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1";
+    return std::system(cmd.c_str()) == 0;
+  };
+  if (!make("a") || !make("b")) GTEST_SKIP() << "openssl is not available to make test certificates";
+  std::filesystem::copy_file(dir + "/a.crt", dir + "/tls.crt");
+  std::filesystem::copy_file(dir + "/a.key", dir + "/tls.key");
+  HttpServer server;
+  server.Get("/healthz", [](std::string_view) { return HttpReply{200, "ok\n", "text/plain"}; });
+  server.SetCertificateReload(20);
+  Result<int> port = server.Start("127.0.0.1", 0, dir + "/tls.crt", dir + "/tls.key");
+  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  auto trusted_by = [&](const std::string& ca) {
+    httplib::Client c("https://127.0.0.1:" + std::to_string(*port));
+    c.set_ca_cert_path(ca.c_str());
+    c.enable_server_certificate_verification(true);
+    auto r = c.Get("/healthz");
+    return r && r->status == 200;
+  };
+  EXPECT_TRUE(trusted_by(dir + "/a.crt"));
+  EXPECT_FALSE(trusted_by(dir + "/b.crt"));
+  // Rotate: the kubelet replaces the Secret's files.
+  std::filesystem::copy_file(dir + "/b.crt", dir + "/tls.crt", std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(dir + "/b.key", dir + "/tls.key", std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::last_write_time(dir + "/tls.crt",
+                                   std::filesystem::file_time_type::clock::now() + std::chrono::seconds(1));
+  EXPECT_TRUE(WaitFor([&] { return trusted_by(dir + "/b.crt"); }, 5000)) << "served the new certificate";
+  EXPECT_FALSE(trusted_by(dir + "/a.crt"));
+  // A broken pair is refused and the current one kept.
+  std::ofstream(dir + "/tls.key") << "not a key";
+  EXPECT_FALSE(server.ReloadCertificate().ok());
+  EXPECT_TRUE(trusted_by(dir + "/b.crt"));
+  server.Stop();
+  std::filesystem::remove_all(dir);
+}
+
+// With --metrics-listen the verbs stay on their (loopback) address and only health and metrics are served on the
+// pod's address: nothing but the kube-scheduler beside the extender can call bind.
+TEST(SchedulerServiceTest, MetricsListenerServesNoVerbs) {
+  FakeApiServer api;
+  ASSERT_GT(api.Start(), 0);
+  KubeApiConfig config;
+  config.server = api.url();
+  config.timeout_seconds = 2;
+  config.watch_timeout_seconds = 2;
+  SchedulerServiceOptions options;
+  options.listen = "127.0.0.1:0";
+  options.metrics_listen = "127.0.0.1:0";
+  options.url_prefix = "/scheduler";
+  Result<std::unique_ptr<SchedulerService>> s = SchedulerService::Start(options, MakeHttpKubeApi(config));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_GT((*s)->metrics_port(), 0);
+  httplib::Client verbs("127.0.0.1", (*s)->port());
+  httplib::Client metrics("127.0.0.1", (*s)->metrics_port());
+  auto m = metrics.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 200);
+  EXPECT_NE(m->body.find("xpool_extender_bind_total"), std::string::npos);
+  EXPECT_EQ(metrics.Get("/healthz")->status, 200);
+  auto bind = metrics.Post("/scheduler/bind", "{}", "application/json");
+  ASSERT_TRUE(bind);
+  EXPECT_EQ(bind->status, 404);
+  EXPECT_EQ(verbs.Get("/metrics")->status, 404);
+  auto filter = verbs.Post("/scheduler/filter", "{}", "application/json");
+  ASSERT_TRUE(filter);
+  EXPECT_EQ(filter->status, 200);
+  (*s)->Stop();
+}
+
+// The fake API server stores quantities as the real one does, so the tests see what production sees.
+TEST(FakeApiServerTest, StoresQuantitiesInCanonicalForm) {
+  json pod = PodObject("p", {{"nvidia.com/gpu", 1}, {"nvidia.com/gpumem", "8000"}, {"nvidia.com/gpucores", 30}});
+  pod["spec"]["initContainers"] =
+      json::array({{{"name", "i"}, {"resources", {{"requests", {{"memory", "1024Mi"}, {"cpu", "0.5"}}}}}}});
+  std::string error;
+  json out = FakeApiServer::Canonicalize(pod, &error);
+  EXPECT_EQ(error, "");
+  const json& limits = out["spec"]["containers"][0]["resources"]["limits"];
+  EXPECT_EQ(limits["nvidia.com/gpu"], "1");
+  EXPECT_EQ(limits["nvidia.com/gpumem"], "8k");
+  EXPECT_EQ(limits["nvidia.com/gpucores"], "30");
+  EXPECT_EQ(out["spec"]["initContainers"][0]["resources"]["requests"]["memory"], "1Gi");
+  EXPECT_EQ(out["spec"]["initContainers"][0]["resources"]["requests"]["cpu"], "500m");
+  json node = {{"metadata", {{"name", "n"}}}, {"status", {{"allocatable", {{"memory", "262144Mi"}, {"pods", 110}}}}}};
+  out = FakeApiServer::Canonicalize(node);
+  EXPECT_EQ(out["status"]["allocatable"]["memory"], "256Gi");
+  EXPECT_EQ(out["status"]["allocatable"]["pods"], "110");
+  // A malformed quantity is named and left as it was.
+  out = FakeApiServer::Canonicalize(PodObject("bad", {{"nvidia.com/gpumem", "lots"}}), &error);
+  EXPECT_EQ(out["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpumem"], "lots");
+  EXPECT_NE(error.find("spec.containers[0].resources.limits[nvidia.com/gpumem]: Invalid value: \"lots\""),
+            std::string::npos)
+      << error;
 }
 
 }  // namespace

@@ -5,6 +5,9 @@
 #include <chrono>
 #include <thread>
 
+#include "k8s/quantity.h"
+#include "k8s/webhook.h"
+
 namespace xpool::k8s::testing {
 
 using nlohmann::json;
@@ -38,7 +41,55 @@ void FakeApiServer::Emit(bool node, const std::string& type, json& object) {
   changed_.notify_all();
 }
 
+json FakeApiServer::Canonicalize(json object, std::string* error) {
+  auto fix_map = [&](json* map, const std::string& where) {
+    if (map == nullptr || !map->is_object()) return;
+    for (auto it = map->begin(); it != map->end(); ++it) {
+      std::string text = it->is_string() ? it->get<std::string>() : it->is_number() ? it->dump() : "";
+      Result<std::string> canonical = CanonicalQuantity(text);
+      if (canonical.ok()) {
+        *it = *canonical;
+      } else if (error != nullptr && error->empty()) {
+        *error = where + "[" + it.key() + "]: Invalid value: \"" + text + "\": " + canonical.status().message();
+      }
+    }
+  };
+  auto member = [](json& j, const char* name) -> json* {
+    return j.is_object() && j.contains(name) ? &j[name] : nullptr;
+  };
+  if (json* spec = member(object, "spec")) {
+    for (const char* list : {"initContainers", "containers"}) {
+      json* containers = member(*spec, list);
+      if (containers == nullptr || !containers->is_array()) continue;
+      for (size_t i = 0; i < containers->size(); ++i) {
+        json* resources = member((*containers)[i], "resources");
+        if (resources == nullptr) continue;
+        const std::string where = std::string("spec.") + list + "[" + std::to_string(i) + "].resources.";
+        fix_map(member(*resources, "limits"), where + "limits");
+        fix_map(member(*resources, "requests"), where + "requests");
+      }
+    }
+    fix_map(member(*spec, "overhead"), "spec.overhead");
+  }
+  if (json* status = member(object, "status")) {
+    fix_map(member(*status, "capacity"), "status.capacity");
+    fix_map(member(*status, "allocatable"), "status.allocatable");
+  }
+  return object;
+}
+
+void FakeApiServer::SetMutatingWebhook(std::function<std::string(const std::string&)> webhook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  webhook_ = std::move(webhook);
+}
+
+void FakeApiServer::AddPriorityClass(const std::string& name, int value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  priority_classes_[name] = value;
+}
+
 void FakeApiServer::AddNode(json node) {
+  node = Canonicalize(std::move(node));
   std::lock_guard<std::mutex> lock(mu_);
   const std::string name = node["metadata"]["name"];
   const bool existed = nodes_.count(name) != 0;
@@ -47,6 +98,7 @@ void FakeApiServer::AddNode(json node) {
 }
 
 void FakeApiServer::AddPod(json pod) {
+  pod = Canonicalize(std::move(pod));
   std::lock_guard<std::mutex> lock(mu_);
   const std::string key =
       pod["metadata"].value("namespace", "default") + "/" + pod["metadata"]["name"].get<std::string>();
@@ -178,6 +230,95 @@ void FakeApiServer::Routes() {
              {"items", items}});
     };
   };
+  s.Post("/api/v1/nodes", [this, down](const httplib::Request& req, httplib::Response& res) {
+    if (down(res)) return;
+    json node = json::parse(req.body, nullptr, false);
+    if (node.is_discarded() || !node.is_object() || !node["metadata"].is_object() ||
+        !node["metadata"]["name"].is_string()) {
+      return Reply(res, 400, StatusBody(400, "BadRequest", "expected a v1.Node with metadata.name"));
+    }
+    std::string error;
+    node = Canonicalize(std::move(node), &error);
+    const std::string name = node["metadata"]["name"];
+    if (!error.empty())
+      return Reply(res, 422, StatusBody(422, "Invalid", "Node \"" + name + "\" is invalid: " + error));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (nodes_.count(name) != 0) {
+      return Reply(res, 409, StatusBody(409, "AlreadyExists", "nodes \"" + name + "\" already exists"));
+    }
+    node["metadata"]["uid"] = "node-uid-" + name;
+    node["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z";
+    Emit(true, "ADDED", node);
+    nodes_[name] = node;
+    Reply(res, 201, node);
+  });
+  s.Get(R"(/api/v1/nodes/([^/]+))", [this, down](const httplib::Request& req, httplib::Response& res) {
+    if (down(res)) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = nodes_.find(req.matches[1].str());
+    if (it == nodes_.end()) return Reply(res, 404, StatusBody(404, "NotFound", "nodes not found"));
+    Reply(res, 200, it->second);
+  });
+  s.Post(R"(/api/v1/namespaces/([^/]+)/pods)", [this, down](const httplib::Request& req, httplib::Response& res) {
+    if (down(res)) return;
+    json pod = json::parse(req.body, nullptr, false);
+    if (pod.is_discarded() || !pod.is_object() || !pod["metadata"].is_object() ||
+        !pod["metadata"]["name"].is_string()) {
+      return Reply(res, 400, StatusBody(400, "BadRequest", "expected a v1.Pod with metadata.name"));
+    }
+    const std::string ns = req.matches[1].str();
+    const std::string name = pod["metadata"]["name"];
+    std::string error;
+    pod = Canonicalize(std::move(pod), &error);
+    if (!error.empty()) return Reply(res, 422, StatusBody(422, "Invalid", "Pod \"" + name + "\" is invalid: " + error));
+    std::function<std::string(const std::string&)> webhook;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (pods_.count(ns + "/" + name) != 0) {
+        return Reply(res, 409, StatusBody(409, "AlreadyExists", "pods \"" + name + "\" already exists"));
+      }
+      // Defaulting, as the API server does before admission.
+      pod["metadata"]["namespace"] = ns;
+      if (!pod["metadata"].contains("uid")) pod["metadata"]["uid"] = "uid-" + name;
+      pod["metadata"]["creationTimestamp"] = "2026-01-01T00:00:" + std::to_string(10 + rv_ % 50) + "Z";
+      json& spec = pod["spec"];
+      if (!spec.contains("schedulerName")) spec["schedulerName"] = "default-scheduler";
+      if (!spec.contains("terminationGracePeriodSeconds")) spec["terminationGracePeriodSeconds"] = 30;
+      if (spec.contains("priorityClassName")) {
+        auto pc = priority_classes_.find(spec["priorityClassName"].get<std::string>());
+        if (pc == priority_classes_.end()) {
+          return Reply(res, 403,
+                       StatusBody(403, "Forbidden",
+                                  "no PriorityClass with name " + spec["priorityClassName"].get<std::string>()));
+        }
+        spec["priority"] = pc->second;
+      }
+      pod["status"] = {{"phase", "Pending"}};
+      webhook = webhook_;
+    }
+    if (webhook) {  // called without the lock, as a real webhook is a network call
+      json review = {{"apiVersion", "admission.k8s.io/v1"},
+                     {"kind", "AdmissionReview"},
+                     {"request",
+                      {{"uid", "review-" + name},
+                       {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
+                       {"operation", "CREATE"},
+                       {"namespace", ns},
+                       {"object", pod}}}};
+      json answer = json::parse(webhook(review.dump()), nullptr, false);
+      const json response = answer.is_object() ? answer.value("response", json::object()) : json::object();
+      if (!response.value("allowed", false)) {
+        const std::string message = response.contains("status") ? response["status"].value("message", "") : "";
+        return Reply(res, 400,
+                     StatusBody(400, "BadRequest", "admission webhook \"xpool\" denied the request: " + message));
+      }
+      if (response.contains("patch")) pod = pod.patch(json::parse(Base64Decode(response["patch"].get<std::string>())));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    Emit(false, "ADDED", pod);
+    pods_[ns + "/" + name] = pod;
+    Reply(res, 201, pod);
+  });
   s.Get("/api/v1/nodes", list_or_watch(true));
   s.Get("/api/v1/pods", list_or_watch(false));
   s.Get(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",

@@ -9,9 +9,19 @@
 //   GET   /api/v1/namespaces/NS/pods/NAME             one pod
 //   PATCH /api/v1/namespaces/NS/pods/NAME             JSON merge patch (the extender only sets annotations)
 //   POST  /api/v1/namespaces/NS/pods/NAME/binding     sets spec.nodeName (409 when already bound)
+//   POST  /api/v1/nodes, /api/v1/namespaces/NS/pods   create (201; 409 when it exists; 422 on a bad quantity);
+//                                                     a pod is defaulted (uid, phase Pending, schedulerName,
+//                                                     grace 30 s, priority from its priorityClassName) and sent
+//                                                     through the mutating webhook when one is set (a denial is
+//                                                     400 with its message, a patch is applied)
+//   GET   /api/v1/nodes/NAME                          one node
+// Like the real API server it stores and returns quantities in canonical form (resource.Quantity's String():
+// 8000 → "8k", 1024Mi → "1Gi"; numbers become strings), for objects created over HTTP and through AddNode/AddPod
+// alike (a malformed quantity is refused over HTTP; AddPod keeps it, for tests of what the extender does then).
 // Tests drive it directly (AddNode, AddPod, DeletePod, SetDown to play an unreachable server). One mutex guards
 // the objects and the event log; thread-safe.
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,6 +44,14 @@ class FakeApiServer {
   int Start();
   void Stop();
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  // Quantities of a Pod or Node object in canonical form: containers' and init containers' limits and
+  // requests, spec.overhead, status.capacity and status.allocatable. The first malformed one is described in
+  // `error` (when given) and left as it was.
+  static nlohmann::json Canonicalize(nlohmann::json object, std::string* error = nullptr);
+  // The mutating admission webhook pods created over HTTP go through: AdmissionReview JSON in, out.
+  void SetMutatingWebhook(std::function<std::string(const std::string&)> webhook);
+  void AddPriorityClass(const std::string& name, int value);
 
   void AddNode(nlohmann::json node);
   void AddPod(nlohmann::json pod);
@@ -62,6 +80,8 @@ class FakeApiServer {
   std::map<std::string, nlohmann::json> nodes_;  // name → object
   std::map<std::string, nlohmann::json> pods_;   // ns/name → object
   std::vector<Event> events_;
+  std::function<std::string(const std::string&)> webhook_;  // guarded by mu_ (called without it)
+  std::map<std::string, int> priority_classes_;
   int64_t rv_ = 100;
   bool down_ = false;
   bool stopping_ = false;

@@ -308,14 +308,139 @@ TEST(HelmChartTest, WebhookFailsClosedAndReachesTheServedPath) {
   EXPECT_EQ(w["failurePolicy"].as<std::string>(), "Fail");
   EXPECT_EQ(w["admissionReviewVersions"][0].as<std::string>(), "v1");
   EXPECT_EQ(w["clientConfig"]["service"]["path"].as<std::string>(), "/mutate");
-  EXPECT_TRUE(w["clientConfig"]["caBundle"]) << "self-signed mode carries the CA bundle";
-  const YAML::Node excluded = w["namespaceSelector"]["matchExpressions"][0]["values"];
+  EXPECT_FALSE(w["clientConfig"]["caBundle"]) << "written by the certgen Job, never generated at render time";
+  const YAML::Node excluded = w["namespaceSelector"]["matchExpressions"][1]["values"];
   EXPECT_EQ(excluded[0].as<std::string>(), "xpool-system") << "never gate its own namespace";
-  EXPECT_NE(Find(r, "Secret", "-webhook-tls"), nullptr);
+  EXPECT_EQ(Find(r, "Secret", "-webhook-tls"), nullptr) << "the certgen Job creates it once";
   const YAML::Node* dep = Find(r, "Deployment", "-webhook");
   ASSERT_NE(dep, nullptr);
   const YAML::Node cmd = (*dep)["spec"]["template"]["spec"]["containers"][0]["command"];
   EXPECT_EQ(cmd[2].as<std::string>(), "webhook");
+}
+
+std::set<std::string> Grants(const YAML::Node& role) {
+  std::set<std::string> grants;
+  for (const YAML::Node& rule : role["rules"]) {
+    std::string names;
+    for (const YAML::Node& n : rule["resourceNames"]) names += "/" + n.as<std::string>();
+    for (const YAML::Node& res : rule["resources"]) {
+      for (const YAML::Node& verb : rule["verbs"]) {
+        grants.insert(res.as<std::string>() + names + ":" + verb.as<std::string>());
+      }
+    }
+  }
+  return grants;
+}
+
+std::set<std::string> Args(const YAML::Node& container) {
+  std::set<std::string> args;
+  for (const YAML::Node& a : container["command"]) args.insert(a.as<std::string>());
+  return args;
+}
+
+// kube-scheduler's leader election uses leaderElection.resourceName; system:kube-scheduler grants only the lease
+// named "kube-scheduler", so the chart grants the one it configures.
+TEST(HelmChartTest, SchedulerCanTakeItsLease) {
+  Rendered r = RenderChart(DefaultValues());
+  const YAML::Node* cm = Find(r, "ConfigMap", "-scheduler-config");
+  ASSERT_NE(cm, nullptr);
+  const YAML::Node election = YAML::Load((*cm)["data"]["config.yaml"].as<std::string>())["leaderElection"];
+  const std::string lease = election["resourceName"].as<std::string>();
+  const std::string ns = election["resourceNamespace"].as<std::string>();
+  const YAML::Node* role = Find(r, "Role", "-scheduler-lease");
+  ASSERT_NE(role, nullptr);
+  EXPECT_EQ((*role)["metadata"]["namespace"].as<std::string>(), ns);
+  const std::set<std::string> grants = Grants(*role);
+  for (const char* verb : {"get", "update"}) {
+    EXPECT_EQ(grants.count("leases/" + lease + ":" + verb), 1u) << verb << " on lease " << lease;
+  }
+  EXPECT_EQ(grants.count("leases:create"), 1u);
+  const YAML::Node* binding = Find(r, "RoleBinding", "-scheduler-lease");
+  ASSERT_NE(binding, nullptr);
+  EXPECT_EQ((*binding)["roleRef"]["name"].as<std::string>(), (*role)["metadata"]["name"].as<std::string>());
+  EXPECT_EQ((*binding)["subjects"][0]["name"].as<std::string>(), "xpool-scheduler");
+}
+
+// Certificates are made once by a hook Job (kept on upgrade), the webhook reloads a changed one, an opt-out
+// label on a pod or namespace bypasses the webhook, and only kube-scheduler (loopback) can call bind.
+TEST(HelmChartTest, WebhookCertificatesSelectorsAndNetworkPolicies) {
+  for (const auto& entry : fs::directory_iterator(ChartDir() + "/templates")) {
+    const std::string text = ReadFile(entry.path());
+    EXPECT_EQ(text.find("genCA"), std::string::npos) << entry.path() << ": no certificate made at render time";
+    EXPECT_EQ(text.find("genSignedCert"), std::string::npos) << entry.path();
+  }
+  Rendered r = RenderChart(DefaultValues());
+  const YAML::Node* create = Find(r, "Job", "-certgen-create");
+  ASSERT_NE(create, nullptr);
+  EXPECT_EQ((*create)["metadata"]["annotations"]["helm.sh/hook"].as<std::string>(), "pre-install,pre-upgrade");
+  const YAML::Node create_args = (*create)["spec"]["template"]["spec"]["containers"][0]["args"];
+  EXPECT_EQ(create_args[0].as<std::string>(), "create");
+  std::set<std::string> args;
+  for (const YAML::Node& a : create_args) args.insert(a.as<std::string>());
+  EXPECT_EQ(args.count("--secret-name=xpool-webhook-tls"), 1u);
+  const YAML::Node* patch = Find(r, "Job", "-certgen-patch");
+  ASSERT_NE(patch, nullptr);
+  EXPECT_EQ((*patch)["metadata"]["annotations"]["helm.sh/hook"].as<std::string>(), "post-install,post-upgrade");
+  args.clear();
+  for (const YAML::Node& a : (*patch)["spec"]["template"]["spec"]["containers"][0]["args"]) {
+    args.insert(a.as<std::string>());
+  }
+  EXPECT_EQ(args.count("--webhook-name=xpool-webhook"), 1u);
+  EXPECT_EQ(args.count("--patch-mutating=true"), 1u);
+  const YAML::Node* certgen_role = Find(r, "ClusterRole", "-certgen");
+  ASSERT_NE(certgen_role, nullptr);
+  EXPECT_EQ(Grants(*certgen_role).count("mutatingwebhookconfigurations/xpool-webhook:update"), 1u);
+  const YAML::Node* secrets = Find(r, "Role", "-certgen");
+  ASSERT_NE(secrets, nullptr);
+  EXPECT_EQ(Grants(*secrets).count("secrets:create"), 1u);
+
+  const YAML::Node* dep = Find(r, "Deployment", "-webhook");
+  ASSERT_NE(dep, nullptr);
+  EXPECT_EQ((*dep)["spec"]["replicas"].as<int>(), 2);
+  EXPECT_EQ(Args((*dep)["spec"]["template"]["spec"]["containers"][0]).count("--tls-reload-seconds=60"), 1u);
+
+  const YAML::Node* mwc = Find(r, "MutatingWebhookConfiguration", "-webhook");
+  ASSERT_NE(mwc, nullptr);
+  const YAML::Node w = (*mwc)["webhooks"][0];
+  for (const char* selector : {"objectSelector", "namespaceSelector"}) {
+    const YAML::Node opt_out = w[selector]["matchExpressions"][0];
+    EXPECT_EQ(opt_out["key"].as<std::string>(), "xpool.io/webhook-ignore") << selector;
+    EXPECT_EQ(opt_out["operator"].as<std::string>(), "NotIn") << selector;
+    EXPECT_EQ(opt_out["values"][0].as<std::string>(), "true") << selector;
+  }
+
+  const YAML::Node* sched = Find(r, "Deployment", "-scheduler");
+  ASSERT_NE(sched, nullptr);
+  const std::set<std::string> extender = Args((*sched)["spec"]["template"]["spec"]["containers"][1]);
+  EXPECT_EQ(extender.count("--listen=127.0.0.1:8888"), 1u) << "the verbs on loopback: only kube-scheduler binds";
+  EXPECT_EQ(extender.count("--metrics-listen=0.0.0.0:9395"), 1u);
+  const YAML::Node* svc = Find(r, "Service", "-scheduler");
+  ASSERT_NE(svc, nullptr);
+  EXPECT_EQ((*svc)["spec"]["ports"].size(), 1u);
+  EXPECT_EQ((*svc)["spec"]["ports"][0]["port"].as<int>(), 9395) << "the Service exposes metrics, not the verbs";
+  const YAML::Node* np = Find(r, "NetworkPolicy", "-scheduler");
+  ASSERT_NE(np, nullptr);
+  EXPECT_EQ((*np)["spec"]["ingress"][0]["ports"].size(), 1u);
+  EXPECT_EQ((*np)["spec"]["ingress"][0]["ports"][0]["port"].as<int>(), 9395);
+  const YAML::Node* webhook_np = Find(r, "NetworkPolicy", "-webhook");
+  ASSERT_NE(webhook_np, nullptr);
+  EXPECT_EQ((*webhook_np)["spec"]["ingress"][0]["ports"][0]["port"].as<int>(), 8443);
+
+  YAML::Node values = DefaultValues();
+  values["webhook"]["replicas"] = 3;
+  values["scheduler"]["replicas"] = 2;
+  values["networkPolicy"]["enabled"] = false;
+  values["devicePlugin"]["runtimeClassName"] = "nvidia";
+  values["devicePlugin"]["cdi"] = true;
+  Rendered custom = RenderChart(values);
+  EXPECT_EQ((*Find(custom, "Deployment", "-webhook"))["spec"]["replicas"].as<int>(), 3);
+  EXPECT_EQ((*Find(custom, "Deployment", "-scheduler"))["spec"]["replicas"].as<int>(), 2);
+  EXPECT_EQ(Find(custom, "NetworkPolicy", "-scheduler"), nullptr);
+  const YAML::Node* ds = Find(custom, "DaemonSet", "-device-plugin");
+  ASSERT_NE(ds, nullptr);
+  EXPECT_EQ((*ds)["spec"]["template"]["spec"]["runtimeClassName"].as<std::string>(), "nvidia");
+  EXPECT_EQ(Args((*ds)["spec"]["template"]["spec"]["containers"][0]).count("--cdi"), 1u);
+  EXPECT_FALSE((*Find(r, "DaemonSet", "-device-plugin"))["spec"]["template"]["spec"]["runtimeClassName"]);
 }
 
 TEST(HelmChartTest, DevicePluginDaemonSetByDefault) {
@@ -330,6 +455,10 @@ TEST(HelmChartTest, DevicePluginDaemonSetByDefault) {
   EXPECT_EQ(args.count("--split-count=10"), 1u);
   EXPECT_EQ(args.count("--resource-name=nvidia.com/gpu"), 1u);
   EXPECT_EQ(args.count("--device-plugin-dir=/var/lib/kubelet/device-plugins"), 1u);
+  EXPECT_EQ(args.count("--preload-file=/usr/local/xpool/ld.so.preload"), 1u);
+  EXPECT_EQ(args.count("--shared-region-dir=/var/lib/xpool/containers"), 1u);
+  EXPECT_EQ(args.count("--dev-root=/host/dev"), 1u);
+  EXPECT_EQ(args.count("--cdi"), 0u);
   EXPECT_EQ(c["env"][0]["name"].as<std::string>(), "NODE_NAME");
   EXPECT_EQ(c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>(), "spec.nodeName");
   bool socket_dir = false;

@@ -36,6 +36,8 @@ Result<ContainerResources> ContainerFromJson(const Json& c, const std::string& w
   if (!c.is_object()) return InvalidArgumentError(where + " must be an object");
   ContainerResources out;
   ASSIGN_OR_RETURN(out.name, StringField(c, "name", where));
+  ASSIGN_OR_RETURN(std::string restart, StringField(c, "restartPolicy", where));
+  out.sidecar = restart == "Always";
   const Json* resources = Field(c, "resources");
   if (resources == nullptr) return out;
   if (!resources->is_object()) return InvalidArgumentError(where + ".resources must be an object");
@@ -102,6 +104,18 @@ Result<PodInfo> PodFromJson(const Json& pod) {
   ASSIGN_OR_RETURN(out.labels, StringMapField(m, "labels", "pod.metadata"));
   ASSIGN_OR_RETURN(out.annotations, StringMapField(m, "annotations", "pod.metadata"));
   out.deleting = Field(m, "deletionTimestamp") != nullptr;
+  ASSIGN_OR_RETURN(out.creation_timestamp, StringField(m, "creationTimestamp", "pod.metadata"));
+  if (const Json* owners = Field(m, "ownerReferences"); owners != nullptr) {
+    if (!owners->is_array()) return InvalidArgumentError("pod.metadata.ownerReferences must be an array");
+    for (const Json& o : *owners) {
+      PodInfo::Owner owner;
+      ASSIGN_OR_RETURN(owner.kind, StringField(o, "kind", "pod.metadata.ownerReferences"));
+      ASSIGN_OR_RETURN(owner.name, StringField(o, "name", "pod.metadata.ownerReferences"));
+      const Json* controller = Field(o, "controller");
+      owner.controller = controller != nullptr && controller->is_boolean() && controller->get<bool>();
+      out.owners.push_back(std::move(owner));
+    }
+  }
   if (out.namespace_name.empty()) out.namespace_name = "default";
 
   const Json* spec = Field(pod, "spec");
@@ -109,14 +123,28 @@ Result<PodInfo> PodFromJson(const Json& pod) {
     if (!spec->is_object()) return InvalidArgumentError("pod.spec must be an object");
     ASSIGN_OR_RETURN(out.scheduler_name, StringField(*spec, "schedulerName", "pod.spec"));
     ASSIGN_OR_RETURN(out.node_name, StringField(*spec, "nodeName", "pod.spec"));
-    const Json* containers = Field(*spec, "containers");
-    if (containers != nullptr) {
-      if (!containers->is_array()) return InvalidArgumentError("pod.spec.containers must be an array");
-      for (size_t i = 0; i < containers->size(); ++i) {
-        ASSIGN_OR_RETURN(ContainerResources c,
-                         ContainerFromJson((*containers)[i], "pod.spec.containers[" + std::to_string(i) + "]"));
-        out.containers.push_back(std::move(c));
+    for (auto [field, target] :
+         {std::pair{"initContainers", &out.init_containers}, std::pair{"containers", &out.containers}}) {
+      const Json* list = Field(*spec, field);
+      if (list == nullptr) continue;
+      const std::string where = std::string("pod.spec.") + field;
+      if (!list->is_array()) return InvalidArgumentError(where + " must be an array");
+      for (size_t i = 0; i < list->size(); ++i) {
+        ASSIGN_OR_RETURN(ContainerResources c, ContainerFromJson((*list)[i], where + "[" + std::to_string(i) + "]"));
+        if (target == &out.containers) c.sidecar = false;  // restartPolicy means something only on init containers
+        target->push_back(std::move(c));
       }
+    }
+    ASSIGN_OR_RETURN(out.priority_class, StringField(*spec, "priorityClassName", "pod.spec"));
+    if (const Json* priority = Field(*spec, "priority"); priority != nullptr) {
+      if (!priority->is_number_integer()) return InvalidArgumentError("pod.spec.priority must be an integer");
+      out.priority = priority->get<int32_t>();
+    }
+    if (const Json* grace = Field(*spec, "terminationGracePeriodSeconds"); grace != nullptr) {
+      if (!grace->is_number_integer() || grace->get<int64_t>() < 0) {
+        return InvalidArgumentError("pod.spec.terminationGracePeriodSeconds must be a non-negative integer");
+      }
+      out.grace_seconds = grace->get<int64_t>();
     }
   }
   const Json* status = Field(pod, "status");
