@@ -13,6 +13,18 @@
 
 namespace xpool::agent {
 
+std::string DefaultNodeAddress(std::string_view peer) {
+  const size_t scheme = peer.find("://");
+  std::string_view host = scheme == std::string_view::npos ? peer : peer.substr(scheme + 3);
+  host = host.substr(0, host.find('/'));
+  if (host.rfind("127.", 0) == 0 || host.rfind("localhost", 0) == 0 || host.rfind("[::1]", 0) == 0) {
+    return "127.0.0.1";
+  }
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) == 0 && name[0] != '\0') return name;
+  return "127.0.0.1";
+}
+
 void FillHostInfo(Node* node) {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) == 0 && host[0] != '\0') {

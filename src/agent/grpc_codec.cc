@@ -1,5 +1,6 @@
 #include "agent/grpc_codec.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -220,6 +221,7 @@ void ReplyToProto(const HeartbeatReply& reply, v1::HeartbeatReply* out) {
     t->set_memory_mib(s.memory_mib);
     t->set_grace_ms(a.grace_micros / 1000);
     t->set_suspend_signal(s.suspend_signal);
+    t->set_image(s.image);
     for (const TaskDevice& d : s.devices) {
       v1::TaskDevice* p = t->add_devices();
       p->set_index(d.index);
@@ -234,6 +236,8 @@ void ReplyToProto(const HeartbeatReply& reply, v1::HeartbeatReply* out) {
       d->set_world_size(s.distributed->world_size);
       d->set_rank(s.distributed->rank);
       d->set_local_rank(s.distributed->local_rank);
+      d->set_local_world_size(s.distributed->local_world_size);
+      d->set_node_rank(s.distributed->node_rank);
     }
   }
 }
@@ -274,6 +278,7 @@ Result<HeartbeatReply> ReplyFromProto(const v1::HeartbeatReply& in) {
     s.memory_mib = t.memory_mib();
     a.grace_micros = t.grace_ms() * 1000;
     s.suspend_signal = t.suspend_signal();
+    s.image = t.image();
     if (!s.suspend_signal.empty() && !CheckpointSignalNumber(s.suspend_signal).ok()) {
       return InvalidArgumentError(where + ".suspend_signal \"" + s.suspend_signal +
                                   "\" is not SIGUSR1, SIGUSR2, SIGINT, SIGTERM or SIGHUP");
@@ -289,7 +294,9 @@ Result<HeartbeatReply> ReplyFromProto(const v1::HeartbeatReply& in) {
     }
     if (t.has_distributed()) {
       const v1::Distributed& p = t.distributed();
-      s.distributed = DistributedEnv{p.master_addr(), p.master_port(), p.world_size(), p.rank(), p.local_rank()};
+      s.distributed = DistributedEnv{p.master_addr(), p.master_port(), p.world_size(),
+                                     p.rank(),        p.local_rank(),  std::max(1, p.local_world_size()),
+                                     p.node_rank()};
     }
     reply.tasks.push_back(std::move(a));
   }

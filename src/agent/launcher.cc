@@ -16,6 +16,7 @@
 #include <thread>
 #include <utility>
 
+#include "agent/container.h"
 #include "agent/internal/child_session.h"
 #include "agent/task_shim.h"
 #include "model/job_spec.h"
@@ -316,7 +317,15 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
   if (::stat(workdir.c_str(), &wd) != 0) return fail("workdir " + Quoted(workdir) + " does not exist");
   if (!S_ISDIR(wd.st_mode)) return fail("workdir " + Quoted(workdir) + " is not a directory");
   std::string program = spec.argv[0];
-  if (program.find('/') == std::string::npos) {
+  std::vector<std::string> argv = spec.argv;
+  if (!spec.image.empty()) {  // the command runs in its image (agent/container.h)
+    const std::string path_list = env.count("PATH") ? env["PATH"] : "/usr/local/bin:/usr/bin:/bin";
+    program = SearchPath("podman", path_list, identity.isolated);
+    if (program.empty()) return fail(NoPodmanReason(spec, path_list));
+    ContainerCommand container = PodmanArgv(program, spec, env, TaskDir(spec.task_id), vgpu_library_);
+    argv = std::move(container.argv);
+    for (std::string& note : container.notes) notices_.push_back(std::move(note));
+  } else if (program.find('/') == std::string::npos) {
     const std::string path_list = env.count("PATH") ? env["PATH"] : "/usr/local/bin:/usr/bin:/bin";
     program = SearchPath(spec.argv[0], path_list, identity.isolated);
     if (program.empty()) {
@@ -329,7 +338,7 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
   shim.replica = spec.replica;
   shim.restart_count = spec.restart_count;
   shim.program = program;
-  shim.argv = spec.argv;
+  shim.argv = std::move(argv);
   for (const auto& [k, v] : env) shim.env.push_back(k + "=" + v);
   shim.workdir = workdir;
   shim.log_limits = options_.log_limits;

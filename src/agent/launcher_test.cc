@@ -50,6 +50,41 @@ class LauncherTest : public testing::Test {
   std::string dir_, work_;
 };
 
+// An image: the command runs through podman — here a stand-in `podman` on the task's PATH that prints its
+// arguments — or, with no podman at all, the task fails with the reason that it can never run on this node.
+TEST_F(LauncherTest, AnImageRunsThroughPodmanOrCannotRunHere) {
+  Launcher launcher(Options());
+  const std::string bin = dir_ + "/bin";
+  std::filesystem::create_directories(bin);
+  std::ofstream(bin + "/podman") << "#!/bin/sh\necho podman \"$@\"\n";
+  ::chmod((bin + "/podman").c_str(), 0755);
+  LaunchSpec spec = Shell("job42-r0", "echo never on the host");
+  spec.image = "localhost/team/train:v1";
+  spec.env["PATH"] = bin;
+  ASSERT_TRUE(launcher.Start(spec).ok());
+  auto st = launcher.WaitFor("job42-r0", kWait);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->state, TaskState::kSucceeded) << st->error;
+  const std::string log = Log(launcher, "job42-r0");
+  EXPECT_NE(log.find("podman run --rm --name xpool-job42-r0 --network host --ipc host --volume " + work_ + ":" + work_ +
+                     " --workdir " + work_),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("localhost/team/train:v1 /bin/sh -c echo never on the host"), std::string::npos) << log;
+  EXPECT_EQ(log.rfind("never on the host", 0), std::string::npos) << "ran on the host:\n" << log;
+  EXPECT_EQ(log.find("\nnever on the host"), std::string::npos) << "ran on the host:\n" << log;
+
+  LaunchSpec none = Shell("job43-r0", "true");
+  none.image = "localhost/team/train:v1";
+  none.env["PATH"] = dir_ + "/empty";
+  ASSERT_TRUE(launcher.Start(none).ok());
+  st = launcher.WaitFor("job43-r0", kWait);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->state, TaskState::kFailed);
+  EXPECT_NE(st->error.find("podman is not installed"), std::string::npos) << st->error;
+  EXPECT_NE(st->error.find("can never run here"), std::string::npos) << st->error;
+}
+
 TEST_F(LauncherTest, RunsInWorkdirWithTaskEnv) {
   LauncherOptions o = Options();
   o.vgpu_library = XPOOL_FAKE_NVML_PATH;  // any real shared library stands in for libxpool-vgpu.so
@@ -60,22 +95,33 @@ TEST_F(LauncherTest, RunsInWorkdirWithTaskEnv) {
   spec.devices = {{2, 40960, 50}, {0, 0, 0}};
   spec.shares_device = true;
   spec.env["MY_VAR"] = "hello";
-  spec.distributed = DistributedEnv{"10.1.2.3", 29501, 2, 1, 1};
+  spec.distributed = DistributedEnv{"10.1.2.3", 29501, 2, 1, 1, 2, 0};  // both replicas on this node
   ASSERT_TRUE(launcher.Start(spec).ok());
   auto st = launcher.WaitFor("job42-r1", kWait);
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(st->state, TaskState::kSucceeded);
   EXPECT_EQ(st->exit_code, 0);
   const std::string log = Log(launcher, "job42-r1");
-  for (const std::string& want :
-       {work_ + "\n", std::string("CUDA_VISIBLE_DEVICES=2,0\n"), std::string("NVIDIA_VISIBLE_DEVICES=2,0\n"),
-        std::string("XPOOL_DEVICE_MEMORY_LIMIT_0=40960\n"), std::string("XPOOL_DEVICE_CORE_LIMIT_0=50\n"),
-        "XPOOL_SHARED_REGION=" + dir_ + "/state/job42-r1/vgpu.region\n",
-        "XPOOL_SUSPEND_FILE=" + dir_ + "/state/job42-r1/suspend\n", std::string("LD_PRELOAD=") + XPOOL_FAKE_NVML_PATH,
-        std::string("XPOOL_JOB_ID=42\n"), std::string("XPOOL_REPLICA=1\n"), std::string("XPOOL_RESTART_COUNT=3\n"),
-        std::string("MY_VAR=hello\n"), std::string("MASTER_ADDR=10.1.2.3\n"), std::string("MASTER_PORT=29501\n"),
-        std::string("WORLD_SIZE=2\n"), std::string("RANK=1\n"), std::string("LOCAL_RANK=1\n"),
-        std::string("to-stderr\n")}) {
+  for (const std::string& want : {work_ + "\n",
+                                  std::string("CUDA_VISIBLE_DEVICES=2,0\n"),
+                                  std::string("NVIDIA_VISIBLE_DEVICES=2,0\n"),
+                                  std::string("XPOOL_DEVICE_MEMORY_LIMIT_0=40960\n"),
+                                  std::string("XPOOL_DEVICE_CORE_LIMIT_0=50\n"),
+                                  "XPOOL_SHARED_REGION=" + dir_ + "/state/job42-r1/vgpu.region\n",
+                                  "XPOOL_SUSPEND_FILE=" + dir_ + "/state/job42-r1/suspend\n",
+                                  std::string("LD_PRELOAD=") + XPOOL_FAKE_NVML_PATH,
+                                  std::string("XPOOL_JOB_ID=42\n"),
+                                  std::string("XPOOL_REPLICA=1\n"),
+                                  std::string("XPOOL_RESTART_COUNT=3\n"),
+                                  std::string("MY_VAR=hello\n"),
+                                  std::string("MASTER_ADDR=10.1.2.3\n"),
+                                  std::string("MASTER_PORT=29501\n"),
+                                  std::string("WORLD_SIZE=2\n"),
+                                  std::string("RANK=1\n"),
+                                  std::string("LOCAL_RANK=1\n"),
+                                  std::string("LOCAL_WORLD_SIZE=2\n"),
+                                  std::string("NODE_RANK=0\n"),
+                                  std::string("to-stderr\n")}) {
     EXPECT_NE(log.find(want), std::string::npos) << "missing " << want << " in:\n" << log;
   }
   EXPECT_EQ(log.find("XPOOL_DEVICE_MEMORY_LIMIT_1"), std::string::npos);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "agent/task_log.h"
+
 namespace xpool::agent {
 
 void LogRelay::Append(const std::string& task_id, int64_t offset, const std::string& data) {
@@ -36,11 +38,39 @@ void LogRelay::Append(const std::string& task_id, int64_t offset, const std::str
   }
 }
 
+Result<LogSlice> LogRelay::ReadDisk(const std::string& task_id, int64_t from, int64_t max_bytes) const {
+  if (max_bytes <= 0) max_bytes = options_.max_bytes_per_task;
+  for (const std::string& dir : options_.disk_dirs) {
+    auto range = ReadLogRange(dir + "/" + task_id + "/output.log", from, max_bytes);
+    if (!range.ok()) continue;
+    return LogSlice{range->first_offset, range->offset, range->next_offset, std::move(range->data)};
+  }
+  return NotFoundError("no output from task " + task_id + " yet");
+}
+
 Result<LogSlice> LogRelay::Read(const std::string& task_id, int64_t from, int64_t max_bytes) const {
+  // A task id names a directory below disk_dirs: nothing that could climb out of it.
+  const bool plain_id = !task_id.empty() && task_id[0] != '.' && task_id.find('/') == std::string::npos;
+  {
+    std::lock_guard lock(mu_);
+    auto it = streams_.find(task_id);
+    // Memory answers when it holds the bytes asked for (a tail: when it holds the stream from its start).
+    if (it != streams_.end() && (!plain_id || (from < 0 ? it->second.base == 0 : from >= it->second.base))) {
+      return ReadLocked(it->second, from, max_bytes);
+    }
+  }
+  // Not held, or older than what is held (a restarted server holds only what agents sent since): the file.
+  if (plain_id) {
+    auto disk = ReadDisk(task_id, from, max_bytes);
+    if (disk.ok()) return disk;
+  }
   std::lock_guard lock(mu_);
   auto it = streams_.find(task_id);
   if (it == streams_.end()) return NotFoundError("no output from task " + task_id + " yet");
-  const Stream& s = it->second;
+  return ReadLocked(it->second, from, max_bytes);
+}
+
+LogSlice LogRelay::ReadLocked(const Stream& s, int64_t from, int64_t max_bytes) const {
   const int64_t end = s.base + static_cast<int64_t>(s.data.size());
   LogSlice out;
   out.first_offset = s.base;

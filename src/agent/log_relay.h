@@ -9,7 +9,8 @@
 // log stream as the agent reads it; a chunk the server already has (a resend after a lost reply, or a restarted
 // agent reading the same file again) is dropped, an overlap keeps only what is new. Memory is bounded: at most
 // `max_tasks` streams, the least recently written dropped first. Lost on a server restart (the files stay on the
-// agent's machine: <state-dir>/<task>/output.log).
+// agent's machine: <state-dir>/<task>/output.log); where those files are on the server's machine (`xpool up`, an
+// agent beside the server: LogRelayOptions::disk_dirs) a read the memory cannot answer reads them.
 //
 // Owned by the Server. Thread-safe (one mutex; Append and Read are short).
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -25,6 +27,9 @@ namespace xpool::agent {
 struct LogRelayOptions {
   int64_t max_bytes_per_task = 1 << 20;
   size_t max_tasks = 4096;
+  // Task directories on this machine (an agent's --state-dir, `xpool up`'s STATE/tasks): a read the relay cannot
+  // answer from memory (a restarted server, output older than it holds) reads <dir>/<task>/output.log there.
+  std::vector<std::string> disk_dirs;
 };
 
 // What a read returns: bytes [offset, next_offset) of the stream; `first_offset` is the oldest byte still held
@@ -47,6 +52,7 @@ class LogRelay {
   void Append(const std::string& task_id, int64_t offset, const std::string& data);
   // Up to `max_bytes` from `from` (clamped to what is held; from < 0 = the last max_bytes). NotFound when the
   // relay holds nothing for the task.
+  // Bytes the relay does not hold come from the task's file in `disk_dirs` when one is there.
   Result<LogSlice> Read(const std::string& task_id, int64_t from, int64_t max_bytes) const;
 
  private:
@@ -55,6 +61,8 @@ class LogRelay {
     std::string data;
     std::list<std::string>::iterator lru;
   };
+  LogSlice ReadLocked(const Stream& stream, int64_t from, int64_t max_bytes) const;
+  Result<LogSlice> ReadDisk(const std::string& task_id, int64_t from, int64_t max_bytes) const;
   const LogRelayOptions options_;
   mutable std::mutex mu_;
   std::map<std::string, Stream> streams_;  // guarded by mu_

@@ -2,8 +2,42 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "agent/task_log.h"
+#include "agent/testdata/test_util.h"
+
 namespace xpool::agent {
 namespace {
+
+// A restarted server holds nothing (or only what agents re-sent since): the task's file answers the rest.
+TEST(LogRelayTest, ReadsWhatItDoesNotHoldFromTheTaskDirectory) {
+  const std::string dir = FreshDir("relay_disk");
+  std::filesystem::create_directories(dir + "/job3-r1");
+  {
+    LogWriter log(dir + "/job3-r1/output.log", LogLimits{});
+    ASSERT_TRUE(log.Open().ok());
+    log.Write("line 1\nline 2\nline 3\n");
+  }
+  LogRelayOptions options;
+  options.disk_dirs = {dir + "/elsewhere", dir};
+  LogRelay relay(options);
+  auto all = relay.Read("job3-r1", 0, 1000);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(all->data, "line 1\nline 2\nline 3\n");
+  EXPECT_EQ(all->next_offset, 21);
+  // The agent re-sends only the tail; a read from the start still gets everything, in stream offsets.
+  relay.Append("job3-r1", 14, "line 3\nline 4\n");
+  auto from_start = relay.Read("job3-r1", 0, 1000);
+  ASSERT_TRUE(from_start.ok());
+  EXPECT_EQ(from_start->data, "line 1\nline 2\nline 3\n");  // the file, as far as it goes
+  auto rest = relay.Read("job3-r1", from_start->next_offset, 1000);
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ(rest->data, "line 4\n");  // memory holds what the file does not have yet
+  EXPECT_EQ(relay.Read("job9-r0", 0, 10).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(relay.Read("../job3-r1", 0, 10).status().code(), StatusCode::kNotFound);  // no climbing out
+  std::filesystem::remove_all(dir);
+}
 
 TEST(LogRelayTest, AppendsInOrderAndDropsResends) {
   LogRelay relay;
@@ -31,7 +65,7 @@ TEST(LogRelayTest, AppendsInOrderAndDropsResends) {
 }
 
 TEST(LogRelayTest, KeepsTheLastBytesPerTaskAndBoundsTasks) {
-  LogRelay relay({/*max_bytes_per_task=*/8, /*max_tasks=*/2});
+  LogRelay relay({/*max_bytes_per_task=*/8, /*max_tasks=*/2, /*disk_dirs=*/{}});
   relay.Append("a", 0, "0123456789");
   auto a = relay.Read("a", 0, 100);
   ASSERT_TRUE(a.ok());

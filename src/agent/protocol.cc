@@ -102,6 +102,7 @@ Result<TaskAssignment> AssignmentFromJson(const Json& t, const std::string& wher
                                 "\" is not SIGUSR1, SIGUSR2, SIGINT, SIGTERM or SIGHUP");
   }
   RETURN_IF_ERROR(DevicesFromJson(t, where, &s));
+  RETURN_IF_ERROR(ReplyField(t, "image", where, &s.image));  // absent: on the host
   if (t.contains("distributed") && !t["distributed"].is_null()) {
     const Json& d = t["distributed"];
     const std::string dw = where + ".distributed";
@@ -111,6 +112,8 @@ Result<TaskAssignment> AssignmentFromJson(const Json& t, const std::string& wher
     RETURN_IF_ERROR(ReplyField(d, "world_size", dw, &dist.world_size));
     RETURN_IF_ERROR(ReplyField(d, "rank", dw, &dist.rank));
     RETURN_IF_ERROR(ReplyField(d, "local_rank", dw, &dist.local_rank));
+    RETURN_IF_ERROR(ReplyField(d, "local_world_size", dw, &dist.local_world_size));
+    RETURN_IF_ERROR(ReplyField(d, "node_rank", dw, &dist.node_rank));
     s.distributed = dist;
   }
   return a;
@@ -139,6 +142,7 @@ Json AssignmentToJson(const TaskAssignment& a) {
             {"grace_s", a.grace_micros / kMicrosPerSecond},
             {"grace_ms", a.grace_micros / 1000},
             {"suspend_signal", s.suspend_signal},
+            {"image", s.image},
             {"command", s.argv},
             {"workdir", s.workdir},
             {"env", s.env},
@@ -153,11 +157,10 @@ Json AssignmentToJson(const TaskAssignment& a) {
   }
   if (s.distributed) {
     const DistributedEnv& d = *s.distributed;
-    t["distributed"] = {{"master_addr", d.master_addr},
-                        {"master_port", d.master_port},
-                        {"world_size", d.world_size},
-                        {"rank", d.rank},
-                        {"local_rank", d.local_rank}};
+    t["distributed"] = {{"master_addr", d.master_addr}, {"master_port", d.master_port},
+                        {"world_size", d.world_size},   {"rank", d.rank},
+                        {"local_rank", d.local_rank},   {"local_world_size", d.local_world_size},
+                        {"node_rank", d.node_rank}};
   }
   return t;
 }

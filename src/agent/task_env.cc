@@ -35,6 +35,13 @@ Status ValidateLaunchSpec(const LaunchSpec& spec) {
                            spec.distributed->rank >= spec.distributed->world_size)) {
     return InvalidArgumentError("task " + spec.task_id + ": rank must be in 0..world_size-1");
   }
+  if (spec.distributed &&
+      (spec.distributed->local_world_size < 1 || spec.distributed->local_rank < 0 ||
+       spec.distributed->local_rank >= spec.distributed->local_world_size || spec.distributed->node_rank < 0 ||
+       spec.distributed->master_port < 1 || spec.distributed->master_port > 65535)) {
+    return InvalidArgumentError("task " + spec.task_id +
+                                ": local_rank must be in 0..local_world_size-1, node_rank >= 0, master_port 1..65535");
+  }
   return Status::Ok();
 }
 
@@ -100,6 +107,8 @@ std::map<std::string, std::string> BuildTaskEnv(const LaunchSpec& spec, const Ta
     env["WORLD_SIZE"] = std::to_string(d.world_size);
     env["RANK"] = std::to_string(d.rank);
     env["LOCAL_RANK"] = std::to_string(d.local_rank);
+    env["LOCAL_WORLD_SIZE"] = std::to_string(d.local_world_size);
+    env["NODE_RANK"] = std::to_string(d.node_rank);
   }
   return env;
 }

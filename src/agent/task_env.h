@@ -22,14 +22,24 @@ struct TaskDevice {
   int core_percent = 0;    // 1..99 = limit; 0 or 100 = none
 };
 
-// torchrun-style variables for jobs with several replicas.
+// torchrun-style variables for jobs with several replicas: replica r of the job is RANK r; its node is NODE_RANK
+// (nodes numbered in the order of their first replica); LOCAL_RANK counts the replicas before it on its node and
+// LOCAL_WORLD_SIZE all of them there. MASTER_ADDR:MASTER_PORT is where replica 0 listens (torch.distributed's
+// env:// rendezvous).
 struct DistributedEnv {
   std::string master_addr;
   int master_port = 29500;
   int world_size = 1;
   int rank = 0;
   int local_rank = 0;
+  int local_world_size = 1;
+  int node_rank = 0;
+  friend bool operator==(const DistributedEnv&, const DistributedEnv&) = default;
 };
+
+// The node label an agent registers with its address (`xpool agent --address`): where the other nodes reach a task
+// on it. A multi-replica job's MASTER_ADDR is this label of replica 0's node (the node name when it is unset).
+inline constexpr char kNodeAddressLabel[] = "xpool.io/address";
 
 struct LaunchSpec {
   std::string task_id;            // [A-Za-z0-9._-], unique among the launcher's tasks; names its log and cgroup
@@ -46,6 +56,8 @@ struct LaunchSpec {
   std::optional<DistributedEnv> distributed;
   int64_t cpu_milli = 0;   // cgroup cpu.max; 0 = none
   int64_t memory_mib = 0;  // cgroup memory.max; 0 = none
+  // An OCI image to run the command in (through podman, agent/container.h); "" = directly on the host.
+  std::string image;
   // The job's checkpoint.signal by name ("SIGUSR2", ...; model/job_spec.h), sent on Suspend and exported as
   // XPOOL_SUSPEND_SIGNAL; "" = the launcher's default (SIGUSR1).
   std::string suspend_signal;
@@ -70,7 +82,8 @@ struct TaskPaths {
 // NVIDIA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER=PCI_BUS_ID so CUDA numbers devices as NVML does),
 // per-device limits, XPOOL_JOB_ID / XPOOL_REPLICA / XPOOL_RESTART_COUNT / XPOOL_SUSPEND_FILE,
 // XPOOL_SHARED_REGION and LD_PRELOAD (shared devices only; `inherited_ld_preload` is kept after
-// ours), and MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK for distributed jobs.
+// ours), and MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK for
+// distributed jobs.
 std::map<std::string, std::string> BuildTaskEnv(const LaunchSpec& spec, const TaskPaths& paths,
                                                 const std::string& inherited_ld_preload);
 

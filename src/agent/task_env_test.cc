@@ -61,7 +61,7 @@ TEST(TaskEnvTest, VendorVariableAndDistributed) {
   LaunchSpec spec = BaseSpec();
   spec.vendor = Vendor::kAscend;
   spec.devices = {{2, 0, 0}, {5, 0, 0}};
-  spec.distributed = DistributedEnv{"10.0.0.5", 29400, 4, 3, 1};
+  spec.distributed = DistributedEnv{"10.0.0.5", 29400, 4, 3, 1, 2, 1};  // 2 replicas on each of 2 nodes
   auto env = BuildTaskEnv(spec, {}, "");
   EXPECT_EQ(env["ASCEND_VISIBLE_DEVICES"], "2,5");
   EXPECT_EQ(env.count("CUDA_VISIBLE_DEVICES"), 0u);
@@ -71,6 +71,9 @@ TEST(TaskEnvTest, VendorVariableAndDistributed) {
   EXPECT_EQ(env["WORLD_SIZE"], "4");
   EXPECT_EQ(env["RANK"], "3");
   EXPECT_EQ(env["LOCAL_RANK"], "1");
+  EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "2");
+  EXPECT_EQ(env["NODE_RANK"], "1");
+  EXPECT_TRUE(ValidateLaunchSpec(spec).ok());
 }
 
 TEST(TaskEnvTest, DevicesFromGrants) {
@@ -114,6 +117,8 @@ TEST(ValidateLaunchSpecTest, RejectsBadSpecs) {
          s.distributed = DistributedEnv{"h", 1, 2, 2, 0};
        },
        "rank"},
+      {"bad local rank", [](LaunchSpec& s) { s.distributed = DistributedEnv{"h", 29500, 4, 3, 1, 1, 1}; },
+       "local_rank"},
   };
   EXPECT_TRUE(ValidateLaunchSpec(BaseSpec()).ok());
   for (const Case& c : cases) {

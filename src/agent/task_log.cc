@@ -206,6 +206,33 @@ std::vector<std::string> LogFiles(const std::string& path) {
   return files;
 }
 
+Result<LogRange> ReadLogRange(const std::string& path, int64_t from, int64_t max_bytes) {
+  ASSIGN_OR_RETURN(std::vector<KeptFile> files, KeptFiles(path));  // newest first
+  const int64_t first = files.back().base;
+  const int64_t end = files.front().base + files.front().size;
+  if (max_bytes <= 0) max_bytes = end - first;
+  LogRange out;
+  out.first_offset = first;
+  out.offset = from < 0 ? std::max(first, end - max_bytes) : std::clamp(from, first, end);
+  out.next_offset = out.offset;
+  for (auto f = files.rbegin(); f != files.rend() && out.next_offset < end; ++f) {
+    const int64_t want = out.offset + max_bytes - out.next_offset;
+    if (want <= 0) break;
+    if (out.next_offset >= f->base + f->size) continue;
+    std::FILE* in = std::fopen(f->name.c_str(), "rbe");
+    if (in == nullptr) break;  // rotated away meanwhile: what was read so far
+    const int64_t skip = std::max<int64_t>(0, out.next_offset - f->base);
+    std::string chunk(static_cast<size_t>(std::min(want, f->size - skip)), '\0');
+    const bool seeked = std::fseek(in, static_cast<long>(skip), SEEK_SET) == 0;
+    const size_t got = seeked ? std::fread(chunk.data(), 1, chunk.size(), in) : 0;
+    std::fclose(in);
+    out.data.append(chunk.data(), got);
+    out.next_offset += static_cast<int64_t>(got);
+    if (got < chunk.size()) break;
+  }
+  return out;
+}
+
 Result<std::string> ReadLogTail(const std::string& path, int64_t max_bytes) {
   const std::vector<std::string> files = LogFiles(path);
   if (files.empty()) return NotFoundError("no log at " + path);

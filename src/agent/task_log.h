@@ -77,6 +77,17 @@ std::string LogOffsetPath(const std::string& path);
 // 0). NotFound when the task has no log.
 Result<std::string> ReadLogTail(const std::string& path, int64_t max_bytes);
 
+// Up to `max_bytes` of the task's log stream from stream offset `from` (from < 0: the last max_bytes), across
+// its rotated files: `data` holds bytes [offset, next_offset); `first_offset` is the oldest byte kept (offset >
+// from when older output was rotated away). NotFound when the task has no log.
+struct LogRange {
+  int64_t first_offset = 0;
+  int64_t offset = 0;
+  int64_t next_offset = 0;
+  std::string data;
+};
+Result<LogRange> ReadLogRange(const std::string& path, int64_t from, int64_t max_bytes);
+
 // Follows a live log across rotations (as `tail -F`): each ReadNew() returns what was appended
 // since the last.
 class LogFollower {

@@ -46,6 +46,50 @@ TEST(LogWriterTest, RotatesAndKeepsTheNewest) {
   std::filesystem::remove_all(dir);
 }
 
+// A range of the stream by offset, across rotated files (what the server reads from disk for `xpool logs`).
+TEST(LogReaderTest, ReadsARangeByStreamOffsetAcrossRotations) {
+  const std::string dir = FreshDir("agent_range");
+  const std::string path = dir + "/output.log";
+  std::string all;
+  {
+    LogWriter log(path, LogLimits{100, 2});
+    ASSERT_TRUE(log.Open().ok());
+    for (int i = 0; i < 100; ++i) {
+      const std::string line = "line " + std::to_string(i) + "\n";
+      log.Write(line);
+      all += line;
+    }
+  }
+  const int64_t end = static_cast<int64_t>(all.size());
+  auto tail = ReadLogRange(path, -1, 50);
+  ASSERT_TRUE(tail.ok());
+  EXPECT_EQ(tail->next_offset, end);
+  EXPECT_EQ(tail->offset, end - 50);
+  EXPECT_EQ(tail->data, all.substr(all.size() - 50));
+  // From the oldest kept byte (older output was rotated away), in pieces that span files.
+  auto first = ReadLogRange(path, 0, 70);
+  ASSERT_TRUE(first.ok());
+  EXPECT_GT(first->first_offset, 0);
+  EXPECT_EQ(first->offset, first->first_offset);
+  std::string read = first->data;
+  int64_t at = first->next_offset;
+  while (at < end) {
+    auto next = ReadLogRange(path, at, 70);
+    ASSERT_TRUE(next.ok());
+    ASSERT_EQ(next->offset, at);
+    ASSERT_GT(next->next_offset, at);
+    read += next->data;
+    at = next->next_offset;
+  }
+  EXPECT_EQ(read, all.substr(static_cast<size_t>(first->first_offset)));
+  auto past = ReadLogRange(path, end + 10, 70);
+  ASSERT_TRUE(past.ok());
+  EXPECT_EQ(past->offset, end);
+  EXPECT_EQ(past->data, "");
+  EXPECT_EQ(ReadLogRange(dir + "/none.log", 0, 10).status().code(), StatusCode::kNotFound);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(LogWriterTest, DiskFullStopsLoggingWithNote) {
   const std::string dir = FreshDir("agent_full");
   const std::string path = dir + "/output.log";

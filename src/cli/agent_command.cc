@@ -286,7 +286,7 @@ int RunAgent(const Args& args) {
                 "With --server it registers with the server (gRPC, docs/agent.md) and runs what it assigns; it also\n"
                 "prints the devices (--print-devices) or runs one task locally (--run -- CMD ARGS...).");
   std::string simulate, node_file, nvml_library = "libnvidia-ml.so.1", name, devices_list;
-  std::string state_dir = "var/agent", workdir = ".", server, token, token_file;
+  std::string state_dir = "var/agent", workdir = ".", server, token, token_file, address;
   bool print_devices = false, run = false, stop_tasks = false;
   int64_t gpumem = 0, gpucores = 0, grace = 10;
   TaskIdentityFlags identity;
@@ -298,6 +298,10 @@ int RunAgent(const Args& args) {
   flags.String("server", &server,
                "serve this server's assignments: grpc://HOST:PORT (or HOST:PORT; the server's --agent-listen, "
                "default port 8471), or http://HOST:PORT (the API, HTTP fallback)");
+  flags.String("address", &address,
+               "the address other nodes reach this node's tasks at, registered with the node (a multi-replica "
+               "job's MASTER_ADDR when its replica 0 runs here); default 127.0.0.1 when --server is on this "
+               "machine, else the host name");
   flags.String("token", &token, "node (or admin) token; default $XPOOL_TOKEN");
   flags.String("token-file", &token_file, "read the token from this file");
   flags.Bool("run", &run, "run the command after -- as one task on this node, stream its log, exit with its code");
@@ -352,6 +356,7 @@ int RunAgent(const Args& args) {
   if (print_devices) std::fputs(agent::FormatDeviceTable(*report).c_str(), stdout);
   if (!server.empty()) {
     if (!print_devices && !report->note.empty()) std::fprintf(stderr, "agent: %s\n", report->note.c_str());
+    report->node.labels[agent::kNodeAddressLabel] = address.empty() ? agent::DefaultNodeAddress(server) : address;
     return Serve(*report, server, token, state_dir, stop_tasks, identity);
   }
   if (!run) return 0;

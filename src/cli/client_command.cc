@@ -447,34 +447,60 @@ int RunNodes(const Args& args) {
   return 2;
 }
 
-// `xpool logs JOB [--replica N] [-f]`: a replica's output as the agents shipped it (GET /api/v1/jobs/{id}/logs;
-// docs/agent.md "Logs"). -f keeps polling until the job has ended and no new output came for a few seconds.
+// The last `lines` lines of `text` (all of it when it has fewer).
+std::string LastLines(const std::string& text, int64_t lines) {
+  size_t at = text.size();
+  if (at > 0 && text[at - 1] == '\n') --at;  // the final newline ends the last line
+  for (int64_t n = 0; n < lines; ++n) {
+    const size_t nl = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
+    if (nl == std::string::npos) return text;
+    at = nl;
+  }
+  return text.substr(at + 1);
+}
+
+// `xpool logs JOB [--replica N] [--tail N] [-f]`: a replica's output (GET /api/v1/jobs/{id}/logs; docs/agent.md
+// "Logs"): what the agents shipped, or the task's log file where the server can read it. -f keeps polling until the
+// job has ended and no new output came for a few seconds, and waits for a server that restarts.
 int RunLogs(const Args& args) {
-  FlagSet flags("xpool logs", "Prints a job's output (stdout and stderr): xpool logs JOB [--replica N] [-f].");
+  FlagSet flags("xpool logs",
+                "Prints a job's output (stdout and stderr): xpool logs JOB [--replica N] [--tail N] [-f].");
   ClientFlags cf;
   cf.Add(flags, false);
-  int64_t replica = 0;
+  int64_t replica = 0, tail = -1;
   bool follow = false;
   flags.Int("replica", &replica, "which replica (default 0)");
-  flags.Bool("f", &follow, "follow: print new output as it comes, until the job ends");
+  flags.Int("tail", &tail, "only the last N lines (default: all the server holds, up to 1 MiB)");
+  flags.Bool("f", &follow, "follow: print new output as it comes, until the job ends (across server restarts)");
   int code = 0;
   if (!ParseClient(flags, args, &code)) return code;
-  if (flags.positional().size() != 1 || replica < 0) {
-    std::fprintf(stderr, "usage: xpool logs JOB-ID [--replica N] [-f]\n");
+  if (flags.positional().size() != 1 || replica < 0 || (tail < 0 && tail != -1)) {
+    std::fprintf(stderr, "usage: xpool logs JOB-ID [--replica N] [--tail N] [-f]  (N >= 0)\n");
     return 2;
   }
   const Connection c = cf.connection();
   const std::string base = "/api/v1/jobs/" + flags.positional()[0] + "/logs?replica=" + std::to_string(replica);
   int64_t offset = -1;  // first read: the last MiB the server holds
   int quiet_after_done = 0;
+  bool unreachable = false;
   for (;;) {
     auto reply = Call(c, "GET", base + (offset >= 0 ? "&offset=" + std::to_string(offset) : ""));
-    if (!reply.ok()) return Fail(reply.status());
+    if (!reply.ok()) {
+      // Following: a server that restarts (or a moment without it) is waited for; the output resumes at the
+      // same stream offset.
+      if (!follow || reply.status().code() != StatusCode::kUnavailable) return Fail(reply.status());
+      if (!unreachable) std::fprintf(stderr, "[xpool logs: %s; retrying]\n", reply.status().message().c_str());
+      unreachable = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      continue;
+    }
+    unreachable = false;
     const int64_t first = Int(*reply, "first_offset");
     if (offset >= 0 && first > offset) {
       std::fprintf(stderr, "[xpool logs: %lld bytes of output were dropped]\n", static_cast<long long>(first - offset));
     }
-    const std::string data = Str(*reply, "data");
+    std::string data = Str(*reply, "data");
+    if (offset < 0 && tail >= 0) data = tail == 0 ? "" : LastLines(data, tail);
     std::fwrite(data.data(), 1, data.size(), stdout);
     std::fflush(stdout);
     offset = Int(*reply, "next_offset");

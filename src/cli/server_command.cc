@@ -1,6 +1,7 @@
 // `xpool server`: the control plane (REST API, scheduling loop, durable state). See docs/api.md.
 #include <csignal>
 #include <cstdio>
+#include <string>
 
 #include "cli/control_commands.h"
 #include "cli/server_flags.h"
@@ -26,9 +27,19 @@ int RunServer(const Args& args) {
   flags.Int("max-body", &max_body, "largest request body in bytes (default 1 MiB); larger is 413");
   flags.Int("threads", &threads, "HTTP worker threads running requests (default 128)");
   flags.Int("tick-ms", &options.tick_ms, "periodic scheduling pass interval in ms (default 1000)");
+  std::string task_log_dirs;
+  flags.String("task-log-dir", &task_log_dirs,
+               "agents' --state-dir on this machine, comma-separated: `xpool logs` reads the task log files there "
+               "when the server's copy does not hold them (after a server restart)");
   AddSharedServerFlags(flags, &options);
   int code = 0;
   if (!ParseFlagsOrExit(flags, args, &code)) return code;
+  for (size_t start = 0; start < task_log_dirs.size();) {
+    size_t comma = task_log_dirs.find(',', start);
+    if (comma == std::string::npos) comma = task_log_dirs.size();
+    if (comma > start) options.task_log_dirs.push_back(task_log_dirs.substr(start, comma - start));
+    start = comma + 1;
+  }
   if (max_body < 1024 || threads < 1 || threads > 1024 || options.tick_ms < 10) {
     std::fprintf(stderr, "error: --max-body must be >= 1024, --threads 1..1024, --tick-ms >= 10\n");
     return 2;

@@ -55,7 +55,7 @@ int RunUp(const Args& args) {
                 "(a simulated 4xA100-80GB node when NVML is not available).");
   server::ServerOptions options;
   options.state_dir = "var";
-  std::string simulate, nvml_library = "libnvidia-ml.so.1", name;
+  std::string simulate, nvml_library = "libnvidia-ml.so.1", name, address;
   flags.String("listen", &options.listen, "HOST:PORT to serve the API on (default 127.0.0.1:8470)");
   flags.String("agent-listen", &options.agent_listen,
                "HOST:PORT for more agents (gRPC), or off (default: the API's host, port 8471 when --listen is on "
@@ -67,6 +67,10 @@ int RunUp(const Args& args) {
   flags.String("simulate", &simulate, "simulate these devices instead of discovering, e.g. 4xA100-80GB");
   flags.String("nvml-library", &nvml_library, "the NVML library to load (default libnvidia-ml.so.1)");
   flags.String("node-name", &name, "this node's name (default: the host name)");
+  flags.String("address", &address,
+               "the address other nodes reach this node's tasks at (MASTER_ADDR of a multi-replica job whose "
+               "replica 0 runs here); default 127.0.0.1 when agents can only connect from this machine, else the "
+               "host name");
   AddSharedServerFlags(flags, &options);
   TaskIdentityFlags identity;
   identity.Add(flags);
@@ -84,6 +88,14 @@ int RunUp(const Args& args) {
     return report.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
 
+  if (address.empty()) {
+    // Remote agents connect to --agent-listen (off: none; unset: the --listen host).
+    const std::string& peer = options.agent_listen.empty() ? options.listen : options.agent_listen;
+    address = peer == "off" ? "127.0.0.1" : agent::DefaultNodeAddress(peer);
+  }
+  report->node.labels[agent::kNodeAddressLabel] = address;
+
+  options.task_log_dirs.push_back(options.state_dir + "/tasks");  // the in-process agent's tasks (see below)
   const sigset_t stop_signals = BlockStopSignals();
 
   auto server = server::Server::Create(options);

@@ -2,11 +2,13 @@
 // job_spec_parse.cc.
 #include "model/job_spec.h"
 
+#include <algorithm>
 #include <csignal>
 #include <nlohmann/json.hpp>
 #include <utility>
 
 #include "common/units.h"
+#include "model/device.h"
 #include "model/internal/job_spec_limits.h"
 
 namespace xpool {
@@ -99,6 +101,13 @@ TaskRequest ResourceSpec::ToTaskRequest() const {
   t.device_memory_mib = gpumem_mib;
   t.device_memory_percent = gpumem_percentage;
   t.device_compute_milli = static_cast<int64_t>(gpucores) * 10;
+  if (gpu > 0 && gpumem_mib == 0 && gpumem_percentage == 0) {
+    t.device_memory_percent = 100;  // HAMi's nvidia.defaultMem 0: no memory given = the device's whole memory
+  }
+  if (gpu > 0 && gpucores == 0 && t.device_memory_percent == 100) {
+    // HAMi's admission rule: whole memory and no gpucores = gpucores 100, the device held exclusively.
+    t.device_compute_milli = kWholeDeviceMilli;
+  }
   t.vendor = vendor;
   t.type_include = gpu_type;
   t.type_exclude = gpu_type_exclude;
@@ -127,7 +136,17 @@ Status ValidateJobSpec(const JobSpec& spec) {
   RETURN_IF_ERROR(
       CheckRange(spec.checkpoint_grace_seconds, 0, kMaxCheckpointGraceSeconds, "checkpoint.grace", "0..3600 seconds"));
   RETURN_IF_ERROR(CheckpointSignalNumber(spec.checkpoint_signal).status());
+  RETURN_IF_ERROR(CheckRange(spec.retries, 0, kMaxRetries, "retries", "0..10"));
+  RETURN_IF_ERROR(
+      CheckRange(spec.retry_backoff_seconds, 1, kMaxRetryBackoffSeconds, "retry-backoff", "1..3600 seconds"));
+  if (!spec.image.empty()) RETURN_IF_ERROR(CheckImage(spec.image));
   return Status::Ok();
+}
+
+int RetryDelaySeconds(const JobSpec& spec, int attempt) {
+  int64_t delay = spec.retry_backoff_seconds;
+  for (int i = 1; i < attempt && delay < kMaxRetryBackoffSeconds; ++i) delay *= 2;
+  return static_cast<int>(std::min<int64_t>(delay, kMaxRetryBackoffSeconds));
 }
 
 std::string JobSpecToJson(const JobSpec& spec) {
@@ -161,6 +180,9 @@ std::string JobSpecToJson(const JobSpec& spec) {
   j["preemptible"] = spec.preemptible;
   j["checkpoint"] = json{{"grace", spec.checkpoint_grace_seconds}};
   if (spec.checkpoint_signal != kDefaultCheckpointSignal) j["checkpoint"]["signal"] = spec.checkpoint_signal;
+  if (spec.retries != 0) j["retries"] = spec.retries;
+  if (spec.retry_backoff_seconds != kDefaultRetryBackoffSeconds) j["retry-backoff"] = spec.retry_backoff_seconds;
+  if (!spec.image.empty()) j["image"] = spec.image;
   // Strings were checked to be UTF-8 when parsed; `replace` keeps a spec built in code from throwing.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }

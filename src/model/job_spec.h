@@ -10,8 +10,9 @@
 //     memory: 16Gi                # "8Gi", "512Mi", bare integer = MiB
 //     gpu: 1                      # devices per replica, 0..64
 //     gpumem: 20Gi                # per device ("20Gi" or integer MiB); or
-//     gpumem-percentage: 50       # per device, 1..100 (not both)
-//     gpucores: 50                # per device, percent 1..100 (100 = exclusive)
+//     gpumem-percentage: 50       # per device, 1..100 (not both); neither = the device's whole memory
+//     gpucores: 50                # per device, percent 1..100 (100 = exclusive); unset = 100 when the job
+//                                 # has the whole memory, else 0 (shares compute freely) — HAMi's defaults
 //     gpu-type: A100              # string or list (substring match on the device model)
 //     gpu-type-exclude: [T4]
 //     gpu-uuid: GPU-1234          # string or list
@@ -23,6 +24,9 @@
 //   preemptible: true             # default false
 //   checkpoint: {grace: 30}       # seconds 0..3600 (or "30s", "5m"), default 30; 0 = stop at once
 //   checkpoint: {signal: SIGUSR2} # the suspend signal: SIGUSR1 (default), SIGUSR2, SIGINT, SIGTERM, SIGHUP
+//   retries: 3                    # 0..10, default 0: a replica exiting non-zero (or killed) runs the job again
+//   retry-backoff: 10             # seconds 1..3600 (or "10s", "1m"), default 10: retry k waits backoff × 2^(k-1)
+//   image: docker.io/library/python:3.12   # run the command in this OCI image (podman); default: on the host
 //
 // Every error names the field path and the reason, e.g. "resources.gpucores must be 1..100" or
 // "unknown field 'resources.gpus'". Unknown fields and wrong types are rejected.
@@ -49,6 +53,10 @@ inline constexpr int kMaxDevicesPerReplica = 64;
 inline constexpr int kMaxCheckpointGraceSeconds = 3600;
 inline constexpr int kDefaultCheckpointGraceSeconds = 30;
 inline constexpr std::string_view kDefaultCheckpointSignal = "SIGUSR1";
+inline constexpr int kMaxRetries = 10;
+inline constexpr int kDefaultRetryBackoffSeconds = 10;
+inline constexpr int kMaxRetryBackoffSeconds = 3600;
+inline constexpr size_t kMaxImageLength = 255;
 // Input larger than this is refused before parsing (the HTTP layer should have its own, smaller, body limit).
 inline constexpr size_t kMaxJobSpecBytes = 1 << 20;
 
@@ -86,6 +94,11 @@ struct JobSpec {
   bool preemptible = false;
   int checkpoint_grace_seconds = kDefaultCheckpointGraceSeconds;
   std::string checkpoint_signal = std::string(kDefaultCheckpointSignal);  // sent to ask for a checkpoint
+  // Times a failed job is run again, and the wait before the first retry (doubling each time).
+  int retries = 0;
+  int retry_backoff_seconds = kDefaultRetryBackoffSeconds;
+  // "" = the host's environment; else an OCI image reference the command runs in, through podman.
+  std::string image;
 
   // What to exec: the argv list, or {"/bin/sh", "-c", script}.
   std::vector<std::string> Argv() const;
@@ -101,6 +114,9 @@ Result<JobSpec> ParseJobSpec(std::string_view text);
 // Checks the limits of an already-built spec (what ParseJobSpec applies after reading the fields). Useful for
 // specs built in code.
 Status ValidateJobSpec(const JobSpec& spec);
+
+// The wait before retry `attempt` (1-based): backoff × 2^(attempt-1), at most kMaxRetryBackoffSeconds.
+int RetryDelaySeconds(const JobSpec& spec, int attempt);
 
 // Canonical JSON form (what the store keeps and the API returns). ParseJobSpec(JobSpecToJson(s)) == s.
 std::string JobSpecToJson(const JobSpec& spec);

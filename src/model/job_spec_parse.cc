@@ -277,9 +277,9 @@ Status ReadEnv(const N& node, JobSpec* spec) {
   });
 }
 
-// Seconds as an integer, or with a unit: "45s", "5m".
+// Seconds as an integer, or with a unit: "45s", "5m"; lo..hi.
 template <typename N>
-Result<int64_t> ReadGrace(const N& node, const std::string& path) {
+Result<int64_t> ReadSeconds(const N& node, const std::string& path, int64_t lo, int64_t hi) {
   ASSIGN_OR_RETURN(std::string s, ReadScalar(node, path, "seconds"));
   std::string_view digits = s;
   int64_t scale = 1;
@@ -288,11 +288,16 @@ Result<int64_t> ReadGrace(const N& node, const std::string& path) {
     digits.remove_suffix(1);
   }
   Result<int64_t> n = ParseNonNegativeInt(digits);
-  if (!n.ok() || *n > kMaxCheckpointGraceSeconds / scale) {
-    return InvalidArgumentError(path + " must be 0..3600 seconds (e.g. 30, \"45s\", \"5m\"), not '" + Printable(s) +
-                                "'");
+  if (!n.ok() || *n > hi / scale || *n * scale < lo) {
+    return InvalidArgumentError(path + " must be " + std::to_string(lo) + ".." + std::to_string(hi) +
+                                " seconds (e.g. 30, \"45s\", \"5m\"), not '" + Printable(s) + "'");
   }
   return *n * scale;
+}
+
+template <typename N>
+Result<int64_t> ReadGrace(const N& node, const std::string& path) {
+  return ReadSeconds(node, path, 0, kMaxCheckpointGraceSeconds);
 }
 
 template <typename N>
@@ -328,6 +333,15 @@ Status ReadTopLevel(const N& root, JobSpec* spec) {
       RETURN_IF_ERROR(ReadEnv(v, spec));
     } else if (key == "preemptible") {
       ASSIGN_OR_RETURN(spec->preemptible, ReadBool(v, path));
+    } else if (key == "retries") {
+      ASSIGN_OR_RETURN(int64_t n, ReadInt(v, path, 0, kMaxRetries, "0..10"));
+      spec->retries = static_cast<int>(n);
+    } else if (key == "retry-backoff") {
+      ASSIGN_OR_RETURN(int64_t seconds, ReadSeconds(v, path, 1, kMaxRetryBackoffSeconds));
+      spec->retry_backoff_seconds = static_cast<int>(seconds);
+    } else if (key == "image") {
+      ASSIGN_OR_RETURN(spec->image, ReadScalar(v, path, "an image reference"));
+      RETURN_IF_ERROR(CheckImage(spec->image));
     } else if (key == "checkpoint") {
       RETURN_IF_ERROR(ForEachField(v, path, [spec](const std::string& k, const N& g, const std::string& p) -> Status {
         if (k == "signal") {

@@ -84,8 +84,71 @@ TEST(JobSpecTest, JsonAndDefaults) {
   EXPECT_EQ(spec->Argv(), (std::vector<std::string>{"/bin/sh", "-c", "echo hi && sleep 1"}));
 }
 
+// HAMi's defaults (nvidia.defaultMem 0 = the whole memory; gpucores 100 when the memory is whole and no gpucores
+// is given): `gpu: 1` alone books a whole device; giving memory or cores opts into sharing.
+TEST(JobSpecTest, AWholeGpuUnlessTheJobAsksToShare) {
+  struct Row {
+    const char* resources;
+    int64_t memory_mib;
+    int memory_percent;
+    int64_t compute_milli;
+  };
+  const Row rows[] = {
+      {"{gpu: 1}", 0, 100, 1000},
+      {"{gpu: 2, cpu: 1}", 0, 100, 1000},
+      {"{gpu: 1, gpumem-percentage: 100}", 0, 100, 1000},
+      {"{gpu: 1, gpumem: 8Gi}", 8192, 0, 0},
+      {"{gpu: 1, gpumem-percentage: 50}", 0, 50, 0},
+      {"{gpu: 1, gpucores: 30}", 0, 100, 300},
+      {"{gpu: 1, gpumem: 4Gi, gpucores: 25}", 4096, 0, 250},
+      {"{cpu: 1}", 0, 0, 0},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.resources);
+    Result<JobSpec> spec = ParseJobSpec(std::string("name: a\ncommand: [a]\nresources: ") + row.resources);
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    TaskRequest t = spec->ToTaskRequest();
+    EXPECT_EQ(t.device_memory_mib, row.memory_mib);
+    EXPECT_EQ(t.device_memory_percent, row.memory_percent);
+    EXPECT_EQ(t.device_compute_milli, row.compute_milli);
+    EXPECT_TRUE(ValidateTaskRequest(t).ok());
+    // The spec is kept as written: the defaults live in the request only.
+    EXPECT_EQ(JobSpecToJson(*spec).find("gpucores") != std::string::npos, spec->resources.gpucores > 0);
+  }
+}
+
+TEST(JobSpecTest, RetriesBackoffAndImage) {
+  Result<JobSpec> spec = ParseJobSpec(
+      "name: a\ncommand: [a]\nresources: {cpu: 1}\nretries: 3\nretry-backoff: 1m\nimage: "
+      "registry.example:5000/team/train@sha256:abc\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->retries, 3);
+  EXPECT_EQ(spec->retry_backoff_seconds, 60);
+  EXPECT_EQ(spec->image, "registry.example:5000/team/train@sha256:abc");
+  EXPECT_EQ(RetryDelaySeconds(*spec, 1), 60);
+  EXPECT_EQ(RetryDelaySeconds(*spec, 2), 120);
+  EXPECT_EQ(RetryDelaySeconds(*spec, 3), 240);
+  spec->retry_backoff_seconds = 3000;
+  EXPECT_EQ(RetryDelaySeconds(*spec, 2), kMaxRetryBackoffSeconds);  // capped
+  Result<JobSpec> plain = ParseJobSpec("name: a\ncommand: [a]\nresources: {cpu: 1}\n");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->retries, 0);
+  EXPECT_EQ(plain->retry_backoff_seconds, kDefaultRetryBackoffSeconds);
+  EXPECT_EQ(RetryDelaySeconds(*plain, 2), 2 * kDefaultRetryBackoffSeconds);
+  EXPECT_TRUE(plain->image.empty());
+  JobSpec bad = *plain;
+  bad.retries = -1;
+  EXPECT_NE(ValidateJobSpec(bad).message().find("retries must be 0..10"), std::string::npos);
+  bad = *plain;
+  bad.image = "a b";
+  EXPECT_NE(ValidateJobSpec(bad).message().find("image must be"), std::string::npos);
+}
+
 TEST(JobSpecTest, CanonicalJsonRoundTrips) {
-  for (const char* text : {kFullYaml, R"({"name": "j1", "resources": {"memory": 1}, "command": "x"})",
+  for (const char* text : {kFullYaml,
+                           "name: r\nresources: {cpu: 1}\ncommand: [a]\nretries: 2\nretry-backoff: 5\n"
+                           "image: localhost/x:1\n",
+                           R"({"name": "j1", "resources": {"memory": 1}, "command": "x"})",
                            "name: a\nresources: {gpu: 1, gpumem-percentage: 25}\ncommand: [a, '']\npriority: 0\n"}) {
     SCOPED_TRACE(text);
     Result<JobSpec> spec = ParseJobSpec(text);
@@ -155,6 +218,16 @@ TEST(JobSpecTest, RejectsBadInputWithFieldAndReason) {
       {"name: x\nresources: {cpu: 1}\ncommand: [\"a\\u0000b\"]\n", "command[0] must not contain NUL"},
       {"name: x\xff\nresources: {cpu: 1}\ncommand: [a]\n", "not valid UTF-8"},
       {"name: x\nresources: {gpu: 1, gpumem: 0}\ncommand: [a]\n", "resources.gpumem must be 1Mi..1Ti"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\nretries: -1\n", "retries must be 0..10"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\nretries: 11\n", "retries must be 0..10"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\nretries: many\n", "retries must be an integer"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\nretry-backoff: 0\n", "retry-backoff must be 1..3600 seconds"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\nretry-backoff: 2h\n", "retry-backoff must be 1..3600 seconds"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\nimage: \"python 3.12\"\n", "image must be an OCI image reference"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\nimage: \"python 3.12\"\n", "not one with a space"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\nimage: \"-v/:/host\"\n", "starting with a letter or digit"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\nimage: \"\"\n", "image must be an OCI image reference"},
+      {"name: x\nresources: {cpu: 1}\ncommand: [a]\nimage: [a]\n", "image must be"},
       // yaml-cpp 0.7's LoadAll never returns on a lone ',' (found by tests/fuzz/job_spec_fuzz).
       {",", "single YAML document"},
   };

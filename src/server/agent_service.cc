@@ -3,9 +3,11 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "model/job_spec.h"
+#include "server/internal/distributed_launch.h"
 
 namespace xpool::server {
 namespace {
@@ -136,24 +138,33 @@ void AgentService::ApplyReport(const agent::TaskReport& report) {
     (void)store_.UpdateTask(id, report.replica, JobState::kFailed, code, now);
     std::string reason = "replica " + std::to_string(report.replica);
     if (!report.status.error.empty()) {
+      // Not retried: the same command, image and node would fail the same way.
       reason += " could not start: " + report.status.error;
-    } else if (report.status.signal != 0) {
+      (void)control_.Finish(id, JobState::kFailed, reason);
+      return;
+    }
+    std::string what;
+    if (report.status.signal != 0) {
       reason += " was killed by signal " + SignalText(report.status.signal);
+      what = "signal " + SignalText(report.status.signal);
     } else {
       reason += " exited with code " + std::to_string(report.status.exit_code);
+      what = "exit code " + std::to_string(report.status.exit_code);
     }
-    (void)control_.Finish(id, JobState::kFailed, reason);
+    (void)control_.FailOrRetry(id, reason, what);
   }
   // kStopped / kSuspended of a job that is not suspending: the server asked for it (cancel, node lost).
 }
 
 Result<std::vector<agent::TaskAssignment>> AgentService::Wanted(const Node& node) {
+  std::map<JobId, std::vector<AllocationRecord>> gangs;  // every replica's allocation, for the distributed block
   std::vector<AllocationRecord> allocations;
   for (JobId id : control_.JobsOnNode(node.name)) {
     ASSIGN_OR_RETURN(std::vector<AllocationRecord> held, store_.JobAllocations(id));
-    for (AllocationRecord& a : held) {
-      if (a.node == node.name) allocations.push_back(std::move(a));
+    for (const AllocationRecord& a : held) {
+      if (a.node == node.name) allocations.push_back(a);
     }
+    gangs[id] = std::move(held);
   }
   std::vector<agent::TaskAssignment> out;
   for (const AllocationRecord& a : allocations) {
@@ -175,6 +186,7 @@ Result<std::vector<agent::TaskAssignment>> AgentService::Wanted(const Node& node
     s.replica = a.replica;
     s.restart_count = job->restart_count;
     s.suspend_signal = spec.checkpoint_signal;
+    s.image = spec.image;
     s.task_id = "job" + std::to_string(s.job_id) + "-r" + std::to_string(a.replica);
     if (spec.command_is_shell && !spec.command.empty()) {
       s.argv = {"/bin/sh", "-c", spec.command[0]};
@@ -199,9 +211,27 @@ Result<std::vector<agent::TaskAssignment>> AgentService::Wanted(const Node& node
         s.devices.push_back(td);
       }
     }
+    if (spec.replicas > 1) s.distributed = Distributed(gangs[a.job], a.replica);
     out.push_back(std::move(t));
   }
   return out;
+}
+
+std::optional<agent::DistributedEnv> AgentService::Distributed(const std::vector<AllocationRecord>& gang, int replica) {
+  std::string master_addr;
+  for (const AllocationRecord& a : gang) {
+    if (a.replica != 0) continue;
+    master_addr = a.node;  // a node registered without an address: its name
+    auto master = control_.GetNode(a.node);
+    if (master.ok()) {
+      auto label = master->node.labels.find(agent::kNodeAddressLabel);
+      if (label != master->node.labels.end() && !label->second.empty()) master_addr = label->second;
+    }
+  }
+  const JobId job = gang.empty() ? JobId() : gang[0].job;
+  int port = control_.MasterPort(job);
+  if (port == 0) port = internal::ChooseMasterPort(job.value(), {});
+  return internal::DistributedFor(gang, replica, master_addr, port);
 }
 
 Result<agent::HeartbeatReply> AgentService::Heartbeat(const Node& node, const std::vector<agent::TaskReport>& tasks) {

@@ -7,13 +7,16 @@
 // → job running; succeeded/failed → job finished with the exit code, devices released; every replica of a
 // suspending job ended → ControlPlane::SuspendDone) and answers with the full list of tasks the server wants on
 // the node: every job holding an allocation there (scheduled/running → run, suspending → suspend within the
-// job's checkpoint.grace). A job that is no longer listed (cancelled, finished, requeued after its node was
-// lost) is stopped by the agent by omission, which is also the acknowledgement of its ended tasks. Contract:
-// docs/agent.md, "Agent ↔ server"; the suspend contract: docs/time-sharing.md.
+// job's checkpoint.grace); each replica of a gang gets its distributed block (RANK, WORLD_SIZE, NODE_RANK,
+// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR = replica 0's node address, MASTER_PORT = ControlPlane::MasterPort). A job
+// that is no longer listed (cancelled, finished, requeued after its node was lost) is stopped by the agent by omission,
+// which is also the acknowledgement of its ended tasks. Contract: docs/agent.md, "Agent ↔ server"; the suspend
+// contract: docs/time-sharing.md.
 //
 // Owned by `xpool up` (in-process agent) or the Server (agents over HTTP). The control plane and store outlive
 // it. Thread-safe: it keeps no mutable state, so heartbeats of different nodes may arrive concurrently (the
 // control plane and the store serialise what they change).
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +44,8 @@ class AgentService : public agent::ControlPlaneClient {
   bool IsStale(const std::string& node, const agent::TaskReport& report);
   void ApplyReport(const agent::TaskReport& report);
   Result<std::vector<agent::TaskAssignment>> Wanted(const Node& node);
+  // MASTER_ADDR (replica 0's node address), MASTER_PORT and the ranks of `replica` of a gang.
+  std::optional<agent::DistributedEnv> Distributed(const std::vector<AllocationRecord>& gang, int replica);
 
   ControlPlane& control_;
   StateStore& store_;

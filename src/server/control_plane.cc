@@ -10,6 +10,8 @@
 #include "scheduler/queue/scheduler_job_placer.h"
 #include "scheduler/queue/scheduling_pass.h"
 #include "scheduler/schedule.h"
+#include "server/internal/distributed_launch.h"
+#include "server/internal/reservation.h"
 #include "server/internal/victim_reason.h"
 #include "store/allocation_codec.h"
 
@@ -136,6 +138,7 @@ Status ControlPlane::Rebuild() {
     h.state = job.state;
     h.last_start = job.last_start_us > 0 ? job.last_start_us : job.updated_us;
     h.allocations = std::move(booked[job.id]);
+    h.master_port = PickMasterPortLocked(job.id, h.allocations);  // in id order: as they were first chosen
     held_[job.id] = std::move(h);
     IndexHeldLocked(job.id, held_[job.id].allocations, true);
     if (job.state == JobState::kSuspending) {
@@ -151,6 +154,7 @@ Status ControlPlane::Rebuild() {
   ASSIGN_OR_RETURN(std::vector<JobRecord> queued, store_.ListJobs(filter));
   for (const JobRecord& job : queued) {
     EnqueueLocked(job);
+    queued_[job.id].not_before = RetryNotBefore(job);
     ArrivedLocked(queued_[job.id]);
     queued_[job.id].reason = job.pending_reason;
     queued_[job.id].persisted = job.pending_reason;
@@ -196,6 +200,7 @@ void ControlPlane::ArrivedLocked(const JobTerms& terms) {
 void ControlPlane::DequeueLocked(JobId id) {
   queued_.erase(id);
   awaiting_.erase(id);
+  reserved_.erase(id);
 }
 
 void ControlPlane::IndexHeldLocked(JobId id, const std::vector<Allocation>& allocations, bool add) {
@@ -287,6 +292,26 @@ std::vector<JobId> ControlPlane::JobsOnNode(std::string_view node) const {
   const int index = state_.FindNode(node);
   auto it = held_on_node_.find(index);
   return it == held_on_node_.end() ? std::vector<JobId>() : it->second;
+}
+
+int ControlPlane::PickMasterPortLocked(JobId id, const std::vector<Allocation>& allocations) const {
+  if (allocations.size() < 2) return 0;
+  std::vector<int> taken;
+  auto on_node = held_on_node_.find(allocations[0].node);
+  if (on_node != held_on_node_.end()) {
+    for (JobId other : on_node->second) {
+      auto h = held_.find(other);
+      if (other == id || h == held_.end() || h->second.allocations.empty()) continue;
+      if (h->second.allocations[0].node == allocations[0].node) taken.push_back(h->second.master_port);
+    }
+  }
+  return internal::ChooseMasterPort(id.value(), taken);
+}
+
+int ControlPlane::MasterPort(JobId id) const {
+  std::lock_guard lock(mu_);
+  auto it = held_.find(id);
+  return it == held_.end() ? 0 : it->second.master_port;
 }
 
 std::string ControlPlane::PendingReason(JobId id) const {
@@ -443,6 +468,7 @@ void ControlPlane::BookPass(bool full, std::vector<PendingCommit>* commits,
     if (tenant_records.ok()) {
       for (const TenantRecord& t : *tenant_records) tenant_names_[t.id.value()] = t.name;
     }
+    BookReservedLocked(commits);  // the preemptors booked here leave the queue before `waiting` is read
     std::vector<JobId> waiting;
     if (full) {
       waiting.reserve(queued_.size());
@@ -453,8 +479,10 @@ void ControlPlane::BookPass(bool full, std::vector<PendingCommit>* commits,
       }
     }
     fresh_.clear();
-    // A preemptor whose victims are still suspending waits for them (no second round of victims).
-    std::erase_if(waiting, [&](JobId id) { return awaiting_.count(id) > 0; });
+    // A preemptor whose victims are still suspending waits for them (no second round of victims); a retry waits
+    // out its backoff.
+    const TimeMicros now = clock_.NowMicros();
+    std::erase_if(waiting, [&](JobId id) { return awaiting_.count(id) > 0 || queued_[id].not_before > now; });
     std::sort(waiting.begin(), waiting.end());
     if (!waiting.empty() && state_.node_count() == 0) {
       // Not written to the store: true of every job until the first node comes, and recomputed by the first
@@ -473,6 +501,26 @@ void ControlPlane::BookPass(bool full, std::vector<PendingCommit>* commits,
       it->second.persisted = it->second.reason;
       reason_writes->emplace_back(id, it->second.reason);
     }
+  }
+}
+
+void ControlPlane::BookReservedLocked(std::vector<PendingCommit>* commits) {
+  std::vector<JobId> ready;
+  for (const auto& [id, allocations] : reserved_) {
+    if (!awaiting_.contains(id)) ready.push_back(id);
+  }
+  std::sort(ready.begin(), ready.end());
+  for (JobId id : ready) {
+    std::vector<Allocation> allocations = std::move(reserved_[id]);
+    reserved_.erase(id);
+    auto q = queued_.find(id);
+    if (q == queued_.end()) continue;
+    const bool usable = std::all_of(allocations.begin(), allocations.end(), [&](const Allocation& a) {
+      return a.node >= 0 && a.node < state_.node_count() && state_.node(a.node).ready && !state_.node(a.node).cordoned;
+    });
+    std::string reason;
+    if (usable && BookLocked(id, allocations, &reason, commits)) continue;
+    q->second.reason = "its reserved room was lost (" + (usable ? reason : "a node left") + "); scheduled afresh";
   }
 }
 
@@ -510,6 +558,11 @@ void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vect
   pass_options.rules.min_runtime = options_.min_runtime;
   pass_options.rules.max_suspensions_per_hour = options_.max_suspensions_per_hour;
   ClusterState scratch = state_;  // the pass books and releases here; state_ follows what is committed
+  // The room already freed for preemptors still awaiting victims is theirs: held in the pass's view.
+  for (const auto& [id, allocations] : reserved_) {
+    if (!awaiting_.contains(id)) continue;
+    for (const Allocation& a : allocations) (void)scratch.Apply(internal::FreePartOf(scratch, a));
+  }
   SchedulerJobPlacer placer(scratch, *policy_, rng_);
   const auto start = std::chrono::steady_clock::now();
   PassResult result = RunSchedulingPass(jobs, tenants, scratch, placer, now, pass_options);
@@ -555,6 +608,7 @@ void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vect
         }
         reason = "waiting for job " + JobList(victims) + " to checkpoint and leave (" + std::string(d.reason) + ")";
         awaiting_[id] = std::move(victims);
+        reserved_[id] = d.allocations;
         break;
       }
       case DecisionKind::kNeverFits:
@@ -602,6 +656,7 @@ bool ControlPlane::BookLocked(JobId id, const std::vector<Allocation>& allocatio
   HeldJob h(static_cast<const JobTerms&>(job));
   h.state = JobState::kScheduled;
   h.last_start = clock_.NowMicros();
+  h.master_port = PickMasterPortLocked(id, applied);
   h.allocations = std::move(applied);
   h.committing = true;
   held_[id] = std::move(h);

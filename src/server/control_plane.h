@@ -10,7 +10,9 @@
 //   suspensions per job per hour. A preemption is an event on both jobs; the victims go running → suspending
 //   (their agent signals the task to checkpoint and exit, see AgentService) and the preemptor waits for them.
 //   When a victim's tasks have ended (SuspendDone) it goes suspending → suspended → queued, keeping its first
-//   submit time (restart_count + 1); a job suspended by hand stays suspended until Resume.
+//   submit time (restart_count + 1); a job suspended by hand stays suspended until Resume. The room the victims
+//   free is reserved for the preemptor (no victim or other waiting job takes it) and the preemptor is booked
+//   there in the first pass after its last victim left.
 // - Each placement is booked in the ClusterState (the job held, "committing") and, once the pass has let go of
 //   the lock, committed to the store (CommitPlacement: allocations + state + event in one transaction); if the
 //   commit fails the booking is undone (the job back in the queue, or dropped when it was cancelled meanwhile),
@@ -114,8 +116,16 @@ class ControlPlane {
   // A job whose run ended without a request (its task fenced itself): back to the queue with `reason`, devices
   // released (restart_count + 1). FailedPrecondition unless it holds devices.
   Status Requeue(JobId id, std::string_view reason);
+  // A replica of a running job failed (`what`: "exit code 1", "signal 9"). With retries left (spec.retries,
+  // counted by its "retry" events) the job goes back to the queue (restart_count + 1, every replica again, its
+  // devices released) and waits out its backoff, with the event "retry 2 of 3 in 20 s after exit code 1";
+  // else it fails with `reason` (plus "after N retries" when it had some). control_plane_lifecycle.cc
+  Result<JobRecord> FailOrRetry(JobId id, std::string_view reason, std::string_view what);
   // Jobs holding devices on the node (scheduled, running, suspending), by id; for the agent's task list.
   std::vector<JobId> JobsOnNode(std::string_view node) const;
+  // The rendezvous port (MASTER_PORT) of a held job of several replicas: chosen when it is placed, unique among
+  // the held gangs whose replica 0 is on the same node (server/internal/distributed_launch.h). 0 for any other.
+  int MasterPort(JobId id) const;
   // The scheduler's last reason for a queued job; "" when none.
   std::string PendingReason(JobId id) const;
   // PendingReason of each of `ids` (in order) under one lock (a page of the job list).
@@ -167,9 +177,10 @@ class ControlPlane {
   struct QueuedJob : JobTerms {
     QueuedJob() = default;
     explicit QueuedJob(JobTerms terms) : JobTerms(std::move(terms)) {}
-    bool restarted = false;  // ran before (suspended or requeued)
-    std::string reason;      // why pending, as the last pass said
-    std::string persisted;   // the reason as last written to the store
+    bool restarted = false;     // ran before (suspended or requeued)
+    TimeMicros not_before = 0;  // a retry waits out its backoff: not scheduled before this
+    std::string reason;         // why pending, as the last pass said
+    std::string persisted;      // the reason as last written to the store
   };
   // A job holding devices (scheduled, running or suspending in the store).
   struct HeldJob : JobTerms {
@@ -179,6 +190,7 @@ class ControlPlane {
     TimeMicros last_start = 0;
     std::vector<Allocation> allocations;  // one per replica, as booked in state_
     bool committing = false;              // booked by a pass whose store commit has not finished yet
+    int master_port = 0;                  // several replicas: their rendezvous port (MasterPort)
   };
   // A placement booked in state_ and held_ (committing) by a pass; committed to the store after the pass
   // releases mu_, then confirmed or undone under mu_ again.
@@ -196,6 +208,9 @@ class ControlPlane {
   void ArrivedLocked(const JobTerms& terms);
   void DequeueLocked(JobId id);
   void ReleaseLocked(JobId id);
+  // A rendezvous port for a gang about to hold `allocations` (replica order), free among the held gangs whose
+  // replica 0 shares its node; 0 for a single replica.
+  int PickMasterPortLocked(JobId id, const std::vector<Allocation>& allocations) const;
   // Adds `id` to (or removes it from) held_on_node_ for every node its allocations touch.
   void IndexHeldLocked(JobId id, const std::vector<Allocation>& allocations, bool add);
   // RunSchedulingPass over `waiting` (queued, not awaiting victims) and every held job; carries out its
@@ -206,6 +221,9 @@ class ControlPlane {
   // reason when they no longer fit.
   bool BookLocked(JobId id, const std::vector<Allocation>& allocations, std::string* reason,
                   std::vector<PendingCommit>* commits);
+  // Books every preemptor whose victims have all left at its reserved allocations; one that no longer fits
+  // there (a node lost or cordoned meanwhile) gives its reservation up and is scheduled afresh.
+  void BookReservedLocked(std::vector<PendingCommit>* commits);
   // The first half of RunPass (the caller holds pass_mu_): under mu_, books placements into `commits` and
   // collects the changed "why pending" reasons to write.
   void BookPass(bool full, std::vector<PendingCommit>* commits,
@@ -220,6 +238,8 @@ class ControlPlane {
   Status FinishSuspendLocked(JobId id, std::string_view reason, bool requeue, TimeMicros now);
   // Every held job on a lost node back to the queue.
   void RequeueLostLocked(const std::string& node, TimeMicros now);
+  // After a restart: when a queued job that is retrying may run (its last "retry" event + that retry's delay).
+  TimeMicros RetryNotBefore(const JobRecord& job);
   std::string TenantName(TenantId id) const;
   int SuspensionsLastHour(JobId id, TimeMicros now);
 
@@ -241,6 +261,10 @@ class ControlPlane {
   std::unordered_map<int, std::vector<JobId>> held_on_node_;
   // Preemptors waiting for their victims to finish suspending (victims still suspending). mu_
   std::unordered_map<JobId, std::vector<JobId>> awaiting_;
+  // A preemptor's planned allocations (one per replica) until it is placed or gives up: while it awaits its
+  // victims, the part of them already free is held in each pass's scratch state; once none is left it is booked
+  // there (server/internal/reservation.h). Memory only: after a restart the preemptor is scheduled afresh. mu_
+  std::unordered_map<JobId, std::vector<Allocation>> reserved_;
   std::unordered_map<JobId, std::vector<TimeMicros>> suspended_at_;  // suspensions per job; mu_
   mutable std::map<int64_t, std::string> tenant_names_;              // guarded by mu_
 

@@ -68,6 +68,61 @@ Status ControlPlane::SuspendDone(JobId id, std::string_view reason) {
   return Status::Ok();
 }
 
+Result<JobRecord> ControlPlane::FailOrRetry(JobId id, std::string_view reason, std::string_view what) {
+  {
+    std::lock_guard lock(mu_);
+    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
+    if (IsTerminal(job.state)) return job;
+    ASSIGN_OR_RETURN(std::vector<EventRecord> events, store_.JobEvents(id));
+    const int used = static_cast<int>(
+        std::count_if(events.begin(), events.end(), [](const EventRecord& e) { return e.kind == "retry"; }));
+    const TimeMicros now = clock_.NowMicros();
+    if (used >= job.spec.retries || !HoldsAllocation(job.state)) {
+      std::string why(reason);
+      if (used > 0) why += " (after " + std::to_string(used) + (used == 1 ? " retry)" : " retries)");
+      RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kFailed, why, now, job.state));
+      DequeueLocked(id);
+      ReleaseLocked(id);
+    } else {
+      const int attempt = used + 1;
+      const int delay = RetryDelaySeconds(job.spec, attempt);
+      const std::string text = "retry " + std::to_string(attempt) + " of " + std::to_string(job.spec.retries) + " in " +
+                               std::to_string(delay) + " s after " + std::string(what);
+      EventRecord e;
+      e.time_us = now;
+      e.job = id;
+      e.kind = "retry";
+      e.reason = text + " (" + std::string(reason) + ")";
+      RETURN_IF_ERROR(store_.AppendEvent(e));
+      // Every replica runs again (the store releases all of the job's allocations in this transaction).
+      RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kQueued, text, now, job.state));
+      ReleaseLocked(id);
+      ASSIGN_OR_RETURN(JobRecord queued, store_.GetJob(id));
+      EnqueueLocked(queued);
+      queued_[id].not_before = now + static_cast<TimeMicros>(delay) * kMicrosPerSecond;
+      queued_[id].reason = text;
+    }
+  }
+  Wake(true);
+  return store_.GetJob(id);
+}
+
+TimeMicros ControlPlane::RetryNotBefore(const JobRecord& job) {
+  if (job.spec.retries == 0 || job.restart_count == 0) return 0;
+  auto events = store_.JobEvents(job.id);
+  if (!events.ok()) return 0;
+  int attempt = 0;
+  TimeMicros last = 0;
+  for (const EventRecord& e : *events) {
+    if (e.kind != "retry") continue;
+    ++attempt;
+    last = e.time_us;
+  }
+  // Only when the retry is what put the job in the queue (no later transition, e.g. a suspension).
+  if (attempt == 0 || job.updated_us > last) return 0;
+  return last + static_cast<TimeMicros>(RetryDelaySeconds(job.spec, attempt)) * kMicrosPerSecond;
+}
+
 Result<JobRecord> ControlPlane::Resume(JobId id) {
   {
     std::lock_guard lock(mu_);

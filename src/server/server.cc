@@ -115,8 +115,8 @@ struct Server::Impl {
   MetricsRegistry metrics;
   std::unique_ptr<ControlPlane> control;
   std::unique_ptr<Api> api;
-  std::unique_ptr<AgentService> agents;  // agents over HTTP (heartbeat route)
-  agent::LogRelay logs;                  // task output shipped in heartbeats (GET /jobs/{id}/logs)
+  std::unique_ptr<AgentService> agents;   // agents over HTTP (heartbeat route)
+  std::unique_ptr<agent::LogRelay> logs;  // task output shipped in heartbeats (GET /jobs/{id}/logs)
   std::unique_ptr<Studio> studio;
   UsageHistory usage_history;                   // sampled every 10 s for Studio's Overview chart
   std::unique_ptr<http::HttpServer> http;       // --http-transport epoll
@@ -167,6 +167,9 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   if (ec) return InvalidArgumentError("cannot create --state-dir " + options.state_dir + ": " + ec.message());
   ::chmod(options.state_dir.c_str(), 0700);
   auto impl = std::make_unique<Impl>();
+  agent::LogRelayOptions log_options;
+  log_options.disk_dirs = options.task_log_dirs;
+  impl->logs = std::make_unique<agent::LogRelay>(log_options);
   impl->options = options;
   std::string location = options.store.empty() ? options.state_dir + "/xpool.db" : options.store;
   ASSIGN_OR_RETURN(impl->store, OpenStateStore(location));
@@ -208,9 +211,9 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   ApiOptions api_options;
   api_options.max_body_bytes = options.max_body_bytes;
   AgentService::DeclareMetrics(m);
-  impl->agents = std::make_unique<AgentService>(*impl->control, *impl->store, &impl->logs, &m);
+  impl->agents = std::make_unique<AgentService>(*impl->control, *impl->store, impl->logs.get(), &m);
   api_options.agents = impl->agents.get();
-  api_options.logs = &impl->logs;
+  api_options.logs = impl->logs.get();
   api_options.usage_history = &impl->usage_history;
   impl->studio = std::make_unique<Studio>(options.web_dir.empty() ? Studio::DefaultWebDir() : options.web_dir);
   impl->usage_history.Start([control = impl->control.get(), &clock] {
@@ -407,7 +410,7 @@ Status Server::Impl::RunThreaded(const std::string& host, int port, const std::f
 
 ControlPlane& Server::control_plane() { return *impl_->control; }
 StateStore& Server::store() { return *impl_->store; }
-agent::LogRelay& Server::log_relay() { return impl_->logs; }
+agent::LogRelay& Server::log_relay() { return *impl_->logs; }
 AgentService& Server::agent_service() { return *impl_->agents; }
 
 void Server::Shutdown() {

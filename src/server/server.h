@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -51,6 +52,9 @@ struct ServerOptions {
   int64_t min_runtime_s = 600;           // time-sharing: a job that started less than this ago is not a victim
   int64_t max_suspensions_per_hour = 3;  // time-sharing: per job
   std::string web_dir;                   // Studio's built UI; "" = Studio::DefaultWebDir()
+  // Agents' task directories on this machine (`xpool up`: STATE_DIR/tasks; `xpool server --task-log-dir`): job
+  // logs are read from the files there when the server's copy (LogRelay) does not hold them.
+  std::vector<std::string> task_log_dirs;
 };
 
 class Server {

@@ -24,9 +24,10 @@ inline TaskAssignment SampleSharedSuspend() {
   a.spec.memory_mib = 64;
   a.spec.devices = {{3, 40960, 50}};
   a.spec.shares_device = true;
-  a.spec.distributed = DistributedEnv{"h", 29400, 2, 1, 1};  // rank 1, local rank 1
+  a.spec.distributed = DistributedEnv{"h", 29400, 4, 3, 1, 2, 1};  // rank 3: local rank 1 of 2 on node 1
   a.spec.suspend_signal = "SIGUSR2";
   a.spec.tenant_id = 17;
+  a.spec.image = "registry.example:5000/team/train:v2";
   return a;
 }
 
@@ -56,6 +57,7 @@ inline void ExpectSameAssignment(const TaskAssignment& got, const TaskAssignment
     EXPECT_EQ(g.devices[i].memory_mib, w.devices[i].memory_mib);
     EXPECT_EQ(g.devices[i].core_percent, w.devices[i].core_percent);
   }
+  EXPECT_EQ(g.image, w.image);
   ASSERT_EQ(g.distributed.has_value(), w.distributed.has_value());
   if (w.distributed) {
     EXPECT_EQ(g.distributed->master_addr, w.distributed->master_addr);
@@ -63,6 +65,8 @@ inline void ExpectSameAssignment(const TaskAssignment& got, const TaskAssignment
     EXPECT_EQ(g.distributed->world_size, w.distributed->world_size);
     EXPECT_EQ(g.distributed->rank, w.distributed->rank);
     EXPECT_EQ(g.distributed->local_rank, w.distributed->local_rank);
+    EXPECT_EQ(g.distributed->local_world_size, w.distributed->local_world_size);
+    EXPECT_EQ(g.distributed->node_rank, w.distributed->node_rank);
   }
 }
 

@@ -98,6 +98,30 @@ inline Status CheckName(std::string_view name, const std::string& path) {
   return Status::Ok();
 }
 
+// An OCI image reference as podman takes it: [REGISTRY[:PORT]/]NAME[:TAG][@DIGEST], 1..255 characters of
+// a-z A-Z 0-9 . _ - / : @, starting with a letter or digit (no spaces, no options: "-v" cannot sneak in).
+inline Status CheckImage(std::string_view image) {
+  const std::string rule =
+      "image must be an OCI image reference such as docker.io/library/python:3.12 (1..255 characters of a-z, A-Z, "
+      "0-9, '.', '_', '-', '/', ':' and '@', starting with a letter or digit)";
+  if (image.empty() || image.size() > 255) return InvalidArgumentError(rule);
+  for (char c : image) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '_' || c == '-' || c == '/' || c == ':' || c == '@';
+    if (!ok) {
+      std::string shown = c == ' '                   ? "a space"
+                          : (c >= 0x21 && c <= 0x7e) ? std::string("'") + c + "'"
+                                                     : "a control byte";
+      return InvalidArgumentError(rule + ", not one with " + shown);
+    }
+  }
+  const char first = image.front();
+  if (!((first >= 'a' && first <= 'z') || (first >= 'A' && first <= 'Z') || (first >= '0' && first <= '9'))) {
+    return InvalidArgumentError(rule);
+  }
+  return Status::Ok();
+}
+
 // `text` cut to `max` bytes with anything but printable ASCII replaced by '?', safe to echo in an error.
 inline std::string Printable(std::string_view text, size_t max = 64) {
   std::string out(text.substr(0, max));

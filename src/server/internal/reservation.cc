@@ -1,0 +1,32 @@
+#include "server/internal/reservation.h"
+
+#include <algorithm>
+
+namespace xpool::server::internal {
+
+Allocation FreePartOf(const ClusterState& state, const Allocation& planned) {
+  Allocation free;
+  free.node = planned.node;
+  if (planned.node < 0 || planned.node >= state.node_count()) return free;
+  free.cpu_milli = std::clamp<int64_t>(state.FreeCpu(planned.node), 0, planned.cpu_milli);
+  free.memory_mib = std::clamp<int64_t>(state.FreeMemory(planned.node), 0, planned.memory_mib);
+  const Node& node = state.node(planned.node);
+  for (const DeviceGrant& g : planned.devices) {
+    if (g.device < 0 || g.device >= static_cast<int>(node.devices.size())) continue;
+    const DeviceUsage& used = state.usage(planned.node).devices[g.device];
+    if (used.exclusive || used.sharers >= node.devices[g.device].max_sharers) continue;
+    DeviceGrant part;
+    part.device = g.device;
+    part.memory_mib = std::clamp<int64_t>(state.FreeDeviceMemory(planned.node, g.device), 0, g.memory_mib);
+    part.compute_milli = std::clamp<int64_t>(state.FreeDeviceCompute(planned.node, g.device), 0, g.compute_milli);
+    // A whole-device grant is only held whole once nobody else is on the device (Apply's exclusivity rule).
+    if (part.compute_milli >= node.devices[g.device].compute_milli && used.sharers > 0) {
+      part.compute_milli = node.devices[g.device].compute_milli - 1;
+    }
+    if (part.memory_mib == 0 && part.compute_milli == 0) continue;
+    free.devices.push_back(part);
+  }
+  return free;
+}
+
+}  // namespace xpool::server::internal
