@@ -1,10 +1,11 @@
 #include "server/studio.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #ifndef XPOOL_DEFAULT_WEB_DIR
 #define XPOOL_DEFAULT_WEB_DIR ""
@@ -15,15 +16,30 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool ReadFile(const fs::path& path, std::string* out) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return false;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  *out = buf.str();
-  return true;
+// Reads a regular file, never through a symlink (one swapped in after the scan is refused by O_NOFOLLOW).
+bool ReadFile(const std::string& path, std::string* out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  out->clear();
+  char buf[65536];
+  while (ok) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) ok = false;
+    if (n <= 0) break;
+    out->append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return ok;
+}
+
+// index.html's change time (0 when it is not a regular file), the mark of a rebuilt bundle.
+int64_t IndexStamp(const std::string& web_dir) {
+  struct stat st {};
+  if (web_dir.empty() || ::lstat((web_dir + "/index.html").c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec + 1;
 }
 
 std::string HtmlEscape(std::string_view s) {
@@ -95,9 +111,32 @@ std::string_view Studio::ContentType(std::string_view path) {
   return "application/octet-stream";
 }
 
-bool Studio::built() const {
+bool Studio::built() const { return IndexStamp(web_dir_) != 0; }
+
+std::shared_ptr<const Studio::Bundle> Studio::Scan(int64_t stamp) const {
+  auto bundle = std::make_shared<Bundle>();
+  bundle->index_stamp = stamp;
   std::error_code ec;
-  return !web_dir_.empty() && fs::is_regular_file(fs::path(web_dir_) / "index.html", ec);
+  // Directory symlinks are not followed (directory_options::none); file symlinks are left out below.
+  fs::recursive_directory_iterator it(web_dir_, fs::directory_options::none, ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name.front() == '.') {  // hidden files and directories are never served
+      if (it->is_directory(ec)) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->symlink_status(ec).type() != fs::file_type::regular) continue;
+    if (bundle->files.size() >= kMaxFiles) break;
+    bundle->files.emplace(fs::relative(it->path(), web_dir_, ec).generic_string(), it->path().string());
+  }
+  return bundle;
+}
+
+std::shared_ptr<const Studio::Bundle> Studio::CurrentBundle() const {
+  const int64_t stamp = IndexStamp(web_dir_);
+  std::lock_guard lock(mu_);
+  if (bundle_ == nullptr || bundle_->index_stamp != stamp) bundle_ = Scan(stamp);
+  return bundle_;
 }
 
 StudioResponse Studio::NotBuilt() const {
@@ -121,24 +160,20 @@ StudioResponse Studio::Serve(std::string_view path) const {
   StudioResponse r;
   r.headers = {
       {"X-Content-Type-Options", "nosniff"}, {"Content-Security-Policy", kPolicy}, {"Referrer-Policy", "no-referrer"}};
-  // Only plain relative names below web_dir: no "..", no hidden files, no backslashes.
-  std::string rel(path.substr(path.starts_with('/') ? 1 : 0));
-  bool safe = rel.find('\\') == std::string::npos && rel.find('\0') == std::string::npos;
-  std::stringstream parts(rel);
-  std::string part;
-  while (safe && std::getline(parts, part, '/')) {
-    if (!part.empty() && part.front() == '.') safe = false;
-  }
-  const std::string last = rel.substr(rel.rfind('/') == std::string::npos ? 0 : rel.rfind('/') + 1);
-  const bool has_extension = last.find('.') != std::string::npos;
-  if (safe && !rel.empty() && ReadFile(fs::path(web_dir_) / rel, &r.body)) {
+  // The request path is a key into the allow-list, never a path on disk.
+  const std::shared_ptr<const Bundle> bundle = CurrentBundle();
+  const std::string_view rel = path.substr(path.starts_with('/') ? 1 : 0);
+  const std::string_view last = rel.substr(rel.rfind('/') == std::string_view::npos ? 0 : rel.rfind('/') + 1);
+  const bool has_extension = last.find('.') != std::string_view::npos;
+  if (auto file = bundle->files.find(rel); file != bundle->files.end() && ReadFile(file->second, &r.body)) {
     r.content_type = std::string(ContentType(rel));
     // Bundles have content hashes in their names (assets/...); index.html must always be fresh.
     r.headers.emplace_back("Cache-Control",
                            rel.starts_with("assets/") ? "public, max-age=31536000, immutable" : "no-cache");
     return r;
   }
-  if (!has_extension && ReadFile(fs::path(web_dir_) / "index.html", &r.body)) {
+  auto index = bundle->files.find(std::string_view("index.html"));
+  if (!has_extension && index != bundle->files.end() && ReadFile(index->second, &r.body)) {
     r.content_type = "text/html; charset=utf-8";
     r.headers.emplace_back("Cache-Control", "no-cache");
     return r;

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace xpool::server {
 namespace {
@@ -69,6 +72,47 @@ TEST_F(StudioTest, NeverServesOutsideTheDirectoryOrHiddenFiles) {
   EXPECT_EQ(s.Serve("/assets/../../outside-xpool/x.txt").status, 404);
   EXPECT_EQ(s.Serve("/.secret").status, 404);
   EXPECT_NE(s.Serve("/..").body, "outside");
+}
+
+TEST_F(StudioTest, ARequestPathIsOnlyAKeyIntoTheBundle) {
+  Studio s(dir_.string());
+  const std::string outside = (dir_.parent_path() / "outside-xpool" / "x.txt").string();
+  // An absolute path after the slash ("//tmp/.../x.txt" once the server has decoded %2F) names no bundle file.
+  const std::vector<std::string> paths = {"/" + outside, "//" + outside, "/%2e%2e/outside-xpool/x.txt",
+                                          "/assets/%2e%2e/%2e%2e/outside-xpool/x.txt", "/assets\\..\\..\\x.txt"};
+  for (const std::string& path : paths) {
+    SCOPED_TRACE(path);
+    const StudioResponse r = s.Serve(path);
+    EXPECT_EQ(r.status, 404);
+    EXPECT_EQ(r.body.find("outside"), std::string::npos);
+  }
+  // Without an extension it is a UI route: the index, never the file.
+  fs::create_directories(dir_.parent_path() / "outside-xpool" / "plain");
+  std::ofstream(dir_.parent_path() / "outside-xpool" / "noext") << "outside";
+  const StudioResponse route = s.Serve("/" + (dir_.parent_path() / "outside-xpool" / "noext").string());
+  EXPECT_EQ(route.body, "<!doctype html><title>Studio</title>");
+}
+
+TEST_F(StudioTest, SymlinksInTheBundleAreNeverFollowed) {
+  fs::create_symlink(dir_.parent_path() / "outside-xpool" / "x.txt", dir_ / "assets" / "link.txt");
+  fs::create_directory_symlink(dir_.parent_path() / "outside-xpool", dir_ / "assets" / "ext");
+  Studio s(dir_.string());
+  EXPECT_EQ(s.Serve("/assets/link.txt").status, 404);
+  EXPECT_EQ(s.Serve("/assets/ext/x.txt").status, 404);
+  EXPECT_EQ(s.Serve("/assets/app-1234.js").status, 200);
+}
+
+TEST_F(StudioTest, ARebuiltBundleIsServedWithoutARestart) {
+  Studio s(dir_.string());
+  EXPECT_EQ(s.Serve("/assets/app-5678.js").status, 404);
+  Write("assets/app-5678.js", "console.log(2)");
+  // The list changes with index.html (a build writes it last); a file appearing alone is not served.
+  EXPECT_EQ(s.Serve("/assets/app-5678.js").status, 404);
+  const auto before = fs::last_write_time(dir_ / "index.html");
+  Write("index.html", "<!doctype html><title>Studio 2</title>");
+  fs::last_write_time(dir_ / "index.html", before + std::chrono::seconds(1));
+  EXPECT_EQ(s.Serve("/assets/app-5678.js").body, "console.log(2)");
+  EXPECT_EQ(s.Serve("/jobs").body, "<!doctype html><title>Studio 2</title>");
 }
 
 TEST_F(StudioTest, NotBuiltSaysSoOnEveryPage) {

@@ -7,6 +7,7 @@
 //   dropped after --write-timeout-ms while others are served; past --max-connections-per-client: 503.
 // - curl: several URLs on one keep-alive connection, --limit-rate uploads, Expect: 100-continue, HEAD.
 // - Python http.client: keep-alive, a chunked upload, HEAD, on one socket.
+// - Studio's static route: no file outside the built bundle, however the path is written (issue: `//` + path).
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <poll.h>
@@ -299,6 +300,57 @@ print("ok")
   auto list = server_->Client(token_)->Get("/api/v1/jobs");
   ASSERT_TRUE(list);
   EXPECT_NE(list->body.find("py-chunked"), std::string::npos) << list->body;
+}
+
+// Studio's static files through the real server and curl (which sends the path as written with --path-as-is):
+// `//` + an absolute path, `..` plain, percent-encoded and double-encoded, a symlink planted in the bundle to a
+// file outside it and one to a directory outside it. None may answer with the outside file; the state dir's admin
+// token is the prize.
+TEST_F(HttpTransportTest, StudioServesOnlyTheBundlesOwnFiles) {
+  for (const std::string transport : {"epoll", "threads"}) {
+    SCOPED_TRACE(transport);
+    const std::filesystem::path web = TempDir("http_web_" + transport);
+    std::filesystem::create_directories(web / "assets");
+    std::ofstream(web / "index.html") << "<!doctype html><title>studio-index</title>";
+    std::ofstream(web / "assets" / "app-1.js") << "bundle-js";
+    const std::filesystem::path outside = TempDir("http_outside_" + transport);
+    std::ofstream(outside / "secret.txt") << "outside-secret";
+    std::filesystem::create_symlink(outside / "secret.txt", web / "assets" / "link.js");
+    std::filesystem::create_directory_symlink(outside, web / "assets" / "dir");
+    Start("studio_" + transport, "--http-transport " + transport + " --web-dir " + web.string());
+    const std::string url = server_->url();
+    int code = 0;
+    std::string out = Shell("curl -sS " + url + "/assets/app-1.js", &code);
+    EXPECT_EQ(out, "bundle-js");
+    const std::string token_file = (dir_ / "admin.token").string();
+    ASSERT_TRUE(std::filesystem::exists(token_file));
+    const std::string secret = (outside / "secret.txt").string();
+    const std::vector<std::string> paths = {"/" + token_file,
+                                            "/" + secret,
+                                            "//etc/passwd",
+                                            "/%2F" + token_file.substr(1),
+                                            "/%252F" + secret.substr(1),
+                                            "/../../../../../.." + token_file,
+                                            "/%2e%2e/%2e%2e/%2e%2e/%2e%2e" + token_file,
+                                            "/%252e%252e/%252e%252e" + secret,
+                                            "/..%2f..%2f..%2f..%2f..%2f" + secret.substr(1),
+                                            "/assets/link.js",
+                                            "/assets/dir/secret.txt",
+                                            "/assets%2fdir%2fsecret.txt"};
+    for (const std::string& path : paths) {
+      SCOPED_TRACE(path);
+      out = Shell("curl -sS --path-as-is -w '\\n%{http_code}' '" + url + path + "'", &code);
+      EXPECT_EQ(out.find("outside-secret"), std::string::npos) << out;
+      EXPECT_EQ(out.find(token_), std::string::npos) << out;
+      EXPECT_EQ(out.find("root:"), std::string::npos) << out;
+      const std::string status = out.substr(out.rfind('\n') + 1);
+      // A name with an extension that is not in the bundle is 404; a route without one is the UI's index.
+      EXPECT_TRUE(status == "404" || (status == "200" && out.find("studio-index") != std::string::npos) ||
+                  status == "400")
+          << out;
+    }
+    server_.reset();
+  }
 }
 
 }  // namespace
