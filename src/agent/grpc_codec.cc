@@ -156,6 +156,7 @@ void HeartbeatToProto(const Node& node, const std::vector<TaskReport>& tasks, v1
       t->set_log_offset(r.log_offset);
       t->set_log_data(r.log_data);
     }
+    if (r.log_end >= 0) t->set_log_end(r.log_end);
   }
 }
 
@@ -186,6 +187,10 @@ Result<HeartbeatRequest> HeartbeatFromProto(const v1::HeartbeatRequest& in) {
     r.log_offset = t.log_offset();
     // Task output is not always UTF-8; the log relay and the JSON API carry text, so replace what is not.
     r.log_data = SanitizeUtf8(t.log_data(), /*hold_incomplete_tail=*/false, nullptr);
+    if (t.has_log_end()) {
+      if (t.log_end() < 0) return InvalidArgumentError("heartbeat: " + where + ".log_end is negative");
+      r.log_end = t.log_end();
+    }
     req.tasks.push_back(std::move(r));
   }
   return req;

@@ -95,6 +95,12 @@ TEST(GrpcCodecTest, HeartbeatRoundTripsReportsAndLogs) {
   bad = p;
   bad.mutable_tasks(0)->set_log_offset(-5);
   EXPECT_EQ(HeartbeatFromProto(bad).status().code(), StatusCode::kInvalidArgument);
+  bad = p;
+  bad.mutable_tasks(0)->set_log_end(-1);
+  EXPECT_EQ(HeartbeatFromProto(bad).status().code(), StatusCode::kInvalidArgument);
+  bad = p;
+  bad.mutable_tasks(0)->clear_log_end();  // not sent (a running task): unknown
+  EXPECT_EQ(HeartbeatFromProto(bad)->tasks[0].log_end, -1);
 }
 
 TEST(GrpcCodecTest, ReplyRoundTrips) {

@@ -6,9 +6,7 @@
 
 namespace xpool::agent {
 
-void LogRelay::Append(const std::string& task_id, int64_t offset, const std::string& data) {
-  if (data.empty() || offset < 0) return;
-  std::lock_guard lock(mu_);
+LogRelay::Stream& LogRelay::StreamLocked(const std::string& task_id, int64_t base) {
   auto it = streams_.find(task_id);
   if (it == streams_.end()) {
     while (streams_.size() >= options_.max_tasks && !lru_.empty()) {
@@ -16,11 +14,25 @@ void LogRelay::Append(const std::string& task_id, int64_t offset, const std::str
       lru_.pop_back();
     }
     lru_.push_front(task_id);
-    it = streams_.emplace(task_id, Stream{offset, "", lru_.begin()}).first;
+    it = streams_.emplace(task_id, Stream{base, "", lru_.begin()}).first;
   } else {
     lru_.splice(lru_.begin(), lru_, it->second.lru);
   }
-  Stream& s = it->second;
+  return it->second;
+}
+
+void LogRelay::MarkEnd(const std::string& task_id, int64_t end) {
+  if (end < 0) return;
+  std::lock_guard lock(mu_);
+  // A stream first heard of here holds nothing: it starts at its end (older bytes are not held).
+  StreamLocked(task_id, end).end = end;
+}
+
+void LogRelay::Append(const std::string& task_id, int64_t offset, const std::string& data) {
+  if (data.empty() || offset < 0) return;
+  std::lock_guard lock(mu_);
+  Stream& s = StreamLocked(task_id, offset);
+  if (s.data.empty()) s.base = offset;  // holds nothing yet (or only its end, from MarkEnd): starts here
   const int64_t end = s.base + static_cast<int64_t>(s.data.size());
   const int64_t chunk_end = offset + static_cast<int64_t>(data.size());
   if (chunk_end <= end) return;  // already held
@@ -43,7 +55,7 @@ Result<LogSlice> LogRelay::ReadDisk(const std::string& task_id, int64_t from, in
   for (const std::string& dir : options_.disk_dirs) {
     auto range = ReadLogRange(dir + "/" + task_id + "/output.log", from, max_bytes);
     if (!range.ok()) continue;
-    return LogSlice{range->first_offset, range->offset, range->next_offset, std::move(range->data)};
+    return LogSlice{range->first_offset, range->offset, range->next_offset, range->end_offset, std::move(range->data)};
   }
   return NotFoundError("no output from task " + task_id + " yet");
 }
@@ -79,6 +91,7 @@ LogSlice LogRelay::ReadLocked(const Stream& s, int64_t from, int64_t max_bytes) 
   const int64_t n = std::min(max_bytes, end - start);
   out.offset = start;
   out.next_offset = start + n;
+  out.end_offset = s.end;
   out.data = s.data.substr(static_cast<size_t>(start - s.base), static_cast<size_t>(n));
   return out;
 }

@@ -34,10 +34,13 @@ struct LogRelayOptions {
 
 // What a read returns: bytes [offset, next_offset) of the stream; `first_offset` is the oldest byte still held
 // (a reader that asked for less got a gap, which `offset` > asked shows).
+// `end_offset`: the length of the whole stream when known — from the agent (MarkEnd: the task ended and its log
+// was read to the end), or the files' length for a read from disk (complete once the task has ended) — else -1.
 struct LogSlice {
   int64_t first_offset = 0;
   int64_t offset = 0;
   int64_t next_offset = 0;
+  int64_t end_offset = -1;
   std::string data;
 };
 
@@ -50,6 +53,8 @@ class LogRelay {
 
   // Adds bytes [offset, offset + data.size()) of `task_id`'s stream.
   void Append(const std::string& task_id, int64_t offset, const std::string& data);
+  // The task's whole stream is `end` bytes long (TaskReport::log_end): its copy is complete once it holds them.
+  void MarkEnd(const std::string& task_id, int64_t end);
   // Up to `max_bytes` from `from` (clamped to what is held; from < 0 = the last max_bytes). NotFound when the
   // relay holds nothing for the task.
   // Bytes the relay does not hold come from the task's file in `disk_dirs` when one is there.
@@ -60,7 +65,11 @@ class LogRelay {
     int64_t base = 0;  // stream offset of data[0]
     std::string data;
     std::list<std::string>::iterator lru;
+    int64_t end = -1;  // the whole stream's length, once MarkEnd said it
   };
+  // The task's stream, created (the least recently written dropped past max_tasks) at `base` when new, moved to
+  // the front of the LRU list.
+  Stream& StreamLocked(const std::string& task_id, int64_t base);
   LogSlice ReadLocked(const Stream& stream, int64_t from, int64_t max_bytes) const;
   Result<LogSlice> ReadDisk(const std::string& task_id, int64_t from, int64_t max_bytes) const;
   const LogRelayOptions options_;

@@ -85,5 +85,27 @@ TEST(LogRelayTest, KeepsTheLastBytesPerTaskAndBoundsTasks) {
   EXPECT_TRUE(relay.Read("c", 0, 100).ok());
 }
 
+// The end of a task's log (TaskReport::log_end) is kept with its stream; a read says it, and a chunk that arrives
+// after the end was heard of (the report carried the end but its data waited for the next heartbeat) is kept.
+TEST(LogRelayTest, KnowsWhereAStreamEnds) {
+  LogRelay relay;
+  relay.Append("t", 0, "abc");
+  EXPECT_EQ(relay.Read("t", 0, 100)->end_offset, -1);
+  relay.MarkEnd("t", 6);
+  auto part = relay.Read("t", 0, 100);
+  EXPECT_EQ(part->end_offset, 6);
+  EXPECT_EQ(part->next_offset, 3);  // not all of it yet
+  relay.Append("t", 3, "def");
+  EXPECT_EQ(relay.Read("t", 0, 100)->next_offset, 6);
+  relay.MarkEnd("late", 10);  // the end first, then the bytes
+  relay.Append("late", 4, "456789");
+  auto late = relay.Read("late", 4, 100);
+  ASSERT_TRUE(late.ok());
+  EXPECT_EQ(late->data, "456789");
+  EXPECT_EQ(late->next_offset, late->end_offset);
+  relay.MarkEnd("t", -1);  // "unknown" never erases a known end
+  EXPECT_EQ(relay.Read("t", 0, 100)->end_offset, 6);
+}
+
 }  // namespace
 }  // namespace xpool::agent

@@ -81,6 +81,16 @@ void NodeAgent::AttachLog(TaskReport* report) {
   AttachChunk(ship, report);
 }
 
+int64_t NodeAgent::LogEnd(const std::string& task_id) const {
+  auto it = logs_.find(task_id);
+  if (it == logs_.end() || !it->second.follower) return -1;
+  const LogShip& ship = it->second;
+  // The follower has read to the end of the files (AttachLog just did, after the shim wrote its exit line) and
+  // skipped nothing since: what it read is the whole stream.
+  const int64_t end = ship.offset + static_cast<int64_t>(ship.pending.size());
+  return end == ship.follower->offset() ? end : -1;
+}
+
 void NodeAgent::AttachChunk(LogShip& ship, TaskReport* report) {
   if (ship.pending.empty()) return;
   const std::string_view chunk(ship.pending.data(), std::min<size_t>(ship.pending.size(), LogRelay::kMaxChunkBytes));
@@ -176,6 +186,7 @@ std::vector<TaskReport> NodeAgent::Reports() {
       AttachLog(&r);
       if (static_cast<int64_t>(r.log_data.size()) > log_budget) r.log_data.clear();  // next heartbeat
       log_budget -= static_cast<int64_t>(r.log_data.size());
+      if (!st.running()) r.log_end = LogEnd(st.task_id);
     }
     reports.push_back(std::move(r));
   }
@@ -184,7 +195,8 @@ std::vector<TaskReport> NodeAgent::Reports() {
     if (ended.ship.pending.empty() || log_budget <= 0) continue;
     TaskReport r = ended.report;
     AttachChunk(ended.ship, &r);
-    if (static_cast<int64_t>(r.log_data.size()) > log_budget) continue;  // next heartbeat
+    r.log_end = ended.ship.offset + static_cast<int64_t>(ended.ship.pending.size());  // no follower: complete
+    if (static_cast<int64_t>(r.log_data.size()) > log_budget) continue;               // next heartbeat
     log_budget -= static_cast<int64_t>(r.log_data.size());
     reports.push_back(std::move(r));
   }

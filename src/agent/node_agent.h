@@ -40,6 +40,9 @@ struct TaskReport {
   // stream; at most LogRelay::kMaxChunkBytes; invalid UTF-8 replaced by '?'). Empty when nothing is new.
   int64_t log_offset = 0;
   std::string log_data;
+  // Once the task has ended and its log was read to the end (the exit line included): the length of its whole
+  // output stream; the server's copy is complete when it holds bytes up to here. -1 while it may still grow.
+  int64_t log_end = -1;
 };
 
 struct HeartbeatReply {
@@ -92,6 +95,8 @@ class NodeAgent {
   void AttachLog(TaskReport* report);
   // Puts the next chunk of `ship`'s unacknowledged output into `report` (nothing when there is none).
   static void AttachChunk(LogShip& ship, TaskReport* report);
+  // An ended task's whole log length (TaskReport::log_end) once AttachLog has read it to the end; else -1.
+  int64_t LogEnd(const std::string& task_id) const;
   // Moves a task the agent forgets into ended_logs_ when its output may still be wanted.
   void KeepEndedLog(const TaskStatus& status);
   void LogsAcknowledged(const std::vector<TaskReport>& sent);

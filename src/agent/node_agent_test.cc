@@ -29,7 +29,10 @@ class FakeControlPlane : public ControlPlaneClient {
     ++heartbeats;
     if (!reachable) return UnavailableError("server unreachable");
     last_reports = tasks;
-    for (const TaskReport& r : tasks) logs->Append(r.status.task_id, r.log_offset, r.log_data);
+    for (const TaskReport& r : tasks) {
+      logs->Append(r.status.task_id, r.log_offset, r.log_data);
+      logs->MarkEnd(r.status.task_id, r.log_end);
+    }
     if (ack_ended) {
       // As the real server: a task reported ended is no longer listed in the reply to that heartbeat.
       for (const TaskReport& r : tasks) {
@@ -162,6 +165,11 @@ TEST_F(NodeAgentTest, RunsReportsAndForgetsAfterAck) {
   const TaskReport* r = server_.Report("job12-r0");
   EXPECT_EQ(r->status.exit_code, 3);
   EXPECT_EQ(r->job_id, 12);
+  // Ended and read to the end: the report says how long the whole log is (the shim's start and exit lines).
+  auto on_node = ReadLogTail(dir_ + "/state/job12-r0/output.log", 0);
+  ASSERT_TRUE(on_node.ok());
+  EXPECT_EQ(r->log_end, static_cast<int64_t>(on_node->size()));
+  EXPECT_NE(on_node->find("exit"), std::string::npos) << *on_node;
   // Still listed by the server: reported again, not restarted.
   ASSERT_TRUE(agent_->Tick().ok());
   ASSERT_TRUE(agent_->Tick().ok());
@@ -186,6 +194,7 @@ TEST_F(NodeAgentTest, RestartWithHigherCountRunsAgain) {
 TEST_F(NodeAgentTest, StopAndUnwantedTasksAreStopped) {
   server_.wanted = {Run("a", "sleep 30"), Run("b", "sleep 30")};
   ASSERT_TRUE(TickUntil("a", TaskState::kRunning));
+  EXPECT_EQ(server_.Report("a")->log_end, -1);  // running: its log may still grow
   server_.wanted[0].action = TaskAssignment::Action::kStop;
   server_.wanted.pop_back();  // b is no longer wanted
   ASSERT_TRUE(TickUntil("a", TaskState::kStopped));
@@ -403,6 +412,11 @@ TEST_F(NodeAgentTest, EndedTaskOutputIsShippedToTheEndAndResentAfterAServerResta
   auto on_node = ReadLogTail(dir_ + "/state/job12-r0/output.log", 0);
   ASSERT_TRUE(on_node.ok());
   EXPECT_EQ(Shipped("job12-r0"), *on_node);
+  // The server knows the log's end, and that its copy reaches it: what `done` of the logs route needs.
+  auto whole = server_.logs->Read("job12-r0", 0, 1 << 20);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(whole->end_offset, static_cast<int64_t>(on_node->size()));
+  EXPECT_EQ(whole->next_offset, whole->end_offset);
   ASSERT_TRUE(agent_->Tick().ok());
   EXPECT_EQ(server_.Report("job12-r0"), nullptr) << "reported again with nothing to send";
 

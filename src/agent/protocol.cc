@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "common/nesting.h"
 #include "model/job_spec.h"
 
 namespace xpool::agent {
@@ -24,6 +25,7 @@ Status Get(const Json& j, const char* key, const std::string& what, const std::s
 
 // `body` as a JSON object; `what` ("heartbeat body", "heartbeat reply") names it in the error.
 Result<Json> ParseObject(std::string_view body, const std::string& what) {
+  RETURN_IF_ERROR(CheckNesting(body, NestingSyntax::kJson, what));
   Json j;
   try {
     j = Json::parse(body);
@@ -201,6 +203,10 @@ Result<TaskReport> ReportFromJson(const Json& t, const std::string& where) {
     RETURN_IF_ERROR(Get(l, "data", "heartbeat", where + ".log", &r.log_data));
     if (r.log_offset < 0) return InvalidArgumentError("heartbeat: " + where + ".log.offset is negative");
   }
+  if (t.contains("log_end")) {
+    RETURN_IF_ERROR(Get(t, "log_end", "heartbeat", where, &r.log_end));
+    if (r.log_end < 0) return InvalidArgumentError("heartbeat: " + where + ".log_end is negative");
+  }
   return r;
 }
 
@@ -290,6 +296,7 @@ std::string HeartbeatBody(const Node& node, const std::vector<TaskReport>& tasks
               {"ended_at", s.ended_at}};
     if (s.fenced) t["fenced"] = true;
     if (!r.log_data.empty()) t["log"] = {{"offset", r.log_offset}, {"data", r.log_data}};
+    if (r.log_end >= 0) t["log_end"] = r.log_end;
     j["tasks"].push_back(std::move(t));
   }
   // Task output is not always UTF-8: replace what is not rather than fail the heartbeat.

@@ -114,6 +114,8 @@ TEST(ProtocolTest, BadHeartbeatBodiesNameTheField) {
       {R"({"tasks": [{"task_id": "a", "job_id": "x"}]})", "tasks[0].job_id"},
       {R"({"tasks": [{"task_id": "a", "log": {"offset": -1, "data": "x"}}]})", "negative"},
       {R"({"devices": [{"healthy": 3}]})", "devices[0].healthy"},
+      {R"({"tasks": [{"task_id": "a", "log_end": -2}]})", "tasks[0].log_end is negative"},
+      {R"({"tasks": [{"task_id": "a", "log_end": "x"}]})", "tasks[0].log_end"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.body);
@@ -122,6 +124,9 @@ TEST(ProtocolTest, BadHeartbeatBodiesNameTheField) {
     EXPECT_EQ(req.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(req.status().message().find(c.mentions), std::string::npos) << req.status().message();
   }
+  // Refused before a tree is built of it.
+  auto deep = ParseHeartbeatBody("{\"tasks\": " + std::string(100000, '[') + "}");
+  EXPECT_EQ(deep.status().message(), "heartbeat body nests deeper than 64 levels of [ and {");
 }
 
 TEST(ProtocolTest, SanitizeUtf8KeepsLengthAndHoldsAnIncompleteTail) {

@@ -213,6 +213,7 @@ Result<LogRange> ReadLogRange(const std::string& path, int64_t from, int64_t max
   if (max_bytes <= 0) max_bytes = end - first;
   LogRange out;
   out.first_offset = first;
+  out.end_offset = end;
   out.offset = from < 0 ? std::max(first, end - max_bytes) : std::clamp(from, first, end);
   out.next_offset = out.offset;
   for (auto f = files.rbegin(); f != files.rend() && out.next_offset < end; ++f) {

@@ -84,6 +84,7 @@ struct LogRange {
   int64_t first_offset = 0;
   int64_t offset = 0;
   int64_t next_offset = 0;
+  int64_t end_offset = 0;  // the stream's length in the files now
   std::string data;
 };
 Result<LogRange> ReadLogRange(const std::string& path, int64_t from, int64_t max_bytes);

@@ -460,8 +460,9 @@ std::string LastLines(const std::string& text, int64_t lines) {
 }
 
 // `xpool logs JOB [--replica N] [--tail N] [-f]`: a replica's output (GET /api/v1/jobs/{id}/logs; docs/agent.md
-// "Logs"): what the agents shipped, or the task's log file where the server can read it. -f keeps polling until the
-// job has ended and no new output came for a few seconds, and waits for a server that restarts.
+// "Logs"): what the agents shipped, or the task's log file where the server can read it. For an ended job it waits
+// until the server holds the whole log (`done`); -f keeps polling until then, and waits for a server that
+// restarts. Exit 1 when the job ended but the end of its log did not arrive for 10 s.
 int RunLogs(const Args& args) {
   FlagSet flags("xpool logs",
                 "Prints a job's output (stdout and stderr): xpool logs JOB [--replica N] [--tail N] [-f].");
@@ -480,8 +481,9 @@ int RunLogs(const Args& args) {
   }
   const Connection c = cf.connection();
   const std::string base = "/api/v1/jobs/" + flags.positional()[0] + "/logs?replica=" + std::to_string(replica);
-  int64_t offset = -1;  // first read: the last MiB the server holds
-  int quiet_after_done = 0;
+  int64_t offset = -1;               // first read: the last MiB the server holds
+  constexpr int kStalledPolls = 20;  // 10 s without output after the job ended, and the log still not whole
+  int stalled_polls = 0;
   bool unreachable = false;
   for (;;) {
     auto reply = Call(c, "GET", base + (offset >= 0 ? "&offset=" + std::to_string(offset) : ""));
@@ -503,12 +505,26 @@ int RunLogs(const Args& args) {
     if (offset < 0 && tail >= 0) data = tail == 0 ? "" : LastLines(data, tail);
     std::fwrite(data.data(), 1, data.size(), stdout);
     std::fflush(stdout);
+    const int64_t asked = offset;
     offset = Int(*reply, "next_offset");
-    if (!follow) return 0;
-    const bool done = reply->value("done", false);
-    // After the job ended its last output may still be on its way (the agent's next heartbeat).
-    quiet_after_done = done && data.empty() ? quiet_after_done + 1 : 0;
-    if (quiet_after_done >= 6) return 0;
+    // `done`: the job has ended and this read reached the end of its whole log (its exit line), or no agent will
+    // send one. An ended job's last output may still be on its way (the agent's next heartbeat): both modes wait
+    // for it while it comes, and say so when it stops coming.
+    if (reply->value("done", false)) return 0;
+    const std::string state = Str(*reply, "state");
+    const bool ended = state == "succeeded" || state == "failed" || state == "cancelled";
+    if (!follow && !ended) return 0;  // a running job: what it has written so far
+    if (offset > asked && asked >= 0) {
+      stalled_polls = 0;
+      continue;  // more may be held already (a read returns at most 1 MiB)
+    }
+    if (ended && ++stalled_polls >= kStalledPolls) {
+      std::fprintf(stderr,
+                   "[xpool logs: job %s has ended, but the server does not hold the end of this replica's log "
+                   "(its agent has not sent it for %d s); the output above may be incomplete]\n",
+                   flags.positional()[0].c_str(), kStalledPolls / 2);
+      return 1;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
 }

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/nesting.h"
 #include "common/units.h"
 #include "model/internal/job_spec_limits.h"
 #include "model/job_spec.h"
@@ -492,7 +493,8 @@ Status CheckSize(std::string_view text) {
     return InvalidArgumentError("the spec is larger than " + std::to_string(kMaxJobSpecBytes) + " bytes");
   }
   if (!IsValidUtf8(text)) return InvalidArgumentError("the spec is not valid UTF-8");
-  return Status::Ok();
+  // Before any parser builds a tree of it (common/nesting.h).
+  return CheckNesting(text, NestingSyntax::kYaml, "the spec");
 }
 
 }  // namespace

@@ -247,6 +247,10 @@ TEST(JobSpecTest, RejectsOversizedAndDeeplyNestedInput) {
   std::string deep(100000, '[');
   Result<JobSpec> spec = ParseJobSpec(deep);
   EXPECT_FALSE(spec.ok());
+  // Refused on the bytes, before a parser builds 100,000 nested nodes; JSON the same.
+  EXPECT_EQ(spec.status().message(), "the spec nests deeper than 64 levels of [ and {");
+  const std::string deep_json = "{\"name\": \"a\", \"env\": " + std::string(65, '{') + std::string(65, '}') + "}";
+  EXPECT_EQ(ParseJobSpec(deep_json).status().message(), "the spec nests deeper than 64 levels of [ and {");
   std::string deep_block;
   for (int i = 0; i < 20000; ++i) deep_block += "- ";
   EXPECT_FALSE(ParseJobSpec(deep_block).ok());

@@ -1,6 +1,7 @@
 // The agent protocol over gRPC against a real Api + AgentService on a loopback port: the token checks (admin,
 // the node's own node token, another node's token, a bad or missing token), register, a heartbeat answered with
-// the wanted task, log chunks reaching the log relay, and NOT_FOUND for a node the server does not know.
+// the wanted task, log chunks reaching the log relay, NOT_FOUND for a node the server does not know, and reports
+// of tasks that are not the node's refused.
 #include "server/agent_grpc_service.h"
 
 #include <gtest/gtest.h>
@@ -210,6 +211,128 @@ TEST_F(AgentGrpcTest, FencedRunRequeuesAndStaleReportsAreRefused) {
   ASSERT_TRUE(slice.ok());
   EXPECT_EQ(slice->data, "run0\n");
   EXPECT_NE(metrics_.Render().find("xpool_agent_stale_reports_total 1"), std::string::npos) << metrics_.Render();
+}
+
+// Node identity: a node's token may report only the tasks the server placed on that node. Node n2 forges a report
+// of n1's task (failed, with a log line), one of an unknown job, and n1 one naming another task id or replica:
+// each is refused — the job keeps running, nothing reaches its log — and counted.
+TEST_F(AgentGrpcTest, ANodeMayReportOnlyItsOwnTasks) {
+  const Node n1 = MakeNode("n1").WithCpu(8000).WithMemory(16384).WithGpus(1, "A100", 81920).Build();
+  const Node n2 = MakeNode("n2").WithCpu(8000).WithMemory(16384).Build();  // no GPU: the job goes to n1
+  auto c1 = Client(NodeToken("n1"));
+  auto c2 = Client(NodeToken("n2"));
+  ASSERT_TRUE(c1.Register(n1).ok());
+  ASSERT_TRUE(c2.Register(n2).ok());
+  ApiResponse sub = Call(
+      "POST", "/api/v1/jobs", admin_token_,
+      json{{"name", "j"}, {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"gpu", 1}}}, {"command", "sleep 100"}}
+          .dump());
+  ASSERT_EQ(sub.status, 201) << sub.body;
+  const int64_t id = Body(sub)["id"].get<int64_t>();
+  control_->RunPass(/*full=*/true);
+  auto reply = c1.Heartbeat(n1, {});
+  ASSERT_TRUE(reply.ok());
+  ASSERT_EQ(reply->tasks.size(), 1u);
+  const std::string task = reply->tasks[0].spec.task_id;
+  agent::TaskReport r;
+  r.job_id = id;
+  r.status.task_id = task;
+  r.status.state = agent::TaskState::kRunning;
+  r.status.started_at = clock_.NowMicros();
+  r.log_data = "real\n";
+  ASSERT_TRUE(c1.Heartbeat(n1, {r}).ok());
+  ASSERT_EQ(store_->GetJob(JobId(id))->state, JobState::kRunning);
+
+  agent::TaskReport forged = r;
+  forged.status.state = agent::TaskState::kFailed;
+  forged.status.exit_code = 1;
+  forged.status.ended_at = clock_.NowMicros();
+  forged.log_offset = 5;
+  forged.log_data = "forged by n2\n";
+  reply = c2.Heartbeat(n2, {forged});
+  ASSERT_TRUE(reply.ok());
+  EXPECT_TRUE(reply->tasks.empty());  // n2 is never handed n1's task
+  agent::TaskReport unknown = forged;
+  unknown.job_id = 999;
+  unknown.status.task_id = "job999-r0";
+  ASSERT_TRUE(c2.Heartbeat(n2, {unknown}).ok());
+  // n1 itself: its job's number with another task id (whose log it would write), or a replica the job lacks.
+  agent::TaskReport renamed = forged;
+  renamed.status.task_id = "job" + std::to_string(id + 1) + "-r0";
+  agent::TaskReport other_replica = forged;
+  other_replica.replica = 1;
+  other_replica.status.task_id = "job" + std::to_string(id) + "-r1";
+  ASSERT_TRUE(c1.Heartbeat(n1, {renamed, other_replica}).ok());
+
+  EXPECT_EQ(store_->GetJob(JobId(id))->state, JobState::kRunning) << "a foreign report changed the job";
+  auto slice = logs_.Read(task, 0, 100);
+  ASSERT_TRUE(slice.ok());
+  EXPECT_EQ(slice->data, "real\n");
+  EXPECT_FALSE(logs_.Read("job999-r0", 0, 100).ok() && !logs_.Read("job999-r0", 0, 100)->data.empty());
+  EXPECT_FALSE(logs_.Read(renamed.status.task_id, 0, 100).ok() &&
+               !logs_.Read(renamed.status.task_id, 0, 100)->data.empty());
+  EXPECT_NE(metrics_.Render().find("xpool_agent_foreign_reports_total 4"), std::string::npos) << metrics_.Render();
+
+  // Its own node's report still counts: the job ends as n1 says.
+  ASSERT_TRUE(c1.Heartbeat(n1, {forged}).ok());
+  EXPECT_EQ(store_->GetJob(JobId(id))->state, JobState::kFailed);
+}
+
+// The logs route says `done` only when the job has ended and the server holds its whole log, up to the end the
+// agent reported (the shim's exit line), not as soon as the job's state is terminal; a job that never ran is done
+// when it ends.
+TEST_F(AgentGrpcTest, LogsAreDoneOnlyWhenTheServerHoldsTheWholeLog) {
+  const Node n1 = MakeNode("n1").WithCpu(8000).WithMemory(16384).WithGpus(1, "A100", 81920).Build();
+  auto client = Client(NodeToken("n1"));
+  ASSERT_TRUE(client.Register(n1).ok());
+  const json spec = {{"name", "j"}, {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"gpu", 1}}}, {"command", "x"}};
+  ApiResponse sub = Call("POST", "/api/v1/jobs", admin_token_, spec.dump());
+  ASSERT_EQ(sub.status, 201) << sub.body;
+  const int64_t id = Body(sub)["id"].get<int64_t>();
+  const std::string logs = "/api/v1/jobs/" + std::to_string(id) + "/logs?offset=0";
+  control_->RunPass(/*full=*/true);
+  auto reply = client.Heartbeat(n1, {});
+  ASSERT_TRUE(reply.ok());
+  ASSERT_EQ(reply->tasks.size(), 1u);
+  agent::TaskReport r;
+  r.job_id = id;
+  r.status.task_id = reply->tasks[0].spec.task_id;
+  r.status.state = agent::TaskState::kSucceeded;
+  r.status.exit_code = 0;
+  r.status.started_at = clock_.NowMicros();
+  r.status.ended_at = clock_.NowMicros();
+  r.log_data = "part 1\n";  // the rest did not fit this heartbeat
+  ASSERT_TRUE(client.Heartbeat(n1, {r}).ok());
+  ASSERT_EQ(store_->GetJob(JobId(id))->state, JobState::kSucceeded);
+  json body = Body(Call("GET", logs, admin_token_));
+  EXPECT_EQ(body["data"], "part 1\n");
+  EXPECT_FALSE(body.value("done", true)) << body.dump();  // ended, but the log's end is not known
+  r.log_offset = 7;
+  r.log_data = "part 2\n";
+  r.log_end = 29;  // and an exit line still to come
+  ASSERT_TRUE(client.Heartbeat(n1, {r}).ok());
+  body = Body(Call("GET", logs, admin_token_));
+  EXPECT_EQ(body["data"], "part 1\npart 2\n");
+  EXPECT_FALSE(body.value("done", true)) << body.dump();
+  r.log_offset = 14;
+  r.log_data = "[xpool] exit 0\n";
+  ASSERT_TRUE(client.Heartbeat(n1, {r}).ok());
+  body = Body(Call("GET", logs, admin_token_));
+  EXPECT_EQ(body["next_offset"], 29);
+  EXPECT_TRUE(body.value("done", false)) << body.dump();
+  // A read that stops short of the end is not done either.
+  body = Body(Call("GET", logs + "&limit=5", admin_token_));
+  EXPECT_FALSE(body.value("done", true)) << body.dump();
+
+  // Never placed (it needs two GPUs), then cancelled: nothing will ever come, so done.
+  json big = spec;
+  big["resources"]["gpu"] = 2;
+  ApiResponse other = Call("POST", "/api/v1/jobs", admin_token_, big.dump());
+  ASSERT_EQ(other.status, 201);
+  const std::string other_id = std::to_string(Body(other)["id"].get<int64_t>());
+  ASSERT_EQ(Call("POST", "/api/v1/jobs/" + other_id + "/cancel", admin_token_).status, 200);
+  body = Body(Call("GET", "/api/v1/jobs/" + other_id + "/logs", admin_token_));
+  EXPECT_TRUE(body.value("done", false)) << body.dump();
 }
 
 }  // namespace

@@ -60,22 +60,56 @@ std::string SuspendOutcome(const JobRecord& job, const agent::TaskStatus& st) {
 
 AgentService::AgentService(ControlPlane& control, StateStore& store, agent::LogRelay* logs, MetricsRegistry* metrics)
     : control_(control), store_(store), logs_(logs), metrics_(metrics) {
-  if (metrics_ != nullptr) metrics_->CounterAdd("xpool_agent_stale_reports_total", {}, 0);
+  if (metrics_ != nullptr) {
+    metrics_->CounterAdd("xpool_agent_stale_reports_total", {}, 0);
+    metrics_->CounterAdd("xpool_agent_foreign_reports_total", {}, 0);
+  }
 }
 
 void AgentService::DeclareMetrics(MetricsRegistry& metrics) {
   metrics.DeclareCounter("xpool_agent_stale_reports_total",
                          "Task reports (and their log chunks) refused because they carry an earlier placement epoch "
                          "than their job's (a run the server already gave up, e.g. on a node it counted lost).");
+  metrics.DeclareCounter("xpool_agent_foreign_reports_total",
+                         "Task reports (and their log chunks) refused because they name a task the server did not "
+                         "assign to the reporting node (another node's task, an unknown job, or a task id that is "
+                         "not its job's and replica's).");
 }
 
-bool AgentService::IsStale(const std::string& node, const agent::TaskReport& report) {
+std::string_view AgentService::Vet(const std::string& node, const agent::TaskReport& report) {
   auto job = store_.GetJob(JobId(report.job_id));
-  if (!job.ok() || report.restart_count >= job->restart_count) return false;
-  if (metrics_ != nullptr) metrics_->CounterAdd("xpool_agent_stale_reports_total", {});
-  std::fprintf(stderr, "xpool server: refused a report of task %s from node %s: epoch %d, the job is at epoch %d\n",
-               report.status.task_id.c_str(), node.c_str(), report.restart_count, job->restart_count);
-  return true;
+  const std::string task_id = "job" + std::to_string(report.job_id) + "-r" + std::to_string(report.replica);
+  std::string foreign;
+  if (!job.ok()) {
+    foreign = "no such job";
+  } else if (report.status.task_id != task_id) {
+    foreign = "its task id is not " + task_id;
+  } else if (report.restart_count < job->restart_count) {
+    if (metrics_ != nullptr) metrics_->CounterAdd("xpool_agent_stale_reports_total", {});
+    std::fprintf(stderr, "xpool server: refused a report of task %s from node %s: epoch %d, the job is at epoch %d\n",
+                 report.status.task_id.c_str(), node.c_str(), report.restart_count, job->restart_count);
+    return "stale";
+  } else {
+    // The replica's task record names the node it was last placed on (kept after it ends, cleared when the job
+    // goes back to the queue, which also moves the epoch on).
+    auto tasks = store_.ListTasks(job->id);
+    const TaskRecord* mine = nullptr;
+    if (tasks.ok()) {
+      for (const TaskRecord& t : *tasks) {
+        if (t.replica == report.replica) mine = &t;
+      }
+    }
+    if (mine == nullptr || mine->node != node) {
+      foreign = mine == nullptr || mine->node.empty() ? "the replica is placed on no node"
+                                                      : "the replica is placed on another node";
+    }
+  }
+  if (foreign.empty()) return "";
+  if (metrics_ != nullptr) metrics_->CounterAdd("xpool_agent_foreign_reports_total", {});
+  std::fprintf(stderr, "xpool server: refused a report of task %s (job %lld, replica %d) from node %s: %s\n",
+               report.status.task_id.c_str(), static_cast<long long>(report.job_id), report.replica, node.c_str(),
+               foreign.c_str());
+  return "foreign";
 }
 
 Status AgentService::Register(const Node& node) {
@@ -237,8 +271,12 @@ std::optional<agent::DistributedEnv> AgentService::Distributed(const std::vector
 Result<agent::HeartbeatReply> AgentService::Heartbeat(const Node& node, const std::vector<agent::TaskReport>& tasks) {
   RETURN_IF_ERROR(control_.Heartbeat(node.name));
   for (const agent::TaskReport& r : tasks) {
-    if (IsStale(node.name, r)) continue;  // a run the server already gave up: neither its state nor its output
-    if (logs_ != nullptr) logs_->Append(r.status.task_id, r.log_offset, r.log_data);
+    // Neither the state nor the output of a run the server already gave up, or of a task that is not this node's.
+    if (!Vet(node.name, r).empty()) continue;
+    if (logs_ != nullptr) {
+      logs_->Append(r.status.task_id, r.log_offset, r.log_data);
+      logs_->MarkEnd(r.status.task_id, r.log_end);
+    }
     ApplyReport(r);
   }
   agent::HeartbeatReply reply;

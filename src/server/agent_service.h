@@ -13,11 +13,16 @@
 // which is also the acknowledgement of its ended tasks. Contract: docs/agent.md, "Agent ↔ server"; the suspend
 // contract: docs/time-sharing.md.
 //
+// A node reports only its own tasks: a report (and its log chunk) naming a task the server did not place on the
+// reporting node is refused, logged and counted (Vet), so one node's token cannot fail, stop or write into the log
+// of another node's job.
+//
 // Owned by `xpool up` (in-process agent) or the Server (agents over HTTP). The control plane and store outlive
 // it. Thread-safe: it keeps no mutable state, so heartbeats of different nodes may arrive concurrently (the
 // control plane and the store serialise what they change).
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/log_relay.h"
@@ -40,8 +45,11 @@ class AgentService : public agent::ControlPlaneClient {
   Result<agent::HeartbeatReply> Heartbeat(const Node& node, const std::vector<agent::TaskReport>& tasks) override;
 
  private:
-  // True for a report of an earlier placement of its job than the current one; counts and logs the refusal.
-  bool IsStale(const std::string& node, const agent::TaskReport& report);
+  // Whether `node` may report `report` (its state and its log chunk): "" when it may; "stale" for a report of an
+  // earlier placement of its job than the current one; "foreign" for a task the server did not place on `node`
+  // (another node's replica, an unknown job, a task id that is not "job<ID>-r<REPLICA>"). Counts and logs each
+  // refusal (xpool_agent_stale_reports_total, xpool_agent_foreign_reports_total).
+  std::string_view Vet(const std::string& node, const agent::TaskReport& report);
   void ApplyReport(const agent::TaskReport& report);
   Result<std::vector<agent::TaskAssignment>> Wanted(const Node& node);
   // MASTER_ADDR (replica 0's node address), MASTER_PORT and the ranks of `replica` of a gang.

@@ -220,6 +220,21 @@ Result<ApiResponse> Api::Impl::JobEvents(const ApiRequest&, const Caller& caller
   return JsonResponse(200, out);
 }
 
+bool Api::Impl::LogComplete(const JobRecord& job, int replica, const Result<agent::LogSlice>& slice) {
+  // Its end is known and this read reached it.
+  if (slice.ok()) return slice->end_offset >= 0 && slice->next_offset >= slice->end_offset;
+  // Nothing held: complete when no agent will ever send any — the replica never ran on an agent's node (never
+  // placed, placed on a simulated node without an agent, or on a node since removed).
+  auto tasks = store.ListTasks(job.id);
+  if (!tasks.ok()) return true;
+  for (const TaskRecord& t : *tasks) {
+    if (t.replica != replica || t.node.empty()) continue;
+    auto node = control.GetNode(t.node);
+    return !node.ok() || node->node.simulated;
+  }
+  return true;
+}
+
 Result<ApiResponse> Api::Impl::JobLogs(const ApiRequest& req, const Caller& caller, const Params& p) {
   ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
   int64_t replica = 0, offset = -1, limit = 1 << 20;
@@ -240,7 +255,7 @@ Result<ApiResponse> Api::Impl::JobLogs(const ApiRequest& req, const Caller& call
               {"replica", replica},
               {"task_id", task},
               {"state", std::string(JobStateName(job.state))},
-              {"done", IsTerminal(job.state)},
+              {"done", false},
               {"first_offset", 0},
               {"offset", std::max<int64_t>(offset, 0)},
               {"next_offset", std::max<int64_t>(offset, 0)},
@@ -253,6 +268,7 @@ Result<ApiResponse> Api::Impl::JobLogs(const ApiRequest& req, const Caller& call
     out["next_offset"] = slice->next_offset;
     out["data"] = std::move(slice->data);
   }
+  out["done"] = IsTerminal(job.state) && LogComplete(job, static_cast<int>(replica), slice);
   return JsonResponse(200, out);
 }
 

@@ -52,17 +52,19 @@ class ApiFixture : public ::testing::Test {
     api_ = std::make_unique<Api>(*store_, *control_, metrics_, clock_, options);
   }
 
-  // METHOD TARGET ("PATH" or "PATH?KEY=VALUE") with `token` as the bearer token (none when empty).
+  // METHOD TARGET ("PATH" or "PATH?KEY=VALUE&KEY=VALUE...") with `token` as the bearer token (none when empty).
   ApiResponse Call(const std::string& method, const std::string& target, const std::string& token,
                    const std::string& body = "") {
     ApiRequest r;
     r.method = method;
     size_t q = target.find('?');
     r.path = target.substr(0, q);
-    if (q != std::string::npos) {
-      std::string query = target.substr(q + 1);
-      size_t eq = query.find('=');
-      r.query[query.substr(0, eq)] = query.substr(eq + 1);
+    while (q != std::string::npos) {
+      const size_t next = target.find('&', q + 1);
+      const std::string pair = target.substr(q + 1, next == std::string::npos ? std::string::npos : next - q - 1);
+      const size_t eq = pair.find('=');
+      r.query[pair.substr(0, eq)] = eq == std::string::npos ? "" : pair.substr(eq + 1);
+      q = next;
     }
     if (!token.empty()) r.authorization = "Bearer " + token;
     r.body = body;

@@ -92,5 +92,15 @@ TEST(JsonCodecTest, NodeDeviceVendorAndModeByName) {
   }
 }
 
+// Bodies (PATCH /jobs, tenants, nodes) are checked for depth before nlohmann builds a tree of them.
+TEST(JsonCodecTest, DeepBodiesAreRefusedBeforeParsing) {
+  EXPECT_TRUE(ParseJsonObject(R"({"a": [[{"b": 1}]]})").ok());
+  Result<Json> deep = ParseJsonObject("{\"a\": " + std::string(400000, '[') + "}");
+  EXPECT_EQ(deep.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(deep.status().message(), "body nests deeper than 64 levels of [ and {");
+  // Brackets inside strings are text, not nesting.
+  EXPECT_TRUE(ParseJsonObject("{\"a\": \"" + std::string(1000, '[') + "\"}").ok());
+}
+
 }  // namespace
 }  // namespace xpool::server::internal

@@ -88,6 +88,7 @@ inline TaskReport SampleFailedReport() {
   r.status.fenced = true;
   r.log_offset = 100;
   r.log_data = "step 1\nstep 2\n";
+  r.log_end = 114;
   return r;
 }
 
@@ -108,6 +109,7 @@ inline void ExpectSameReportButLog(const TaskReport& got, const TaskReport& want
   EXPECT_EQ(got.status.ended_at, want.status.ended_at);
   EXPECT_EQ(got.status.fenced, want.status.fenced);
   EXPECT_EQ(got.log_offset, want.log_offset);
+  EXPECT_EQ(got.log_end, want.log_end);
 }
 
 }  // namespace xpool::agent::test_data

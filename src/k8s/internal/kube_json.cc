@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "common/nesting.h"
 #include "common/text.h"
 
 namespace xpool::k8s::internal {
@@ -49,6 +50,7 @@ Result<ContainerResources> ContainerFromJson(const Json& c, const std::string& w
 }  // namespace
 
 Result<Json> ParseJson(std::string_view text, std::string_view what) {
+  RETURN_IF_ERROR(CheckNesting(text, NestingSyntax::kJson, what));
   Json out = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (out.is_discarded()) return InvalidArgumentError("invalid JSON in " + std::string(what));
   return out;

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "agent/log_relay.h"
 #include "server/api.h"
 #include "server/internal/json_codec.h"
 
@@ -105,6 +106,9 @@ struct Api::Impl {
   // Output of one replica, from the agents' log chunks (agent::LogRelay). Query: replica (default 0), offset
   // (default: the last `limit` bytes), limit (default 1 MiB).
   Result<ApiResponse> JobLogs(const ApiRequest& req, const Caller& caller, const Params& p);
+  // Whether `slice` (a read of `replica`'s log) reaches the end of the whole log, or no agent will ever send one:
+  // the logs route's `done` once the job has ended (the exit line is the log's last line).
+  bool LogComplete(const JobRecord& job, int replica, const Result<agent::LogSlice>& slice);
 
   // ---- nodes and agents (api.cc) ----
   Result<ApiResponse> ListNodes(const ApiRequest&, const Caller&, const Params&);

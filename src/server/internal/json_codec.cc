@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "common/nesting.h"
 #include "common/units.h"
 #include "model/job_state.h"
 
@@ -99,6 +100,7 @@ Result<Device> DeviceFromJson(const Json& j, const std::string& path) {
 }  // namespace
 
 Result<Json> ParseJsonObject(std::string_view body) {
+  RETURN_IF_ERROR(CheckNesting(body, NestingSyntax::kJson, "body"));
   Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgumentError("body: malformed JSON");
   if (!j.is_object()) return InvalidArgumentError("body must be a JSON object");

@@ -203,7 +203,11 @@ TEST_F(UpJobsTest, AnImageRunsThroughPodmanOrCanNeverRunHere) {
   const fs::path bin = dir_ / "bin";
   fs::create_directories(bin);
   std::ofstream(bin / "podman") << "#!/bin/sh\necho podman \"$@\"\n";
-  fs::permissions(bin / "podman", fs::perms::owner_all);
+  // Executable by the task's uid too (an agent running as root runs tasks as their tenant's uid).
+  const fs::perms everyone = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                             fs::perms::others_read | fs::perms::others_exec;
+  fs::permissions(bin, everyone);
+  fs::permissions(bin / "podman", everyone);
   Json boxed = ShellJob("boxed", "echo inside");
   boxed["image"] = "localhost/team/train:v1";
   boxed["env"] = {{"PATH", bin.string()}, {"TOKEN", "s3cr3t"}};
