@@ -105,6 +105,26 @@ Result<HeartbeatReply> GrpcControlPlaneClient::Heartbeat(const Node& node, const
   return ReplyFromProto(reply);
 }
 
+Result<int64_t> GrpcControlPlaneClient::WaitForChange(const Node& node, int64_t seen, TimeMicros timeout) {
+  v1::WaitForChangeRequest request;
+  request.set_node(node.name);
+  request.set_seen(seen);
+  v1::WaitForChangeReply reply;
+  grpc::ClientContext ctx;
+  if (!impl_->options.token.empty()) ctx.AddMetadata("authorization", "Bearer " + impl_->options.token);
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::microseconds(timeout));
+  const grpc::Status s = impl_->stub->WaitForChange(&ctx, request, &reply);
+  // The long-poll's end when nothing changed: the deadline (or the server cancelling at it).
+  if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED || s.error_code() == grpc::StatusCode::CANCELLED) {
+    return seen;
+  }
+  if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    return FailedPreconditionError("grpc://" + impl_->options.target + " does not announce changes (an older server)");
+  }
+  RETURN_IF_ERROR(FromGrpc(s, "WaitForChange", impl_->options.target));
+  return reply.generation();
+}
+
 Result<std::unique_ptr<ControlPlaneClient>> MakeControlPlaneClient(const std::string& server, const std::string& token,
                                                                    TimeMicros timeout_micros) {
   if (server.rfind("http://", 0) == 0) {

@@ -6,7 +6,8 @@
 // Errors: server unreachable (or the deadline passed) → Unavailable naming the address; UNAUTHENTICATED →
 // Unauthenticated ("the server rejected the node token"); PERMISSION_DENIED → PermissionDenied; NOT_FOUND (the
 // server does not know the node) → NotFound, on which the agent registers again; the server's message is kept.
-// gRPC headers stay in grpc_client.cc. One client per agent; not thread-safe.
+// gRPC headers stay in grpc_client.cc. One client per agent; not thread-safe, except that WaitForChange may run
+// on another thread at the same time as the other calls (gRPC stubs are thread-safe; the client has no other state).
 //
 // MakeControlPlaneClient picks the transport from the --server URL: grpc://HOST:PORT or a bare HOST:PORT → gRPC;
 // http://HOST:PORT → the HTTP fallback (agent/http_client.h).
@@ -32,6 +33,9 @@ class GrpcControlPlaneClient final : public ControlPlaneClient {
   Result<HeartbeatReply> Heartbeat(const Node& node, const std::vector<TaskReport>& tasks) override;
   // The channel is READY (asking it to connect when idle).
   bool Connected() override;
+  // The WaitForChange RPC with `timeout` as its deadline (then: `seen`, nothing changed); a server without the
+  // RPC (UNIMPLEMENTED) → FailedPrecondition. Safe to call concurrently with the other calls.
+  Result<int64_t> WaitForChange(const Node& node, int64_t seen, TimeMicros timeout) override;
 
  private:
   struct Impl;

@@ -123,7 +123,13 @@ Launcher::Launcher(LauncherOptions options) : options_(std::move(options)) {
   if (shim_command_.empty()) {
     std::error_code ec;
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    shim_command_ = {ec ? std::string("xpool") : exe.string(), "task-shim"};
+    // The small shim beside this binary when it is there (bin/xpool-task-shim), else `xpool task-shim`.
+    const auto small = exe.parent_path() / "xpool-task-shim";
+    if (!ec && ::access(small.c_str(), X_OK) == 0) {
+      shim_command_ = {small.string()};
+    } else {
+      shim_command_ = {ec ? std::string("xpool") : exe.string(), "task-shim"};
+    }
   }
   if (options_.task_uids && !options_.state_dir.empty()) {
     // Tasks run as other users: the agent's files are its own; the task root may be searched, never listed.

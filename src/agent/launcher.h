@@ -93,8 +93,8 @@ struct LauncherOptions {
   // Variables of the agent's environment given to tasks beyond the allow-list (task_identity.h).
   std::vector<std::string> pass_env;
   Clock* clock = nullptr;  // null = the real clock (start times; grace periods run on the shim's real clock)
-  // The shim's command line, to which "--ready-fd 3 <task dir>" is appended; empty = this binary with
-  // "task-shim" (`xpool task-shim`).
+  // The shim's command line, to which "--ready-fd 3 <task dir>" is appended; empty = `xpool-task-shim` beside
+  // this binary when it is there, else this binary with "task-shim" (`xpool task-shim`).
   std::vector<std::string> shim_command;
   // The destructor stops every running task (SIGTERM, SIGKILL at once) and waits for their end: `xpool agent
   // --run`, `xpool up`, `xpool agent --stop-tasks`, tests. Otherwise tasks keep running after the launcher

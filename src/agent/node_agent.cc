@@ -216,7 +216,9 @@ Status NodeAgent::Tick() {
     resend_tails_ = true;
     return answer.status();
   }
+  started_unreported_ = false;
   HeartbeatReply reply = std::move(*answer);
+  generation_ = reply.generation;
   if (reply.node_timeout_micros > 0) RenewLease(sent_at, reply.node_timeout_micros);
   LogsAcknowledged(reports);
   if (reply.interval_micros > 0) interval_micros_ = reply.interval_micros;
@@ -236,8 +238,11 @@ void NodeAgent::RenewLease(TimeMicros sent_at, TimeMicros node_timeout) {
   }
 }
 
+bool NodeAgent::HasNews() { return started_unreported_ || !launcher_->Poll().empty(); }
+
 void NodeAgent::StartTask(const TaskAssignment& a) {
   const std::string& id = a.spec.task_id;
+  started_unreported_ = true;
   Status s = launcher_->Start(a.spec);
   if (s.ok()) {
     meta_[id] = Meta{a.spec.job_id, a.spec.replica, a.spec.restart_count, /*adopted=*/false};

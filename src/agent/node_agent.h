@@ -54,6 +54,8 @@ struct HeartbeatReply {
   // The server's node timeout: a node silent this long is lost and its jobs run elsewhere. The agent renews its
   // tasks' lease with it (fencing, docs/agent.md); 0 = not sent (the tasks are not fenced).
   TimeMicros node_timeout_micros = 0;
+  // The generation of the task list (ControlPlaneClient::WaitForChange); 0 = the server announces no changes.
+  int64_t generation = 0;
 };
 
 class ControlPlaneClient {
@@ -67,6 +69,14 @@ class ControlPlaneClient {
   // cut a backoff short when an unreachable server comes back, before the server's node timeout runs out.
   // False when the transport cannot tell.
   virtual bool Connected() { return false; }
+  // Waits until the tasks the server wants on `node` have a generation other than `seen` (the one the last
+  // HeartbeatReply carried) or `timeout` passes; returns the generation then (`seen` when nothing changed). Called
+  // from a thread of its own (agent/change_watcher.h), concurrently with the other calls. FailedPrecondition when
+  // the transport or the server cannot announce changes: the agent then polls.
+  virtual Result<int64_t> WaitForChange(const Node& node, int64_t seen, TimeMicros timeout) {
+    (void)node, (void)seen, (void)timeout;
+    return FailedPreconditionError("this transport does not announce changes");
+  }
 };
 
 class NodeAgent {
@@ -87,6 +97,12 @@ class NodeAgent {
   std::vector<std::string> TakeNotices();
   // The interval the server asked for in its last reply.
   TimeMicros interval_micros() const { return interval_micros_; }
+  // The generation of the task list in the server's last reply (0: none announced).
+  int64_t generation() const { return generation_; }
+  // Whether the next Tick has news for the server now: a task ended (reaped here), or the last Tick started tasks
+  // whose start it has not reported yet. Cheap (reads the shims' status files); the agent's loop calls it between
+  // heartbeats so that an exit or a start is reported at once.
+  bool HasNews();
   const Node& node() const { return node_; }
 
  private:
@@ -117,6 +133,8 @@ class NodeAgent {
   std::map<std::string, Meta> meta_;                // every task the launcher holds
   std::map<std::string, TaskReport> start_errors_;  // specs the launcher refused, reported until acknowledged
   TimeMicros interval_micros_ = 2 * kMicrosPerSecond;
+  int64_t generation_ = 0;
+  bool started_unreported_ = false;  // the last Tick started a task: report it running at once
   // Per task: its log read from the start and what is not yet acknowledged by a heartbeat.
   struct LogShip {
     std::unique_ptr<LogFollower> follower;

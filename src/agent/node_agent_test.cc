@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <optional>
 #include <thread>
 
+#include "agent/change_watcher.h"
 #include "agent/log_relay.h"
 #include "agent/task_shim.h"
 #include "agent/testdata/test_util.h"
@@ -42,7 +44,21 @@ class FakeControlPlane : public ControlPlaneClient {
     }
     HeartbeatReply reply;
     reply.tasks = wanted;
+    reply.generation = generation.load();
     return reply;
+  }
+  // Push (ChangeWatcher): announces a generation other than `seen` once `generation` moves, unless wake-ups are
+  // lost (`lose_wakeups`: it answers `seen` at every timeout) or duplicated (`duplicate_wakeups`: it answers a
+  // new generation at once, every time).
+  Result<int64_t> WaitForChange(const Node&, int64_t seen, TimeMicros timeout) override {
+    ++waits;
+    if (duplicate_wakeups) return seen + 1;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(timeout);
+    while (std::chrono::steady_clock::now() < until) {
+      if (!lose_wakeups && generation.load() != seen) return generation.load();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return seen;
   }
   const TaskReport* Report(const std::string& id) const {
     for (const auto& r : last_reports) {
@@ -52,7 +68,11 @@ class FakeControlPlane : public ControlPlaneClient {
   }
 
   std::string registered;
-  int heartbeats = 0;
+  std::atomic<int> heartbeats{0};
+  std::atomic<int64_t> generation{1};
+  std::atomic<int> waits{0};
+  bool lose_wakeups = false;
+  bool duplicate_wakeups = false;
   bool reachable = true;
   bool ack_ended = false;
   std::vector<TaskAssignment> wanted;
@@ -463,6 +483,71 @@ TEST_F(NodeAgentTest, OutputRotatedAwayUnreadLeavesAGapNotAMix) {
   EXPECT_EQ(log->data, *on_node);
   EXPECT_GT(log->first_offset, 8000);  // 10.5 KB written, at most 2 KiB kept: the copy starts after the gap
   EXPECT_EQ(log->first_offset + static_cast<int64_t>(log->data.size()), log->next_offset);
+}
+
+// Push (docs/agent.md): the server's announced change wakes the agent's loop at once — far inside its heartbeat
+// interval — and it starts the task; a task's exit is reported without waiting for the interval either.
+TEST_F(NodeAgentTest, AnAnnouncedChangeAndATaskExitWakeTheLoopAtOnce) {
+  ASSERT_TRUE(agent_->Tick().ok());
+  ChangeWatcher watcher(&server_, agent_->node(), /*long_poll=*/200'000);
+  watcher.Seen(agent_->generation());
+  const TimeMicros interval = 30 * kMicrosPerSecond;
+  std::thread server_side([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    server_.wanted = {Run("job12-r0", "sleep 0.3")};
+    server_.generation = 2;  // after the list: the fake answers from `wanted`
+  });
+  auto start = std::chrono::steady_clock::now();
+  watcher.WaitForWork(*agent_, interval, [] { return false; });
+  server_side.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  ASSERT_TRUE(agent_->Tick().ok());  // gets the task and starts it
+  watcher.Seen(agent_->generation());
+  EXPECT_EQ(agent_->generation(), 2);
+  // A start not yet reported is news: no wait at all.
+  start = std::chrono::steady_clock::now();
+  watcher.WaitForWork(*agent_, interval, [] { return false; });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  ASSERT_TRUE(agent_->Tick().ok());
+  EXPECT_EQ(server_.Report("job12-r0")->status.state, TaskState::kRunning);
+  // Its exit wakes the loop (checked every 20 ms), not the 30 s interval.
+  watcher.WaitForWork(*agent_, interval, [] { return false; });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  ASSERT_TRUE(agent_->Tick().ok());
+  EXPECT_EQ(server_.Report("job12-r0")->status.state, TaskState::kSucceeded);
+}
+
+// A lost wake-up costs one interval, never the task: the level-triggered heartbeat still delivers it. Duplicated
+// wake-ups cost heartbeats, never a second run.
+TEST_F(NodeAgentTest, LostOrDuplicatedWakeupsNeverLoseOrDoubleATask) {
+  ASSERT_TRUE(agent_->Tick().ok());
+  {
+    server_.lose_wakeups = true;
+    ChangeWatcher watcher(&server_, agent_->node(), /*long_poll=*/50'000);
+    watcher.Seen(agent_->generation());
+    server_.wanted = {Run("job12-r0", "sleep 300")};
+    server_.generation = 2;
+    const auto start = std::chrono::steady_clock::now();
+    watcher.WaitForWork(*agent_, 300'000, [] { return false; });  // nothing announced: the whole interval
+    EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(290));
+    ASSERT_TRUE(agent_->Tick().ok());  // the heartbeat the interval brings delivers the task all the same
+    ASSERT_TRUE(launcher_->Get("job12-r0").ok());
+  }
+  server_.lose_wakeups = false;
+  server_.duplicate_wakeups = true;
+  ChangeWatcher watcher(&server_, agent_->node(), /*long_poll=*/50'000);
+  const auto first = launcher_->Get("job12-r0")->started_at;
+  for (int i = 0; i < 20; ++i) {
+    watcher.Seen(agent_->generation());
+    watcher.WaitForWork(*agent_, 5 * kMicrosPerSecond, [] { return false; });
+    ASSERT_TRUE(agent_->Tick().ok());
+  }
+  EXPECT_GT(server_.waits.load(), 0);
+  auto st = launcher_->Get("job12-r0");
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->running());
+  EXPECT_EQ(st->started_at, first) << "a duplicated wake-up started the task again";
+  EXPECT_EQ(launcher_->List().size(), 1u);
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include <string>
 #include <thread>
 
+#include "agent/change_watcher.h"
 #include "agent/discovery.h"
 #include "agent/grpc_client.h"
 #include "agent/launcher.h"
@@ -151,12 +152,14 @@ int Serve(const agent::DiscoveryReport& report, const std::string& server, const
     return 2;
   }
   agent::NodeAgent node_agent(report.node, client->get(), &launcher);
+  agent::ChangeWatcher watcher(client->get(), report.node);  // heartbeats at once on a change (docs/agent.md)
   std::signal(SIGINT, OnInterrupt);
   std::signal(SIGTERM, OnInterrupt);
   bool registered = false;
   std::string last_error;
   TimeMicros backoff = 0;
   while (!g_interrupted) {
+    const bool registering = !registered;
     Status s = registered ? node_agent.Tick() : node_agent.Register();
     if (s.ok() && !registered) {
       registered = true;
@@ -187,7 +190,13 @@ int Serve(const agent::DiscoveryReport& report, const std::string& server, const
     if (s.code() == StatusCode::kNotFound) registered = false;  // the server forgot the node: register again
     PrintNotices(launcher);
     for (const std::string& n : node_agent.TakeNotices()) std::fprintf(stderr, "agent: %s\n", n.c_str());
-    const TimeMicros wait = s.ok() ? node_agent.interval_micros() : backoff;
+    if (s.ok()) {
+      if (registering) continue;  // the first heartbeat at once
+      watcher.Seen(node_agent.generation());
+      watcher.WaitForWork(node_agent, node_agent.interval_micros(), [] { return g_interrupted != 0; });
+      continue;
+    }
+    const TimeMicros wait = backoff;
     // An unreachable server that comes back (the transport connects again) ends the backoff at once: a long
     // backoff would otherwise outlast the restarted server's node timeout and its jobs would be requeued.
     bool seen_down = false;

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "agent/change_watcher.h"
 #include "agent/discovery.h"
 #include "agent/launcher.h"
 #include "agent/log_relay.h"
@@ -29,21 +30,23 @@ namespace {
 
 std::atomic<bool> g_stop_agent{false};
 
-// Registers, then ticks until stopped. Errors are printed once each and retried.
-void AgentLoop(agent::NodeAgent* node_agent) {
+// Registers, then ticks until stopped: at once when the server changed what it wants here or a task ended or
+// started (agent/change_watcher.h), else every interval. Errors are printed once each and retried.
+void AgentLoop(agent::NodeAgent* node_agent, agent::ControlPlaneClient* client) {
+  agent::ChangeWatcher watcher(client, node_agent->node(), /*long_poll=*/200'000);  // in process: no round trip
   bool registered = false;
   std::string last_error;
   while (!g_stop_agent.load()) {
+    const bool registering = !registered;
     Status s = registered ? node_agent->Tick() : node_agent->Register();
     if (s.ok()) registered = true;
     if (s.code() == StatusCode::kNotFound) registered = false;
     if (!s.ok() && s.message() != last_error) std::fprintf(stderr, "agent: %s (retrying)\n", s.message().c_str());
     last_error = s.ok() ? "" : s.message();
     for (const std::string& n : node_agent->TakeNotices()) std::fprintf(stderr, "agent: %s\n", n.c_str());
-    const TimeMicros wait = node_agent->interval_micros();
-    for (TimeMicros waited = 0; waited < wait && !g_stop_agent.load(); waited += 50'000) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    if (s.ok() && registering) continue;  // the first heartbeat at once
+    watcher.Seen(node_agent->generation());
+    watcher.WaitForWork(*node_agent, node_agent->interval_micros(), [] { return g_stop_agent.load(); });
   }
 }
 
@@ -130,7 +133,7 @@ int RunUp(const Args& args) {
   for (const std::string& n : launcher.TakeNotices()) std::fprintf(stderr, "agent: %s\n", n.c_str());
   // The server's own agent service (it keeps the reports' log chunks in the server's relay, as for remote agents).
   agent::NodeAgent node_agent(report->node, &(*server)->agent_service(), &launcher);
-  std::thread agent_thread(AgentLoop, &node_agent);
+  std::thread agent_thread(AgentLoop, &node_agent, &(*server)->agent_service());
 
   // The hint names the bound port (with --listen HOST:0 that is only known once the server has bound it).
   const std::string host = options.listen.substr(0, options.listen.rfind(':'));

@@ -3,6 +3,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <utility>
@@ -11,21 +12,58 @@
 #include "agent/v1/agent.grpc.pb.h"
 #include "common/grpc_status.h"
 #include "server/api.h"
+#include "server/change_feed.h"
 
 namespace xpool::server {
 namespace {
 
 namespace v1 = agent::v1;
 
-std::string Authorization(const grpc::ServerContext* ctx) {
+std::string Authorization(const grpc::ServerContextBase* ctx) {
   const auto& md = ctx->client_metadata();
   auto it = md.find("authorization");
   return it == md.end() ? "" : std::string(it->second.data(), it->second.size());
 }
 
-class AgentServiceImpl final : public v1::Agent::Service {
+// One agent's WaitForChange long-poll, held without a thread: a ChangeFeed subscription finishes it when the
+// node's generation moves; the client's deadline (or the server's shutdown) cancels it. Deletes itself when done.
+class ChangeWait final : public grpc::ServerUnaryReactor {
+ public:
+  ChangeWait(ChangeFeed& feed, const v1::WaitForChangeRequest& request, v1::WaitForChangeReply* reply)
+      : feed_(feed), reply_(reply) {
+    // The subscription may answer at once (a change the agent missed): then id_ stays 0 and Cancel is a no-op.
+    // Otherwise it runs on the thread of the Bump, never twice.
+    id_ = feed_.Subscribe(request.node(), request.seen(), [this](int64_t generation) {
+      reply_->set_generation(generation);
+      Finish(grpc::Status::OK);
+    });
+  }
+  void OnCancel() override {
+    // Still subscribed (nothing changed before the deadline): this RPC ends here; else the callback finished it.
+    if (feed_.Cancel(id_.load())) Finish(grpc::Status::CANCELLED);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  ChangeFeed& feed_;
+  v1::WaitForChangeReply* reply_;
+  std::atomic<uint64_t> id_{0};
+};
+
+class AgentServiceImpl final : public v1::Agent::WithCallbackMethod_WaitForChange<v1::Agent::Service> {
  public:
   explicit AgentServiceImpl(Api& api) : api_(api) {}
+
+  grpc::ServerUnaryReactor* WaitForChange(grpc::CallbackServerContext* ctx, const v1::WaitForChangeRequest* request,
+                                          v1::WaitForChangeReply* reply) override {
+    auto feed = api_.AgentChanges(Authorization(ctx), request->node());
+    if (!feed.ok()) {
+      grpc::ServerUnaryReactor* refused = ctx->DefaultReactor();
+      refused->Finish(ToGrpc(feed.status()));
+      return refused;
+    }
+    return new ChangeWait(**feed, *request, reply);
+  }
 
   grpc::Status Register(grpc::ServerContext* ctx, const v1::RegisterRequest* request, v1::RegisterReply*) override {
     auto node = agent::NodeFromProto(request->node());

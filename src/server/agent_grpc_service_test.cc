@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "agent/grpc_client.h"
 #include "agent/log_relay.h"
@@ -333,6 +335,50 @@ TEST_F(AgentGrpcTest, LogsAreDoneOnlyWhenTheServerHoldsTheWholeLog) {
   ASSERT_EQ(Call("POST", "/api/v1/jobs/" + other_id + "/cancel", admin_token_).status, 200);
   body = Body(Call("GET", "/api/v1/jobs/" + other_id + "/logs", admin_token_));
   EXPECT_TRUE(body.value("done", false)) << body.dump();
+}
+
+// Push over gRPC: WaitForChange answers at once for a generation the agent has not seen, holds while nothing
+// changes (ending at the client's deadline with `seen`), and answers as soon as a placement on the node commits;
+// the token checks are Heartbeat's.
+TEST_F(AgentGrpcTest, WaitForChangeAnswersWhenTheNodesTasksChange) {
+  const Node n1 = MakeNode("n1").WithCpu(8000).WithMemory(16384).WithGpus(1, "A100", 81920).Build();
+  auto client = Client(NodeToken("n1"));
+  ASSERT_TRUE(client.Register(n1).ok());
+  auto beat = client.Heartbeat(n1, {});
+  ASSERT_TRUE(beat.ok());
+  const int64_t seen = beat->generation;
+  EXPECT_GT(seen, 0);
+  auto stale = client.WaitForChange(n1, seen - 1, 5 * kMicrosPerSecond);
+  ASSERT_TRUE(stale.ok()) << stale.status().ToString();
+  EXPECT_EQ(*stale, seen);
+  auto quiet = client.WaitForChange(n1, seen, 200'000);
+  ASSERT_TRUE(quiet.ok()) << quiet.status().ToString();
+  EXPECT_EQ(*quiet, seen);
+
+  std::thread submit([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    Call("POST", "/api/v1/jobs", admin_token_,
+         json{{"name", "j"}, {"resources", {{"cpu", "100m"}, {"gpu", 1}}}, {"command", "sleep 1"}}.dump());
+    control_->RunPass(/*full=*/true);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto changed = client.WaitForChange(n1, seen, 20 * kMicrosPerSecond);
+  submit.join();
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_NE(*changed, seen);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  beat = client.Heartbeat(n1, {});
+  ASSERT_TRUE(beat.ok());
+  EXPECT_EQ(beat->generation, *changed);
+  ASSERT_EQ(beat->tasks.size(), 1u);  // what the change announced
+
+  EXPECT_EQ(Client(NodeToken("n2")).WaitForChange(n1, seen, 1'000'000).status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(Client("").WaitForChange(n1, seen, 1'000'000).status().code(), StatusCode::kUnauthenticated);
+  // Nothing left subscribed (the server learns of a deadline asynchronously: allow it a moment).
+  for (int i = 0; i < 200 && control_->changes().waiting() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(control_->changes().waiting(), 0u);
 }
 
 }  // namespace

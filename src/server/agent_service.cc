@@ -283,8 +283,15 @@ Result<agent::HeartbeatReply> AgentService::Heartbeat(const Node& node, const st
   reply.has_tasks = true;
   reply.interval_micros = kMicrosPerSecond / 2;
   reply.node_timeout_micros = control_.node_timeout();
+  // Read before the task list: a change while it is built moves the generation on, so the agent's wait for a
+  // generation other than this one returns at once (ChangeFeed).
+  reply.generation = control_.changes().Generation(node.name);
   ASSIGN_OR_RETURN(reply.tasks, Wanted(node));
   return reply;
+}
+
+Result<int64_t> AgentService::WaitForChange(const Node& node, int64_t seen, TimeMicros timeout) {
+  return control_.changes().Wait(node.name, seen, timeout);
 }
 
 }  // namespace xpool::server

@@ -43,6 +43,8 @@ class AgentService : public agent::ControlPlaneClient {
 
   Status Register(const Node& node) override;
   Result<agent::HeartbeatReply> Heartbeat(const Node& node, const std::vector<agent::TaskReport>& tasks) override;
+  // In process (`xpool up`): waits on the control plane's ChangeFeed for the node's generation to leave `seen`.
+  Result<int64_t> WaitForChange(const Node& node, int64_t seen, TimeMicros timeout) override;
 
  private:
   // Whether `node` may report `report` (its state and its log chunk): "" when it may; "stale" for a report of an

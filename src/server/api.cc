@@ -553,6 +553,14 @@ Result<agent::HeartbeatReply> Api::AgentHeartbeat(const std::string& authorizati
   return reply;
 }
 
+Result<ChangeFeed*> Api::AgentChanges(const std::string& authorization, const std::string& node) {
+  const auto start = std::chrono::steady_clock::now();
+  Status s = impl_->AuthorizeAgent(authorization, node);
+  impl_->Count("/xpool.agent.v1.Agent/WaitForChange", "GRPC", s.ok() ? 200 : HttpStatusFor(s), start);
+  RETURN_IF_ERROR(s);
+  return &impl_->control.changes();
+}
+
 ApiResponse Api::TooLarge() const {
   return ErrorResponse(
       ResourceExhaustedError("body over the limit of " + std::to_string(impl_->options.max_body_bytes) + " bytes"));

@@ -79,6 +79,9 @@ class Api {
   Status RegisterAgentNode(const std::string& authorization, Node node);
   Result<agent::HeartbeatReply> AgentHeartbeat(const std::string& authorization, const std::string& node,
                                                const agent::HeartbeatRequest& beat);
+  // The WaitForChange long-poll's check (Heartbeat's token check), then the control plane's ChangeFeed that the
+  // listener waits on.
+  Result<ChangeFeed*> AgentChanges(const std::string& authorization, const std::string& node);
 
  private:
   struct Impl;

@@ -86,7 +86,12 @@ std::string JobList(const std::vector<JobId>& ids) {
 }  // namespace
 
 ControlPlane::ControlPlane(StateStore& store, Clock& clock, MetricsRegistry* metrics, ControlPlaneOptions options)
-    : store_(store), clock_(clock), metrics_(metrics), options_(std::move(options)), rng_(options_.seed) {}
+    : store_(store),
+      clock_(clock),
+      metrics_(metrics),
+      options_(std::move(options)),
+      changes_(clock.NowMicros()),
+      rng_(options_.seed) {}
 
 ControlPlane::~ControlPlane() { Stop(); }
 
@@ -226,7 +231,17 @@ void ControlPlane::ReleaseLocked(JobId id) {
       std::fprintf(stderr, "xpool server: releasing job %s: %s\n", id.ToString().c_str(), s.ToString().c_str());
   }
   IndexHeldLocked(id, it->second.allocations, false);
+  BumpNodesLocked(it->second.allocations);
   held_.erase(it);
+}
+
+void ControlPlane::BumpNodesLocked(const std::vector<Allocation>& allocations) {
+  for (size_t i = 0; i < allocations.size(); ++i) {
+    const int node = allocations[i].node;
+    bool seen = false;  // a gang's replicas on one node: one bump
+    for (size_t j = 0; j < i && !seen; ++j) seen = allocations[j].node == node;
+    if (!seen && node >= 0 && node < state_.node_count()) changes_.Bump(state_.node(node).name);
+  }
 }
 
 Result<JobRecord> ControlPlane::Submit(TenantId tenant, const JobSpec& spec) {
@@ -707,6 +722,7 @@ int ControlPlane::CommitPlacements(std::vector<PendingCommit>& commits) {
       if (metrics_ != nullptr) metrics_->CounterAdd("xpool_placements_total", {});
       if (!ours) continue;
       h->second.committing = false;
+      BumpNodesLocked(h->second.allocations);  // now in the store: the agents' next heartbeat gets it
       if (running[i] && h->second.state == JobState::kScheduled) h->second.state = JobState::kRunning;
       continue;
     }

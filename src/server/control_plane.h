@@ -48,6 +48,7 @@
 #include "common/status.h"
 #include "model/cluster_state.h"
 #include "scheduler/policy.h"
+#include "server/change_feed.h"
 #include "server/metrics.h"
 #include "store/state_store.h"
 
@@ -106,6 +107,9 @@ class ControlPlane {
   // ("priority 10 -> 90 by NAME"); the queue re-orders on the next pass, which also judges preemption with the
   // new priority (a raised job may now preempt, a lowered running one may become a victim). control_plane_admin.cc
   Result<JobRecord> SetPriority(JobId id, int priority, std::string_view by);
+  // Per node, the generation of the tasks the server wants there: bumped whenever they change, so agents waiting
+  // on it (AgentService, the gRPC WaitForChange) act at once instead of at their next poll.
+  ChangeFeed& changes() { return changes_; }
   // The agent reports a task of a scheduled job running: → running (the start time counts for min-runtime).
   Status TaskStarted(JobId id, TimeMicros at);
   // Every task of a suspending job has ended (checkpointed or killed after the grace): → suspended, releasing
@@ -238,6 +242,8 @@ class ControlPlane {
   Status FinishSuspendLocked(JobId id, std::string_view reason, bool requeue, TimeMicros now);
   // Every held job on a lost node back to the queue.
   void RequeueLostLocked(const std::string& node, TimeMicros now);
+  // The tasks wanted on the nodes of `allocations` changed: their agents are woken (changes_).
+  void BumpNodesLocked(const std::vector<Allocation>& allocations);
   // After a restart: when a queued job that is retrying may run (its last "retry" event + that retry's delay).
   TimeMicros RetryNotBefore(const JobRecord& job);
   std::string TenantName(TenantId id) const;
@@ -250,6 +256,7 @@ class ControlPlane {
 
   std::mutex pass_mu_;  // one pass at a time (the loop; tests call RunPass directly); taken before mu_
   mutable std::mutex mu_;
+  ChangeFeed changes_;                           // thread-safe on its own
   ClusterState state_;                           // guarded by mu_
   std::unique_ptr<PlacementPolicy> policy_;      // guarded by mu_
   Rng rng_;                                      // guarded by mu_

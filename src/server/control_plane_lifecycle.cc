@@ -35,6 +35,7 @@ Result<bool> ControlPlane::SuspendLocked(JobId id, std::string_view reason, bool
   bool all_simulated = it != held_.end();
   if (it != held_.end()) {
     it->second.state = JobState::kSuspending;
+    BumpNodesLocked(it->second.allocations);  // its agents deliver the suspend now
     for (const Allocation& a : it->second.allocations) all_simulated = all_simulated && state_.node(a.node).simulated;
   }
   if (!all_simulated) return false;
