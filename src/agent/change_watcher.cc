@@ -61,6 +61,7 @@ void ChangeWatcher::Run() {
 
 void ChangeWatcher::WaitForWork(NodeAgent& agent, TimeMicros max_wait, const std::function<bool()>& stop) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(max_wait);
+  if (agent.HasNews()) return;  // e.g. tasks the last heartbeat's reply started: report them now
   while (!stop()) {
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return;

@@ -170,6 +170,18 @@ TEST_F(LauncherTest, MissingCommandFailsTheTaskNotTheLauncher) {
   EXPECT_EQ(launcher.WaitFor("after", kWait)->state, TaskState::kSucceeded);
 }
 
+// A shim that cannot be started (a broken install): the task fails naming the shim and why, the launcher goes on.
+TEST_F(LauncherTest, AShimThatCannotStartFailsTheTaskClearly) {
+  LauncherOptions o = Options();
+  o.shim_command = {dir_ + "/no-such-shim"};
+  Launcher launcher(o);
+  ASSERT_TRUE(launcher.Start(Shell("t", "echo hi")).ok());
+  auto st = launcher.Get("t");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->state, TaskState::kFailed);
+  EXPECT_EQ(st->error, "cannot start the task shim " + dir_ + "/no-such-shim: No such file or directory");
+}
+
 TEST_F(LauncherTest, MissingWorkdirIsAClearError) {
   Launcher launcher(Options());
   LaunchSpec spec = Shell("nowd", "exit 0");

@@ -78,6 +78,9 @@ int DropPrivileges(int64_t uid, int64_t gid) {
 
 volatile std::sig_atomic_t g_stop_requested = 0;
 void OnStopSignal(int) { g_stop_requested = 1; }
+// SIGURG from the launcher: a control request was just written (SendShimControl); it also cuts the loop's poll.
+volatile std::sig_atomic_t g_control_poked = 0;
+void OnControlPoke(int) { g_control_poked = 1; }
 
 std::string Path(const std::string& dir, const char* name) { return dir + "/" + name; }
 
@@ -356,6 +359,10 @@ void Shim::Loop() {
     int ws = 0;
     if (::waitpid(status_.pid, &ws, WNOHANG) == status_.pid) return Finish(ws);
     const auto now = SteadyClock::now();
+    if (g_control_poked) {
+      g_control_poked = 0;
+      next_control = now;
+    }
     if (now >= next_control) {
       next_control = now + std::chrono::milliseconds(50);
       if (g_stop_requested) {
@@ -414,6 +421,9 @@ void Shim::Finish(int wait_status) {
 
 int Shim::Run(int ready_fd) {
   struct sigaction sa {};
+  struct sigaction poke {};
+  poke.sa_handler = OnControlPoke;  // no SA_RESTART: it interrupts the loop's poll
+  ::sigaction(SIGURG, &poke, nullptr);
   sa.sa_handler = OnStopSignal;
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
@@ -563,7 +573,8 @@ Result<Lease> ReadLease(const std::string& path) {
   return lease;
 }
 
-Status SendShimControl(const std::string& task_dir, const std::string& action, TimeMicros grace_micros) {
+Status SendShimControl(const std::string& task_dir, const std::string& action, TimeMicros grace_micros,
+                       pid_t shim_pid) {
   const std::string path = Path(task_dir, kShimControlFile);
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return UnavailableError("cannot write " + path + ": " + std::strerror(errno));
@@ -573,6 +584,7 @@ Status SendShimControl(const std::string& task_dir, const std::string& action, T
   ::close(fd);
   if (n != static_cast<ssize_t>(line.size()))
     return UnavailableError("cannot write " + path + ": " + std::strerror(err));
+  if (shim_pid > 0) ::kill(shim_pid, SIGURG);
   return Status::Ok();
 }
 
