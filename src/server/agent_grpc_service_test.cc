@@ -51,6 +51,15 @@ class AgentGrpcTest : public ApiFixture {
   agent::GrpcControlPlaneClient Client(const std::string& token) {
     return agent::GrpcControlPlaneClient({"127.0.0.1:" + std::to_string(grpc_->port()), token, 5 * kMicrosPerSecond});
   }
+  // Submits (as admin) a job of one replica asking `gpus` GPUs that runs `command`; its id.
+  int64_t SubmitGpuJob(int gpus = 1, const std::string& command = "sleep 100") {
+    ApiResponse sub = Call(
+        "POST", "/api/v1/jobs", admin_token_,
+        json{{"name", "j"}, {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"gpu", gpus}}}, {"command", command}}
+            .dump());
+    EXPECT_EQ(sub.status, 201) << sub.body;
+    return sub.status == 201 ? Body(sub)["id"].get<int64_t>() : -1;
+  }
 
   std::unique_ptr<AgentService> agents_;
   agent::LogRelay logs_;
@@ -155,12 +164,8 @@ TEST_F(AgentGrpcTest, FencedRunRequeuesAndStaleReportsAreRefused) {
   const Node n1 = MakeNode("n1").WithCpu(8000).WithMemory(16384).WithGpus(1, "A100", 81920).Build();
   auto client = Client(NodeToken("n1"));
   ASSERT_TRUE(client.Register(n1).ok());
-  ApiResponse sub = Call(
-      "POST", "/api/v1/jobs", admin_token_,
-      json{{"name", "j"}, {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"gpu", 1}}}, {"command", "sleep 100"}}
-          .dump());
-  ASSERT_EQ(sub.status, 201) << sub.body;
-  const int64_t id = Body(sub)["id"].get<int64_t>();
+  const int64_t id = SubmitGpuJob();
+  ASSERT_GT(id, 0);
   auto job = store_->GetJob(JobId(id));
   ASSERT_TRUE(job.ok());
   control_->RunPass(/*full=*/true);
@@ -225,12 +230,8 @@ TEST_F(AgentGrpcTest, ANodeMayReportOnlyItsOwnTasks) {
   auto c2 = Client(NodeToken("n2"));
   ASSERT_TRUE(c1.Register(n1).ok());
   ASSERT_TRUE(c2.Register(n2).ok());
-  ApiResponse sub = Call(
-      "POST", "/api/v1/jobs", admin_token_,
-      json{{"name", "j"}, {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"gpu", 1}}}, {"command", "sleep 100"}}
-          .dump());
-  ASSERT_EQ(sub.status, 201) << sub.body;
-  const int64_t id = Body(sub)["id"].get<int64_t>();
+  const int64_t id = SubmitGpuJob();
+  ASSERT_GT(id, 0);
   control_->RunPass(/*full=*/true);
   auto reply = c1.Heartbeat(n1, {});
   ASSERT_TRUE(reply.ok());
@@ -287,10 +288,8 @@ TEST_F(AgentGrpcTest, LogsAreDoneOnlyWhenTheServerHoldsTheWholeLog) {
   const Node n1 = MakeNode("n1").WithCpu(8000).WithMemory(16384).WithGpus(1, "A100", 81920).Build();
   auto client = Client(NodeToken("n1"));
   ASSERT_TRUE(client.Register(n1).ok());
-  const json spec = {{"name", "j"}, {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"gpu", 1}}}, {"command", "x"}};
-  ApiResponse sub = Call("POST", "/api/v1/jobs", admin_token_, spec.dump());
-  ASSERT_EQ(sub.status, 201) << sub.body;
-  const int64_t id = Body(sub)["id"].get<int64_t>();
+  const int64_t id = SubmitGpuJob(1, "x");
+  ASSERT_GT(id, 0);
   const std::string logs = "/api/v1/jobs/" + std::to_string(id) + "/logs?offset=0";
   control_->RunPass(/*full=*/true);
   auto reply = client.Heartbeat(n1, {});
@@ -327,11 +326,7 @@ TEST_F(AgentGrpcTest, LogsAreDoneOnlyWhenTheServerHoldsTheWholeLog) {
   EXPECT_FALSE(body.value("done", true)) << body.dump();
 
   // Never placed (it needs two GPUs), then cancelled: nothing will ever come, so done.
-  json big = spec;
-  big["resources"]["gpu"] = 2;
-  ApiResponse other = Call("POST", "/api/v1/jobs", admin_token_, big.dump());
-  ASSERT_EQ(other.status, 201);
-  const std::string other_id = std::to_string(Body(other)["id"].get<int64_t>());
+  const std::string other_id = std::to_string(SubmitGpuJob(2, "x"));
   ASSERT_EQ(Call("POST", "/api/v1/jobs/" + other_id + "/cancel", admin_token_).status, 200);
   body = Body(Call("GET", "/api/v1/jobs/" + other_id + "/logs", admin_token_));
   EXPECT_TRUE(body.value("done", false)) << body.dump();
@@ -357,8 +352,7 @@ TEST_F(AgentGrpcTest, WaitForChangeAnswersWhenTheNodesTasksChange) {
 
   std::thread submit([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    Call("POST", "/api/v1/jobs", admin_token_,
-         json{{"name", "j"}, {"resources", {{"cpu", "100m"}, {"gpu", 1}}}, {"command", "sleep 1"}}.dump());
+    SubmitGpuJob(1, "sleep 1");
     control_->RunPass(/*full=*/true);
   });
   const auto start = std::chrono::steady_clock::now();
