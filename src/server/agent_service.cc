@@ -63,6 +63,7 @@ AgentService::AgentService(ControlPlane& control, StateStore& store, agent::LogR
   if (metrics_ != nullptr) {
     metrics_->CounterAdd("xpool_agent_stale_reports_total", {}, 0);
     metrics_->CounterAdd("xpool_agent_foreign_reports_total", {}, 0);
+    metrics_->CounterAdd("xpool_agent_report_errors_total", {}, 0);
   }
 }
 
@@ -74,6 +75,9 @@ void AgentService::DeclareMetrics(MetricsRegistry& metrics) {
                          "Task reports (and their log chunks) refused because they name a task the server did not "
                          "assign to the reporting node (another node's task, an unknown job, or a task id that is "
                          "not its job's and replica's).");
+  metrics.DeclareCounter("xpool_agent_report_errors_total",
+                         "Task reports that could not be applied (the store failed, ...): the job is left as it was "
+                         "and the agent's next report applies it.");
 }
 
 std::string_view AgentService::Vet(const std::string& node, const agent::TaskReport& report) {
@@ -119,48 +123,39 @@ Status AgentService::Register(const Node& node) {
   return control_.RegisterNode(std::move(agent_node));
 }
 
-void AgentService::ApplyReport(const agent::TaskReport& report) {
+Status AgentService::ApplyReport(const agent::TaskReport& report) {
   const JobId id(report.job_id);
-  auto job = store_.GetJob(id);
-  if (!job.ok() || IsTerminal(job->state)) return;
-  if (report.restart_count != job->restart_count) return;  // a report from an earlier run
+  ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
+  if (IsTerminal(job.state)) return Status::Ok();
+  if (report.restart_count != job.restart_count) return Status::Ok();  // a report from an earlier run
   const TimeMicros now = report.status.ended_at > 0 ? report.status.ended_at : report.status.started_at;
   const agent::TaskState st = report.status.state;
-  if (report.status.fenced && st != agent::TaskState::kRunning && HoldsAllocation(job->state)) {
+  if (report.status.fenced && st != agent::TaskState::kRunning && HoldsAllocation(job.state)) {
     // Its shim stopped it: the agent had lost the server for longer than the node timeout (and reports again
     // before the server gave the node up). The run is gone; the job runs again.
-    Status s = control_.Requeue(id, "replica " + std::to_string(report.replica) +
-                                        " stopped itself: its agent had not reached the server for longer than the "
-                                        "node timeout; back in the queue");
-    if (!s.ok())
-      std::fprintf(stderr, "xpool server: requeueing fenced job %lld: %s\n", static_cast<long long>(report.job_id),
-                   s.ToString().c_str());
-    return;
+    return control_.Requeue(id, "replica " + std::to_string(report.replica) +
+                                    " stopped itself: its agent had not reached the server for longer than the "
+                                    "node timeout; back in the queue");
   }
-  if (job->state == JobState::kScheduled) (void)control_.TaskStarted(id, now);
-  if (job->state == JobState::kSuspending && (st == agent::TaskState::kSuspended || st == agent::TaskState::kStopped)) {
-    (void)store_.UpdateTask(id, report.replica, JobState::kSuspended, std::nullopt, now);
-    auto tasks = store_.ListTasks(id);
-    if (!tasks.ok()) return;
-    for (const TaskRecord& t : *tasks) {
-      if (t.state != JobState::kSuspended) return;  // a replica of the gang still runs
+  if (job.state == JobState::kScheduled) RETURN_IF_ERROR(control_.TaskStarted(id, now));
+  if (job.state == JobState::kSuspending && (st == agent::TaskState::kSuspended || st == agent::TaskState::kStopped)) {
+    RETURN_IF_ERROR(store_.UpdateTask(id, report.replica, JobState::kSuspended, std::nullopt, now));
+    ASSIGN_OR_RETURN(std::vector<TaskRecord> tasks, store_.ListTasks(id));
+    for (const TaskRecord& t : tasks) {
+      if (t.state != JobState::kSuspended) return Status::Ok();  // a replica of the gang still runs
     }
-    (void)control_.SuspendDone(id, SuspendOutcome(*job, report.status));
-    return;
+    return control_.SuspendDone(id, SuspendOutcome(job, report.status));
   }
   if (st == agent::TaskState::kRunning) {
-    (void)store_.UpdateTask(id, report.replica, JobState::kRunning, std::nullopt, now);
-    return;
+    return store_.UpdateTask(id, report.replica, JobState::kRunning, std::nullopt, now);
   }
   if (st == agent::TaskState::kSucceeded) {
-    (void)store_.UpdateTask(id, report.replica, JobState::kSucceeded, report.status.exit_code, now);
-    auto tasks = store_.ListTasks(id);
-    if (!tasks.ok()) return;
-    for (const TaskRecord& t : *tasks) {
-      if (t.state != JobState::kSucceeded) return;  // other replicas still run
+    RETURN_IF_ERROR(store_.UpdateTask(id, report.replica, JobState::kSucceeded, report.status.exit_code, now));
+    ASSIGN_OR_RETURN(std::vector<TaskRecord> tasks, store_.ListTasks(id));
+    for (const TaskRecord& t : tasks) {
+      if (t.state != JobState::kSucceeded) return Status::Ok();  // other replicas still run
     }
-    (void)control_.Finish(id, JobState::kSucceeded, "every replica exited 0");
-    return;
+    return control_.Finish(id, JobState::kSucceeded, "every replica exited 0").status();
   }
   if (st == agent::TaskState::kFailed) {
     std::optional<int> code;  // the task record keeps a signal as -N (store/state_store.h)
@@ -169,13 +164,12 @@ void AgentService::ApplyReport(const agent::TaskReport& report) {
     } else if (report.status.exit_code >= 0) {
       code = report.status.exit_code;
     }
-    (void)store_.UpdateTask(id, report.replica, JobState::kFailed, code, now);
+    RETURN_IF_ERROR(store_.UpdateTask(id, report.replica, JobState::kFailed, code, now));
     std::string reason = "replica " + std::to_string(report.replica);
     if (!report.status.error.empty()) {
       // Not retried: the same command, image and node would fail the same way.
       reason += " could not start: " + report.status.error;
-      (void)control_.Finish(id, JobState::kFailed, reason);
-      return;
+      return control_.Finish(id, JobState::kFailed, reason).status();
     }
     std::string what;
     if (report.status.signal != 0) {
@@ -185,9 +179,22 @@ void AgentService::ApplyReport(const agent::TaskReport& report) {
       reason += " exited with code " + std::to_string(report.status.exit_code);
       what = "exit code " + std::to_string(report.status.exit_code);
     }
-    (void)control_.FailOrRetry(id, reason, what);
+    return control_.FailOrRetry(id, reason, what).status();
   }
   // kStopped / kSuspended of a job that is not suspending: the server asked for it (cancel, node lost).
+  return Status::Ok();
+}
+
+void AgentService::NoteApplyError(const std::string& node, const agent::TaskReport& report, const Status& error) {
+  // The job moved on meanwhile (cancelled, finished, requeued): the next heartbeat reads its new state.
+  if (error.code() == StatusCode::kFailedPrecondition) return;
+  // Anything else (the store unavailable, ...) leaves the job as it was; the task stays listed while its job
+  // holds it, so the agent reports it again and the next heartbeat applies it.
+  if (metrics_ != nullptr) metrics_->CounterAdd("xpool_agent_report_errors_total", {});
+  std::fprintf(stderr,
+               "xpool server: applying the report of task %s from node %s: %s (applied again at its next "
+               "report)\n",
+               report.status.task_id.c_str(), node.c_str(), error.ToString().c_str());
 }
 
 Result<std::vector<agent::TaskAssignment>> AgentService::Wanted(const Node& node) {
@@ -277,7 +284,7 @@ Result<agent::HeartbeatReply> AgentService::Heartbeat(const Node& node, const st
       logs_->Append(r.status.task_id, r.log_offset, r.log_data);
       logs_->MarkEnd(r.status.task_id, r.log_end);
     }
-    ApplyReport(r);
+    if (Status s = ApplyReport(r); !s.ok()) NoteApplyError(node.name, r, s);
   }
   agent::HeartbeatReply reply;
   reply.has_tasks = true;

@@ -52,7 +52,10 @@ class AgentService : public agent::ControlPlaneClient {
   // (another node's replica, an unknown job, a task id that is not "job<ID>-r<REPLICA>"). Counts and logs each
   // refusal (xpool_agent_stale_reports_total, xpool_agent_foreign_reports_total).
   std::string_view Vet(const std::string& node, const agent::TaskReport& report);
-  void ApplyReport(const agent::TaskReport& report);
+  // Applies a vetted report to its job (running, ended, suspended, fenced). Errors leave the job as it was.
+  Status ApplyReport(const agent::TaskReport& report);
+  // Logs and counts (xpool_agent_report_errors_total) an ApplyReport error, except a job that moved on meanwhile.
+  void NoteApplyError(const std::string& node, const agent::TaskReport& report, const Status& error);
   Result<std::vector<agent::TaskAssignment>> Wanted(const Node& node);
   // MASTER_ADDR (replica 0's node address), MASTER_PORT and the ranks of `replica` of a gang.
   std::optional<agent::DistributedEnv> Distributed(const std::vector<AllocationRecord>& gang, int replica);
