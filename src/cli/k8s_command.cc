@@ -77,11 +77,13 @@ std::string PolicyList() {
 int RunScheduler(const Args& args) {
   FlagSet flags("xpool k8s scheduler",
                 "Runs the kube-scheduler extender (filter, prioritize, bind, preempt) for xpool-managed devices.");
-  std::string listen = "0.0.0.0:8888", prefix = "/", policy = "default";
+  std::string listen = "127.0.0.1:8888", prefix = "/", policy = "default";
   std::string tls_cert, tls_key;
   int64_t seed = 1;
   ApiFlags api_flags;
-  flags.String("listen", &listen, "address to serve the extender on (host:port)");
+  flags.String("listen", &listen,
+               "address to serve the extender on (host:port; default 127.0.0.1:8888: only a kube-scheduler on this "
+               "host, e.g. beside it in its pod, can call bind; :8888 serves every address, so restrict it)");
   flags.String("url-prefix", &prefix, "path the verbs are served under (the extender's urlPrefix path)");
   std::string metrics_listen;
   flags.String("metrics-listen", &metrics_listen,
