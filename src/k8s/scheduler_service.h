@@ -24,7 +24,7 @@ namespace xpool::k8s {
 
 struct SchedulerServiceOptions {
   std::string listen = "127.0.0.1:8888";  // loopback: only a kube-scheduler on this host can call bind
-  std::string url_prefix = "/";  // the verbs are served at <prefix><verb>
+  std::string url_prefix = "/";           // the verbs are served at <prefix><verb>
   std::string tls_cert, tls_key;
   std::string metrics_listen;  // "" = health and metrics on `listen`
   KubeCluster::Options cluster;

@@ -371,6 +371,8 @@ const std::vector<Api::Impl::Route>& Api::Impl::Routes() {
       {"GET", "/api/v1/whoami", Access::kTenant, &I::WhoAmI, "The tenant the token belongs to."},
       {"POST", "/api/v1/jobs", Access::kTenant, &I::SubmitJob,
        "Submit a job (body: job spec, YAML or JSON). 201 {id}."},
+      {"POST", "/api/v1/jobs:batch", Access::kTenant, &I::SubmitJobs,
+       "Submit many jobs in one transaction (body: {jobs: [spec, ...]}, at most 10,000). 201 {jobs: [{id}]}."},
       {"GET", "/api/v1/jobs", Access::kTenant, &I::ListJobs, "List jobs (query: tenant, state, limit, after)."},
       {"GET", "/api/v1/jobs/{id}", Access::kTenant, &I::GetJob, "A job: spec, state, placement, why pending."},
       {"DELETE", "/api/v1/jobs/{id}", Access::kTenant, &I::CancelJob, "Cancel a job."},
@@ -424,8 +426,9 @@ Result<ApiResponse> Api::Impl::OpenApi(const ApiRequest&, const Caller&, const P
     Json op = {{"summary", r.summary}};
     Json responses = {{"200", {{"description", "OK"}}}};
     if (std::string(r.method) == "POST" &&
-        (std::string(r.pattern) == "/api/v1/jobs" || std::string(r.pattern) == "/api/v1/nodes" ||
-         std::string(r.pattern) == "/api/v1/tenants" || std::string(r.pattern).ends_with("/tokens"))) {
+        (std::string(r.pattern) == "/api/v1/jobs" || std::string(r.pattern) == "/api/v1/jobs:batch" ||
+         std::string(r.pattern) == "/api/v1/nodes" || std::string(r.pattern) == "/api/v1/tenants" ||
+         std::string(r.pattern).ends_with("/tokens"))) {
       responses = {{"201", {{"description", "Created"}}}};
     }
     Json err = {{"description", "error"},

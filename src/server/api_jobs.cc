@@ -82,20 +82,62 @@ std::optional<std::map<JobId, std::vector<AllocationRecord>>> Api::Impl::PagePla
   return out;
 }
 
+Result<TenantId> Api::Impl::SubmitTenant(const Caller& caller, const JobSpec& spec) {
+  if (spec.tenant.empty() || spec.tenant == caller.tenant.name) return caller.tenant.id;
+  if (!caller.tenant.admin) {
+    return PermissionDeniedError("tenant: your token belongs to tenant " + caller.tenant.name + ", not " + spec.tenant);
+  }
+  auto t = store.FindTenant(spec.tenant);
+  if (!t.ok()) return InvalidArgumentError("tenant: no tenant named " + spec.tenant);
+  return t->id;
+}
+
 Result<ApiResponse> Api::Impl::SubmitJob(const ApiRequest& req, const Caller& caller, const Params&) {
   ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpec(req.body));
-  TenantId tenant = caller.tenant.id;
-  if (!spec.tenant.empty() && spec.tenant != caller.tenant.name) {
-    if (!caller.tenant.admin) {
-      return PermissionDeniedError("tenant: your token belongs to tenant " + caller.tenant.name + ", not " +
-                                   spec.tenant);
-    }
-    auto t = store.FindTenant(spec.tenant);
-    if (!t.ok()) return InvalidArgumentError("tenant: no tenant named " + spec.tenant);
-    tenant = t->id;
-  }
+  ASSIGN_OR_RETURN(TenantId tenant, SubmitTenant(caller, spec));
   ASSIGN_OR_RETURN(JobRecord job, control.Submit(tenant, spec));
   return JsonResponse(201, Json{{"id", job.id.value()}, {"state", std::string(JobStateName(job.state))}});
+}
+
+Result<ApiResponse> Api::Impl::SubmitJobs(const ApiRequest& req, const Caller& caller, const Params&) {
+  ASSIGN_OR_RETURN(Json body, internal::ParseJsonObject(req.body));
+  RETURN_IF_ERROR(internal::CheckKeys(body, "", {"jobs"}));
+  if (!body.contains("jobs") || !body["jobs"].is_array() || body["jobs"].empty()) {
+    return InvalidArgumentError("jobs must be a non-empty list of job specs");
+  }
+  if (body["jobs"].size() > kMaxBatchJobs) {
+    return InvalidArgumentError("jobs: at most " + std::to_string(kMaxBatchJobs) + " jobs per batch (got " +
+                                std::to_string(body["jobs"].size()) + ")");
+  }
+  // Every spec is read and its tenant checked before anything is stored: one bad spec refuses the batch.
+  std::vector<std::pair<TenantId, JobSpec>> jobs;
+  jobs.reserve(body["jobs"].size());
+  for (size_t i = 0; i < body["jobs"].size(); ++i) {
+    const std::string where = "jobs[" + std::to_string(i) + "]";
+    const Json& item = body["jobs"][i];
+    if (!item.is_object()) return InvalidArgumentError(where + " must be a job spec (an object)");
+    Result<JobSpec> spec = ParseJobSpec(item.dump());
+    if (!spec.ok()) return spec.status().WithContext(where);
+    Result<TenantId> tenant = SubmitTenant(caller, *spec);
+    if (!tenant.ok()) return tenant.status().WithContext(where);
+    jobs.emplace_back(*tenant, std::move(*spec));
+  }
+  ASSIGN_OR_RETURN(std::vector<Result<JobRecord>> stored, control.SubmitMany(jobs));
+  // The store refuses a batch as a whole when the database refuses the write: that error, as for one job.
+  bool any = false;
+  for (const Result<JobRecord>& job : stored) any = any || job.ok();
+  if (!any && !stored.empty()) return stored.front().status();
+  Json out = Json::array();
+  for (const Result<JobRecord>& job : stored) {
+    if (job.ok()) {
+      out.push_back(Json{{"id", job->id.value()}, {"state", std::string(JobStateName(job->state))}});
+    } else {
+      out.push_back(
+          Json{{"error",
+                {{"code", std::string(StatusCodeName(job.status().code()))}, {"message", job.status().message()}}}});
+    }
+  }
+  return JsonResponse(201, Json{{"jobs", std::move(out)}});
 }
 
 Result<ApiResponse> Api::Impl::ListJobs(const ApiRequest& req, const Caller& caller, const Params&) {

@@ -293,4 +293,44 @@ TEST_F(ApiTest, PerPriorityQuotaIsSetShownAndEnforced) {
   EXPECT_EQ(job(ids[1])["state"], "running");
 }
 
+// POST /api/v1/jobs:batch: many jobs in one transaction; every spec is read and checked first, so one bad spec (or
+// a tenant the token may not submit for) refuses the whole batch, names its index, and stores nothing.
+TEST_F(ApiTest, BatchSubmitStoresAllOrNothingAndNamesTheBadSpec) {
+  const std::string alice = NewTenant("alice");
+  NewTenant("bob");
+  auto spec = [](const std::string& name) {
+    return json{{"name", name}, {"resources", {{"cpu", "100m"}}}, {"command", "true"}};
+  };
+  auto count = [&] { return Body(Call("GET", "/api/v1/jobs?tenant=alice", admin_token_))["jobs"].size(); };
+  ApiResponse r =
+      Call("POST", "/api/v1/jobs:batch", alice, json{{"jobs", {spec("a0"), spec("a1"), spec("a2")}}}.dump());
+  ASSERT_EQ(r.status, 201) << r.body;
+  const json jobs = Body(r)["jobs"];
+  ASSERT_EQ(jobs.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    json one = Body(Call("GET", "/api/v1/jobs/" + std::to_string(jobs[i]["id"].get<int64_t>()), alice));
+    EXPECT_EQ(one["name"], "a" + std::to_string(i));
+    EXPECT_EQ(one["tenant"], "alice");
+  }
+  EXPECT_EQ(count(), 3u);
+
+  json bad = spec("b1");
+  bad["resources"]["gpucores"] = 101;
+  r = Call("POST", "/api/v1/jobs:batch", alice, json{{"jobs", {spec("b0"), bad}}}.dump());
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("jobs[1]"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("gpucores"), std::string::npos) << r.body;
+  json other = spec("b2");
+  other["tenant"] = "bob";
+  r = Call("POST", "/api/v1/jobs:batch", alice, json{{"jobs", {other}}}.dump());
+  EXPECT_EQ(r.status, 403) << r.body;
+  EXPECT_NE(r.body.find("jobs[0]"), std::string::npos) << r.body;
+  for (const std::string& body : {std::string("{}"), std::string(R"({"jobs": []})"), std::string(R"({"jobs": [1]})"),
+                                  std::string(R"({"jobs": [{}], "x": 1})"), std::string("[1]")}) {
+    EXPECT_EQ(Call("POST", "/api/v1/jobs:batch", alice, body).status, 400) << body;
+  }
+  EXPECT_EQ(count(), 3u) << "a refused batch stores nothing";
+  EXPECT_EQ(Call("POST", "/api/v1/jobs:batch", "", json{{"jobs", {spec("x")}}}.dump()).status, 401);
+}
+
 }  // namespace xpool::server

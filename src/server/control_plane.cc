@@ -244,64 +244,6 @@ void ControlPlane::BumpNodesLocked(const std::vector<Allocation>& allocations) {
   }
 }
 
-Result<JobRecord> ControlPlane::Submit(TenantId tenant, const JobSpec& spec) {
-  RETURN_IF_ERROR(ValidateJobSpec(spec));
-  RETURN_IF_ERROR(ValidateTaskRequest(spec.ToTaskRequest()).WithContext("resources"));
-  ASSIGN_OR_RETURN(JobRecord job, store_.SubmitJob(tenant, spec, clock_.NowMicros()));
-  if (metrics_ != nullptr) metrics_->CounterAdd("xpool_jobs_submitted_total", {});
-  {
-    std::lock_guard lock(mu_);
-    EnqueueLocked(job);
-    ArrivedLocked(queued_[job.id]);
-    fresh_.push_back(job.id);
-  }
-  Wake(false);
-  return job;
-}
-
-Result<JobRecord> ControlPlane::Cancel(JobId id, std::string_view reason) {
-  bool released = false;
-  {
-    std::lock_guard lock(mu_);
-    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
-    if (IsTerminal(job.state)) {
-      return FailedPreconditionError("job " + id.ToString() + " is already " + std::string(JobStateName(job.state)));
-    }
-    RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kCancelled, reason, clock_.NowMicros(), job.state));
-    DequeueLocked(id);
-    released = held_.count(id) > 0;
-    ReleaseLocked(id);
-  }
-  if (released) Wake(true);
-  return store_.GetJob(id);
-}
-
-Result<JobRecord> ControlPlane::Finish(JobId id, JobState to, std::string_view reason) {
-  {
-    std::lock_guard lock(mu_);
-    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
-    if (IsTerminal(job.state)) return job;
-    RETURN_IF_ERROR(store_.TransitionJob(id, to, reason, clock_.NowMicros(), job.state));
-    DequeueLocked(id);
-    ReleaseLocked(id);
-  }
-  Wake(true);
-  return store_.GetJob(id);
-}
-
-Status ControlPlane::TaskStarted(JobId id, TimeMicros at) {
-  std::lock_guard lock(mu_);
-  ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
-  if (job.state != JobState::kScheduled) return Status::Ok();
-  RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kRunning, "started by the agent", at, JobState::kScheduled));
-  auto it = held_.find(id);
-  if (it != held_.end()) {
-    it->second.state = JobState::kRunning;
-    it->second.last_start = at;
-  }
-  return Status::Ok();
-}
-
 std::vector<JobId> ControlPlane::JobsOnNode(std::string_view node) const {
   std::lock_guard lock(mu_);
   const int index = state_.FindNode(node);

@@ -96,6 +96,10 @@ class ControlPlane {
   // ---- Jobs. The store is the record; these keep the queue and ClusterState in step with it. ----
   // Commits the job (acknowledged only after the commit), then queues it and wakes the loop.
   Result<JobRecord> Submit(TenantId tenant, const JobSpec& spec);
+  // Many jobs in one store transaction (one fsync), then queued together with one wake-up. Every spec is validated
+  // first: the first invalid one is InvalidArgument naming it ("jobs[3].resources...") and nothing is stored. Then
+  // one result per job, in order (the store refuses them all together when the database refuses the write).
+  Result<std::vector<Result<JobRecord>>> SubmitMany(const std::vector<std::pair<TenantId, JobSpec>>& jobs);
   Result<JobRecord> Cancel(JobId id, std::string_view reason);
   // A running job: → suspending (its agent asks the task to checkpoint and exit); on a simulated node it is
   // suspended at once. Any other state: FailedPrecondition with the reason (the API answers 409). A gang is

@@ -1,15 +1,100 @@
-// ControlPlane's job lifecycle outside scheduling passes: suspend / resume (by hand or for a preemptor, through
-// the agent's checkpoint), suspension bookkeeping for the per-job cap, and lost nodes (their jobs requeued).
+// ControlPlane's job lifecycle outside scheduling passes: submit (one job or a batch), cancel, finish, the agent's
+// start report, suspend / resume (by hand or for a preemptor, through the agent's checkpoint), suspension
+// bookkeeping for the per-job cap, retries, and lost nodes (their jobs requeued).
 // Same class as control_plane.cc (see control_plane.h for the locking rules); split only to keep files small.
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "model/job_spec.h"
 #include "model/job_state.h"
 #include "server/control_plane.h"
 #include "server/internal/victim_reason.h"
 
 namespace xpool::server {
+
+Result<JobRecord> ControlPlane::Submit(TenantId tenant, const JobSpec& spec) {
+  RETURN_IF_ERROR(ValidateJobSpec(spec));
+  RETURN_IF_ERROR(ValidateTaskRequest(spec.ToTaskRequest()).WithContext("resources"));
+  ASSIGN_OR_RETURN(JobRecord job, store_.SubmitJob(tenant, spec, clock_.NowMicros()));
+  if (metrics_ != nullptr) metrics_->CounterAdd("xpool_jobs_submitted_total", {});
+  {
+    std::lock_guard lock(mu_);
+    EnqueueLocked(job);
+    ArrivedLocked(queued_[job.id]);
+    fresh_.push_back(job.id);
+  }
+  Wake(false);
+  return job;
+}
+
+Result<std::vector<Result<JobRecord>>> ControlPlane::SubmitMany(const std::vector<std::pair<TenantId, JobSpec>>& jobs) {
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const std::string where = "jobs[" + std::to_string(i) + "]";
+    RETURN_IF_ERROR(ValidateJobSpec(jobs[i].second).WithContext(where));
+    RETURN_IF_ERROR(ValidateTaskRequest(jobs[i].second.ToTaskRequest()).WithContext(where + ".resources"));
+  }
+  std::vector<Result<JobRecord>> stored = store_.SubmitJobs(jobs, clock_.NowMicros());
+  int64_t accepted = 0;
+  {
+    std::lock_guard lock(mu_);
+    for (const Result<JobRecord>& job : stored) {
+      if (!job.ok()) continue;
+      ++accepted;
+      EnqueueLocked(*job);
+      ArrivedLocked(queued_[job->id]);
+      fresh_.push_back(job->id);
+    }
+  }
+  if (metrics_ != nullptr && accepted > 0) metrics_->CounterAdd("xpool_jobs_submitted_total", {}, double(accepted));
+  if (accepted > 0) Wake(false);
+  return stored;
+}
+
+Result<JobRecord> ControlPlane::Cancel(JobId id, std::string_view reason) {
+  bool released = false;
+  {
+    std::lock_guard lock(mu_);
+    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
+    if (IsTerminal(job.state)) {
+      return FailedPreconditionError("job " + id.ToString() + " is already " + std::string(JobStateName(job.state)));
+    }
+    RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kCancelled, reason, clock_.NowMicros(), job.state));
+    DequeueLocked(id);
+    released = held_.count(id) > 0;
+    ReleaseLocked(id);
+  }
+  if (released) Wake(true);
+  return store_.GetJob(id);
+}
+
+Result<JobRecord> ControlPlane::Finish(JobId id, JobState to, std::string_view reason) {
+  {
+    std::lock_guard lock(mu_);
+    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
+    if (IsTerminal(job.state)) return job;
+    RETURN_IF_ERROR(store_.TransitionJob(id, to, reason, clock_.NowMicros(), job.state));
+    DequeueLocked(id);
+    ReleaseLocked(id);
+  }
+  Wake(true);
+  return store_.GetJob(id);
+}
+
+Status ControlPlane::TaskStarted(JobId id, TimeMicros at) {
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
+  if (job.state != JobState::kScheduled) return Status::Ok();
+  RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kRunning, "started by the agent", at, JobState::kScheduled));
+  auto it = held_.find(id);
+  if (it != held_.end()) {
+    it->second.state = JobState::kRunning;
+    it->second.last_start = at;
+  }
+  return Status::Ok();
+}
 
 Result<JobRecord> ControlPlane::Suspend(JobId id) {
   bool released = false;

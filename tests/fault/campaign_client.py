@@ -17,6 +17,7 @@ ROUTES = [
     ("GET", "/api/v1/openapi.json", PUBLIC),
     ("GET", "/api/v1/whoami", TENANT),
     ("POST", "/api/v1/jobs", TENANT),
+    ("POST", "/api/v1/jobs:batch", TENANT),
     ("GET", "/api/v1/jobs", TENANT),
     ("GET", "/api/v1/jobs/{id}", TENANT),
     ("DELETE", "/api/v1/jobs/{id}", TENANT),
@@ -352,12 +353,19 @@ class CampaignClient:
 
     def record_job(self, reply, who):
         body = reply.json()
-        if reply.status == 201 and isinstance(body, dict) and set(body) == {"id", "state"}:
+        if reply.status != 201 or not isinstance(body, dict):
+            return None
+        # One job ({id, state}), or a batch ({jobs: [{id, state} | {error}]}).
+        items = [body] if set(body) == {"id", "state"} else body.get("jobs") if set(body) == {"jobs"} else []
+        first = None
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, dict) or set(item) != {"id", "state"}:
+                continue
             with self.lock:
-                self.accepted[body["id"]] = self.tenant_of.get(who, "") if who in ("a", "b") else ""
-                self.accepted_ids.append(body["id"])
-            return body["id"]
-        return None
+                self.accepted[item["id"]] = self.tenant_of.get(who, "") if who in ("a", "b") else ""
+                self.accepted_ids.append(item["id"])
+            first = item["id"] if first is None else first
+        return first
 
     def submit(self, who, spec):
         reply = self.want(201, "POST", "/api/v1/jobs", who, spec, what="submit")

@@ -95,6 +95,11 @@ struct Api::Impl {
   std::optional<std::map<JobId, std::vector<AllocationRecord>>> PagePlacements(const std::vector<JobRecord>& jobs);
 
   Result<ApiResponse> SubmitJob(const ApiRequest& req, const Caller& caller, const Params&);
+  // POST /api/v1/jobs:batch {"jobs": [spec, ...]}: every spec read and checked first, then one store transaction.
+  Result<ApiResponse> SubmitJobs(const ApiRequest& req, const Caller& caller, const Params&);
+  static constexpr size_t kMaxBatchJobs = 10000;
+  // The tenant a submitted spec runs as: the caller's, or the one its `tenant:` names (admin tokens only).
+  Result<TenantId> SubmitTenant(const Caller& caller, const JobSpec& spec);
   Result<ApiResponse> ListJobs(const ApiRequest& req, const Caller& caller, const Params&);
   Result<ApiResponse> GetJob(const ApiRequest&, const Caller& caller, const Params& p);
   Result<ApiResponse> CancelJob(const ApiRequest&, const Caller& caller, const Params& p);
