@@ -24,6 +24,7 @@
 #include "common/http_error.h"
 #include "common/status.h"
 #include "common/units.h"
+#include "model/job_spec.h"
 
 namespace xpool::cli {
 namespace {
@@ -178,17 +179,78 @@ int JobAction(const Args& args, const char* command, const char* method, const c
 
 }  // namespace
 
+// The YAML documents of `text`, split at document markers: a line that starts with "---" followed by nothing,
+// a space or a tab (a marker at column 0 ends a document even inside a block scalar, so this is YAML's own
+// split). Empty documents are dropped.
+std::vector<std::string> YamlDocuments(const std::string& text) {
+  std::vector<std::string> docs(1);
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const bool marker =
+        line.rfind("---", 0) == 0 && (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+    if (marker) {
+      docs.emplace_back(line.size() > 4 ? line.substr(4) + "\n" : "");
+      continue;
+    }
+    docs.back() += line + "\n";
+  }
+  std::erase_if(docs, [](const std::string& d) { return d.find_first_not_of(" \t\r\n") == std::string::npos; });
+  return docs;
+}
+
+// Several specs (a multi-document file, or one repeated with --count): read here with the server's parser, then
+// sent as one POST /api/v1/jobs:batch (one transaction; all or nothing). Copy i of a spec repeated N > 1 times is
+// named NAME-i and gets JOB_ARRAY_INDEX=i in its environment.
+int SubmitBatch(const Connection& c, const std::vector<std::string>& documents, int64_t count) {
+  json jobs = json::array();
+  for (size_t d = 0; d < documents.size(); ++d) {
+    Result<JobSpec> spec = ParseJobSpec(documents[d]);
+    if (!spec.ok()) {
+      std::fprintf(stderr, "error: document %zu: %s\n", d + 1, spec.status().message().c_str());
+      return 2;
+    }
+    for (int64_t i = 0; i < count; ++i) {
+      JobSpec copy = *spec;
+      if (count > 1) {
+        copy.name += "-" + std::to_string(i);
+        copy.env["JOB_ARRAY_INDEX"] = std::to_string(i);
+      }
+      jobs.push_back(json::parse(JobSpecToJson(copy)));
+    }
+  }
+  if (jobs.size() > 10000) {
+    std::fprintf(stderr, "error: %zu jobs: at most 10000 per submit\n", jobs.size());
+    return 2;
+  }
+  auto reply = Call(c, "POST", "/api/v1/jobs:batch", json{{"jobs", std::move(jobs)}}.dump(), "application/json");
+  if (!reply.ok()) return Fail(reply.status());
+  int failed = 0;
+  for (const json& job : reply->value("jobs", json::array())) {
+    if (job.contains("id")) {
+      std::printf("job %s submitted\n", job["id"].dump().c_str());
+    } else {
+      ++failed;
+      std::fprintf(stderr, "error: %s\n", job.value("error", json::object()).value("message", "").c_str());
+    }
+  }
+  return failed == 0 ? 0 : 1;
+}
+
 int RunSubmit(const Args& args) {
-  FlagSet flags("xpool submit", "Submits a job: xpool submit -f job.yaml (\"-\" reads stdin).");
+  FlagSet flags("xpool submit",
+                "Submits jobs: xpool submit -f job.yaml (\"-\" reads stdin; several YAML documents submit several "
+                "jobs in one transaction) [--count N].");
   ClientFlags cf;
   cf.Add(flags, false);
   std::string file;
+  int64_t count = 1;
   flags.String("f", &file, "job spec file (YAML or JSON)");
+  flags.Int("count", &count, "submit N copies (an array): copy i is NAME-i with JOB_ARRAY_INDEX=i (1..10000)");
   int code = 0;
   if (!ParseClient(flags, args, &code)) return code;
   if (file.empty() && flags.positional().size() == 1) file = flags.positional()[0];
-  if (file.empty()) {
-    std::fprintf(stderr, "usage: xpool submit -f job.yaml\n");
+  if (file.empty() || count < 1 || count > 10000) {
+    std::fprintf(stderr, "usage: xpool submit -f job.yaml [--count N]  (N: 1..10000)\n");
     return 2;
   }
   std::stringstream body;
@@ -201,6 +263,8 @@ int RunSubmit(const Args& args) {
   }
   bool is_json = body.str().find_first_not_of(" \t\r\n") != std::string::npos &&
                  body.str()[body.str().find_first_not_of(" \t\r\n")] == '{';
+  const std::vector<std::string> documents = is_json ? std::vector<std::string>{body.str()} : YamlDocuments(body.str());
+  if (documents.size() > 1 || count > 1) return SubmitBatch(cf.connection(), documents, count);
   auto reply =
       Call(cf.connection(), "POST", "/api/v1/jobs", body.str(), is_json ? "application/json" : "application/yaml");
   if (!reply.ok()) return Fail(reply.status());

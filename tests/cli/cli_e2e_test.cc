@@ -7,6 +7,7 @@
 // command or resource: exit code 2 with a clear error; no token; another tenant's job).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -263,6 +264,47 @@ TEST_F(CliTest, NoTokenAndAnotherTenantsJob) {
     EXPECT_EQ(out.find("private"), std::string::npos) << out;
   }
   Ok({"cancel", std::to_string(id)});
+}
+
+// Several jobs in one submit (POST /api/v1/jobs:batch, one transaction): a multi-document YAML file, and an array
+// with --count (copy i named NAME-i, JOB_ARRAY_INDEX=i); a bad document refuses the whole file, naming it.
+TEST_F(CliTest, MultiDocumentFilesAndArraysSubmitInOneBatch) {
+  auto jobs_named = [&](const std::string& prefix) {
+    std::vector<Json> out;
+    const Json all = rest_->Get("/api/v1/jobs?limit=1000");
+    for (const Json& j : all["jobs"]) {
+      if (j.value("name", "").rfind(prefix, 0) == 0) out.push_back(j);
+    }
+    return out;
+  };
+  const fs::path two = *dir_ / "two.yaml";
+  std::ofstream(two) << "name: batch-a\nresources: {cpu: 100m}\ncommand: sleep 1\n---\n"
+                        "name: batch-b  # a second document\nresources: {cpu: 100m}\ncommand: |\n  echo two\n";
+  std::string out = Ok({"submit", "-f", two.string()});
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 2) << out;
+  EXPECT_EQ(jobs_named("batch-").size(), 2u);
+
+  const fs::path one = *dir_ / "array.yaml";
+  std::ofstream(one) << "name: arr\nresources: {cpu: 100m}\ncommand: echo $JOB_ARRAY_INDEX\n";
+  out = Ok({"submit", "-f", one.string(), "--count", "3"});
+  std::vector<Json> array = jobs_named("arr-");
+  ASSERT_EQ(array.size(), 3u) << out;
+  for (const Json& j : array) {
+    const std::string index = j["name"].get<std::string>().substr(4);
+    EXPECT_EQ(j["spec"]["env"]["JOB_ARRAY_INDEX"], index) << j.dump();
+  }
+
+  const fs::path bad = *dir_ / "bad.yaml";
+  std::ofstream(bad)
+      << "name: bad-a\nresources: {cpu: 100m}\ncommand: x\n---\nname: bad-b\nresources: {gpucores: 101}\n"
+         "command: x\n";
+  int code = -1;
+  out = Cli({"submit", "-f", bad.string()}, &code);
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("document 2"), std::string::npos) << out;
+  EXPECT_TRUE(jobs_named("bad-").empty()) << "a refused file stores nothing";
+  out = Cli({"submit", "-f", one.string(), "--count", "0"}, &code);
+  EXPECT_EQ(code, 2) << out;
 }
 
 }  // namespace
