@@ -18,6 +18,7 @@ sources=(
   "$src/tests/fuzz/job_spec_fuzz.cc"
   "$src/src/model/job_spec.cc" "$src/src/model/job_spec_parse.cc" "$src/src/model/task_request.cc"
   "$src/src/model/vendor.cc" "$src/src/common/status.cc" "$src/src/common/quantity.cc" "$src/src/common/units.cc"
+  "$src/src/common/nesting.cc"
 )
 stale=0
 [[ -x "$bin" ]] || stale=1
