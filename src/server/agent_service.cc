@@ -80,7 +80,7 @@ void AgentService::DeclareMetrics(MetricsRegistry& metrics) {
                          "and the agent's next report applies it.");
 }
 
-std::string_view AgentService::Vet(const std::string& node, const agent::TaskReport& report) {
+std::optional<JobRecord> AgentService::Vet(const std::string& node, const agent::TaskReport& report) {
   auto job = store_.GetJob(JobId(report.job_id));
   const std::string task_id = "job" + std::to_string(report.job_id) + "-r" + std::to_string(report.replica);
   std::string foreign;
@@ -92,7 +92,7 @@ std::string_view AgentService::Vet(const std::string& node, const agent::TaskRep
     if (metrics_ != nullptr) metrics_->CounterAdd("xpool_agent_stale_reports_total", {});
     std::fprintf(stderr, "xpool server: refused a report of task %s from node %s: epoch %d, the job is at epoch %d\n",
                  report.status.task_id.c_str(), node.c_str(), report.restart_count, job->restart_count);
-    return "stale";
+    return std::nullopt;
   } else {
     // The replica's task record names the node it was last placed on (kept after it ends, cleared when the job
     // goes back to the queue, which also moves the epoch on).
@@ -108,12 +108,12 @@ std::string_view AgentService::Vet(const std::string& node, const agent::TaskRep
                                                       : "the replica is placed on another node";
     }
   }
-  if (foreign.empty()) return "";
+  if (foreign.empty()) return std::move(*job);
   if (metrics_ != nullptr) metrics_->CounterAdd("xpool_agent_foreign_reports_total", {});
   std::fprintf(stderr, "xpool server: refused a report of task %s (job %lld, replica %d) from node %s: %s\n",
                report.status.task_id.c_str(), static_cast<long long>(report.job_id), report.replica, node.c_str(),
                foreign.c_str());
-  return "foreign";
+  return std::nullopt;
 }
 
 Status AgentService::Register(const Node& node) {
@@ -123,9 +123,8 @@ Status AgentService::Register(const Node& node) {
   return control_.RegisterNode(std::move(agent_node));
 }
 
-Status AgentService::ApplyReport(const agent::TaskReport& report) {
-  const JobId id(report.job_id);
-  ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
+Status AgentService::ApplyReport(const agent::TaskReport& report, const JobRecord& job) {
+  const JobId id = job.id;
   if (IsTerminal(job.state)) return Status::Ok();
   if (report.restart_count != job.restart_count) return Status::Ok();  // a report from an earlier run
   const TimeMicros now = report.status.ended_at > 0 ? report.status.ended_at : report.status.started_at;
@@ -279,12 +278,13 @@ Result<agent::HeartbeatReply> AgentService::Heartbeat(const Node& node, const st
   RETURN_IF_ERROR(control_.Heartbeat(node.name));
   for (const agent::TaskReport& r : tasks) {
     // Neither the state nor the output of a run the server already gave up, or of a task that is not this node's.
-    if (!Vet(node.name, r).empty()) continue;
+    const std::optional<JobRecord> job = Vet(node.name, r);
+    if (!job) continue;
     if (logs_ != nullptr) {
       logs_->Append(r.status.task_id, r.log_offset, r.log_data);
       logs_->MarkEnd(r.status.task_id, r.log_end);
     }
-    if (Status s = ApplyReport(r); !s.ok()) NoteApplyError(node.name, r, s);
+    if (Status s = ApplyReport(r, *job); !s.ok()) NoteApplyError(node.name, r, s);
   }
   agent::HeartbeatReply reply;
   reply.has_tasks = true;

@@ -47,13 +47,14 @@ class AgentService : public agent::ControlPlaneClient {
   Result<int64_t> WaitForChange(const Node& node, int64_t seen, TimeMicros timeout) override;
 
  private:
-  // Whether `node` may report `report` (its state and its log chunk): "" when it may; "stale" for a report of an
-  // earlier placement of its job than the current one; "foreign" for a task the server did not place on `node`
-  // (another node's replica, an unknown job, a task id that is not "job<ID>-r<REPLICA>"). Counts and logs each
-  // refusal (xpool_agent_stale_reports_total, xpool_agent_foreign_reports_total).
-  std::string_view Vet(const std::string& node, const agent::TaskReport& report);
+  // Whether `node` may report `report` (its state and its log chunk): its job's record when it may; nullopt for a
+  // report of an earlier placement of its job than the current one (stale), or of a task the server did not place
+  // on `node` (another node's replica, an unknown job, a task id that is not "job<ID>-r<REPLICA>"). Counts and logs
+  // each refusal (xpool_agent_stale_reports_total, xpool_agent_foreign_reports_total).
+  std::optional<JobRecord> Vet(const std::string& node, const agent::TaskReport& report);
   // Applies a vetted report to its job (running, ended, suspended, fenced). Errors leave the job as it was.
-  Status ApplyReport(const agent::TaskReport& report);
+  // `job` is the record Vet read (one store read per report).
+  Status ApplyReport(const agent::TaskReport& report, const JobRecord& job);
   // Logs and counts (xpool_agent_report_errors_total) an ApplyReport error, except a job that moved on meanwhile.
   void NoteApplyError(const std::string& node, const agent::TaskReport& report, const Status& error);
   Result<std::vector<agent::TaskAssignment>> Wanted(const Node& node);

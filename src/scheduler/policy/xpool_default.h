@@ -22,9 +22,9 @@
 //   4. For each candidate node and device choice (each fitting device for a GPU-sharing request; for whole
 //      devices, the fitting devices with the least free compute) Δ = Σ_m count_m (F'_n(m) + S_n, before −
 //      after).
-//   5. score = ⌊100·sigmoid(Δ/Σcount/1000)⌋, FGD's bounded score. (Sessions 3–5 added up to 2 points of best fit
-//      (free GPU left ÷ the largest node's GPU) inside the score; it favoured small nodes and so packed the small
-//      nodes of scarce models, which cost up to 3.4 points on gpu_spec workloads, and step 3 made it redundant.)
+//   5. score = ⌊100·sigmoid(Δ/Σcount/1000)⌋, FGD's bounded score, with no best-fit term inside it: one would favour
+//      small nodes and so pack the small nodes of scarce models (up to 3.4 points lost on gpu_spec workloads);
+//      step 3 covers what it was for.
 //   6. Among equal scores: the node left with the least free GPU, then the least free CPU (below the score);
 //      a sharing pod's equal devices go to the tightest device; then the first node.
 // The base caches each node's score per request shape until the node's generation or the learned state changes.

@@ -252,9 +252,9 @@ TEST(DefaultPolicyTest, CpuOnlyPodAvoidsTheCpuOfIdleGpusOnlyWhenTheCpuBinds) {
 TEST(DefaultPolicyTest, UnconstrainedPodLeavesTheModelThatRarePodsNeed) {
   // A 4-GPU T4 node and an idle 8-GPU G2 node; the workload: 15 unconstrained whole-GPU pods, 1 two-GPU pod
   // that may use only T4. An unconstrained pod on "g2" lowers the measure (G2's idle GPU is fragment for the
-  // T4-only shape): Δ = +1000 / 16 milli, score 51 against 50 on "t4", so it goes to "g2". (Until session 6 a
-  // best-fit term of up to 2 points in the score favoured the node left with less free GPU, "t4" here, and so
-  // packed the small nodes of scarce models.)
+  // T4-only shape): Δ = +1000 / 16 milli, score 51 against 50 on "t4", so it goes to "g2". (A best-fit term
+  // in the score would favour the node left with less free GPU, "t4" here, and so pack the small nodes of scarce
+  // models.)
   ClusterState state;
   ASSERT_TRUE(state.AddNode(MakeNode("t4").WithCpu(96000).WithGpus(4, "T4", 16384).Build()).ok());
   ASSERT_TRUE(state.AddNode(MakeNode("g2").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
