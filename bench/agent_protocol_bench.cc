@@ -36,7 +36,7 @@ struct World {
   int http_port = 0, grpc_port = 0;
   std::string token;
   Node node;
-  std::vector<agent::TaskReport> reports;
+  std::vector<protocol::TaskReport> reports;
   std::string error;
 };
 
@@ -80,7 +80,7 @@ World* MakeWorld() {
       w->error = job.status().ToString();
       return w;
     }
-    agent::TaskReport r;
+    protocol::TaskReport r;
     r.job_id = job->id.value();
     r.status.task_id = "job" + std::to_string(r.job_id) + "-r0";
     r.status.pid = 1000 + i;
@@ -108,7 +108,7 @@ void BM_AgentHeartbeat(benchmark::State& state, bool grpc) {
     state.SkipWithError(w.error.c_str());
     return;
   }
-  std::unique_ptr<agent::ControlPlaneClient> client;
+  std::unique_ptr<protocol::ControlPlaneClient> client;
   if (grpc) {
     client = std::make_unique<agent::GrpcControlPlaneClient>(
         agent::GrpcClientOptions{"127.0.0.1:" + std::to_string(w.grpc_port), w.token, 5 * kMicrosPerSecond});
@@ -116,10 +116,10 @@ void BM_AgentHeartbeat(benchmark::State& state, bool grpc) {
     client = std::make_unique<agent::HttpControlPlaneClient>(
         agent::HttpClientOptions{"http://127.0.0.1:" + std::to_string(w.http_port), w.token, 5 * kMicrosPerSecond});
   }
-  std::vector<agent::TaskReport> reports = w.reports;
+  std::vector<protocol::TaskReport> reports = w.reports;
   int64_t errors = 0;
   for (auto _ : state) {
-    for (agent::TaskReport& r : reports) r.log_offset += static_cast<int64_t>(r.log_data.size());
+    for (protocol::TaskReport& r : reports) r.log_offset += static_cast<int64_t>(r.log_data.size());
     auto reply = client->Heartbeat(w.node, reports);
     if (!reply.ok() || reply->tasks.size() != kTasks) ++errors;
   }

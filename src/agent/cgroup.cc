@@ -60,7 +60,7 @@ CgroupV2 CgroupV2::Probe(const std::string& root, const std::string& parent) {
   // Both levels must delegate cpu and memory for the task cgroups to get cpu.max / memory.max. The
   // root's subtree_control may already have them (or refuse, e.g. inside a container): only the
   // result matters, which CreateTask checks.
-  (void)WriteFile(root + "/cgroup.subtree_control", "+cpu +memory");
+  IgnoreError(WriteFile(root + "/cgroup.subtree_control", "+cpu +memory"), "only the result matters (below)");
   if (Status s = WriteFile(cg.dir_ + "/cgroup.subtree_control", "+cpu +memory"); !s.ok()) {
     cg.reason_ = "cannot enable cpu and memory controllers: " + s.message();
     return cg;
@@ -85,7 +85,9 @@ Result<std::string> CgroupV2::CreateTask(const std::string& task_id, int64_t cpu
 void CgroupV2::KillTask(const std::string& task_id) {
   if (!available_) return;
   const std::string kill = TaskDir(task_id) + "/cgroup.kill";
-  if (::access(kill.c_str(), W_OK) == 0) (void)WriteFile(kill, "1");
+  if (::access(kill.c_str(), W_OK) == 0) {
+    IgnoreError(WriteFile(kill, "1"), "the launcher also signals the task's process group");
+  }
 }
 
 void CgroupV2::RemoveTask(const std::string& task_id) {

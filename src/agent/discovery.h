@@ -40,7 +40,7 @@ class DeviceDiscovery {
 // (ValidateNode accepts 0).
 void FillHostInfo(Node* node);
 
-// The address a node registers (agent/task_env.h, kNodeAddressLabel) when none is given: 127.0.0.1 when `peer`
+// The address a node registers (protocol/task.h, kNodeAddressLabel) when none is given: 127.0.0.1 when `peer`
 // (the server's URL, or the address the server listens on for agents) is on the loopback — every node then runs
 // on this machine — else this machine's host name.
 std::string DefaultNodeAddress(std::string_view peer);

@@ -5,9 +5,9 @@
 #include <chrono>
 #include <utility>
 
-#include "agent/grpc_codec.h"
 #include "agent/http_client.h"
 #include "agent/v1/agent.grpc.pb.h"
+#include "protocol/grpc_codec.h"
 
 namespace xpool::agent {
 namespace {
@@ -88,7 +88,7 @@ GrpcControlPlaneClient::~GrpcControlPlaneClient() = default;
 
 Status GrpcControlPlaneClient::Register(const Node& node) {
   v1::RegisterRequest request;
-  NodeToProto(node, request.mutable_node());
+  protocol::NodeToProto(node, request.mutable_node());
   v1::RegisterReply reply;
   grpc::ClientContext ctx;
   impl_->Prepare(&ctx);
@@ -97,12 +97,12 @@ Status GrpcControlPlaneClient::Register(const Node& node) {
 
 Result<HeartbeatReply> GrpcControlPlaneClient::Heartbeat(const Node& node, const std::vector<TaskReport>& tasks) {
   v1::HeartbeatRequest request;
-  HeartbeatToProto(node, tasks, &request);
+  protocol::HeartbeatToProto(node, tasks, &request);
   v1::HeartbeatReply reply;
   grpc::ClientContext ctx;
   impl_->Prepare(&ctx);
   RETURN_IF_ERROR(FromGrpc(impl_->stub->Heartbeat(&ctx, request, &reply), "Heartbeat", impl_->options.target));
-  return ReplyFromProto(reply);
+  return protocol::ReplyFromProto(reply);
 }
 
 Result<int64_t> GrpcControlPlaneClient::WaitForChange(const Node& node, int64_t seen, TimeMicros timeout) {

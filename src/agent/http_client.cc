@@ -4,8 +4,8 @@
 
 #include <utility>
 
-#include "agent/protocol.h"
 #include "common/http_error.h"
+#include "protocol/json_codec.h"
 
 namespace xpool::agent {
 namespace {
@@ -44,12 +44,13 @@ Result<std::string> HttpControlPlaneClient::Post(const std::string& path, const 
 
 Status HttpControlPlaneClient::Register(const Node& node) {
   // ?agent=1: the node is run by this agent (its jobs wait for the agent's reports).
-  return Post("/api/v1/nodes?agent=1", RegisterBody(node)).status();
+  return Post("/api/v1/nodes?agent=1", protocol::RegisterBody(node)).status();
 }
 
 Result<HeartbeatReply> HttpControlPlaneClient::Heartbeat(const Node& node, const std::vector<TaskReport>& tasks) {
-  ASSIGN_OR_RETURN(std::string body, Post("/api/v1/nodes/" + node.name + "/heartbeat", HeartbeatBody(node, tasks)));
-  return ParseHeartbeatReply(body);
+  ASSIGN_OR_RETURN(std::string body,
+                   Post("/api/v1/nodes/" + node.name + "/heartbeat", protocol::HeartbeatBody(node, tasks)));
+  return protocol::ParseHeartbeatReply(body);
 }
 
 }  // namespace xpool::agent

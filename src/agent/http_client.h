@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "agent/node_agent.h"
-#include "agent/protocol.h"
+#include "protocol/json_codec.h"
 
 namespace xpool::agent {
 

@@ -20,7 +20,7 @@ TEST(HeartbeatCodecTest, ParsesAssignments) {
      "memory_mib": 2048, "devices": [{"index": 3, "memory_mib": 40960, "compute_milli": 500}],
      "distributed": {"master_addr": "h", "master_port": 29400, "world_size": 2, "rank": 1, "local_rank": 0}},
     {"task_id": "job13-r0", "action": "suspend"}, {"task_id": "job14-r0", "action": "stop"}]})";
-  auto reply = ParseHeartbeatReply(body);
+  auto reply = protocol::ParseHeartbeatReply(body);
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   EXPECT_TRUE(reply->has_tasks);
   EXPECT_EQ(reply->interval_micros, 500'000);
@@ -44,7 +44,7 @@ TEST(HeartbeatCodecTest, ParsesAssignments) {
 }
 
 TEST(HeartbeatCodecTest, ReplyWithoutTasksLeavesTasksAlone) {
-  auto reply = ParseHeartbeatReply(R"({"name": "n1", "ok": true})");
+  auto reply = protocol::ParseHeartbeatReply(R"({"name": "n1", "ok": true})");
   ASSERT_TRUE(reply.ok());
   EXPECT_FALSE(reply->has_tasks);
 }
@@ -53,7 +53,7 @@ TEST(HeartbeatCodecTest, BadRepliesAreErrors) {
   for (const char* bad : {"not json", "[1]", R"({"tasks": 3})", R"({"tasks": [{"action": "explode"}]})",
                           R"({"tasks": [{"command": "ls"}]})", R"({"tasks": [{"devices": [{"index": "x"}]}]})"}) {
     SCOPED_TRACE(bad);
-    auto reply = ParseHeartbeatReply(bad);
+    auto reply = protocol::ParseHeartbeatReply(bad);
     ASSERT_FALSE(reply.ok());
     EXPECT_EQ(reply.status().code(), StatusCode::kInvalidArgument);
   }
@@ -61,7 +61,7 @@ TEST(HeartbeatCodecTest, BadRepliesAreErrors) {
 
 TEST(HeartbeatCodecTest, BodiesCarryNodeAndTasks) {
   Node node = MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build();
-  Json reg = Json::parse(RegisterBody(node));
+  Json reg = Json::parse(protocol::RegisterBody(node));
   EXPECT_EQ(reg["name"], "n1");
   EXPECT_EQ(reg["simulated"], true);
   EXPECT_EQ(reg["devices"].size(), 2u);
@@ -71,7 +71,7 @@ TEST(HeartbeatCodecTest, BodiesCarryNodeAndTasks) {
   r.status.task_id = "job12-r0";
   r.status.state = TaskState::kFailed;
   r.status.exit_code = 3;
-  Json hb = Json::parse(HeartbeatBody(node, {r}));
+  Json hb = Json::parse(protocol::HeartbeatBody(node, {r}));
   EXPECT_EQ(hb["tasks"][0]["state"], "failed");
   EXPECT_EQ(hb["tasks"][0]["exit_code"], 3);
   EXPECT_EQ(hb["devices"][1]["healthy"], true);

@@ -60,22 +60,6 @@ std::string DefaultVgpuLibrary() {
 
 }  // namespace
 
-std::string_view TaskStateName(TaskState state) {
-  switch (state) {
-    case TaskState::kRunning:
-      return "running";
-    case TaskState::kSucceeded:
-      return "succeeded";
-    case TaskState::kFailed:
-      return "failed";
-    case TaskState::kStopped:
-      return "stopped";
-    case TaskState::kSuspended:
-      return "suspended";
-  }
-  return "unknown";
-}
-
 // One task's bookkeeping: what the launcher knows of a task that its shim runs.
 struct Launcher::Task {
   TaskStatus status;
@@ -153,7 +137,9 @@ Launcher::~Launcher() {
   std::lock_guard<std::mutex> lock(mu_);
   if (options_.stop_tasks_on_exit) {
     for (auto& task : tasks_) {
-      if (task->status.running()) (void)SendShimControl(task->dir, "stop", 0);
+      if (task->status.running()) {
+        IgnoreError(SendShimControl(task->dir, "stop", 0), "a shim that cannot be asked is killed below");
+      }
     }
     const auto until = SteadyClock::now() + std::chrono::seconds(10);
     for (auto& task : tasks_) {

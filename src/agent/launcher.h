@@ -44,35 +44,22 @@
 #include "agent/cgroup.h"
 #include "agent/task_env.h"
 #include "agent/task_identity.h"
-#include "agent/task_log.h"
 #include "common/clock.h"
 #include "common/status.h"
+#include "protocol/task_log.h"
 
 namespace xpool::agent {
 
-enum class TaskState {
-  kRunning,
-  kSucceeded,  // exited 0
-  kFailed,     // exited non-zero, killed by a signal it was not sent by us, or could not start
-  kStopped,    // ended after Stop()
-  kSuspended,  // ended after Suspend()
-};
-std::string_view TaskStateName(TaskState state);
-
-struct TaskStatus {
-  std::string task_id;
-  pid_t pid = 0;
-  TaskState state = TaskState::kRunning;
-  int exit_code = -1;       // when it exited
-  int signal = 0;           // when a signal ended it
-  std::string error;        // why it could not start ("exec \"foo\": No such file or directory")
-  std::string log_note;     // set when logging stopped (disk full)
-  bool fenced = false;      // stopped by its shim: the agent's lease ran out (not by a request)
-  std::string cgroup_note;  // set when its cgroup limits could not be applied
-  TimeMicros started_at = 0;
-  TimeMicros ended_at = 0;
-  bool running() const { return state == TaskState::kRunning; }
-};
+using protocol::TaskState;
+using protocol::TaskStateName;
+using protocol::TaskStatus;
+// The task log's format (protocol/task_log.h): the launcher writes it, the server reads it beside an agent.
+using protocol::LogFiles;
+using protocol::LogFollower;
+using protocol::LogLimits;
+using protocol::LogWriter;
+using protocol::ReadLogRange;
+using protocol::ReadLogTail;
 
 struct LauncherOptions {
   std::string state_dir;  // required; per task <state_dir>/<task_id>/ holds output.log, suspend,

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <thread>
 
-#include "agent/testdata/test_util.h"
+#include "common/testing/test_util.h"
 
 namespace xpool::agent {
 namespace {

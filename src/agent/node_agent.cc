@@ -6,9 +6,9 @@
 #include <string_view>
 #include <utility>
 
-#include "agent/log_relay.h"
-#include "agent/protocol.h"
 #include "agent/task_shim.h"
+#include "protocol/json_codec.h"
+#include "protocol/log_relay.h"
 
 namespace xpool::agent {
 namespace {
@@ -20,7 +20,7 @@ constexpr size_t kMaxPendingLog = 4 << 20;
 // All log chunks of one heartbeat together (the server takes bodies up to 1 MiB; JSON escaping can grow text).
 constexpr int64_t kMaxLogBytesPerHeartbeat = 256 << 10;
 // Output re-sent after the server was unreachable or asked for a registration (it may have restarted).
-constexpr size_t kResendTailBytes = LogRelay::kMaxChunkBytes;
+constexpr size_t kResendTailBytes = protocol::kMaxLogChunkBytes;
 // Forgotten tasks whose output is kept to ship or re-send, and the most unshipped output kept for each (what the
 // server keeps of a task: LogRelayOptions::max_bytes_per_task).
 constexpr size_t kMaxEndedLogs = 32;
@@ -93,9 +93,9 @@ int64_t NodeAgent::LogEnd(const std::string& task_id) const {
 
 void NodeAgent::AttachChunk(LogShip& ship, TaskReport* report) {
   if (ship.pending.empty()) return;
-  const std::string_view chunk(ship.pending.data(), std::min<size_t>(ship.pending.size(), LogRelay::kMaxChunkBytes));
+  const std::string_view chunk(ship.pending.data(), std::min<size_t>(ship.pending.size(), protocol::kMaxLogChunkBytes));
   size_t consumed = 0;
-  report->log_data = SanitizeUtf8(chunk, /*hold_incomplete_tail=*/report->status.running(), &consumed);
+  report->log_data = protocol::SanitizeUtf8(chunk, /*hold_incomplete_tail=*/report->status.running(), &consumed);
   report->log_offset = ship.offset;
 }
 
@@ -203,8 +203,13 @@ std::vector<TaskReport> NodeAgent::Reports() {
   return reports;
 }
 
+void NodeAgent::NoteError(const std::string& task_id, const Status& status) {
+  // The next Tick asks again (the server keeps saying what it wants): a note is all there is to do.
+  if (!status.ok()) notices_.push_back("task " + task_id + ": " + status.message());
+}
+
 Status NodeAgent::Tick() {
-  (void)launcher_->Poll();  // reap exits and send due signals; the reports below carry the results
+  launcher_->Poll();  // reap exits and send due signals; the reports below carry the results
   if (resend_tails_) {
     ResendLogTails();
     resend_tails_ = false;
@@ -282,7 +287,7 @@ void NodeAgent::Reconcile(const HeartbeatReply& reply) {
               notices_.push_back("task " + id + ": stopping its run " + std::to_string(meta->second.restart_count) +
                                  ", the server restarted it as run " + std::to_string(a.spec.restart_count));
             }
-            (void)launcher_->Stop(id, a.grace_micros);
+            NoteError(id, launcher_->Stop(id, a.grace_micros));
           } else {
             stale_stopping_.erase(id);
             StartTask(a);  // a restart of an ended task
@@ -295,10 +300,10 @@ void NodeAgent::Reconcile(const HeartbeatReply& reply) {
         }
         break;
       case TaskAssignment::Action::kStop:
-        if (current.ok() && current->running()) (void)launcher_->Stop(id, a.grace_micros);
+        if (current.ok() && current->running()) NoteError(id, launcher_->Stop(id, a.grace_micros));
         break;
       case TaskAssignment::Action::kSuspend:
-        if (current.ok() && current->running()) (void)launcher_->Suspend(id, a.grace_micros);
+        if (current.ok() && current->running()) NoteError(id, launcher_->Suspend(id, a.grace_micros));
         break;
     }
   }
@@ -306,9 +311,9 @@ void NodeAgent::Reconcile(const HeartbeatReply& reply) {
   for (const TaskStatus& st : launcher_->List()) {
     if (wanted.count(st.task_id)) continue;
     if (st.running()) {
-      (void)launcher_->Stop(st.task_id, kUnwantedGrace);
+      NoteError(st.task_id, launcher_->Stop(st.task_id, kUnwantedGrace));
     } else {
-      (void)launcher_->Forget(st.task_id);
+      CheckOk(launcher_->Forget(st.task_id), "the task has ended");
       KeepEndedLog(st);
       meta_.erase(st.task_id);
       logs_.erase(st.task_id);

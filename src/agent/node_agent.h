@@ -19,65 +19,16 @@
 #include <vector>
 
 #include "agent/launcher.h"
-#include "agent/task_log.h"
 #include "model/device.h"
+#include "protocol/messages.h"
+#include "protocol/task_log.h"
 
 namespace xpool::agent {
 
-struct TaskAssignment {
-  enum class Action { kRun, kStop, kSuspend };
-  Action action = Action::kRun;
-  LaunchSpec spec;
-  TimeMicros grace_micros = 30 * kMicrosPerSecond;
-};
-
-struct TaskReport {
-  int64_t job_id = 0;
-  int replica = 0;
-  int restart_count = 0;
-  TaskStatus status;
-  // Output the task wrote since the server last acknowledged (bytes [log_offset, log_offset + size) of its log
-  // stream; at most LogRelay::kMaxChunkBytes; invalid UTF-8 replaced by '?'). Empty when nothing is new.
-  int64_t log_offset = 0;
-  std::string log_data;
-  // Once the task has ended and its log was read to the end (the exit line included): the length of its whole
-  // output stream; the server's copy is complete when it holds bytes up to here. -1 while it may still grow.
-  int64_t log_end = -1;
-};
-
-struct HeartbeatReply {
-  // False when the server did not send a task list (a server without assignments yet): the agent
-  // then leaves its tasks alone instead of reading "no tasks wanted".
-  bool has_tasks = true;
-  std::vector<TaskAssignment> tasks;
-  TimeMicros interval_micros = 2 * kMicrosPerSecond;
-  // The server's node timeout: a node silent this long is lost and its jobs run elsewhere. The agent renews its
-  // tasks' lease with it (fencing, docs/agent.md); 0 = not sent (the tasks are not fenced).
-  TimeMicros node_timeout_micros = 0;
-  // The generation of the task list (ControlPlaneClient::WaitForChange); 0 = the server announces no changes.
-  int64_t generation = 0;
-};
-
-class ControlPlaneClient {
- public:
-  virtual ~ControlPlaneClient() = default;
-  // Registers (or re-registers) the node with its devices and links.
-  virtual Status Register(const Node& node) = 0;
-  // Reports device health and every task; returns the tasks the server wants on this node.
-  virtual Result<HeartbeatReply> Heartbeat(const Node& node, const std::vector<TaskReport>& tasks) = 0;
-  // Whether the transport holds a working connection to the server now (it may try to connect). Lets the agent
-  // cut a backoff short when an unreachable server comes back, before the server's node timeout runs out.
-  // False when the transport cannot tell.
-  virtual bool Connected() { return false; }
-  // Waits until the tasks the server wants on `node` have a generation other than `seen` (the one the last
-  // HeartbeatReply carried) or `timeout` passes; returns the generation then (`seen` when nothing changed). Called
-  // from a thread of its own (agent/change_watcher.h), concurrently with the other calls. FailedPrecondition when
-  // the transport or the server cannot announce changes: the agent then polls.
-  virtual Result<int64_t> WaitForChange(const Node& node, int64_t seen, TimeMicros timeout) {
-    (void)node, (void)seen, (void)timeout;
-    return FailedPreconditionError("this transport does not announce changes");
-  }
-};
+using protocol::ControlPlaneClient;
+using protocol::HeartbeatReply;
+using protocol::TaskAssignment;
+using protocol::TaskReport;
 
 class NodeAgent {
  public:
@@ -118,6 +69,8 @@ class NodeAgent {
   void LogsAcknowledged(const std::vector<TaskReport>& sent);
   void ResendLogTails();
   void Reconcile(const HeartbeatReply& reply);
+  // A notice for a Stop or Suspend the launcher refused.
+  void NoteError(const std::string& task_id, const Status& status);
   void StartTask(const TaskAssignment& assignment);
   void RenewLease(TimeMicros sent_at, TimeMicros node_timeout);
 

@@ -12,10 +12,10 @@
 #include <thread>
 
 #include "agent/change_watcher.h"
-#include "agent/log_relay.h"
 #include "agent/task_shim.h"
-#include "agent/testdata/test_util.h"
+#include "common/testing/test_util.h"
 #include "model/node_builder.h"
+#include "protocol/log_relay.h"
 
 namespace xpool::agent {
 namespace {
@@ -77,7 +77,7 @@ class FakeControlPlane : public ControlPlaneClient {
   bool ack_ended = false;
   std::vector<TaskAssignment> wanted;
   std::vector<TaskReport> last_reports;
-  std::optional<LogRelay> logs{std::in_place};  // emplace() = a restarted server's empty copy
+  std::optional<protocol::LogRelay> logs{std::in_place};  // emplace() = a restarted server's empty copy
 };
 
 class NodeAgentTest : public testing::Test {
@@ -449,7 +449,7 @@ TEST_F(NodeAgentTest, EndedTaskOutputIsShippedToTheEndAndResentAfterAServerResta
   EXPECT_EQ(server_.Report("job12-r0")->status.state, TaskState::kSucceeded);
   auto tail = server_.logs->Read("job12-r0", 0, 1 << 20);
   ASSERT_TRUE(tail.ok()) << tail.status().ToString();
-  const int64_t tail_bytes = LogRelay::kMaxChunkBytes;
+  const int64_t tail_bytes = protocol::kMaxLogChunkBytes;
   EXPECT_EQ(tail->first_offset, static_cast<int64_t>(on_node->size()) - tail_bytes);
   EXPECT_EQ(tail->data, on_node->substr(on_node->size() - tail_bytes));
   ASSERT_TRUE(agent_->Tick().ok());

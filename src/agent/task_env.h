@@ -1,75 +1,21 @@
 #pragma once
-// LaunchSpec: everything the launcher needs to start one task (one replica of a job on this node),
-// and BuildTaskEnv: the environment xpool gives the task — its devices, their limits for the
-// runtime library (names from vgpu/vgpu_env.h, shared with that library), its identity and
-// distributed-training variables. Value types and pure functions; thread-compatible.
-#include <cstdint>
+// BuildTaskEnv: the environment xpool gives a task (protocol/task.h's LaunchSpec: one replica of a job on this
+// node) — its devices, their limits for the runtime library (names from vgpu/vgpu_env.h, shared with that
+// library), its identity and distributed-training variables. Value types and pure functions; thread-compatible.
 #include <map>
-#include <optional>
 #include <string>
-#include <vector>
 
-#include "common/status.h"
-#include "model/device.h"
-#include "model/task_request.h"
+#include "protocol/task.h"
 
 namespace xpool::agent {
 
-// One device given to the task, with the limits the runtime library enforces.
-struct TaskDevice {
-  int index = 0;           // the device's index on its node (what the driver numbers it)
-  int64_t memory_mib = 0;  // 0 = no memory limit
-  int core_percent = 0;    // 1..99 = limit; 0 or 100 = none
-};
-
-// torchrun-style variables for jobs with several replicas: replica r of the job is RANK r; its node is NODE_RANK
-// (nodes numbered in the order of their first replica); LOCAL_RANK counts the replicas before it on its node and
-// LOCAL_WORLD_SIZE all of them there. MASTER_ADDR:MASTER_PORT is where replica 0 listens (torch.distributed's
-// env:// rendezvous).
-struct DistributedEnv {
-  std::string master_addr;
-  int master_port = 29500;
-  int world_size = 1;
-  int rank = 0;
-  int local_rank = 0;
-  int local_world_size = 1;
-  int node_rank = 0;
-  friend bool operator==(const DistributedEnv&, const DistributedEnv&) = default;
-};
-
-// The node label an agent registers with its address (`xpool agent --address`): where the other nodes reach a task
-// on it. A multi-replica job's MASTER_ADDR is this label of replica 0's node (the node name when it is unset).
-inline constexpr char kNodeAddressLabel[] = "xpool.io/address";
-
-struct LaunchSpec {
-  std::string task_id;            // [A-Za-z0-9._-], unique among the launcher's tasks; names its log and cgroup
-  std::vector<std::string> argv;  // argv[0] is looked up in PATH
-  std::string workdir;            // must exist; empty = the task's own work directory (launcher.h)
-  std::map<std::string, std::string> env;  // the job's own variables (xpool's variables win)
-  int64_t job_id = 0;
-  int64_t tenant_id = 0;  // the job's tenant (the server's id): its uid when the agent runs as root
-  int replica = 0;
-  int restart_count = 0;  // the placement epoch: the server bumps it whenever it takes the job back (docs/agent.md)
-  Vendor vendor = Vendor::kNvidia;
-  std::vector<TaskDevice> devices;
-  bool shares_device = false;  // some device is shared with other tasks → preload the runtime library
-  std::optional<DistributedEnv> distributed;
-  int64_t cpu_milli = 0;   // cgroup cpu.max; 0 = none
-  int64_t memory_mib = 0;  // cgroup memory.max; 0 = none
-  // An OCI image to run the command in (through podman, agent/container.h); "" = directly on the host.
-  std::string image;
-  // The job's checkpoint.signal by name ("SIGUSR2", ...; model/job_spec.h), sent on Suspend and exported as
-  // XPOOL_SUSPEND_SIGNAL; "" = the launcher's default (SIGUSR1).
-  std::string suspend_signal;
-};
-
-// Checks what the launcher relies on: a task id usable as a file name, a command, env names.
-Status ValidateLaunchSpec(const LaunchSpec& spec);
-
-// The task's devices from its allocation on `node`: limits from the grants (memory MiB; compute
-// milli → percent) and whether the task shares a device (a grant of less than the whole device).
-std::vector<TaskDevice> TaskDevicesFromGrants(const Node& node, const std::vector<DeviceGrant>& grants,
-                                              bool* shares_device);
+// The task's description comes from the agent protocol; the agent names its types as its own.
+using protocol::DistributedEnv;
+using protocol::kNodeAddressLabel;
+using protocol::LaunchSpec;
+using protocol::TaskDevice;
+using protocol::TaskDevicesFromGrants;
+using protocol::ValidateLaunchSpec;
 
 // Paths the launcher chose for the task (empty = not set).
 struct TaskPaths {

@@ -12,7 +12,7 @@
 
 #include "agent/launcher.h"
 #include "agent/task_shim.h"
-#include "agent/testdata/test_util.h"
+#include "common/testing/test_util.h"
 
 namespace xpool::agent {
 namespace {

@@ -19,7 +19,7 @@
 #include <sstream>
 
 #include "agent/internal/child_session.h"
-#include "agent/task_log.h"
+#include "protocol/task_log.h"
 
 namespace xpool::agent {
 namespace {
@@ -154,7 +154,7 @@ class Shim {
     if (status_.pid > 0) ::kill(-status_.pid, sig);
   }
   void Finish(int wait_status);
-  void Publish() { (void)WriteShimStatus(dir_, status_); }
+  void Publish() { IgnoreError(WriteShimStatus(dir_, status_), "the next change publishes the whole status again"); }
 
   enum class Phase { kRunning, kSuspending, kStopping, kKilled };
   const std::string dir_;

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "agent/launcher.h"
-#include "agent/testdata/test_util.h"
+#include "common/testing/test_util.h"
 
 namespace xpool::agent {
 namespace {

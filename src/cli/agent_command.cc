@@ -40,9 +40,9 @@ namespace {
 volatile std::sig_atomic_t g_interrupted = 0;
 void OnInterrupt(int) { g_interrupted = 1; }
 
-Result<std::vector<agent::TaskDevice>> ParseDevices(const std::string& list, const agent::DiscoveryReport& report,
-                                                    int64_t gpumem, int64_t gpucores) {
-  std::vector<agent::TaskDevice> devices;
+Result<std::vector<protocol::TaskDevice>> ParseDevices(const std::string& list, const agent::DiscoveryReport& report,
+                                                       int64_t gpumem, int64_t gpucores) {
+  std::vector<protocol::TaskDevice> devices;
   size_t start = 0;
   while (!list.empty() && start <= list.size()) {
     size_t comma = list.find(',', start);
@@ -65,7 +65,7 @@ void PrintNotices(agent::Launcher& launcher) {
 
 // Runs one task in the foreground, streaming its log; Ctrl-C stops it (SIGTERM, SIGKILL after the
 // grace).
-int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::TaskDevice>& devices,
+int RunOneTask(const agent::DiscoveryReport& report, const std::vector<protocol::TaskDevice>& devices,
                const std::vector<std::string>& command, const std::string& state_dir, const std::string& workdir,
                int64_t grace_s) {
   agent::LauncherOptions options;
@@ -73,7 +73,7 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::Ta
   options.stop_tasks_on_exit = true;  // a foreground run: its task ends with it
   agent::Launcher launcher(options);
   PrintNotices(launcher);
-  agent::LaunchSpec spec;
+  protocol::LaunchSpec spec;
   spec.task_id = "local-r0";
   spec.argv = command;
   spec.workdir = workdir;
@@ -92,14 +92,16 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::Ta
   PrintNotices(launcher);
   std::signal(SIGINT, OnInterrupt);
   std::signal(SIGTERM, OnInterrupt);
-  agent::LogFollower follower(launcher.LogPath(spec.task_id));
+  protocol::LogFollower follower(launcher.LogPath(spec.task_id));
   bool following = follower.Open(true).ok();
   bool stopping = false;
   for (;;) {
     if (g_interrupted && !stopping) {
       stopping = true;
       std::fprintf(stderr, "stopping the task (SIGTERM, SIGKILL after %llds)\n", static_cast<long long>(grace_s));
-      (void)launcher.Stop(spec.task_id, grace_s * kMicrosPerSecond);
+      if (Status s = launcher.Stop(spec.task_id, grace_s * kMicrosPerSecond); !s.ok()) {
+        std::fprintf(stderr, "stopping the task: %s\n", s.ToString().c_str());
+      }
     }
     auto ended = launcher.Poll();
     if (following) {
@@ -108,16 +110,16 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<agent::Ta
       std::fflush(stdout);
     }
     if (!ended.empty()) {
-      const agent::TaskStatus& st = ended[0];
+      const protocol::TaskStatus& st = ended[0];
       if (following) {
         auto text = follower.ReadNew();
         if (text.ok()) std::fwrite(text->data(), 1, text->size(), stdout);
       }
-      std::fprintf(stderr, "task %s: %s", st.task_id.c_str(), std::string(agent::TaskStateName(st.state)).c_str());
+      std::fprintf(stderr, "task %s: %s", st.task_id.c_str(), std::string(protocol::TaskStateName(st.state)).c_str());
       if (!st.error.empty()) std::fprintf(stderr, " — %s", st.error.c_str());
       if (!st.log_note.empty()) std::fprintf(stderr, " — %s", st.log_note.c_str());
       std::fprintf(stderr, "\nlog: %s\n", launcher.LogPath(spec.task_id).c_str());
-      (void)launcher.Forget(spec.task_id);  // an agent on this state dir must not adopt it later
+      CheckOk(launcher.Forget(spec.task_id), "the task has ended");  // an agent here must not adopt it later
       if (st.signal > 0) return 128 + st.signal;
       return st.exit_code;
     }
@@ -237,11 +239,11 @@ int StopLeftTasks(const std::string& state_dir, int64_t grace_s) {
     }
     ++stopping;
   }
-  for (const agent::TaskStatus& t : launcher.List()) {
+  for (const protocol::TaskStatus& t : launcher.List()) {
     auto st = launcher.WaitFor(t.task_id, (grace_s + 10) * kMicrosPerSecond);
     if (st.ok() && !t.running()) continue;  // ended before: not ours to say
     if (st.ok()) {
-      std::fprintf(stderr, "task %s: %s\n", t.task_id.c_str(), std::string(agent::TaskStateName(st->state)).c_str());
+      std::fprintf(stderr, "task %s: %s\n", t.task_id.c_str(), std::string(protocol::TaskStateName(st->state)).c_str());
     }
   }
   std::fprintf(stderr, "agent: stopped %d task(s) in %s\n", stopping, state_dir.c_str());
@@ -365,7 +367,7 @@ int RunAgent(const Args& args) {
   if (print_devices) std::fputs(agent::FormatDeviceTable(*report).c_str(), stdout);
   if (!server.empty()) {
     if (!print_devices && !report->note.empty()) std::fprintf(stderr, "agent: %s\n", report->note.c_str());
-    report->node.labels[agent::kNodeAddressLabel] = address.empty() ? agent::DefaultNodeAddress(server) : address;
+    report->node.labels[protocol::kNodeAddressLabel] = address.empty() ? agent::DefaultNodeAddress(server) : address;
     return Serve(*report, server, token, state_dir, stop_tasks, identity);
   }
   if (!run) return 0;

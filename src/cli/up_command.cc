@@ -16,12 +16,12 @@
 #include "agent/change_watcher.h"
 #include "agent/discovery.h"
 #include "agent/launcher.h"
-#include "agent/log_relay.h"
 #include "agent/node_agent.h"
 #include "cli/agent_command.h"
 #include "cli/server_flags.h"
 #include "cli/stop_signals.h"
 #include "common/flags.h"
+#include "protocol/log_relay.h"
 #include "server/agent_service.h"
 #include "server/server.h"
 
@@ -32,7 +32,7 @@ std::atomic<bool> g_stop_agent{false};
 
 // Registers, then ticks until stopped: at once when the server changed what it wants here or a task ended or
 // started (agent/change_watcher.h), else every interval. Errors are printed once each and retried.
-void AgentLoop(agent::NodeAgent* node_agent, agent::ControlPlaneClient* client) {
+void AgentLoop(agent::NodeAgent* node_agent, protocol::ControlPlaneClient* client) {
   agent::ChangeWatcher watcher(client, node_agent->node(), /*long_poll=*/200'000);  // in process: no round trip
   bool registered = false;
   std::string last_error;
@@ -96,7 +96,7 @@ int RunUp(const Args& args) {
     const std::string& peer = options.agent_listen.empty() ? options.listen : options.agent_listen;
     address = peer == "off" ? "127.0.0.1" : agent::DefaultNodeAddress(peer);
   }
-  report->node.labels[agent::kNodeAddressLabel] = address;
+  report->node.labels[protocol::kNodeAddressLabel] = address;
 
   options.task_log_dirs.push_back(options.state_dir + "/tasks");  // the in-process agent's tasks (see below)
   const sigset_t stop_signals = BlockStopSignals();

@@ -1,5 +1,8 @@
 #include "common/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace xpool {
 
 std::string_view StatusCodeName(StatusCode code) {
@@ -45,5 +48,19 @@ Status Status::WithContext(std::string_view context) const {
   m += message_;
   return Status(code_, std::move(m));
 }
+
+namespace internal {
+
+void ReportCheckFailure(const Status& status, std::string_view why) {
+  std::fprintf(stderr, "xpool: a call that cannot fail (%.*s) failed: %s\n", static_cast<int>(why.size()), why.data(),
+               status.ToString().c_str());
+}
+
+void CheckFailed(const Status& status, std::string_view why) {
+  ReportCheckFailure(status, why);
+  std::abort();
+}
+
+}  // namespace internal
 
 }  // namespace xpool

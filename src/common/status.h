@@ -93,6 +93,34 @@ class [[nodiscard]] Result {
 };
 
 namespace internal {
+[[noreturn]] void CheckFailed(const Status& status, std::string_view why);
+void ReportCheckFailure(const Status& status, std::string_view why);
+}  // namespace internal
+
+// For a call that fails only when an invariant of the caller is broken — undoing what the caller applied itself a
+// moment ago, adding the valid nodes of a valid cluster — with `why` saying why it cannot fail. A failure is a
+// bug: where assertions are on (tests, the sanitizer build) it aborts naming `why` and the error; elsewhere it is
+// printed to stderr and the caller goes on.
+inline void CheckOk(const Status& status, std::string_view why) {
+  if (status.ok()) return;
+#ifdef NDEBUG
+  internal::ReportCheckFailure(status, why);
+#else
+  internal::CheckFailed(status, why);
+#endif
+}
+template <typename T>
+void CheckOk(const Result<T>& result, std::string_view why) {
+  if (!result.ok()) CheckOk(result.status(), why);
+}
+
+// For a best-effort call whose failure leaves the caller nothing to do (the next round retries it, or its effect
+// is optional), with `why` saying so. Only the reader's record: nothing happens at run time.
+inline void IgnoreError(const Status& /*status*/, std::string_view /*why*/) {}
+template <typename T>
+void IgnoreError(const Result<T>& /*result*/, std::string_view /*why*/) {}
+
+namespace internal {
 inline Status AsStatus(const Status& s) { return s; }
 template <typename T>
 Status AsStatus(const Result<T>& r) {

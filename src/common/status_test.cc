@@ -36,6 +36,22 @@ TEST(StatusTest, CarriesCodeAndMessage) {
   EXPECT_TRUE(Status::Ok().WithContext("x").ok());
 }
 
+TEST(CheckOkTest, AnOkStatusOrValueGoesOn) {
+  CheckOk(Status::Ok(), "nothing to fail");
+  CheckOk(Result<int>(3), "nothing to fail");
+  IgnoreError(NotFoundError("gone"), "best effort");
+}
+
+TEST(CheckOkDeathTest, AFailureIsABugWhereAssertionsAreOn) {
+#ifdef NDEBUG
+  GTEST_SKIP() << "assertions are off in this build: a failed CheckOk is only printed";
+#else
+  EXPECT_DEATH(CheckOk(InternalError("broken"), "undoing what was just applied"),
+               "cannot fail \\(undoing what was just applied\\) failed: .*broken");
+  EXPECT_DEATH(CheckOk(Result<int>(NotFoundError("no such node")), "valid nodes"), "valid nodes.*no such node");
+#endif
+}
+
 TEST(ResultTest, ValueAndError) {
   EXPECT_EQ(*Quarter(8), 2);
   Result<int> odd = Quarter(6);

@@ -118,14 +118,14 @@ Result<int64_t> ParseMemoryMiB(std::string_view raw) {
                               " has an unknown unit (use Mi, Gi, Ti, or a bare number of MiB)");
 }
 
-Result<Quantity> ParseCpu(std::string_view raw) {
+Result<int64_t> ParseCpuMilli(std::string_view raw) {
   std::string_view text = Trim(raw);
   if (text.empty()) return InvalidArgumentError("cpu is empty");
   if (text.front() == '-') return InvalidArgumentError("cpu " + Quoted(text) + " is negative");
   if (text.back() == 'm') {
     auto milli = ParseNonNegativeInt(text.substr(0, text.size() - 1));
     if (!milli.ok()) return InvalidArgumentError("cpu " + Quoted(text) + " is not a number of millicores");
-    return Quantity::FromMilli(*milli);
+    return *milli;
   }
   int64_t scaled = 0;
   std::string_view suffix;
@@ -133,7 +133,7 @@ Result<Quantity> ParseCpu(std::string_view raw) {
   if (!suffix.empty()) {
     return InvalidArgumentError("cpu " + Quoted(text) + " has an unknown unit (use cores or 'm')");
   }
-  return Quantity::FromMilli(scaled);
+  return scaled;
 }
 
 Result<int> ParsePercent(std::string_view raw) {

@@ -10,13 +10,13 @@
 #include <string>
 #include <string_view>
 
-#include "common/quantity.h"
 #include "common/status.h"
 
 namespace xpool {
 
 Result<int64_t> ParseMemoryMiB(std::string_view text);
-Result<Quantity> ParseCpu(std::string_view text);
+// CPU as millicores: "500m", "2", "1.5" (at most three decimals).
+Result<int64_t> ParseCpuMilli(std::string_view text);
 Result<int> ParsePercent(std::string_view text);
 // A non-negative decimal integer with no sign, spaces or suffix.
 Result<int64_t> ParseNonNegativeInt(std::string_view text);

@@ -43,15 +43,15 @@ TEST(UnitsTest, MemoryRejectedWithReason) {
 }
 
 TEST(UnitsTest, Cpu) {
-  EXPECT_EQ(ParseCpu("500m")->milli(), 500);
-  EXPECT_EQ(ParseCpu("2")->milli(), 2000);
-  EXPECT_EQ(ParseCpu("1.5")->milli(), 1500);
-  EXPECT_EQ(ParseCpu("0.125")->milli(), 125);
-  EXPECT_FALSE(ParseCpu("-1").ok());
-  EXPECT_FALSE(ParseCpu("1.0005").ok());
-  EXPECT_FALSE(ParseCpu("2 cores").ok());
-  EXPECT_FALSE(ParseCpu("m").ok());
-  EXPECT_FALSE(ParseCpu("").ok());
+  EXPECT_EQ(ParseCpuMilli("500m").value_or(-1), 500);
+  EXPECT_EQ(ParseCpuMilli("2").value_or(-1), 2000);
+  EXPECT_EQ(ParseCpuMilli("1.5").value_or(-1), 1500);
+  EXPECT_EQ(ParseCpuMilli("0.125").value_or(-1), 125);
+  EXPECT_FALSE(ParseCpuMilli("-1").ok());
+  EXPECT_FALSE(ParseCpuMilli("1.0005").ok());
+  EXPECT_FALSE(ParseCpuMilli("2 cores").ok());
+  EXPECT_FALSE(ParseCpuMilli("m").ok());
+  EXPECT_FALSE(ParseCpuMilli("").ok());
 }
 
 TEST(UnitsTest, Percent) {

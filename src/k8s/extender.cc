@@ -240,14 +240,16 @@ HttpReply Extender::Bind(std::string_view body) {
       args->pod_namespace, args->pod_name,
       {{annotation, EncodeAssignment(*assignment)}, {bind_time, std::to_string(clock_.NowMicros())}});
   if (!patched.ok()) {
-    (void)cluster_.Unreserve(uid);
+    IgnoreError(cluster_.Unreserve(uid), "NotFound only: the pod was deleted meanwhile and its booking with it");
     return fail("xpool: recording the devices on the pod failed: " + patched.message());
   }
   Status bound = api_.CreateBinding(args->pod_namespace, args->pod_name, uid, args->node);
   if (!bound.ok()) {
-    (void)api_.PatchPodAnnotations(args->pod_namespace, args->pod_name,
-                                   {{annotation, std::nullopt}, {bind_time, std::nullopt}});
-    (void)cluster_.Unreserve(uid);
+    // An annotation left on an unbound pod is harmless: the pod's next bind writes its own.
+    IgnoreError(api_.PatchPodAnnotations(args->pod_namespace, args->pod_name,
+                                         {{annotation, std::nullopt}, {bind_time, std::nullopt}}),
+                "best effort: the next bind overwrites it");
+    IgnoreError(cluster_.Unreserve(uid), "NotFound only: the pod was deleted meanwhile and its booking with it");
     return fail("xpool: binding failed: " + bound.message());
   }
   return Json(EncodeBindingResult(""));

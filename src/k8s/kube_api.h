@@ -59,10 +59,8 @@ class KubeApi {
     return out;
   }
   // Sets (value) or removes (nullopt) annotations of a Node.
-  virtual Status PatchNodeAnnotations(const std::string& node,
-                                      const std::map<std::string, std::optional<std::string>>& annotations) {
-    (void)node;
-    (void)annotations;
+  virtual Status PatchNodeAnnotations(const std::string& /*node*/,
+                                      const std::map<std::string, std::optional<std::string>>& /*annotations*/) {
     return FailedPreconditionError("this KubeApi cannot patch nodes");
   }
   // Interrupts every Watch in progress (they return promptly); used at shutdown.

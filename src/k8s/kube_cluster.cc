@@ -122,7 +122,7 @@ void KubeCluster::UpsertNodeLocked(const KubeNode& kube) {
     for (auto& [uid, booking] : bookings_) {
       if (booking.index != old) continue;
       for (auto a = booking.allocations.rbegin(); a != booking.allocations.rend(); ++a) {
-        (void)state_.Release(*a);
+        CheckOk(state_.Release(*a), "a booking held on the node");
       }
       booking.allocations.clear();
       booking.index = *added;
@@ -134,8 +134,8 @@ void KubeCluster::UpsertNodeLocked(const KubeNode& kube) {
 }
 
 void KubeCluster::RetireIndexLocked(int index) {
-  (void)state_.SetNodeReady(index, false);
-  (void)state_.SetNodeCordoned(index, true);
+  CheckOk(state_.SetNodeReady(index, false), "the index of a node in the state");
+  CheckOk(state_.SetNodeCordoned(index, true), "the index of a node in the state");
 }
 
 void KubeCluster::RemoveNode(const std::string& name) {
@@ -177,7 +177,7 @@ void KubeCluster::ReleaseLocked(const std::string& uid) {
   auto it = bookings_.find(uid);
   if (it == bookings_.end()) return;
   for (auto a = it->second.allocations.rbegin(); a != it->second.allocations.rend(); ++a) {
-    (void)state_.Release(*a);
+    CheckOk(state_.Release(*a), "a booking held in the state");
   }
   bookings_.erase(it);
 }
@@ -336,7 +336,8 @@ NodeFit KubeCluster::FitLocked(const PodDemand& demand, int index, bool commit, 
     for (size_t i : app) {
       for (const DeviceGrant& g : per[i].devices) app_uuids.push_back(state_.node(index).devices[g.device].uuid);
     }
-    for (auto i = app.rbegin(); i != app.rend(); ++i) (void)state_.Release(per[*i]);
+    for (auto i = app.rbegin(); i != app.rend(); ++i)
+      CheckOk(state_.Release(per[*i]), "the app containers' grants just applied");
     for (size_t i = 0; i < n && out.kind == NodeFit::Kind::kFits; ++i) {
       const ContainerDemand& c = demand.containers[i];
       if (c.phase != ContainerPhase::kInit) continue;
@@ -349,7 +350,7 @@ NodeFit KubeCluster::FitLocked(const PodDemand& demand, int index, bool commit, 
         inits.push_back(&per[i]);
       }
     }
-    for (size_t i : app) (void)state_.Apply(per[i]);
+    for (size_t i : app) CheckOk(state_.Apply(per[i]), "re-applying what was just released");
   }
   // 3. What the init containers need beyond the app containers' devices is held for the pod's lifetime.
   if (out.kind == NodeFit::Kind::kFits && !inits.empty()) {
@@ -371,7 +372,7 @@ NodeFit KubeCluster::FitLocked(const PodDemand& demand, int index, bool commit, 
     *per_container = std::move(per);
   } else {
     // Only asked, or a container failed: undo the tentative grants in reverse order.
-    for (auto a = done.rbegin(); a != done.rend(); ++a) (void)state_.Release(*a);
+    for (auto a = done.rbegin(); a != done.rend(); ++a) CheckOk(state_.Release(*a), "releasing what was just applied");
   }
   return out;
 }
@@ -428,7 +429,8 @@ NodeFit KubeCluster::EvaluateWithout(const PodDemand& demand, const std::string&
     }
   }
   NodeFit out = NodeFitLocked(demand, node, /*commit=*/false, nullptr, nullptr);
-  for (auto a = freed.rbegin(); a != freed.rend(); ++a) (void)state_.Apply(**a);
+  for (auto a = freed.rbegin(); a != freed.rend(); ++a)
+    CheckOk(state_.Apply(**a), "re-applying what was just released");
   return out;
 }
 

@@ -202,9 +202,9 @@ Status ReadResources(const N& node, ResourceSpec* r) {
   return ForEachField(node, "resources", [r](const std::string& key, const N& v, const std::string& path) -> Status {
     if (key == "cpu") {
       ASSIGN_OR_RETURN(std::string s, ReadScalar(v, path, "a cpu amount like \"500m\" or 2"));
-      Result<Quantity> q = ParseCpu(s);
-      if (!q.ok()) return InvalidArgumentError(path + ": " + Printable(q.status().message(), 200));
-      r->cpu_milli = q->milli();
+      Result<int64_t> milli = ParseCpuMilli(s);
+      if (!milli.ok()) return InvalidArgumentError(path + ": " + Printable(milli.status().message(), 200));
+      r->cpu_milli = *milli;
     } else if (key == "memory") {
       ASSIGN_OR_RETURN(r->memory_mib, ReadMemory(v, path));
     } else if (key == "gpu") {

@@ -28,7 +28,7 @@ GangOutcome PlanGang(ClusterState& state, const std::vector<TaskRequest>& replic
     applied.push_back(std::move(o.allocation));
   }
   // Undo in reverse order: the state's usage is exactly as before.
-  for (auto it = applied.rbegin(); it != applied.rend(); ++it) (void)state.Release(*it);
+  for (auto it = applied.rbegin(); it != applied.rend(); ++it) CheckOk(state.Release(*it), "undoing the trial");
   if (out.failed_replica >= 0) {
     // A later replica that could fit an empty cluster but not beside its siblings still has to wait.
     out.kind = failed_kind;

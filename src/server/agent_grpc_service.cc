@@ -8,9 +8,9 @@
 #include <mutex>
 #include <utility>
 
-#include "agent/grpc_codec.h"
 #include "agent/v1/agent.grpc.pb.h"
 #include "common/grpc_status.h"
+#include "protocol/grpc_codec.h"
 #include "server/api.h"
 #include "server/change_feed.h"
 
@@ -66,18 +66,18 @@ class AgentServiceImpl final : public v1::Agent::WithCallbackMethod_WaitForChang
   }
 
   grpc::Status Register(grpc::ServerContext* ctx, const v1::RegisterRequest* request, v1::RegisterReply*) override {
-    auto node = agent::NodeFromProto(request->node());
+    auto node = protocol::NodeFromProto(request->node());
     if (!node.ok()) return ToGrpc(node.status());
     return ToGrpc(api_.RegisterAgentNode(Authorization(ctx), std::move(*node)));
   }
 
   grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* request,
                          v1::HeartbeatReply* response) override {
-    auto beat = agent::HeartbeatFromProto(*request);
+    auto beat = protocol::HeartbeatFromProto(*request);
     if (!beat.ok()) return ToGrpc(beat.status());
     auto reply = api_.AgentHeartbeat(Authorization(ctx), request->node(), *beat);
     if (!reply.ok()) return ToGrpc(reply.status());
-    agent::ReplyToProto(*reply, response);
+    protocol::ReplyToProto(*reply, response);
     return grpc::Status::OK;
   }
 

@@ -1,7 +1,7 @@
 #pragma once
 // AgentGrpcServer: the server's gRPC listener for node agents (proto/agent/v1/agent.proto; `xpool server
 // --agent-listen`). It only translates: the token in the call's metadata ("authorization: Bearer ..."), the
-// messages (agent/grpc_codec.h) and the Status codes; the checks and the logic are the Api's
+// messages (protocol/grpc_codec.h) and the Status codes; the checks and the logic are the Api's
 // (Api::RegisterAgentNode / AgentHeartbeat, the same code as the HTTP agent routes, which ends in AgentService).
 //
 // Owned by the Server; the Api outlives it. gRPC headers stay in the .cc. Thread-safe: calls arrive on gRPC's

@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "agent/grpc_client.h"
-#include "agent/log_relay.h"
 #include "model/node_builder.h"
+#include "protocol/log_relay.h"
 #include "server/agent_service.h"
 #include "server/api.h"
 #include "server/api_test_fixture.h"
@@ -62,7 +62,7 @@ class AgentGrpcTest : public ApiFixture {
   }
 
   std::unique_ptr<AgentService> agents_;
-  agent::LogRelay logs_;
+  protocol::LogRelay logs_;
   std::unique_ptr<AgentGrpcServer> grpc_;
 };
 
@@ -125,8 +125,8 @@ TEST_F(AgentGrpcTest, HeartbeatAnswersWithTheWantedTaskAndKeepsLogs) {
   auto reply = client.Heartbeat(n1, {});
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   ASSERT_EQ(reply->tasks.size(), 1u);
-  const agent::TaskAssignment& a = reply->tasks[0];
-  EXPECT_EQ(a.action, agent::TaskAssignment::Action::kRun);
+  const protocol::TaskAssignment& a = reply->tasks[0];
+  EXPECT_EQ(a.action, protocol::TaskAssignment::Action::kRun);
   EXPECT_EQ(a.spec.job_id, id);
   EXPECT_EQ(a.spec.argv, (std::vector<std::string>{"/bin/sh", "-c", "echo hi"}));
   ASSERT_EQ(a.spec.devices.size(), 1u);
@@ -134,17 +134,17 @@ TEST_F(AgentGrpcTest, HeartbeatAnswersWithTheWantedTaskAndKeepsLogs) {
   EXPECT_TRUE(a.spec.shares_device);
 
   // The task reports running with output, then exits 3: the job fails with the code, its output is kept.
-  agent::TaskReport r;
+  protocol::TaskReport r;
   r.job_id = id;
   r.status.task_id = a.spec.task_id;
-  r.status.state = agent::TaskState::kRunning;
+  r.status.state = protocol::TaskState::kRunning;
   r.status.started_at = clock_.NowMicros();
   r.log_data = "hi\n";
   ASSERT_TRUE(client.Heartbeat(n1, {r}).ok());
   auto slice = logs_.Read(a.spec.task_id, 0, 100);
   ASSERT_TRUE(slice.ok()) << slice.status().ToString();
   EXPECT_EQ(slice->data, "hi\n");
-  r.status.state = agent::TaskState::kFailed;
+  r.status.state = protocol::TaskState::kFailed;
   r.status.exit_code = 3;
   r.status.ended_at = clock_.NowMicros();
   r.log_offset = 3;
@@ -173,22 +173,22 @@ TEST_F(AgentGrpcTest, FencedRunRequeuesAndStaleReportsAreRefused) {
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   EXPECT_EQ(reply->node_timeout_micros, ControlPlaneOptions{}.node_timeout);
   ASSERT_EQ(reply->tasks.size(), 1u);
-  const agent::LaunchSpec spec = reply->tasks[0].spec;
+  const protocol::LaunchSpec spec = reply->tasks[0].spec;
   EXPECT_EQ(spec.restart_count, 0);
   EXPECT_EQ(spec.tenant_id, job->tenant.value());
   EXPECT_GT(spec.tenant_id, 0);
   EXPECT_EQ(spec.workdir, "");  // the task's own directory on the node, never the server's
 
-  agent::TaskReport r;
+  protocol::TaskReport r;
   r.job_id = id;
   r.status.task_id = spec.task_id;
-  r.status.state = agent::TaskState::kRunning;
+  r.status.state = protocol::TaskState::kRunning;
   r.status.started_at = clock_.NowMicros();
   r.log_data = "run0\n";
   ASSERT_TRUE(client.Heartbeat(n1, {r}).ok());
   EXPECT_EQ(store_->GetJob(JobId(id))->state, JobState::kRunning);
   // Its shim fenced it (the agent had lost the server), and the agent reports it: the job runs again, epoch 1.
-  r.status.state = agent::TaskState::kStopped;
+  r.status.state = protocol::TaskState::kStopped;
   r.status.signal = SIGTERM;
   r.status.fenced = true;
   r.log_offset = 5;
@@ -207,7 +207,7 @@ TEST_F(AgentGrpcTest, FencedRunRequeuesAndStaleReportsAreRefused) {
   EXPECT_EQ(reply->tasks[0].spec.restart_count, 1);
 
   // A report of epoch 0 (say it ran on after all, with more output): refused and counted.
-  r.status.state = agent::TaskState::kFailed;
+  r.status.state = protocol::TaskState::kFailed;
   r.status.fenced = false;
   r.status.exit_code = 1;
   r.log_data = "stale\n";
@@ -237,17 +237,17 @@ TEST_F(AgentGrpcTest, ANodeMayReportOnlyItsOwnTasks) {
   ASSERT_TRUE(reply.ok());
   ASSERT_EQ(reply->tasks.size(), 1u);
   const std::string task = reply->tasks[0].spec.task_id;
-  agent::TaskReport r;
+  protocol::TaskReport r;
   r.job_id = id;
   r.status.task_id = task;
-  r.status.state = agent::TaskState::kRunning;
+  r.status.state = protocol::TaskState::kRunning;
   r.status.started_at = clock_.NowMicros();
   r.log_data = "real\n";
   ASSERT_TRUE(c1.Heartbeat(n1, {r}).ok());
   ASSERT_EQ(store_->GetJob(JobId(id))->state, JobState::kRunning);
 
-  agent::TaskReport forged = r;
-  forged.status.state = agent::TaskState::kFailed;
+  protocol::TaskReport forged = r;
+  forged.status.state = protocol::TaskState::kFailed;
   forged.status.exit_code = 1;
   forged.status.ended_at = clock_.NowMicros();
   forged.log_offset = 5;
@@ -255,14 +255,14 @@ TEST_F(AgentGrpcTest, ANodeMayReportOnlyItsOwnTasks) {
   reply = c2.Heartbeat(n2, {forged});
   ASSERT_TRUE(reply.ok());
   EXPECT_TRUE(reply->tasks.empty());  // n2 is never handed n1's task
-  agent::TaskReport unknown = forged;
+  protocol::TaskReport unknown = forged;
   unknown.job_id = 999;
   unknown.status.task_id = "job999-r0";
   ASSERT_TRUE(c2.Heartbeat(n2, {unknown}).ok());
   // n1 itself: its job's number with another task id (whose log it would write), or a replica the job lacks.
-  agent::TaskReport renamed = forged;
+  protocol::TaskReport renamed = forged;
   renamed.status.task_id = "job" + std::to_string(id + 1) + "-r0";
-  agent::TaskReport other_replica = forged;
+  protocol::TaskReport other_replica = forged;
   other_replica.replica = 1;
   other_replica.status.task_id = "job" + std::to_string(id) + "-r1";
   ASSERT_TRUE(c1.Heartbeat(n1, {renamed, other_replica}).ok());
@@ -295,10 +295,10 @@ TEST_F(AgentGrpcTest, LogsAreDoneOnlyWhenTheServerHoldsTheWholeLog) {
   auto reply = client.Heartbeat(n1, {});
   ASSERT_TRUE(reply.ok());
   ASSERT_EQ(reply->tasks.size(), 1u);
-  agent::TaskReport r;
+  protocol::TaskReport r;
   r.job_id = id;
   r.status.task_id = reply->tasks[0].spec.task_id;
-  r.status.state = agent::TaskState::kSucceeded;
+  r.status.state = protocol::TaskState::kSucceeded;
   r.status.exit_code = 0;
   r.status.started_at = clock_.NowMicros();
   r.status.ended_at = clock_.NowMicros();

@@ -27,7 +27,7 @@ std::string SecondsText(TimeMicros us) {
 // What a task asked to suspend did, for the suspending → suspended event: how it ended (exit 0, the suspend
 // signal itself, the stop after the grace, another signal or exit code), how much of its checkpoint grace it
 // used, and whether the checkpoint was seen (the contract: checkpoint, then exit 0; docs/time-sharing.md).
-std::string SuspendOutcome(const JobRecord& job, const agent::TaskStatus& st) {
+std::string SuspendOutcome(const JobRecord& job, const protocol::TaskStatus& st) {
   const TimeMicros grace = static_cast<TimeMicros>(job.spec.checkpoint_grace_seconds) * kMicrosPerSecond;
   // The job went to suspending when it was asked (its last state change); the agent stamps the end.
   const TimeMicros used = st.ended_at > 0 && job.updated_us > 0 ? st.ended_at - job.updated_us : -1;
@@ -58,7 +58,7 @@ std::string SuspendOutcome(const JobRecord& job, const agent::TaskStatus& st) {
 
 }  // namespace
 
-AgentService::AgentService(ControlPlane& control, StateStore& store, agent::LogRelay* logs, MetricsRegistry* metrics)
+AgentService::AgentService(ControlPlane& control, StateStore& store, protocol::LogRelay* logs, MetricsRegistry* metrics)
     : control_(control), store_(store), logs_(logs), metrics_(metrics) {
   if (metrics_ != nullptr) {
     metrics_->CounterAdd("xpool_agent_stale_reports_total", {}, 0);
@@ -80,7 +80,7 @@ void AgentService::DeclareMetrics(MetricsRegistry& metrics) {
                          "and the agent's next report applies it.");
 }
 
-std::optional<JobRecord> AgentService::Vet(const std::string& node, const agent::TaskReport& report) {
+std::optional<JobRecord> AgentService::Vet(const std::string& node, const protocol::TaskReport& report) {
   auto job = store_.GetJob(JobId(report.job_id));
   const std::string task_id = "job" + std::to_string(report.job_id) + "-r" + std::to_string(report.replica);
   std::string foreign;
@@ -123,13 +123,13 @@ Status AgentService::Register(const Node& node) {
   return control_.RegisterNode(std::move(agent_node));
 }
 
-Status AgentService::ApplyReport(const agent::TaskReport& report, const JobRecord& job) {
+Status AgentService::ApplyReport(const protocol::TaskReport& report, const JobRecord& job) {
   const JobId id = job.id;
   if (IsTerminal(job.state)) return Status::Ok();
   if (report.restart_count != job.restart_count) return Status::Ok();  // a report from an earlier run
   const TimeMicros now = report.status.ended_at > 0 ? report.status.ended_at : report.status.started_at;
-  const agent::TaskState st = report.status.state;
-  if (report.status.fenced && st != agent::TaskState::kRunning && HoldsAllocation(job.state)) {
+  const protocol::TaskState st = report.status.state;
+  if (report.status.fenced && st != protocol::TaskState::kRunning && HoldsAllocation(job.state)) {
     // Its shim stopped it: the agent had lost the server for longer than the node timeout (and reports again
     // before the server gave the node up). The run is gone; the job runs again.
     return control_.Requeue(id, "replica " + std::to_string(report.replica) +
@@ -137,7 +137,8 @@ Status AgentService::ApplyReport(const agent::TaskReport& report, const JobRecor
                                     "node timeout; back in the queue");
   }
   if (job.state == JobState::kScheduled) RETURN_IF_ERROR(control_.TaskStarted(id, now));
-  if (job.state == JobState::kSuspending && (st == agent::TaskState::kSuspended || st == agent::TaskState::kStopped)) {
+  if (job.state == JobState::kSuspending &&
+      (st == protocol::TaskState::kSuspended || st == protocol::TaskState::kStopped)) {
     RETURN_IF_ERROR(store_.UpdateTask(id, report.replica, JobState::kSuspended, std::nullopt, now));
     ASSIGN_OR_RETURN(std::vector<TaskRecord> tasks, store_.ListTasks(id));
     for (const TaskRecord& t : tasks) {
@@ -145,10 +146,10 @@ Status AgentService::ApplyReport(const agent::TaskReport& report, const JobRecor
     }
     return control_.SuspendDone(id, SuspendOutcome(job, report.status));
   }
-  if (st == agent::TaskState::kRunning) {
+  if (st == protocol::TaskState::kRunning) {
     return store_.UpdateTask(id, report.replica, JobState::kRunning, std::nullopt, now);
   }
-  if (st == agent::TaskState::kSucceeded) {
+  if (st == protocol::TaskState::kSucceeded) {
     RETURN_IF_ERROR(store_.UpdateTask(id, report.replica, JobState::kSucceeded, report.status.exit_code, now));
     ASSIGN_OR_RETURN(std::vector<TaskRecord> tasks, store_.ListTasks(id));
     for (const TaskRecord& t : tasks) {
@@ -156,7 +157,7 @@ Status AgentService::ApplyReport(const agent::TaskReport& report, const JobRecor
     }
     return control_.Finish(id, JobState::kSucceeded, "every replica exited 0").status();
   }
-  if (st == agent::TaskState::kFailed) {
+  if (st == protocol::TaskState::kFailed) {
     std::optional<int> code;  // the task record keeps a signal as -N (store/state_store.h)
     if (report.status.signal != 0) {
       code = -report.status.signal;
@@ -184,7 +185,7 @@ Status AgentService::ApplyReport(const agent::TaskReport& report, const JobRecor
   return Status::Ok();
 }
 
-void AgentService::NoteApplyError(const std::string& node, const agent::TaskReport& report, const Status& error) {
+void AgentService::NoteApplyError(const std::string& node, const protocol::TaskReport& report, const Status& error) {
   // The job moved on meanwhile (cancelled, finished, requeued): the next heartbeat reads its new state.
   if (error.code() == StatusCode::kFailedPrecondition) return;
   // Anything else (the store unavailable, ...) leaves the job as it was; the task stays listed while its job
@@ -196,7 +197,7 @@ void AgentService::NoteApplyError(const std::string& node, const agent::TaskRepo
                report.status.task_id.c_str(), node.c_str(), error.ToString().c_str());
 }
 
-Result<std::vector<agent::TaskAssignment>> AgentService::Wanted(const Node& node) {
+Result<std::vector<protocol::TaskAssignment>> AgentService::Wanted(const Node& node) {
   std::map<JobId, std::vector<AllocationRecord>> gangs;  // every replica's allocation, for the distributed block
   std::vector<AllocationRecord> allocations;
   for (JobId id : control_.JobsOnNode(node.name)) {
@@ -206,21 +207,21 @@ Result<std::vector<agent::TaskAssignment>> AgentService::Wanted(const Node& node
     }
     gangs[id] = std::move(held);
   }
-  std::vector<agent::TaskAssignment> out;
+  std::vector<protocol::TaskAssignment> out;
   for (const AllocationRecord& a : allocations) {
     auto job = store_.GetJob(a.job);
     if (!job.ok()) continue;
-    agent::TaskAssignment t;
+    protocol::TaskAssignment t;
     t.grace_micros = static_cast<TimeMicros>(job->spec.checkpoint_grace_seconds) * kMicrosPerSecond;
     if (job->state == JobState::kScheduled || job->state == JobState::kRunning) {
-      t.action = agent::TaskAssignment::Action::kRun;
+      t.action = protocol::TaskAssignment::Action::kRun;
     } else if (job->state == JobState::kSuspending) {
-      t.action = agent::TaskAssignment::Action::kSuspend;
+      t.action = protocol::TaskAssignment::Action::kSuspend;
     } else {
       continue;
     }
     const JobSpec& spec = job->spec;
-    agent::LaunchSpec& s = t.spec;
+    protocol::LaunchSpec& s = t.spec;
     s.job_id = a.job.value();
     s.tenant_id = job->tenant.value();
     s.replica = a.replica;
@@ -242,7 +243,7 @@ Result<std::vector<agent::TaskAssignment>> AgentService::Wanted(const Node& node
         const Device& d = node.devices[i];
         if (d.uuid != g.device_uuid) continue;
         s.vendor = d.vendor;
-        agent::TaskDevice td;
+        protocol::TaskDevice td;
         td.index = static_cast<int>(i);
         td.memory_mib = g.memory_mib;
         td.core_percent = static_cast<int>(g.compute_milli / 10);
@@ -257,14 +258,15 @@ Result<std::vector<agent::TaskAssignment>> AgentService::Wanted(const Node& node
   return out;
 }
 
-std::optional<agent::DistributedEnv> AgentService::Distributed(const std::vector<AllocationRecord>& gang, int replica) {
+std::optional<protocol::DistributedEnv> AgentService::Distributed(const std::vector<AllocationRecord>& gang,
+                                                                  int replica) {
   std::string master_addr;
   for (const AllocationRecord& a : gang) {
     if (a.replica != 0) continue;
     master_addr = a.node;  // a node registered without an address: its name
     auto master = control_.GetNode(a.node);
     if (master.ok()) {
-      auto label = master->node.labels.find(agent::kNodeAddressLabel);
+      auto label = master->node.labels.find(protocol::kNodeAddressLabel);
       if (label != master->node.labels.end() && !label->second.empty()) master_addr = label->second;
     }
   }
@@ -274,9 +276,10 @@ std::optional<agent::DistributedEnv> AgentService::Distributed(const std::vector
   return internal::DistributedFor(gang, replica, master_addr, port);
 }
 
-Result<agent::HeartbeatReply> AgentService::Heartbeat(const Node& node, const std::vector<agent::TaskReport>& tasks) {
+Result<protocol::HeartbeatReply> AgentService::Heartbeat(const Node& node,
+                                                         const std::vector<protocol::TaskReport>& tasks) {
   RETURN_IF_ERROR(control_.Heartbeat(node.name));
-  for (const agent::TaskReport& r : tasks) {
+  for (const protocol::TaskReport& r : tasks) {
     // Neither the state nor the output of a run the server already gave up, or of a task that is not this node's.
     const std::optional<JobRecord> job = Vet(node.name, r);
     if (!job) continue;
@@ -286,7 +289,7 @@ Result<agent::HeartbeatReply> AgentService::Heartbeat(const Node& node, const st
     }
     if (Status s = ApplyReport(r, *job); !s.ok()) NoteApplyError(node.name, r, s);
   }
-  agent::HeartbeatReply reply;
+  protocol::HeartbeatReply reply;
   reply.has_tasks = true;
   reply.interval_micros = kMicrosPerSecond / 2;
   reply.node_timeout_micros = control_.node_timeout();

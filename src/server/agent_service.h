@@ -1,5 +1,5 @@
 #pragma once
-// AgentService: the server side of the agent loop, in-process (agent::ControlPlaneClient over a ControlPlane).
+// AgentService: the server side of the agent loop, in-process (protocol::ControlPlaneClient over a ControlPlane).
 //
 // `xpool up` runs the server and one NodeAgent in the same process and connects them through this class instead
 // of HTTP. Register() registers the agent's node as agent-run (never "simulated" to the control plane, so its jobs
@@ -25,24 +25,24 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/log_relay.h"
-#include "agent/node_agent.h"
+#include "protocol/log_relay.h"
+#include "protocol/messages.h"
 #include "server/control_plane.h"
 #include "server/metrics.h"
 #include "store/state_store.h"
 
 namespace xpool::server {
 
-class AgentService : public agent::ControlPlaneClient {
+class AgentService : public protocol::ControlPlaneClient {
  public:
   // `logs` keeps the reports' log chunks (GET /jobs/{id}/logs); `metrics` counts refusals. Either may be null
   // (tests). A job that names no workdir runs in its task's own directory on the node.
-  AgentService(ControlPlane& control, StateStore& store, agent::LogRelay* logs = nullptr,
+  AgentService(ControlPlane& control, StateStore& store, protocol::LogRelay* logs = nullptr,
                MetricsRegistry* metrics = nullptr);
   static void DeclareMetrics(MetricsRegistry& metrics);
 
   Status Register(const Node& node) override;
-  Result<agent::HeartbeatReply> Heartbeat(const Node& node, const std::vector<agent::TaskReport>& tasks) override;
+  Result<protocol::HeartbeatReply> Heartbeat(const Node& node, const std::vector<protocol::TaskReport>& tasks) override;
   // In process (`xpool up`): waits on the control plane's ChangeFeed for the node's generation to leave `seen`.
   Result<int64_t> WaitForChange(const Node& node, int64_t seen, TimeMicros timeout) override;
 
@@ -51,19 +51,19 @@ class AgentService : public agent::ControlPlaneClient {
   // report of an earlier placement of its job than the current one (stale), or of a task the server did not place
   // on `node` (another node's replica, an unknown job, a task id that is not "job<ID>-r<REPLICA>"). Counts and logs
   // each refusal (xpool_agent_stale_reports_total, xpool_agent_foreign_reports_total).
-  std::optional<JobRecord> Vet(const std::string& node, const agent::TaskReport& report);
+  std::optional<JobRecord> Vet(const std::string& node, const protocol::TaskReport& report);
   // Applies a vetted report to its job (running, ended, suspended, fenced). Errors leave the job as it was.
   // `job` is the record Vet read (one store read per report).
-  Status ApplyReport(const agent::TaskReport& report, const JobRecord& job);
+  Status ApplyReport(const protocol::TaskReport& report, const JobRecord& job);
   // Logs and counts (xpool_agent_report_errors_total) an ApplyReport error, except a job that moved on meanwhile.
-  void NoteApplyError(const std::string& node, const agent::TaskReport& report, const Status& error);
-  Result<std::vector<agent::TaskAssignment>> Wanted(const Node& node);
+  void NoteApplyError(const std::string& node, const protocol::TaskReport& report, const Status& error);
+  Result<std::vector<protocol::TaskAssignment>> Wanted(const Node& node);
   // MASTER_ADDR (replica 0's node address), MASTER_PORT and the ranks of `replica` of a gang.
-  std::optional<agent::DistributedEnv> Distributed(const std::vector<AllocationRecord>& gang, int replica);
+  std::optional<protocol::DistributedEnv> Distributed(const std::vector<AllocationRecord>& gang, int replica);
 
   ControlPlane& control_;
   StateStore& store_;
-  agent::LogRelay* logs_;
+  protocol::LogRelay* logs_;
   MetricsRegistry* metrics_;
 };
 

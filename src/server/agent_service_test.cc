@@ -11,6 +11,7 @@
 
 #include "model/node_builder.h"
 #include "server/api_test_fixture.h"
+#include "store/testing/faulty_state_store.h"
 
 namespace xpool::server {
 namespace {
@@ -40,15 +41,15 @@ class AgentServiceTest : public ApiFixture {
     control_->RunPass(true);
     return Body(r)["id"].get<int64_t>();
   }
-  agent::TaskReport Report(int64_t id, agent::TaskState state) {
-    agent::TaskReport r;
+  protocol::TaskReport Report(int64_t id, protocol::TaskState state) {
+    protocol::TaskReport r;
     r.job_id = id;
     r.status.task_id = "job" + std::to_string(id) + "-r0";
     r.status.state = state;
     r.status.started_at = clock_.NowMicros();
     return r;
   }
-  void Beat(const agent::TaskReport& r) { ASSERT_TRUE(agents_->Heartbeat(node_, {r}).ok()); }
+  void Beat(const protocol::TaskReport& r) { ASSERT_TRUE(agents_->Heartbeat(node_, {r}).ok()); }
   json Job(int64_t id) { return Body(Call("GET", "/api/v1/jobs/" + std::to_string(id), admin_token_)); }
   std::string LastEvent(int64_t id) {
     json events = Body(Call("GET", "/api/v1/jobs/" + std::to_string(id) + "/events", admin_token_))["events"];
@@ -56,10 +57,10 @@ class AgentServiceTest : public ApiFixture {
   }
   // Runs job `id`, asks it to suspend, then reports it ended `elapsed` later with `exit_code` / `signal`.
   std::string SuspendEnding(int64_t id, int exit_code, int signal, TimeMicros elapsed) {
-    Beat(Report(id, agent::TaskState::kRunning));
+    Beat(Report(id, protocol::TaskState::kRunning));
     EXPECT_TRUE(control_->Suspend(JobId(id)).ok());
     clock_.Advance(elapsed);
-    agent::TaskReport r = Report(id, agent::TaskState::kSuspended);
+    protocol::TaskReport r = Report(id, protocol::TaskState::kSuspended);
     r.status.exit_code = exit_code;
     r.status.signal = signal;
     r.status.ended_at = clock_.NowMicros();
@@ -76,8 +77,8 @@ constexpr const char* kSpec =
 
 TEST_F(AgentServiceTest, ReplicasKeepTheirExitAndNodeAfterTheJobEnds) {
   const int64_t failed = SubmitAndPlace(kSpec);
-  Beat(Report(failed, agent::TaskState::kRunning));
-  agent::TaskReport r = Report(failed, agent::TaskState::kFailed);
+  Beat(Report(failed, protocol::TaskState::kRunning));
+  protocol::TaskReport r = Report(failed, protocol::TaskState::kFailed);
   r.status.signal = SIGKILL;
   Beat(r);
   json j = Job(failed);
@@ -89,8 +90,8 @@ TEST_F(AgentServiceTest, ReplicasKeepTheirExitAndNodeAfterTheJobEnds) {
   EXPECT_TRUE(j["tasks"][0]["exit_code"].is_null());
 
   const int64_t exited = SubmitAndPlace(kSpec);
-  Beat(Report(exited, agent::TaskState::kRunning));
-  r = Report(exited, agent::TaskState::kFailed);
+  Beat(Report(exited, protocol::TaskState::kRunning));
+  r = Report(exited, protocol::TaskState::kFailed);
   r.status.exit_code = 3;
   Beat(r);
   j = Job(exited);
@@ -117,6 +118,33 @@ TEST_F(AgentServiceTest, SuspendEventsSayWhatTheTaskDid) {
   EXPECT_EQ(SuspendEnding(SubmitAndPlace(kSpec), 3, 0, 2'000'000),
             "exited with code 3 after 2.0 s when asked to suspend; no checkpoint seen (the contract is: checkpoint, "
             "then exit 0)");
+}
+
+TEST_F(AgentServiceTest, AReportTheStoreRefusesIsAppliedAtTheNextOne) {
+  // The agent service writes through a store that fails on demand (a full disk, a lost database): the report of
+  // a task's end must not be lost — the job keeps running until a later report of the same end is applied.
+  FaultyStateStore faulty(*store_);
+  MetricsRegistry metrics;
+  AgentService::DeclareMetrics(metrics);
+  AgentService agents(*control_, faulty, nullptr, &metrics);
+  const int64_t id = SubmitAndPlace(kSpec);
+  ASSERT_TRUE(agents.Heartbeat(node_, {Report(id, protocol::TaskState::kRunning)}).ok());
+  ASSERT_EQ(Job(id)["state"], "running");
+
+  protocol::TaskReport done = Report(id, protocol::TaskState::kSucceeded);
+  done.status.exit_code = 0;
+  done.status.ended_at = clock_.NowMicros();
+  faulty.Fail("UpdateTask", UnavailableError("database is locked"));
+  auto reply = agents.Heartbeat(node_, {done});
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(faulty.refused("UpdateTask"), 1);
+  EXPECT_EQ(Job(id)["state"], "running");  // nothing half-applied
+  ASSERT_EQ(reply->tasks.size(), 1u);      // still wanted: the agent keeps reporting it
+  EXPECT_NE(metrics.Render().find("xpool_agent_report_errors_total 1"), std::string::npos) << metrics.Render();
+
+  faulty.Heal();
+  ASSERT_TRUE(agents.Heartbeat(node_, {done}).ok());
+  EXPECT_EQ(Job(id)["state"], "succeeded");
 }
 
 }  // namespace

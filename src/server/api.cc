@@ -5,8 +5,8 @@
 #include <map>
 #include <memory>
 
-#include "agent/log_relay.h"
-#include "agent/protocol.h"
+#include "protocol/json_codec.h"
+#include "protocol/log_relay.h"
 #include "server/agent_service.h"
 #include "server/auth.h"
 #include "server/http_status.h"
@@ -158,13 +158,13 @@ Result<ApiResponse> Api::Impl::RegisterNode(const ApiRequest& req, const Caller&
 
 Result<ApiResponse> Api::Impl::Heartbeat(const ApiRequest& req, const Caller& caller, const Params& p) {
   RETURN_IF_ERROR(CheckNode(caller, p[0]));
-  ASSIGN_OR_RETURN(agent::HeartbeatRequest beat, agent::ParseHeartbeatBody(req.body));
+  ASSIGN_OR_RETURN(protocol::HeartbeatRequest beat, protocol::ParseHeartbeatBody(req.body));
   if (!beat.has_tasks || options.agents == nullptr) {
     RETURN_IF_ERROR(control.Heartbeat(p[0]));
     return JsonResponse(200, Json{{"name", p[0]}, {"ok", true}});
   }
-  ASSIGN_OR_RETURN(agent::HeartbeatReply reply, AgentBeat(p[0], beat));
-  return ApiResponse{200, kJsonContentType, agent::HeartbeatReplyBody(reply)};
+  ASSIGN_OR_RETURN(protocol::HeartbeatReply reply, AgentBeat(p[0], beat));
+  return ApiResponse{200, kJsonContentType, protocol::HeartbeatReplyBody(reply)};
 }
 
 Status Api::Impl::RegisterAgent(Node node) {
@@ -174,7 +174,7 @@ Status Api::Impl::RegisterAgent(Node node) {
   return control.RegisterNode(std::move(node));
 }
 
-Result<agent::HeartbeatReply> Api::Impl::AgentBeat(const std::string& node, const agent::HeartbeatRequest& beat) {
+Result<protocol::HeartbeatReply> Api::Impl::AgentBeat(const std::string& node, const protocol::HeartbeatRequest& beat) {
   if (options.agents == nullptr) return FailedPreconditionError("this server does not run agents");
   ASSIGN_OR_RETURN(NodeView view, control.GetNode(node));
   // The agent service keeps the log chunks of the reports it accepts (not those of a stale placement).
@@ -456,7 +456,7 @@ Result<ApiResponse> Api::Impl::OpenApi(const ApiRequest&, const Caller&, const P
 }
 
 ApiResponse Api::Impl::Dispatch(const ApiRequest& req, std::string* route_name) {
-  // Each route's pattern split once (every request used to split all of them).
+  // Each route's pattern is split once, here, not on every request.
   static const std::vector<std::vector<std::string>> patterns = [] {
     std::vector<std::vector<std::string>> out;
     for (const Route& r : Routes()) out.push_back(Split(r.pattern));
@@ -547,11 +547,11 @@ Status Api::RegisterAgentNode(const std::string& authorization, Node node) {
   return s;
 }
 
-Result<agent::HeartbeatReply> Api::AgentHeartbeat(const std::string& authorization, const std::string& node,
-                                                  const agent::HeartbeatRequest& beat) {
+Result<protocol::HeartbeatReply> Api::AgentHeartbeat(const std::string& authorization, const std::string& node,
+                                                     const protocol::HeartbeatRequest& beat) {
   const auto start = std::chrono::steady_clock::now();
   Status s = impl_->AuthorizeAgent(authorization, node);
-  Result<agent::HeartbeatReply> reply = s.ok() ? impl_->AgentBeat(node, beat) : Result<agent::HeartbeatReply>(s);
+  Result<protocol::HeartbeatReply> reply = s.ok() ? impl_->AgentBeat(node, beat) : Result<protocol::HeartbeatReply>(s);
   impl_->Count("/xpool.agent.v1.Agent/Heartbeat", "GRPC", reply.ok() ? 200 : HttpStatusFor(reply.status()), start);
   return reply;
 }

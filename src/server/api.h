@@ -22,11 +22,11 @@
 #include "server/metrics.h"
 #include "store/state_store.h"
 
-namespace xpool::agent {
+namespace xpool::protocol {
 class LogRelay;
 struct HeartbeatRequest;
 struct HeartbeatReply;
-}  // namespace xpool::agent
+}  // namespace xpool::protocol
 
 namespace xpool::server {
 
@@ -57,7 +57,7 @@ struct ApiOptions {
   // `agents` (which keeps their log chunks in the relay it was given); `logs` is read for GET
   // /api/v1/jobs/{id}/logs. Null (tests): heartbeats only mark the node seen, logs are 404.
   AgentService* agents = nullptr;
-  agent::LogRelay* logs = nullptr;
+  protocol::LogRelay* logs = nullptr;
 };
 
 class Api {
@@ -77,8 +77,8 @@ class Api {
   // "Bearer <token>": an admin token or the node's own node token), logic and errors as the HTTP routes
   // POST /api/v1/nodes?agent=1 and POST /api/v1/nodes/{name}/heartbeat.
   Status RegisterAgentNode(const std::string& authorization, Node node);
-  Result<agent::HeartbeatReply> AgentHeartbeat(const std::string& authorization, const std::string& node,
-                                               const agent::HeartbeatRequest& beat);
+  Result<protocol::HeartbeatReply> AgentHeartbeat(const std::string& authorization, const std::string& node,
+                                                  const protocol::HeartbeatRequest& beat);
   // The WaitForChange long-poll's check (Heartbeat's token check), then the control plane's ChangeFeed that the
   // listener waits on.
   Result<ChangeFeed*> AgentChanges(const std::string& authorization, const std::string& node);

@@ -7,9 +7,9 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "agent/log_relay.h"
 #include "model/job_spec.h"
 #include "model/job_state.h"
+#include "protocol/log_relay.h"
 #include "server/internal/api_impl.h"
 #include "server/internal/json_codec.h"
 
@@ -262,7 +262,7 @@ Result<ApiResponse> Api::Impl::JobEvents(const ApiRequest&, const Caller& caller
   return JsonResponse(200, out);
 }
 
-bool Api::Impl::LogComplete(const JobRecord& job, int replica, const Result<agent::LogSlice>& slice) {
+bool Api::Impl::LogComplete(const JobRecord& job, int replica, const Result<protocol::LogSlice>& slice) {
   // Its end is known and this read reached it.
   if (slice.ok()) return slice->end_offset >= 0 && slice->next_offset >= slice->end_offset;
   // Nothing held: complete when no agent will ever send any — the replica never ran on an agent's node (never

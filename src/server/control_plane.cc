@@ -412,7 +412,16 @@ int ControlPlane::RunPass(bool full) {
   const int placed = CommitPlacements(commits);
   // "Why pending" is kept in the store too (a restart shows it); outside the lock. A job that left the queue
   // meanwhile is refused by the store or has its reason cleared by its transition.
-  if (!reason_writes.empty()) (void)store_.SetPendingReasons(reason_writes);  // one transaction
+  if (reason_writes.empty()) return placed;
+  if (Status s = store_.SetPendingReasons(reason_writes); !s.ok()) {  // one transaction
+    std::fprintf(stderr, "xpool server: storing why jobs wait: %s (retried by the next full pass)\n",
+                 s.ToString().c_str());
+    std::lock_guard lock(mu_);
+    for (const auto& [id, reason] : reason_writes) {
+      auto it = queued_.find(id);
+      if (it != queued_.end() && it->second.persisted == reason) it->second.persisted.clear();
+    }
+  }
   return placed;
 }
 
@@ -518,7 +527,9 @@ void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vect
   // The room already freed for preemptors still awaiting victims is theirs: held in the pass's view.
   for (const auto& [id, allocations] : reserved_) {
     if (!awaiting_.contains(id)) continue;
-    for (const Allocation& a : allocations) (void)scratch.Apply(internal::FreePartOf(scratch, a));
+    for (const Allocation& a : allocations) {
+      CheckOk(scratch.Apply(internal::FreePartOf(scratch, a)), "only the part that is free in this state");
+    }
   }
   SchedulerJobPlacer placer(scratch, *policy_, rng_);
   const auto start = std::chrono::steady_clock::now();
@@ -558,7 +569,10 @@ void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vect
         e.job = id;
         e.kind = "preempt";
         e.reason = d.reason;
-        (void)store_.AppendEvent(e);
+        if (Status s = store_.AppendEvent(e).status(); !s.ok()) {  // history only: the transitions are committed
+          std::fprintf(stderr, "xpool server: recording the preemption by job %s: %s\n", id.ToString().c_str(),
+                       s.ToString().c_str());
+        }
         if (all_released) {
           if (BookLocked(id, d.allocations, &reason, commits)) continue;
           break;
@@ -583,7 +597,8 @@ bool ControlPlane::BookLocked(JobId id, const std::vector<Allocation>& allocatio
                               std::vector<PendingCommit>* commits) {
   std::vector<Allocation> applied;
   auto rollback = [&] {
-    for (auto a = applied.rbegin(); a != applied.rend(); ++a) (void)state_.Release(*a);
+    for (auto a = applied.rbegin(); a != applied.rend(); ++a)
+      CheckOk(state_.Release(*a), "releasing what was just applied");
   };
   for (const Allocation& a : allocations) {
     Status s = state_.Apply(a);

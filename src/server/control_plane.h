@@ -28,8 +28,11 @@
 // - The no-thrash rules survive a restart: the last start and every suspension are in the store.
 //
 // Owned by the Server. Thread-safe: one mutex guards the queue and the ClusterState; a scheduling pass holds it
-// to compute and book its placements, never across a store commit (fsync). Heartbeats of Ready nodes take only
-// a separate small lock. Store calls that acknowledge a submission happen outside the lock too.
+// to compute and book its placements, and commits the placements (an fsync each) after letting go of it.
+// Preemption, which is rare, is the exception: the victims' transitions to suspending and the preempt event are
+// committed under the lock, so no request or other pass ever sees a victim chosen but not yet suspending.
+// Heartbeats of Ready nodes take only a separate small lock. Store calls that acknowledge a submission happen
+// outside the lock too.
 #include <condition_variable>
 #include <cstdint>
 #include <map>

@@ -243,7 +243,7 @@ void ControlPlane::CheckNodeTimeouts() {
       if (silent <= options_.node_timeout) continue;
       if (n.ready) {
         if (!store_.SetNodeReady(n.name, false, now).ok()) continue;
-        (void)state_.SetNodeReady(i, false);
+        CheckOk(state_.SetNodeReady(i, false), "the index of a node in the state");
         {
           std::lock_guard s(seen_mu_);
           maybe_not_ready_.insert(n.name);

@@ -15,9 +15,9 @@
 #include <map>
 #include <mutex>
 
-#include "agent/log_relay.h"
 #include "common/clock.h"
 #include "http/http_server.h"
+#include "protocol/log_relay.h"
 #include "server/agent_grpc_service.h"
 #include "server/agent_service.h"
 #include "server/api.h"
@@ -115,8 +115,8 @@ struct Server::Impl {
   MetricsRegistry metrics;
   std::unique_ptr<ControlPlane> control;
   std::unique_ptr<Api> api;
-  std::unique_ptr<AgentService> agents;   // agents over HTTP (heartbeat route)
-  std::unique_ptr<agent::LogRelay> logs;  // task output shipped in heartbeats (GET /jobs/{id}/logs)
+  std::unique_ptr<AgentService> agents;      // agents over HTTP (heartbeat route)
+  std::unique_ptr<protocol::LogRelay> logs;  // task output shipped in heartbeats (GET /jobs/{id}/logs)
   std::unique_ptr<Studio> studio;
   UsageHistory usage_history;                   // sampled every 10 s for Studio's Overview chart
   std::unique_ptr<http::HttpServer> http;       // --http-transport epoll
@@ -167,9 +167,9 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   if (ec) return InvalidArgumentError("cannot create --state-dir " + options.state_dir + ": " + ec.message());
   ::chmod(options.state_dir.c_str(), 0700);
   auto impl = std::make_unique<Impl>();
-  agent::LogRelayOptions log_options;
+  protocol::LogRelayOptions log_options;
   log_options.disk_dirs = options.task_log_dirs;
-  impl->logs = std::make_unique<agent::LogRelay>(log_options);
+  impl->logs = std::make_unique<protocol::LogRelay>(log_options);
   impl->options = options;
   std::string location = options.store.empty() ? options.state_dir + "/xpool.db" : options.store;
   ASSIGN_OR_RETURN(impl->store, OpenStateStore(location));
@@ -410,7 +410,7 @@ Status Server::Impl::RunThreaded(const std::string& host, int port, const std::f
 
 ControlPlane& Server::control_plane() { return *impl_->control; }
 StateStore& Server::store() { return *impl_->store; }
-agent::LogRelay& Server::log_relay() { return *impl_->logs; }
+protocol::LogRelay& Server::log_relay() { return *impl_->logs; }
 AgentService& Server::agent_service() { return *impl_->agents; }
 
 void Server::Shutdown() {

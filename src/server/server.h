@@ -16,9 +16,9 @@
 namespace xpool {
 class StateStore;
 }  // namespace xpool
-namespace xpool::agent {
+namespace xpool::protocol {
 class LogRelay;
-}  // namespace xpool::agent
+}  // namespace xpool::protocol
 
 namespace xpool::server {
 
@@ -70,7 +70,7 @@ class Server {
   ControlPlane& control_plane();
   StateStore& store();
   // Task output shipped by agents (an in-process agent feeds it too, so `xpool logs` works under `xpool up`).
-  agent::LogRelay& log_relay();
+  protocol::LogRelay& log_relay();
   // The agents' side of the control plane (`xpool up` wires its in-process agent to it).
   AgentService& agent_service();
 

@@ -189,7 +189,7 @@ ClusterState OrderNodes(const ClusterState& cluster, NodeOrder order, uint64_t s
   Rng rng(seed ^ 0x6a09e667f3bcc909ULL);  // a stream of its own: sampling and tie draws stay as they were
   std::shuffle(perm.begin(), perm.end(), rng);
   ClusterState out;
-  for (int i : perm) (void)out.AddNode(cluster.node(i));  // valid nodes of a valid cluster
+  for (int i : perm) CheckOk(out.AddNode(cluster.node(i)), "valid nodes of a valid cluster");
   return out;
 }
 

@@ -202,7 +202,7 @@ bool Replayer::CouldEverFit(const TaskRequest& r) {
 
 void Replayer::Depart(int pod) {
   const int slot = run_[pod].slot;
-  for (const Allocation& a : jobs_[slot].allocations) (void)state_.Release(a);
+  for (const Allocation& a : jobs_[slot].allocations) CheckOk(state_.Release(a), "a running pod's booked allocation");
   requested_running_milli_ -= run_[pod].requested_milli;
   Remove(slot);
   ++result_.events;

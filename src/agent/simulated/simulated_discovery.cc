@@ -184,9 +184,9 @@ Result<Node> ParseNodeYamlDocument(const YAML::Node& root, const std::string& or
   }
   if (root["cpu"]) {
     ASSIGN_OR_RETURN(std::string cpu, YamlString(root["cpu"], "cpu", origin));
-    auto q = ParseCpu(cpu);
-    if (!q.ok()) return InvalidArgumentError(origin + ": " + q.status().message());
-    node.cpu_milli = q->milli();
+    auto milli = ParseCpuMilli(cpu);
+    if (!milli.ok()) return InvalidArgumentError(origin + ": " + milli.status().message());
+    node.cpu_milli = *milli;
   }
   if (root["memory"]) {
     ASSIGN_OR_RETURN(std::string mem, YamlString(root["memory"], "memory", origin));

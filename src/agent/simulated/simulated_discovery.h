@@ -14,7 +14,7 @@
 //
 // YAML node file:
 //   name: sim-a            # optional (default: host name)
-//   cpu: 32                # optional, as ParseCpu (default: this machine's)
+//   cpu: 32                # optional, as ParseCpuMilli (default: this machine's)
 //   memory: 256Gi          # optional (default: this machine's)
 //   devices:
 //     - {model: A100-SXM4-80GB, memory: 80Gi, count: 4, numa: 0, vendor: nvidia, max_sharers: 10}

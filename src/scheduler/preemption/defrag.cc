@@ -46,13 +46,13 @@ class Attempt {
     return Status::Ok();
   }
   void Return(int v) {  // undo Leave(v)
-    (void)state_.Apply(jobs_[v].allocations.front());
+    CheckOk(state_.Apply(jobs_[v].allocations.front()), "re-applying what Leave released");
     left_.erase(std::find(left_.begin(), left_.end(), v));
   }
   bool Book(const std::vector<Allocation>& allocations) {
     for (size_t i = 0; i < allocations.size(); ++i) {
       if (!state_.Apply(allocations[i]).ok()) {
-        for (size_t k = 0; k < i; ++k) (void)state_.Release(allocations[k]);
+        for (size_t k = 0; k < i; ++k) CheckOk(state_.Release(allocations[k]), "releasing what was just applied");
         return false;
       }
     }
@@ -61,14 +61,16 @@ class Attempt {
   }
   void Undo() {
     for (auto it = booked_.rbegin(); it != booked_.rend(); ++it) {
-      for (const Allocation& a : *it) (void)state_.Release(a);
+      for (const Allocation& a : *it) CheckOk(state_.Release(a), "releasing what Book applied");
     }
     booked_.clear();
-    for (auto it = left_.rbegin(); it != left_.rend(); ++it) (void)state_.Apply(jobs_[*it].allocations.front());
+    for (auto it = left_.rbegin(); it != left_.rend(); ++it) {
+      CheckOk(state_.Apply(jobs_[*it].allocations.front()), "re-applying what Leave released");
+    }
     left_.clear();
   }
   void Unbook() {  // undo the last Book
-    for (const Allocation& a : booked_.back()) (void)state_.Release(a);
+    for (const Allocation& a : booked_.back()) CheckOk(state_.Release(a), "releasing what Book applied");
     booked_.pop_back();
   }
   const std::vector<int>& left() const { return left_; }

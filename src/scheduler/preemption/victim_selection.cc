@@ -28,7 +28,7 @@ class Evictor {
     for (size_t a = 0; a < allocs.size(); ++a) {
       Status s = state_.Release(allocs[a]);
       if (!s.ok()) {
-        for (size_t b = 0; b < a; ++b) (void)state_.Apply(allocs[b]);
+        for (size_t b = 0; b < a; ++b) CheckOk(state_.Apply(allocs[b]), "re-applying what was just released");
         return InternalError("job " + jobs_[ranked_[i]].id.ToString() +
                              " is not booked in the cluster state as it claims: " + s.message());
       }
@@ -38,8 +38,9 @@ class Evictor {
   }
   void Restore(int i) {
     if (static_cast<size_t>(i) >= out_.size() || !out_[i]) return;
-    // Re-applying what was just released cannot fail: nothing else changed in between.
-    for (const Allocation& a : jobs_[ranked_[i]].allocations) (void)state_.Apply(a);
+    for (const Allocation& a : jobs_[ranked_[i]].allocations) {
+      CheckOk(state_.Apply(a), "re-applying what was just released (nothing else changed in between)");
+    }
     out_[i] = false;
   }
   // Exactly the first k candidates out.

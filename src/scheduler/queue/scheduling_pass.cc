@@ -268,7 +268,7 @@ void Pass::Consider(int j, const JobInfo& info) {
         if (Status s = state_.Apply(a); !s.ok()) {  // a placer bug: say so on the job, keep the state whole
           for (const Allocation& b : p.allocations) {
             if (&b == &a) break;
-            (void)state_.Release(b);
+            CheckOk(state_.Release(b), "releasing what was just applied");
           }
           Decide(j, DecisionKind::kWait, Keep("placement could not be booked: ", s.message()));
           return;
@@ -424,16 +424,16 @@ bool Pass::TryMove(int j, int t, int shape) {
 
 void Pass::CommitMoves(int j, int t, MovePlan plan) {
   const QueueJob& job = jobs_[j];
-  for (int v : plan.moved) (void)state_.Release(jobs_[v].allocations.front());  // PlanMoves checked them
-  for (int v : plan.suspended) (void)state_.Release(jobs_[v].allocations.front());
-  for (const Allocation& a : plan.allocations) (void)state_.Apply(a);
+  for (int v : plan.moved) CheckOk(state_.Release(jobs_[v].allocations.front()), "PlanMoves checked it is booked");
+  for (int v : plan.suspended) CheckOk(state_.Release(jobs_[v].allocations.front()), "PlanMoves checked it is booked");
+  for (const Allocation& a : plan.allocations) CheckOk(state_.Apply(a), "PlanMoves placed it against this state");
   placer_.OnBooked(state_, job.request, plan.allocations);
   std::string reason;
   std::vector<int> touched;
   for (size_t i = 0; i < plan.moved.size(); ++i) {
     const int v = plan.moved[i];
     const QueueJob& moved = jobs_[v];
-    for (const Allocation& a : plan.move_to[i]) (void)state_.Apply(a);
+    for (const Allocation& a : plan.move_to[i]) CheckOk(state_.Apply(a), "PlanMoves placed it against this state");
     placer_.OnBooked(state_, moved.request, plan.move_to[i]);
     taken_[v] = true;
     const int from = moved.allocations.front().node;
@@ -481,7 +481,7 @@ void Pass::Commit(int j, int t, VictimChoice choice, bool within) {
   std::string reason;
   for (int v : choice.victims) {
     const QueueJob& victim = jobs_[v];
-    for (const Allocation& a : victim.allocations) (void)state_.Release(a);  // ChooseVictims checked they are booked
+    for (const Allocation& a : victim.allocations) CheckOk(state_.Release(a), "ChooseVictims checked it is booked");
     const bool above = ledger_.AboveGuarantee(tenant_of_[v]);
     const VictimVerdict why =
         JudgeVictim(job, within, victim, above, options_.rules, now_) == VictimVerdict::kByPriority
@@ -493,8 +493,9 @@ void Pass::Commit(int j, int t, VictimChoice choice, bool within) {
     reason += PreemptorReason(victim, TenantName(v), why, job, TenantName(j));
     result_.suspensions.push_back({v, j, VictimReason(victim, TenantName(v), why, job, TenantName(j)), {}});
   }
-  // Valid once the victims left (ChooseVictims placed it against exactly that state).
-  for (const Allocation& a : choice.allocations) (void)state_.Apply(a);
+  for (const Allocation& a : choice.allocations) {
+    CheckOk(state_.Apply(a), "ChooseVictims placed it against the state the victims leave");
+  }
   placer_.OnBooked(state_, job.request, choice.allocations);
   ledger_.Add(t, job.priority, AmountsOf(choice.allocations));
   ++epoch_;

@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/log_relay.h"
+#include "protocol/log_relay.h"
 #include "server/api.h"
 #include "server/internal/json_codec.h"
 
@@ -108,12 +108,12 @@ struct Api::Impl {
   // PATCH {"priority": 0..100 | "low" | "normal" | "high"} (admin): an event records old -> new and by whom.
   Result<ApiResponse> PatchJob(const ApiRequest& req, const Caller& caller, const Params& p);
   Result<ApiResponse> JobEvents(const ApiRequest&, const Caller& caller, const Params& p);
-  // Output of one replica, from the agents' log chunks (agent::LogRelay). Query: replica (default 0), offset
+  // Output of one replica, from the agents' log chunks (protocol::LogRelay). Query: replica (default 0), offset
   // (default: the last `limit` bytes), limit (default 1 MiB).
   Result<ApiResponse> JobLogs(const ApiRequest& req, const Caller& caller, const Params& p);
   // Whether `slice` (a read of `replica`'s log) reaches the end of the whole log, or no agent will ever send one:
   // the logs route's `done` once the job has ended (the exit line is the log's last line).
-  bool LogComplete(const JobRecord& job, int replica, const Result<agent::LogSlice>& slice);
+  bool LogComplete(const JobRecord& job, int replica, const Result<protocol::LogSlice>& slice);
 
   // ---- nodes and agents (api.cc) ----
   Result<ApiResponse> ListNodes(const ApiRequest&, const Caller&, const Params&);
@@ -126,7 +126,7 @@ struct Api::Impl {
   // An agent runs this node: its jobs wait for its reports. Simulated devices stay visible as a label.
   Status RegisterAgent(Node node);
   // Keeps the reports' log chunks and answers with the tasks wanted on `node` (AgentService).
-  Result<agent::HeartbeatReply> AgentBeat(const std::string& node, const agent::HeartbeatRequest& beat);
+  Result<protocol::HeartbeatReply> AgentBeat(const std::string& node, const protocol::HeartbeatRequest& beat);
   // A node token for one node: tenant kNodeTenant (created on first use), text "xpn.<node>.<secret>".
   Result<ApiResponse> CreateNodeToken(const ApiRequest&, const Caller&, const Params& p);
   Result<ApiResponse> Cordon(const ApiRequest&, const Caller&, const Params& p);

@@ -13,8 +13,8 @@ int ChooseMasterPort(int64_t job_id, const std::vector<int>& taken) {
   return 0;
 }
 
-std::optional<agent::DistributedEnv> DistributedFor(const std::vector<AllocationRecord>& replicas, int replica,
-                                                    const std::string& master_addr, int master_port) {
+std::optional<protocol::DistributedEnv> DistributedFor(const std::vector<AllocationRecord>& replicas, int replica,
+                                                       const std::string& master_addr, int master_port) {
   if (replicas.size() < 2) return std::nullopt;
   std::vector<const AllocationRecord*> by_replica;
   for (const AllocationRecord& a : replicas) by_replica.push_back(&a);
@@ -25,7 +25,7 @@ std::optional<agent::DistributedEnv> DistributedFor(const std::vector<Allocation
     if (a->replica == replica) self = a;
   }
   if (self == nullptr) return std::nullopt;
-  agent::DistributedEnv d;
+  protocol::DistributedEnv d;
   d.master_addr = master_addr;
   d.master_port = master_port;
   d.world_size = static_cast<int>(by_replica.size());

@@ -1,12 +1,12 @@
 #pragma once
-// The distributed-training block of a multi-replica job's launch (torchrun's variables, agent/task_env.h): ranks
+// The distributed-training block of a multi-replica job's launch (torchrun's variables, protocol/task.h): ranks
 // from where the gang was placed, and the rendezvous port the server chooses per placement. Pure functions;
 // thread-safe.
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "agent/task_env.h"
+#include "protocol/task.h"
 #include "store/state_store.h"
 
 namespace xpool::server::internal {
@@ -23,7 +23,7 @@ int ChooseMasterPort(int64_t job_id, const std::vector<int>& taken);
 // and node): RANK = replica, WORLD_SIZE = the replica count, NODE_RANK = the node's index in the order of the
 // nodes' lowest replica, LOCAL_RANK / LOCAL_WORLD_SIZE among the replicas on its node. nullopt for a job of
 // one replica or when `replica` is not among `replicas`.
-std::optional<agent::DistributedEnv> DistributedFor(const std::vector<AllocationRecord>& replicas, int replica,
-                                                    const std::string& master_addr, int master_port);
+std::optional<protocol::DistributedEnv> DistributedFor(const std::vector<AllocationRecord>& replicas, int replica,
+                                                       const std::string& master_addr, int master_port);
 
 }  // namespace xpool::server::internal

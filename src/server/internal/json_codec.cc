@@ -60,9 +60,9 @@ Result<int64_t> GetCpu(const Json& j, const std::string& path) {
     text = j.get<std::string>();
   else
     return TypeError(path, "a CPU amount such as \"500m\" or 2");
-  auto q = ParseCpu(text);
-  if (!q.ok()) return InvalidArgumentError(path + ": " + q.status().message());
-  return q->milli();
+  auto milli = ParseCpuMilli(text);
+  if (!milli.ok()) return InvalidArgumentError(path + ": " + milli.status().message());
+  return *milli;
 }
 
 Result<Device> DeviceFromJson(const Json& j, const std::string& path) {

@@ -111,7 +111,9 @@ class SqliteBackend final : public SqlBackend {
   Status BeginRead() override { return Simple("BEGIN"); }
   Status Commit() override { return Simple("COMMIT"); }
   void Rollback() override {
-    if (!sqlite3_get_autocommit(db_)) (void)Simple("ROLLBACK");
+    if (!sqlite3_get_autocommit(db_)) {
+      IgnoreError(Simple("ROLLBACK"), "a transaction left open makes the next Begin fail, with the reason");
+    }
   }
 
   std::string_view IdColumn() const override { return "INTEGER PRIMARY KEY AUTOINCREMENT"; }

@@ -121,7 +121,7 @@ inline Tenant MakeTenant(int64_t id, std::string name, int64_t guaranteed_gpu_mi
 inline ClusterState MakeCluster(int nodes, int gpus) {
   ClusterState s;
   for (int i = 0; i < nodes; ++i) {
-    (void)s.AddNode(MakeNode("n" + std::to_string(i)).WithGpus(gpus, "A100", 81920).Build());
+    CheckOk(s.AddNode(MakeNode("n" + std::to_string(i)).WithGpus(gpus, "A100", 81920).Build()), "distinct valid nodes");
   }
   return s;
 }

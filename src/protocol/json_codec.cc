@@ -1,4 +1,4 @@
-#include "agent/protocol.h"
+#include "protocol/json_codec.h"
 
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -6,7 +6,7 @@
 #include "common/nesting.h"
 #include "model/job_spec.h"
 
-namespace xpool::agent {
+namespace xpool::protocol {
 namespace {
 
 using Json = nlohmann::json;
@@ -361,4 +361,4 @@ Result<HeartbeatReply> ParseHeartbeatReply(std::string_view body) {
   return reply;
 }
 
-}  // namespace xpool::agent
+}  // namespace xpool::protocol

@@ -1,7 +1,7 @@
 #pragma once
-// Helpers shared by the agent's tests: a fresh directory per test, reading a file, waiting for a condition and
-// telling whether a process still runs. Test-only (it includes gtest). Stateless; thread-safe as the filesystem
-// and /proc are.
+// Helpers shared by the tests of processes and files (agent, protocol): a fresh directory per test, reading a file,
+// waiting for a condition and telling whether a process still runs. Test-only (it includes gtest). Stateless;
+// thread-safe as the filesystem and /proc are.
 #include <gtest/gtest.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-namespace xpool::agent {
+namespace xpool {
 
 // <TempDir>xpool_<name>_<pid>, emptied first (a crashed earlier run may have left it); the caller removes it.
 inline std::string FreshDir(const std::string& name) {
@@ -54,4 +54,4 @@ inline bool IsRunning(pid_t pid) {
   return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
 }
 
-}  // namespace xpool::agent
+}  // namespace xpool

@@ -1,12 +1,12 @@
 #pragma once
-// Sample messages for the agent protocol's codec tests (JSON in protocol_test.cc, protobuf in grpc_codec_test.cc),
+// Sample messages for the agent protocol's codec tests (JSON in json_codec_test.cc, protobuf in grpc_codec_test.cc),
 // so that both codecs are held to the same messages: a task assignment and a heartbeat's task report, each with
 // every field set to a value that is not the default. Header-only; tests only; stateless.
 #include <gtest/gtest.h>
 
-#include "agent/protocol.h"
+#include "protocol/json_codec.h"
 
-namespace xpool::agent::test_data {
+namespace xpool::protocol::test_data {
 
 // A suspend of a task that shares device 3 (40 GiB, 50 % cores) in a 2-replica job.
 inline TaskAssignment SampleSharedSuspend() {
@@ -112,4 +112,4 @@ inline void ExpectSameReportButLog(const TaskReport& got, const TaskReport& want
   EXPECT_EQ(got.log_end, want.log_end);
 }
 
-}  // namespace xpool::agent::test_data
+}  // namespace xpool::protocol::test_data

@@ -1,4 +1,4 @@
-#include "agent/task_log.h"
+#include "protocol/task_log.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <optional>
 #include <utility>
 
-namespace xpool::agent {
+namespace xpool::protocol {
 namespace {
 
 std::string ErrnoText(int err) { return std::strerror(err); }
@@ -370,4 +370,4 @@ Result<std::string> LogFollower::ReadNewUncounted() {
   return out;
 }
 
-}  // namespace xpool::agent
+}  // namespace xpool::protocol

@@ -1,13 +1,13 @@
-#include "agent/protocol.h"
+#include "protocol/json_codec.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "agent/testdata/sample_messages.h"
 #include "model/node_builder.h"
+#include "protocol/testdata/sample_messages.h"
 
-namespace xpool::agent {
+namespace xpool::protocol {
 namespace {
 
 using Json = nlohmann::json;
@@ -154,4 +154,4 @@ TEST(ProtocolTest, SanitizeUtf8KeepsLengthAndHoldsAnIncompleteTail) {
 }
 
 }  // namespace
-}  // namespace xpool::agent
+}  // namespace xpool::protocol

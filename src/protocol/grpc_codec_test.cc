@@ -1,14 +1,13 @@
-// The protobuf codec of the agent protocol (both directions) and the transport choice from --server.
-#include "agent/grpc_codec.h"
+// The protobuf codec of the agent protocol (both directions).
+#include "protocol/grpc_codec.h"
 
 #include <gtest/gtest.h>
 
-#include "agent/grpc_client.h"
-#include "agent/testdata/sample_messages.h"
 #include "agent/v1/agent.pb.h"
 #include "model/node_builder.h"
+#include "protocol/testdata/sample_messages.h"
 
-namespace xpool::agent {
+namespace xpool::protocol {
 namespace {
 
 TEST(GrpcCodecTest, NodeRoundTripsWithTopologyAndLabels) {
@@ -142,25 +141,5 @@ TEST(GrpcCodecTest, ReplyRoundTrips) {
   EXPECT_EQ(ReplyFromProto(p).status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST(GrpcClientTest, ServerUrlPicksTheTransport) {
-  for (const char* ok :
-       {"grpc://127.0.0.1:8471", "127.0.0.1:8471", "localhost:1", "http://127.0.0.1:8470", "grpc://[::1]:8471/"}) {
-    EXPECT_TRUE(MakeControlPlaneClient(ok, "t", kMicrosPerSecond).ok()) << ok;
-  }
-  for (const char* bad : {"ftp://h:1", "grpc://h", "h:", "h:0", "h:99999", "http://h:x", ""}) {
-    auto c = MakeControlPlaneClient(bad, "t", kMicrosPerSecond);
-    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << bad;
-  }
-}
-
-TEST(GrpcClientTest, UnreachableServerIsUnavailableNamingTheAddress) {
-  // Port 1 on loopback: nothing listens there (connection refused at once).
-  GrpcControlPlaneClient client({"127.0.0.1:1", "t", 2 * kMicrosPerSecond});
-  Status s = client.Register(MakeNode("n1").Build());
-  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
-  EXPECT_NE(s.message().find("grpc://127.0.0.1:1"), std::string::npos) << s.message();
-  EXPECT_FALSE(client.Connected());
-}
-
 }  // namespace
-}  // namespace xpool::agent
+}  // namespace xpool::protocol

@@ -1,4 +1,4 @@
-#include "agent/grpc_codec.h"
+#include "protocol/grpc_codec.h"
 
 #include <algorithm>
 #include <string>
@@ -7,8 +7,9 @@
 #include "agent/v1/agent.pb.h"
 #include "model/job_spec.h"
 #include "model/vendor.h"
+#include "protocol/json_codec.h"
 
-namespace xpool::agent {
+namespace xpool::protocol {
 namespace {
 
 constexpr int kMaxDevicesPerNode = 256;
@@ -310,4 +311,4 @@ Result<HeartbeatReply> ReplyFromProto(const v1::HeartbeatReply& in) {
   return reply;
 }
 
-}  // namespace xpool::agent
+}  // namespace xpool::protocol

@@ -1,4 +1,4 @@
-#include "agent/task_log.h"
+#include "protocol/task_log.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -6,9 +6,9 @@
 
 #include <filesystem>
 
-#include "agent/testdata/test_util.h"
+#include "common/testing/test_util.h"
 
-namespace xpool::agent {
+namespace xpool::protocol {
 namespace {
 
 int64_t FileSize(const std::string& path) {
@@ -229,4 +229,4 @@ TEST(LogFollowerTest, SkipsOutputRotatedAwayUnreadAndSaysWhere) {
 }
 
 }  // namespace
-}  // namespace xpool::agent
+}  // namespace xpool::protocol

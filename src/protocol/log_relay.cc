@@ -1,10 +1,10 @@
-#include "agent/log_relay.h"
+#include "protocol/log_relay.h"
 
 #include <algorithm>
 
-#include "agent/task_log.h"
+#include "protocol/task_log.h"
 
-namespace xpool::agent {
+namespace xpool::protocol {
 
 LogRelay::Stream& LogRelay::StreamLocked(const std::string& task_id, int64_t base) {
   auto it = streams_.find(task_id);
@@ -96,4 +96,4 @@ LogSlice LogRelay::ReadLocked(const Stream& s, int64_t from, int64_t max_bytes) 
   return out;
 }
 
-}  // namespace xpool::agent
+}  // namespace xpool::protocol

@@ -2,24 +2,14 @@
 // The agent protocol's JSON codec, both ends: what `xpool agent` sends (register, heartbeat with task reports and
 // log tails) and what the server answers (the wanted-task list), as documented in docs/agent.md ("Agent ↔ server").
 // The agent's HttpControlPlaneClient and the server's heartbeat route both use it, so the two sides cannot drift.
-// Pure functions (no I/O); thread-safe. Kept out of node_agent.h so that nlohmann/json stays out of wide headers.
+// Pure functions (no I/O); thread-safe. Kept out of messages.h so that nlohmann/json stays out of wide headers.
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
-#include "agent/node_agent.h"
+#include "protocol/messages.h"
 
-namespace xpool::agent {
-
-// What one heartbeat carries: per-device health (by index) and every task report.
-struct HeartbeatRequest {
-  std::vector<std::pair<int, bool>> device_health;  // (index, healthy)
-  std::vector<TaskReport> tasks;
-  // True when the body had a "tasks" list: an agent that takes assignments. A bare `{}` (a load tool, an old
-  // agent) only marks the node seen.
-  bool has_tasks = false;
-};
+namespace xpool::protocol {
 
 // Agent → server.
 std::string RegisterBody(const Node& node);
@@ -39,4 +29,4 @@ Result<HeartbeatReply> ParseHeartbeatReply(std::string_view body);
 // (the returned size is smaller): the rest of the character comes with the next read.
 std::string SanitizeUtf8(std::string_view data, bool hold_incomplete_tail, size_t* consumed);
 
-}  // namespace xpool::agent
+}  // namespace xpool::protocol

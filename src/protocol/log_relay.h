@@ -4,9 +4,9 @@
 //
 // Why a relay: a remote agent's log files are on its machine, and the agent only ever talks to the server (no
 // port of its own to open or secure). So each heartbeat carries, per task, the output written since the last
-// acknowledged heartbeat (TaskReport::log_offset/log_data, at most kMaxChunkBytes per task), and the server
-// keeps the last `max_bytes_per_task` of each task's stream in memory. Offsets are byte offsets in the task's
-// log stream as the agent reads it; a chunk the server already has (a resend after a lost reply, or a restarted
+// acknowledged heartbeat (TaskReport::log_offset/log_data, at most kMaxLogChunkBytes (protocol/messages.h) per task),
+// and the server keeps the last `max_bytes_per_task` of each task's stream in memory. Offsets are byte offsets in the
+// task's log stream as the agent reads it; a chunk the server already has (a resend after a lost reply, or a restarted
 // agent reading the same file again) is dropped, an overlap keeps only what is new. Memory is bounded: at most
 // `max_tasks` streams, the least recently written dropped first. Lost on a server restart (the files stay on the
 // agent's machine: <state-dir>/<task>/output.log); where those files are on the server's machine (`xpool up`, an
@@ -22,7 +22,7 @@
 
 #include "common/status.h"
 
-namespace xpool::agent {
+namespace xpool::protocol {
 
 struct LogRelayOptions {
   int64_t max_bytes_per_task = 1 << 20;
@@ -46,9 +46,6 @@ struct LogSlice {
 
 class LogRelay {
  public:
-  // The largest chunk an agent sends per task per heartbeat.
-  static constexpr int64_t kMaxChunkBytes = 64 << 10;
-
   explicit LogRelay(LogRelayOptions options = {}) : options_(options) {}
 
   // Adds bytes [offset, offset + data.size()) of `task_id`'s stream.
@@ -78,4 +75,4 @@ class LogRelay {
   std::list<std::string> lru_;             // most recently written first; guarded by mu_
 };
 
-}  // namespace xpool::agent
+}  // namespace xpool::protocol

@@ -1,13 +1,13 @@
-#include "agent/log_relay.h"
+#include "protocol/log_relay.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "agent/task_log.h"
-#include "agent/testdata/test_util.h"
+#include "common/testing/test_util.h"
+#include "protocol/task_log.h"
 
-namespace xpool::agent {
+namespace xpool::protocol {
 namespace {
 
 // A restarted server holds nothing (or only what agents re-sent since): the task's file answers the rest.
@@ -108,4 +108,4 @@ TEST(LogRelayTest, KnowsWhereAStreamEnds) {
 }
 
 }  // namespace
-}  // namespace xpool::agent
+}  // namespace xpool::protocol

@@ -27,7 +27,7 @@
 
 #include "common/status.h"
 
-namespace xpool::agent {
+namespace xpool::protocol {
 
 struct LogLimits {
   int64_t max_bytes = 10 << 20;  // per file
@@ -122,4 +122,4 @@ class LogFollower {
   int64_t skip_to_ = -1;  // set by ReadNewUncounted when it skipped a gap: offset_ after it
 };
 
-}  // namespace xpool::agent
+}  // namespace xpool::protocol
