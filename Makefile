@@ -1,6 +1,6 @@
 # xpool — top-level entry points. See README.md.
 #   make deps   install missing Debian packages (idempotent)
-#   make build  release build in build/ (build/bin/xpool and the task shim beside it, libraries build/lib/)
+#   make build  release build in build/ (build/bin/xpool, xpool-roles and the task shim beside it; build/lib/)
 #   make test   deps + sanitizer build (ASan+UBSan) in build-asan/ + every test through ctest
 #   make bench  release build + benchmarks
 #   make up     build, then start xpool on this machine

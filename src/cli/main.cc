@@ -1,18 +1,29 @@
-// xpool: one binary for every role (server, agent, simulator, Kubernetes components) and the user CLI.
+// xpool: the user CLI, and the door to every role (server, agent, simulator, Kubernetes components). The client
+// commands run here; a role runs in `xpool-roles` beside this binary (roles.h), so that a client command loads only
+// the few libraries it uses.
 #include <cstdio>
 #include <cstring>
 #include <span>
 #include <string>
 
-#include "cli/agent_command.h"
 #include "cli/commands.h"
 #include "cli/control_commands.h"
-#include "cli/k8s_command.h"
-#include "cli/sim_command.h"
-#include "cli/up_command.h"
+#include "cli/roles.h"
 
 namespace xpool::cli {
 namespace {
+
+// `xpool <role> ...` is `xpool-roles <role> ...`.
+template <const char* kRole>
+int InRoles(const Args& args) {
+  return RunInRoles(kRole, args);
+}
+constexpr char kServer[] = "server";
+constexpr char kK8s[] = "k8s";
+constexpr char kAgent[] = "agent";
+constexpr char kTaskShim[] = "task-shim";
+constexpr char kSim[] = "sim";
+constexpr char kUp[] = "up";
 
 int RunVersion(const Args&) {
   std::printf("xpool 0.1.0\n");
@@ -25,7 +36,7 @@ int RunHelp(const Args&);
 const Command kCommands[] = {
     {"version", "print the version", RunVersion},
     {"help", "list the subcommands", RunHelp},
-    {"server", "run the control plane: REST API, scheduling loop, state", RunServer},
+    {"server", "run the control plane: REST API, scheduling loop, state", InRoles<kServer>},
     {"submit", "submit a job: xpool submit -f job.yaml", RunSubmit},
     {"get", "list jobs, nodes or tenants, or show one: xpool get job 21 [-o wide|json|yaml]", RunGet},
     {"describe", "show a job: state and why, placement, replicas' exits, spec, events: xpool describe 21", RunDescribe},
@@ -38,11 +49,11 @@ const Command kCommands[] = {
     {"tenants", "create, update or list tenants (admin)", RunTenants},
     {"tokens", "create a token for a tenant or a node agent (admin)", RunTokens},
     {"nodes", "list nodes; register, cordon or uncordon them (admin)", RunNodes},
-    {"k8s", "Kubernetes: scheduler extender, device plugin, admission webhook (docs/kubernetes.md)", RunK8s},
-    {"agent", "node agent: serve a server (--server URL --token-file F), --print-devices, --run", RunAgent},
-    {"task-shim", "internal: supervises one task for the agent (docs/agent.md)", RunTaskShimCommand},
-    {"sim", "simulate scheduling on a trace: sim fill, sim replay, sim validate", RunSim},
-    {"up", "run xpool on this machine: server + agent (simulated 4xA100-80GB without NVML)", RunUp},
+    {"k8s", "Kubernetes: scheduler extender, device plugin, admission webhook (docs/kubernetes.md)", InRoles<kK8s>},
+    {"agent", "node agent: serve a server (--server URL --token-file F), --print-devices, --run", InRoles<kAgent>},
+    {"task-shim", "internal: supervises one task for the agent (docs/agent.md)", InRoles<kTaskShim>},
+    {"sim", "simulate scheduling on a trace: sim fill, sim replay, sim validate", InRoles<kSim>},
+    {"up", "run xpool on this machine: server + agent (simulated 4xA100-80GB without NVML)", InRoles<kUp>},
 };
 
 int RunHelp(const Args&) {
