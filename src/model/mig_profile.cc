@@ -214,6 +214,7 @@ const MigProfile* SmallestCoveringMigProfile(const MigModel& model, int64_t memo
 
 Status ValidateMigGeometry(const MigModel& model, std::span<const MigPlacement> geometry) {
   std::array<bool, 16> used{};
+  if (model.slots > static_cast<int>(used.size())) return InternalError(std::string(model.name) + ": too many slots");
   int compute = 0;
   for (size_t i = 0; i < geometry.size(); ++i) {
     const MigPlacement& g = geometry[i];

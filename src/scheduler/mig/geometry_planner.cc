@@ -218,13 +218,20 @@ class GeometrySearch {
   std::vector<MigPlacement> best_created_;
 };
 
+// True when some demand left names a profile the model has.
+bool HasDemandFor(const MigModel& model, std::span<const MigDemand> demand, const std::vector<int>& left) {
+  for (size_t i = 0; i < demand.size(); ++i) {
+    if (left[i] > 0 && MigProfileIndex(model, demand[i].profile) >= 0) return true;
+  }
+  return false;
+}
+
 // Step 3.
 void RepartitionFreeGpus(std::vector<WorkingGpu>& gpus, std::span<const MigDemand> demand, std::vector<int>& left,
                          MigPlan* plan) {
   for (size_t g = 0; g < gpus.size(); ++g) {
-    if (std::all_of(left.begin(), left.end(), [](int n) { return n == 0; })) return;
     WorkingGpu& gpu = gpus[g];
-    if (gpu.InUse()) continue;
+    if (gpu.InUse() || !HasDemandFor(*gpu.model, demand, left)) continue;
     GeometrySearch search(gpu, demand, left);
     search.Run();
     if (!search.Serves()) continue;
