@@ -10,6 +10,7 @@
 #include "common/units.h"
 #include "model/device.h"
 #include "model/internal/job_spec_limits.h"
+#include "model/mig_profile.h"
 
 namespace xpool {
 namespace {
@@ -22,6 +23,26 @@ Status CheckStringList(const std::vector<std::string>& list, const std::string& 
   }
   for (size_t i = 0; i < list.size(); ++i) {
     RETURN_IF_ERROR(CheckText(list[i], path + "[" + std::to_string(i) + "]", 1, kMaxSelectorLength));
+  }
+  return Status::Ok();
+}
+
+// `mig` names a profile some model has and stands alone: one instance, held whole, on an NVIDIA device.
+Status ValidateMig(const ResourceSpec& r) {
+  if (r.mig.empty()) return Status::Ok();
+  RETURN_IF_ERROR(CheckText(r.mig, "resources.mig", 1, kMaxMigProfileLength));
+  RETURN_IF_ERROR(ValidateMigProfileName(r.mig).WithContext("resources.mig"));
+  const char* share = r.gpumem_mib != 0          ? "gpumem"
+                      : r.gpumem_percentage != 0 ? "gpumem-percentage"
+                      : r.gpucores != 0          ? "gpucores"
+                                                 : nullptr;
+  if (share != nullptr) {
+    return InvalidArgumentError(std::string("resources.mig and resources.") + share +
+                                " are exclusive: a MIG instance has its profile's memory and compute");
+  }
+  if (r.gpu > 1) return InvalidArgumentError("resources.gpu must be 1 with resources.mig (one instance per replica)");
+  if (r.vendor.has_value() && *r.vendor != Vendor::kNvidia) {
+    return InvalidArgumentError("resources.mig needs vendor nvidia (or no vendor)");
   }
   return Status::Ok();
 }
@@ -43,7 +64,8 @@ Status ValidateResources(const ResourceSpec& r) {
   if (r.gpumem_mib != 0 && r.gpumem_percentage != 0) {
     return InvalidArgumentError("resources.gpumem and resources.gpumem-percentage are exclusive: give one");
   }
-  if (r.gpu == 0) {
+  RETURN_IF_ERROR(ValidateMig(r));
+  if (r.gpu == 0 && r.mig.empty()) {
     const char* field = r.gpumem_mib != 0             ? "gpumem"
                         : r.gpumem_percentage != 0    ? "gpumem-percentage"
                         : r.gpucores != 0             ? "gpucores"
@@ -57,8 +79,8 @@ Status ValidateResources(const ResourceSpec& r) {
       return InvalidArgumentError(std::string("resources.") + field + " needs resources.gpu of at least 1");
     }
   }
-  if (r.cpu_milli == 0 && r.memory_mib == 0 && r.gpu == 0) {
-    return InvalidArgumentError("resources must ask for something: cpu, memory or gpu");
+  if (r.cpu_milli == 0 && r.memory_mib == 0 && r.gpu == 0 && r.mig.empty()) {
+    return InvalidArgumentError("resources must ask for something: cpu, memory, gpu or mig");
   }
   RETURN_IF_ERROR(ValidateTaskRequest(r.ToTaskRequest()).WithContext("resources"));
   return Status::Ok();
@@ -113,6 +135,13 @@ TaskRequest ResourceSpec::ToTaskRequest() const {
   t.type_exclude = gpu_type_exclude;
   t.uuid_include = gpu_uuid;
   t.numa_bind = numa_bind;
+  if (!mig.empty()) {  // one instance of the profile, held whole
+    t.mig_profile = mig;
+    t.device_count = 1;
+    t.device_memory_mib = 0;
+    t.device_memory_percent = 100;
+    t.device_compute_milli = kWholeDeviceMilli;
+  }
   return t;
 }
 
@@ -169,6 +198,7 @@ std::string JobSpecToJson(const JobSpec& spec) {
   if (!r.gpu_uuid.empty()) res["gpu-uuid"] = r.gpu_uuid;
   if (r.numa_bind) res["numa-bind"] = true;
   if (r.vendor) res["vendor"] = std::string(VendorName(*r.vendor));
+  if (!r.mig.empty()) res["mig"] = r.mig;
   j["resources"] = std::move(res);
   if (spec.command_is_shell && spec.command.size() == 1) {
     j["command"] = spec.command[0];

@@ -18,6 +18,8 @@
 //     gpu-uuid: GPU-1234          # string or list
 //     numa-bind: true
 //     vendor: nvidia
+//     mig: 1g.10gb                # a MIG instance of this profile (model/mig_profile.h) instead of a device
+//                                 # or a share; gpu 1 (or unset), no gpumem, gpumem-percentage or gpucores
 //   command: ["python", "train.py"]   # argv list, or a string run by /bin/sh -c; required
 //   workdir: /data/run1           # absolute path
 //   env: {EPOCHS: "10"}           # mapping NAME -> scalar
@@ -73,6 +75,7 @@ struct ResourceSpec {
   std::vector<std::string> gpu_uuid;
   bool numa_bind = false;
   std::optional<Vendor> vendor;  // unset = any
+  std::string mig;               // MIG profile ("1g.10gb"); "" = none
 
   // The scheduler's form: gpucores × 10 → compute milli, gpu-uuid → uuid_include, and so on.
   TaskRequest ToTaskRequest() const;

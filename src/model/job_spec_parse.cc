@@ -233,6 +233,8 @@ Status ReadResources(const N& node, ResourceSpec* r) {
       Result<Vendor> vendor = ParseVendor(s);
       if (!vendor.ok()) return InvalidArgumentError(path + ": " + Printable(vendor.status().message(), 200));
       r->vendor = *vendor;
+    } else if (key == "mig") {
+      ASSIGN_OR_RETURN(r->mig, ReadString(v, path, 1, kMaxMigProfileLength));  // the name: ValidateJobSpec
     } else {
       return UnknownField(path);
     }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "model/device.h"
 #include "model/internal/job_spec_parse.h"
 
 namespace xpool {
@@ -115,6 +116,30 @@ TEST(JobSpecTest, AWholeGpuUnlessTheJobAsksToShare) {
     // The spec is kept as written: the defaults live in the request only.
     EXPECT_EQ(JobSpecToJson(*spec).find("gpucores") != std::string::npos, spec->resources.gpucores > 0);
   }
+}
+
+// `mig: <profile>` asks for one MIG instance of that profile, held whole; `gpu` may be left out.
+TEST(JobSpecTest, MigProfile) {
+  for (const char* resources : {"{mig: 1g.10gb}", "{gpu: 1, mig: 1g.10gb, gpu-type: A100}", "{mig: 1g.10gb+me}"}) {
+    SCOPED_TRACE(resources);
+    Result<JobSpec> spec = ParseJobSpec(std::string("name: a\ncommand: [a]\nresources: ") + resources);
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    EXPECT_TRUE(spec->resources.mig.starts_with("1g.10gb"));
+    const TaskRequest t = spec->ToTaskRequest();
+    EXPECT_EQ(t.mig_profile, spec->resources.mig);
+    EXPECT_EQ(t.device_count, 1);
+    EXPECT_EQ(t.device_memory_mib, 0);
+    EXPECT_EQ(t.device_memory_percent, 100);
+    EXPECT_EQ(t.device_compute_milli, kWholeDeviceMilli);
+    EXPECT_TRUE(ValidateTaskRequest(t).ok()) << ValidateTaskRequest(t).ToString();
+    Result<JobSpec> again = ParseJobSpec(JobSpecToJson(*spec));
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_EQ(*again, *spec);
+  }
+  Result<JobSpec> plain = ParseJobSpec("name: a\ncommand: [a]\nresources: {gpu: 1}\n");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->ToTaskRequest().mig_profile.empty());
+  EXPECT_EQ(JobSpecToJson(*plain).find("mig"), std::string::npos);
 }
 
 TEST(JobSpecTest, RetriesBackoffAndImage) {
@@ -228,6 +253,16 @@ TEST(JobSpecTest, RejectsBadInputWithFieldAndReason) {
       {"name: x\nresources: {cpu: 1}\ncommand: [a]\nimage: \"-v/:/host\"\n", "starting with a letter or digit"},
       {"name: x\nresources: {cpu: 1}\ncommand: [a]\nimage: \"\"\n", "image must be an OCI image reference"},
       {"name: x\nresources: {cpu: 1}\ncommand: [a]\nimage: [a]\n", "image must be"},
+      {"name: x\nresources: {mig: 1g.11gb}\ncommand: [a]\n",
+       "resources.mig: unknown MIG profile '1g.11gb' (known: 1g.5gb, 1g.5gb+me, 1g.6gb"},
+      {"name: x\nresources: {mig: [1g.10gb]}\ncommand: [a]\n", "resources.mig must be a string"},
+      {"name: x\nresources: {mig: ''}\ncommand: [a]\n", "resources.mig must not be empty"},
+      {"name: x\nresources: {mig: 1g.10gb, gpumem: 1Gi}\ncommand: [a]\n",
+       "resources.mig and resources.gpumem are exclusive"},
+      {"name: x\nresources: {mig: 1g.10gb, gpucores: 50}\ncommand: [a]\n",
+       "resources.mig and resources.gpucores are exclusive"},
+      {"name: x\nresources: {mig: 1g.10gb, gpu: 2}\ncommand: [a]\n", "resources.gpu must be 1 with resources.mig"},
+      {"name: x\nresources: {mig: 1g.10gb, vendor: ascend}\ncommand: [a]\n", "resources.mig needs vendor nvidia"},
       // yaml-cpp 0.7's LoadAll never returns on a lone ',' (found by tests/fuzz/job_spec_fuzz).
       {",", "single YAML document"},
   };
@@ -354,6 +389,7 @@ TEST(JobSpecTest, JsonFastPathAgreesWithYamlOnEveryFieldAndValue) {
                                            "resources.gpu-uuid",
                                            "resources.numa-bind",
                                            "resources.vendor",
+                                           "resources.mig",
                                            "resources.modle",
                                            "nmae",
                                            "env.A",
@@ -386,6 +422,7 @@ TEST(JobSpecTest, JsonFastPathAgreesWithYamlOnEveryFieldAndValue) {
                                            "\"high\"",
                                            "\"nvidia\"",
                                            "\"SIGUSR2\"",
+                                           "\"1g.10gb\"",
                                            "\"5m\"",
                                            "\"45s\"",
                                            "\"/data\"",

@@ -1,5 +1,7 @@
 #include "model/task_request.h"
 
+#include "model/mig_profile.h"
+
 namespace xpool {
 
 Status ValidateTaskRequest(const TaskRequest& r) {
@@ -20,6 +22,15 @@ Status ValidateTaskRequest(const TaskRequest& r) {
                              !r.type_include.empty() || !r.uuid_include.empty() || r.numa_bind;
   if (r.device_count == 0 && device_fields) {
     return InvalidArgumentError("device memory, cores or selectors are set but the device count is 0");
+  }
+  if (!r.mig_profile.empty()) {
+    RETURN_IF_ERROR(ValidateMigProfileName(r.mig_profile));
+    if (r.device_count != 1) return InvalidArgumentError("a MIG request asks for exactly one instance");
+    const bool share = r.device_memory_mib > 0 || (r.device_memory_percent != 0 && r.device_memory_percent != 100) ||
+                       (r.device_compute_milli != 0 && r.device_compute_milli != 1000);
+    if (share) {
+      return InvalidArgumentError("a MIG instance is held whole: no device memory or cores share with it");
+    }
   }
   if (r.cpu_milli == 0 && r.memory_mib == 0 && r.device_count == 0) {
     return InvalidArgumentError("the request asks for nothing (cpu, memory and devices are all 0)");

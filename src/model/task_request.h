@@ -27,13 +27,18 @@ struct TaskRequest {
   std::vector<std::string> uuid_include;
   std::vector<std::string> uuid_exclude;
   bool numa_bind = false;  // all devices of the replica on one NUMA node
+  // A MIG instance of this profile ("1g.10gb", model/mig_profile.h) instead of a device or a share of one; then
+  // device_count is 1 and the instance is held whole. "" = no MIG. The scheduler does not read it yet: such a
+  // request is placed as one whole device (docs/mig.md).
+  std::string mig_profile;
 
   bool wants_devices() const { return device_count > 0; }
   bool exclusive() const { return device_compute_milli >= 1000; }
 };
 
 // Rejects requests no cluster could ever satisfy by their own contradictions: negative quantities, a percent
-// above 100, compute above a whole device, device fields without devices, both memory forms at once.
+// above 100, compute above a whole device, device fields without devices, both memory forms at once, a MIG
+// profile no model has or one asked for with a device count other than 1 or with a memory or compute share.
 Status ValidateTaskRequest(const TaskRequest& request);
 
 // One device given to a task.

@@ -50,6 +50,23 @@ TEST(TaskRequestTest, Validation) {
     r.cpu_milli = -5;
     rows.push_back({"negative cpu", r, "negative"});
   }
+  {
+    TaskRequest r = gpu(1);
+    r.mig_profile = "1g.10gb";
+    rows.push_back({"a MIG instance", r, nullptr});
+    r.mig_profile = "1g.11gb";
+    rows.push_back({"an unknown MIG profile", r, "unknown MIG profile '1g.11gb' (known: 1g.5gb, 1g.5gb+me, 1g.6gb"});
+    r = gpu(2);
+    r.mig_profile = "1g.10gb";
+    rows.push_back({"two MIG instances", r, "exactly one instance"});
+    r = gpu(1);
+    r.mig_profile = "3g.40gb";
+    r.device_memory_mib = 1024;
+    rows.push_back({"MIG with a memory share", r, "held whole"});
+    r.device_memory_mib = 0;
+    r.device_compute_milli = 500;
+    rows.push_back({"MIG with a cores share", r, "held whole"});
+  }
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);
     Status s = ValidateTaskRequest(row.request);

@@ -17,7 +17,7 @@ bin="$out/job_spec_fuzz"
 sources=(
   "$src/tests/fuzz/job_spec_fuzz.cc"
   "$src/src/model/job_spec.cc" "$src/src/model/job_spec_parse.cc" "$src/src/model/task_request.cc"
-  "$src/src/model/vendor.cc" "$src/src/common/status.cc" "$src/src/common/quantity.cc" "$src/src/common/units.cc"
+  "$src/src/model/vendor.cc" "$src/src/model/mig_profile.cc" "$src/src/common/status.cc" "$src/src/common/quantity.cc" "$src/src/common/units.cc"
   "$src/src/common/nesting.cc"
 )
 stale=0

@@ -22,6 +22,7 @@ inline constexpr int kMaxEnv = 256;
 inline constexpr size_t kMaxEnvNameLength = 256;
 inline constexpr size_t kMaxEnvValueLength = 32 * 1024;
 inline constexpr size_t kMaxNameLength = 63;
+inline constexpr size_t kMaxMigProfileLength = 32;
 
 template <typename T>
 Status CheckRange(T value, T lo, T hi, const std::string& path, std::string_view range) {

@@ -1,0 +1,209 @@
+#include "model/mig_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace xpool {
+namespace {
+
+const MigModel& ModelNamed(std::string_view name) {
+  for (const MigModel& m : AllMigModels()) {
+    if (m.name == name) return m;
+  }
+  ADD_FAILURE() << "no model " << name;
+  return AllMigModels()[0];
+}
+
+int Index(const MigModel& model, std::string_view profile) {
+  const int i = MigProfileIndex(model, profile);
+  EXPECT_GE(i, 0) << profile << " on " << model.name;
+  return i;
+}
+
+TEST(MigProfileTest, TablesAreConsistent) {
+  std::set<std::string_view> models;
+  for (const MigModel& m : AllMigModels()) {
+    SCOPED_TRACE(std::string(m.name));
+    EXPECT_TRUE(models.insert(m.name).second);
+    ASSERT_FALSE(m.profiles.empty());
+    std::set<std::string_view> names;
+    int full = 0;
+    for (const MigProfile& p : m.profiles) {
+      SCOPED_TRACE(std::string(p.name));
+      EXPECT_TRUE(names.insert(p.name).second);
+      EXPECT_TRUE(ValidateMigProfileName(p.name).ok());
+      EXPECT_EQ(p.name.starts_with(std::to_string(p.compute_slices) + "g."), true);
+      EXPECT_EQ(p.media_extensions, p.name.ends_with("+me"));
+      EXPECT_GE(p.max_count, 1);
+      EXPECT_GT(p.memory_mib, 0);
+      EXPECT_LE(p.memory_mib, m.memory_mib);
+      ASSERT_FALSE(p.starts.empty());
+      for (int s : p.starts) EXPECT_LE(s + p.memory_slices, m.slots);
+      // As many instances of the profile as its count, side by side, form a valid geometry.
+      std::vector<MigPlacement> g;
+      for (int s : p.starts) {
+        if (static_cast<int>(g.size()) < p.max_count && MigPlacementFits(m, g, Index(m, p.name), s)) {
+          g.push_back({Index(m, p.name), s});
+        }
+      }
+      EXPECT_EQ(static_cast<int>(g.size()), p.max_count);
+      EXPECT_TRUE(ValidateMigGeometry(m, g).ok());
+      if (p.memory_slices == m.slots) ++full;
+    }
+    EXPECT_EQ(full, 1) << "one profile spans the whole GPU";
+  }
+  EXPECT_EQ(models.size(), 6u);
+}
+
+TEST(MigProfileTest, FindsModelsByDeviceName) {
+  struct Row {
+    std::string_view device;
+    int64_t memory_mib;
+    std::string_view want;  // "" = no table
+  };
+  const Row rows[] = {
+      {"NVIDIA A100-SXM4-40GB", 0, "A100-SXM4-40GB"},
+      {"NVIDIA A100-PCIE-40GB", 0, "A100-SXM4-40GB"},
+      {"NVIDIA A100-SXM4-80GB", 0, "A100-80GB"},
+      {"NVIDIA A100 80GB PCIe", 0, "A100-80GB"},
+      {"A100", 81920, "A100-80GB"},
+      {"A100", 40960, "A100-SXM4-40GB"},
+      {"A100", 0, ""},
+      {"NVIDIA A800-SXM4-80GB", 0, "A100-80GB"},
+      {"NVIDIA A30", 0, "A30-24GB"},
+      {"nvidia a30", 0, "A30-24GB"},
+      {"NVIDIA RTX A3000", 0, ""},
+      {"NVIDIA H100 80GB HBM3", 0, "H100-80GB"},
+      {"NVIDIA H100 PCIe", 0, "H100-80GB"},
+      {"NVIDIA H100 NVL", 0, "H100-94GB"},
+      {"H100", 96256, "H100-94GB"},
+      {"NVIDIA H800", 0, "H100-80GB"},
+      {"NVIDIA H200", 0, "H200-141GB"},
+      {"NVIDIA H200 NVL", 0, "H200-141GB"},
+      {"H200", 0, "H200-141GB"},
+      {"NVIDIA GH200 480GB", 0, ""},
+      {"Tesla T4", 0, ""},
+      {"NVIDIA L40S", 0, ""},
+      {"", 0, ""},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(std::string(r.device));
+    const MigModel* m = FindMigModel(r.device, r.memory_mib);
+    if (r.want.empty()) {
+      EXPECT_EQ(m, nullptr);
+    } else {
+      ASSERT_NE(m, nullptr);
+      EXPECT_EQ(m->name, r.want);
+    }
+  }
+}
+
+TEST(MigProfileTest, SameNameDiffersByModel) {
+  // "1g.10gb" is two slots on an A100 40GB and one slot on an A100 80GB.
+  EXPECT_EQ(FindMigProfile(ModelNamed("A100-SXM4-40GB"), "1g.10gb")->memory_slices, 2);
+  EXPECT_EQ(FindMigProfile(ModelNamed("A100-80GB"), "1g.10gb")->memory_slices, 1);
+  EXPECT_EQ(FindMigProfile(ModelNamed("H200-141GB"), "1g.10gb"), nullptr);
+  EXPECT_EQ(FindMigProfile(ModelNamed("H200-141GB"), "1g.18gb")->max_count, 7);
+  EXPECT_EQ(MigComputeMilli(ModelNamed("H200-141GB"), *FindMigProfile(ModelNamed("H200-141GB"), "1g.18gb")), 142);
+  EXPECT_EQ(MigComputeMilli(ModelNamed("A30-24GB"), *FindMigProfile(ModelNamed("A30-24GB"), "2g.12gb")), 500);
+}
+
+TEST(MigProfileTest, UnknownNamesListTheKnownOnes) {
+  const Status s = ValidateMigProfileName("1g.11gb");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("unknown MIG profile '1g.11gb'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("1g.10gb"), std::string::npos);
+  EXPECT_NE(s.message().find("7g.141gb"), std::string::npos);
+  EXPECT_TRUE(ValidateMigProfileName("3g.40gb").ok());
+}
+
+TEST(MigProfileTest, ResourceNames) {
+  EXPECT_EQ(*MigProfileFromResourceName("nvidia.com/mig-1g.10gb"), "1g.10gb");
+  EXPECT_EQ(*MigProfileFromResourceName("nvidia.com/mig-1g.10gb.me"), "1g.10gb+me");
+  EXPECT_EQ(*MigProfileFromResourceName("nvidia.com/mig-7g.141gb"), "7g.141gb");
+  EXPECT_EQ(MigResourceName("1g.18gb+me"), "nvidia.com/mig-1g.18gb.me");
+  EXPECT_EQ(*MigProfileFromResourceName(MigResourceName("2g.12gb+me")), "2g.12gb+me");
+  for (std::string_view bad : {"nvidia.com/gpu", "nvidia.com/mig-", "nvidia.com/mig-1g", "nvidia.com/mig-1g.11gb",
+                               "nvidia.com/mig-1g.10gb.xx", "amd.com/mig-1g.10gb", "nvidia.com/mig-1g.10gb "}) {
+    SCOPED_TRACE(std::string(bad));
+    EXPECT_EQ(MigProfileFromResourceName(bad).status().code(), StatusCode::kInvalidArgument);
+  }
+}
+
+TEST(MigProfileTest, SmallestCoveringProfile) {
+  struct Row {
+    std::string_view model;
+    int64_t memory_mib;
+    int64_t compute_milli;
+    std::string_view want;  // "" = none covers
+  };
+  const Row rows[] = {
+      {"A100-SXM4-40GB", 0, 0, "1g.5gb"},
+      {"A100-SXM4-40GB", 5120, 0, "1g.5gb"},
+      {"A100-SXM4-40GB", 5121, 0, "1g.10gb"},  // 2 slots, 1 compute slice: smaller than 2g.10gb
+      {"A100-SXM4-40GB", 4096, 200, "2g.10gb"},
+      {"A100-SXM4-40GB", 4096, 300, "3g.20gb"},
+      {"A100-SXM4-40GB", 20480, 500, "4g.20gb"},
+      {"A100-SXM4-40GB", 20481, 0, "7g.40gb"},
+      {"A100-SXM4-40GB", 40961, 0, ""},
+      {"A100-SXM4-40GB", 0, 1000, "7g.40gb"},
+      {"H200-141GB", 16384, 0, "1g.18gb"},
+      {"H200-141GB", 30000, 0, "1g.35gb"},
+      {"H200-141GB", 60000, 0, "3g.71gb"},
+      {"A30-24GB", 8192, 0, "2g.12gb"},
+      {"A30-24GB", 0, 250, "1g.6gb"},
+      {"A30-24GB", 0, 251, "2g.12gb"},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(std::string(r.model) + " " + std::to_string(r.memory_mib) + " MiB " + std::to_string(r.compute_milli) +
+                 " milli");
+    const MigProfile* p = SmallestCoveringMigProfile(ModelNamed(r.model), r.memory_mib, r.compute_milli);
+    if (r.want.empty()) {
+      EXPECT_EQ(p, nullptr);
+    } else {
+      ASSERT_NE(p, nullptr);
+      EXPECT_EQ(p->name, r.want);
+    }
+  }
+}
+
+TEST(MigProfileTest, GeometryRules) {
+  const MigModel& a100 = ModelNamed("A100-SXM4-40GB");
+  const int g1 = Index(a100, "1g.5gb"), me = Index(a100, "1g.5gb+me"), g3 = Index(a100, "3g.20gb"),
+            g4 = Index(a100, "4g.20gb"), g7 = Index(a100, "7g.40gb"), g2 = Index(a100, "2g.10gb");
+  struct Row {
+    std::string name;
+    std::vector<MigPlacement> geometry;
+    bool valid;
+  };
+  const Row rows[] = {
+      {"empty", {}, true},
+      {"whole", {{g7, 0}}, true},
+      {"4g + 3g", {{g4, 0}, {g3, 4}}, true},
+      {"seven 1g", {{g1, 0}, {g1, 1}, {g1, 2}, {g1, 3}, {g1, 4}, {g1, 5}, {g1, 6}}, true},
+      {"2g 2g 2g 1g", {{g2, 0}, {g2, 2}, {g2, 4}, {g1, 6}}, true},
+      {"1g at slot 7", {{g1, 7}}, false},
+      {"3g at slot 2", {{g3, 2}}, false},
+      {"overlap", {{g4, 0}, {g1, 3}}, false},
+      {"two +me", {{me, 0}, {me, 1}}, false},
+      {"unknown profile", {{99, 0}}, false},
+      {"7g and a 1g", {{g7, 0}, {g1, 6}}, false},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    EXPECT_EQ(ValidateMigGeometry(a100, r.geometry).ok(), r.valid) << ValidateMigGeometry(a100, r.geometry).message();
+    if (!r.geometry.empty()) {
+      // MigPlacementFits agrees with ValidateMigGeometry on the last instance added to a valid prefix.
+      std::vector<MigPlacement> prefix(r.geometry.begin(), r.geometry.end() - 1);
+      if (ValidateMigGeometry(a100, prefix).ok()) {
+        EXPECT_EQ(MigPlacementFits(a100, prefix, r.geometry.back().profile, r.geometry.back().start), r.valid);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace xpool
