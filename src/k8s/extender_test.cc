@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "k8s/canonical_objects.h"
 #include "k8s/extender_types.h"
 #include "k8s/fake_kube_api.h"
 #include "model/node_builder.h"
@@ -27,11 +28,14 @@ KubeNode GpuNode(const std::string& name, int gpus, int64_t memory_mib, const st
   return k;
 }
 
+// A pod as kube-scheduler sends it: as the API server stored it, quantities in canonical form ("8000" → "8k").
 json PodJson(const std::string& name, json limits, json annotations = json::object()) {
-  return {{"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name}, {"annotations", annotations}}},
-          {"spec",
-           {{"schedulerName", "xpool-scheduler"},
-            {"containers", json::array({{{"name", "main"}, {"resources", {{"limits", limits}}}}})}}}};
+  json pod = {{"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name}, {"annotations", annotations}}},
+              {"spec",
+               {{"schedulerName", "xpool-scheduler"},
+                {"containers", json::array({{{"name", "main"}, {"resources", {{"limits", limits}}}}})}}}};
+  (void)CanonicalizeQuantities(&pod);  // a malformed quantity stays, for the tests of bad input
+  return pod;
 }
 
 PodInfo PodFrom(const json& pod) {
