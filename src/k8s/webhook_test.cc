@@ -92,6 +92,9 @@ TEST(WebhookTest, DeniesWithClearMessages) {
        "xpool: container \"main\": nvidia.com/gpumem \"8500m\" is not a whole number (it counts MiB)"},
       {PodObject({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "8 Gi"}}),
        "xpool: container \"main\": nvidia.com/gpumem \"8 Gi\" is not a quantity (unexpected \" \")"},
+      // Not ASCII: the message names the byte, so the answer stays valid UTF-8 JSON.
+      {PodObject({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "8\u00e9"}}),
+       "xpool: container \"main\": nvidia.com/gpumem \"8\u00e9\" is not a quantity (unexpected byte 0xC3)"},
       {PodObject({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpucores", "101"}}), "must be 0..100"},
       {PodObject({{"nvidia.com/gpu", "1"}}, "", "node-7"), "spec.nodeName is set to node-7"},
       {PodObject({{"nvidia.com/gpu", "1"}}, "volcano"), "asks for scheduler \"volcano\""},
