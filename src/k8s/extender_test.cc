@@ -13,6 +13,7 @@
 #include "k8s/canonical_objects.h"
 #include "k8s/extender_types.h"
 #include "k8s/fake_kube_api.h"
+#include "k8s/internal/prometheus.h"
 #include "model/node_builder.h"
 
 namespace xpool::k8s {
@@ -289,6 +290,8 @@ TEST_F(ExtenderTest, MetricsExportPerDeviceAllocationInBaseUnits) {
   const std::string used = a->containers[0].devices[0].uuid;
   const std::string idle = used == "n1-gpu0" ? "n1-gpu1" : "n1-gpu0";
   const std::string text = extender_->Metrics();
+  const Status valid = internal::CheckExposition(text);
+  EXPECT_TRUE(valid.ok()) << valid.message() << "\n" << text;
   auto labels = [](const std::string& uuid) {
     return "node=\"n1\",nodeid=\"n1\",Hostname=\"n1\",deviceuuid=\"" + uuid + "\",UUID=\"" + uuid + "\"";
   };
