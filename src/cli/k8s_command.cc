@@ -4,7 +4,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "agent/discovery.h"
@@ -17,6 +19,7 @@
 #include "k8s/webhook.h"
 #include "model/vendor.h"
 #include "scheduler/policy.h"
+#include "vgpu/region_reader.h"
 
 namespace xpool::cli {
 namespace {
@@ -168,6 +171,21 @@ Result<std::vector<Device>> DiscoverDevices(const agent::DiscoveryOptions& optio
   return devices;
 }
 
+// The containers' shared regions under the plugin's host directory (<dir>/<pod uid>_<container>/region.cache),
+// read with vgpu's reader: k8s cannot link vgpu, so the command hands them over as plain values.
+std::vector<k8s::RegionUsage> ReadRegions(const std::string& dir) {
+  std::vector<std::string> skipped;  // not regions of this version: left out of the usage
+  std::vector<k8s::RegionUsage> out;
+  for (const vgpu::RegionSnapshot& r : vgpu::ReadRegionsUnder(dir, 1, &skipped)) {
+    k8s::RegionUsage u;
+    u.directory = std::filesystem::path(r.path).parent_path().filename();
+    for (uint64_t bytes : r.used) u.used_bytes.push_back(static_cast<int64_t>(bytes));
+    for (const vgpu::RegionProcess& p : r.processes) u.live_processes += p.alive ? 1 : 0;
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
 int RunDevicePlugin(const Args& args) {
   FlagSet flags("xpool k8s device-plugin",
                 "Runs the kubelet device plugin (API v1beta1) for this node's accelerators: registers with kubelet, "
@@ -175,7 +193,8 @@ int RunDevicePlugin(const Args& args) {
                 "gives containers the limits the extender chose.");
   std::string plugin_dir(k8s::kDefaultDevicePluginDir), resource, node_name, library_dir = "/usr/local/xpool";
   std::string simulate, node_file, nvml_library = "libnvidia-ml.so.1", endpoint = "xpool.sock";
-  int64_t split = 0, health_interval = 30;
+  std::string metrics_listen;
+  int64_t split = 0, health_interval = 30, sweep_interval = 60;
   ApiFlags api_flags;
   flags.String("device-plugin-dir", &plugin_dir, "kubelet's device-plugins directory (kubelet.sock is there)");
   flags.String("endpoint", &endpoint, "file name of this plugin's socket in that directory");
@@ -196,11 +215,17 @@ int RunDevicePlugin(const Args& args) {
   flags.String("node-file", &node_file, "YAML file describing a simulated node (testing)");
   flags.String("nvml-library", &nvml_library, "NVML library to dlopen");
   flags.Int("health-interval", &health_interval, "seconds between device health checks (0: never)");
+  flags.String("metrics-listen", &metrics_listen,
+               "host:port for GET /metrics (device memory in use, from the shared regions) and /healthz (\"\": off)");
+  flags.Int("region-sweep-interval", &sweep_interval,
+            "seconds between removals of shared-region directories whose pod is gone (0: never)");
   api_flags.Add(&flags);
   int exit_code = 0;
   if (!ParseFlagsOrExit(flags, args, &exit_code)) return exit_code;
-  if (split < 0 || health_interval < 0) {
-    std::fprintf(stderr, "xpool k8s device-plugin: --split-count and --health-interval must not be negative\n");
+  if (split < 0 || health_interval < 0 || sweep_interval < 0) {
+    std::fprintf(stderr,
+                 "xpool k8s device-plugin: --split-count, --health-interval and --region-sweep-interval must not be "
+                 "negative\n");
     return 2;
   }
   if (node_name.empty() && std::getenv("NODE_NAME") != nullptr) node_name = std::getenv("NODE_NAME");
@@ -229,6 +254,9 @@ int RunDevicePlugin(const Args& args) {
   config.paths.library_dir = library_dir;
   config.refresh_interval_ms = health_interval * 1000;
   config.refresh = [discovery, split] { return DiscoverDevices(discovery, static_cast<int>(split)); };
+  config.metrics_listen = metrics_listen;
+  config.read_regions = [dir = paths.shared_region_host_dir] { return ReadRegions(dir); };
+  config.sweep_interval_ms = sweep_interval * 1000;
   std::vector<Device> devices = report->node.devices;
   for (Device& d : devices) d.max_sharers = static_cast<int>(split);
   const sigset_t set = BlockStopSignals();

@@ -20,6 +20,8 @@
 #include "common/grpc_status.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "k8s/annotations.h"
+#include "k8s/http_server.h"
+#include "k8s/internal/prometheus.h"
 #include "vgpu/vgpu_env.h"
 
 namespace xpool::k8s {
@@ -86,6 +88,7 @@ struct DevicePluginServer::Impl {
   std::set<std::string> allocated;
   bool stopping = false;
   int registrations = 0;
+  int64_t removed_dirs = 0;  // shared-region directories removed by sweeps
 
   std::mutex server_mu;  // guards service/server (Start, the watch thread, Stop)
   std::unique_ptr<PluginService> service;
@@ -93,7 +96,9 @@ struct DevicePluginServer::Impl {
   std::thread watcher;
   bool registered = false;  // watch thread only (and Start before it runs)
   FileId registered_kubelet;
-  std::string last_problem;  // watch thread only: repeated failures are logged once
+  std::string last_problem;   // watch thread only: repeated failures are logged once
+  HttpServer metrics_server;  // with config.metrics_listen; started before the watch thread, stopped after it
+  int metrics_port = 0;
 
   std::string SocketPath() const { return config.plugin_dir + "/" + config.endpoint; }
   std::string KubeletPath() const { return config.plugin_dir + "/" + config.kubelet_socket; }
@@ -110,6 +115,9 @@ struct DevicePluginServer::Impl {
   void Tick();
   void WatchLoop();
   void Refresh();
+  Status StartMetrics();
+  std::string Metrics() const;
+  Result<int> Sweep();
 
   pb::DevicePluginOptions Options() const {
     pb::DevicePluginOptions o;
@@ -370,6 +378,78 @@ void DevicePluginServer::Impl::Publish() {
       std::to_string(devices.size()) + " device(s))");
 }
 
+Status DevicePluginServer::Impl::StartMetrics() {
+  if (config.metrics_listen.empty()) return Status::Ok();
+  std::string host;
+  int port = 0;
+  RETURN_IF_ERROR(ParseListenAddress(config.metrics_listen, &host, &port));
+  metrics_server.Get("/metrics", [this](std::string_view) {
+    return HttpReply{200, Metrics(), "text/plain; version=0.0.4"};
+  });
+  metrics_server.Get("/healthz", [](std::string_view) { return HttpReply{200, "ok\n", "text/plain"}; });
+  ASSIGN_OR_RETURN(metrics_port, metrics_server.Start(host, port));
+  return Status::Ok();
+}
+
+std::string DevicePluginServer::Impl::Metrics() const {
+  std::vector<Device> snapshot;
+  int64_t removed = 0;
+  int registered_count = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    snapshot = devices;
+    removed = removed_dirs;
+    registered_count = registrations;
+  }
+  Result<std::vector<PodInfo>> pods = api->ListPodsOnNode(config.node_name);  // no lock held: I/O
+  const std::vector<RegionUsage> regions = config.read_regions ? config.read_regions() : std::vector<RegionUsage>{};
+  std::string out = UsageMetrics(config.node_name, snapshot, pods.ok() ? *pods : std::vector<PodInfo>{}, regions);
+  const std::string node = "{node=\"" + internal::PromLabel(config.node_name) + "\"} ";
+  out += internal::PromHeader("xpool_device_plugin_api_up",
+                              "1 when the pods of the node could be listed for this scrape (else no usage is "
+                              "attributed to pods)") +
+         "xpool_device_plugin_api_up" + node + (pods.ok() ? "1" : "0") + "\n";
+  out += internal::PromHeader("xpool_device_plugin_registrations_total", "successful registrations with kubelet",
+                              "counter") +
+         "xpool_device_plugin_registrations_total" + node + std::to_string(registered_count) + "\n";
+  out += internal::PromHeader("xpool_device_plugin_region_dirs_removed_total",
+                              "shared-region directories of pods gone from the node, removed", "counter") +
+         "xpool_device_plugin_region_dirs_removed_total" + node + std::to_string(removed) + "\n";
+  return out;
+}
+
+Result<int> DevicePluginServer::Impl::Sweep() {
+  const std::string& root = config.paths.shared_region_host_dir;
+  // Pods first, then the directories, then the allocated set: a container allocated meanwhile is in the set.
+  Result<std::vector<PodInfo>> pods = api->ListPodsOnNode(config.node_name);
+  if (!pods.ok()) return pods.status().WithContext("cannot list the pods of node " + config.node_name);
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
+    std::error_code type_ec;
+    if (entry.is_directory(type_ec) && !entry.is_symlink(type_ec)) names.push_back(entry.path().filename());
+  }
+  if (ec) return 0;  // no host directory yet: nothing to remove
+  std::set<std::string> allocated_now;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    allocated_now = allocated;
+  }
+  int removed = 0;
+  for (const std::string& name : StaleRegionDirs(names, *pods, allocated_now)) {
+    std::filesystem::remove_all(std::filesystem::path(root) / name, ec);
+    if (ec) {
+      Log("cannot remove the shared region directory " + root + "/" + name + ": " + ec.message());
+      continue;
+    }
+    Log("removed the shared region directory " + root + "/" + name + " (its pod is gone from the node)");
+    ++removed;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  removed_dirs += removed;
+  return removed;
+}
+
 void DevicePluginServer::Impl::Refresh() {
   Result<std::vector<Device>> fresh = config.refresh();
   if (!fresh.ok()) {
@@ -417,6 +497,7 @@ void DevicePluginServer::Impl::Tick() {
 
 void DevicePluginServer::Impl::WatchLoop() {
   auto next_refresh = std::chrono::steady_clock::now() + std::chrono::milliseconds(config.refresh_interval_ms);
+  auto next_sweep = std::chrono::steady_clock::now() + std::chrono::milliseconds(config.sweep_interval_ms);
   std::unique_lock<std::mutex> lock(mu);
   while (!stopping) {
     cv.wait_for(lock, std::chrono::milliseconds(config.watch_interval_ms), [&] { return stopping; });
@@ -427,6 +508,10 @@ void DevicePluginServer::Impl::WatchLoop() {
       next_refresh = std::chrono::steady_clock::now() + std::chrono::milliseconds(config.refresh_interval_ms);
     }
     Tick();
+    if (config.sweep_interval_ms > 0 && std::chrono::steady_clock::now() >= next_sweep) {
+      if (Result<int> swept = Sweep(); !swept.ok()) Problem("region sweep: " + swept.status().message());
+      next_sweep = std::chrono::steady_clock::now() + std::chrono::milliseconds(config.sweep_interval_ms);
+    }
     lock.lock();
   }
 }
@@ -461,6 +546,7 @@ Result<std::unique_ptr<DevicePluginServer>> DevicePluginServer::Start(DevicePlug
     return FailedPreconditionError("device plugin directory " + impl->config.plugin_dir + " does not exist");
   }
   impl->WritePreloadFile();
+  RETURN_IF_ERROR(impl->StartMetrics());
   RETURN_IF_ERROR(impl->StartServer());
   impl->Log("serving " + impl->config.resource_name + " on " + impl->SocketPath() + " (" +
             std::to_string(impl->devices.size()) + " device(s) x " + std::to_string(impl->config.split) + " slots)");
@@ -478,6 +564,7 @@ void DevicePluginServer::Stop() {
   }
   impl_->cv.notify_all();
   if (impl_->watcher.joinable()) impl_->watcher.join();
+  impl_->metrics_server.Stop();
   impl_->StopServer();
   ::unlink(impl_->SocketPath().c_str());
 }
@@ -502,5 +589,11 @@ bool DevicePluginServer::published() const {
 }
 
 std::string DevicePluginServer::socket_path() const { return impl_->SocketPath(); }
+
+Result<int> DevicePluginServer::SweepRegionDirs() { return impl_->Sweep(); }
+
+std::string DevicePluginServer::Metrics() const { return impl_->Metrics(); }
+
+int DevicePluginServer::metrics_port() const { return impl_->metrics_port; }
 
 }  // namespace xpool::k8s

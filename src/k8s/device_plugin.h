@@ -12,6 +12,10 @@
 //             removed our socket: the server is then restarted first) and retries while kubelet is not there.
 //   publish   the node's devices as the xpool.io/node-devices annotation (read by the extender), again after
 //             every device change, retried until the API server accepts it.
+//   observe   with `metrics_listen`, GET /metrics: the device memory really in use, read from the containers'
+//             shared regions (node_monitor.h) through `read_regions`, and GET /healthz.
+//   sweep     every `sweep_interval_ms`, the shared-region directories of pods gone from the node (or
+//             terminated) are removed from the host directory (node_monitor.h, StaleRegionDirs).
 //
 // Pod matching needs no node-wide lock: one mutex guards the in-memory "containers already answered" set for
 // microseconds, and no I/O happens under it. Owns its gRPC server, its thread and the KubeApi. Thread-safe.
@@ -26,6 +30,7 @@
 #include "common/status.h"
 #include "k8s/device_plugin_core.h"
 #include "k8s/kube_api.h"
+#include "k8s/node_monitor.h"
 #include "model/device.h"
 
 namespace xpool::k8s {
@@ -48,6 +53,12 @@ struct DevicePluginConfig {
   std::function<Result<std::vector<Device>>()> refresh;
   // Where progress and problems are reported (default: stderr, one line each).
   std::function<void(const std::string&)> log;
+  // "host:port" of the HTTP server for GET /metrics and /healthz ("" = none; port 0 = any free port).
+  std::string metrics_listen;
+  // Reads the shared regions under paths.shared_region_host_dir (the caller links vgpu's region reader, which
+  // k8s does not). Empty: /metrics reports no usage (every device at zero).
+  std::function<std::vector<RegionUsage>()> read_regions;
+  int64_t sweep_interval_ms = 60'000;  // 0: never remove region directories
 };
 
 class DevicePluginServer {
@@ -63,6 +74,14 @@ class DevicePluginServer {
   // Replaces the device list (e.g. a device became unhealthy): ListAndWatch streams send the new list and the
   // node annotation is republished.
   void SetDevices(std::vector<Device> devices);
+
+  // Removes the shared-region directories of pods no longer on the node (what the watch thread does every
+  // sweep_interval_ms). Returns how many were removed; Unavailable when the pods cannot be listed (then nothing
+  // is removed).
+  Result<int> SweepRegionDirs();
+  // The /metrics text (also served on metrics_listen); it lists the node's pods through the API server.
+  std::string Metrics() const;
+  int metrics_port() const;  // 0 without metrics_listen
 
   // Successful Register calls so far (1 after start, +1 per kubelet restart).
   int registrations() const;

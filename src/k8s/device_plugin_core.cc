@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "k8s/node_monitor.h"
 #include "model/vendor.h"
 #include "vgpu/vgpu_env.h"
 
@@ -72,7 +73,7 @@ Result<AllocateMatch> MatchAllocate(const std::vector<PodInfo>& pods, const std:
 }
 
 std::string SharedRegionHostDir(const PluginPaths& paths, const std::string& pod_uid, const std::string& container) {
-  return paths.shared_region_host_dir + "/" + pod_uid + "_" + container;
+  return paths.shared_region_host_dir + "/" + SharedRegionDirName(pod_uid, container);
 }
 
 ContainerResponse ContainerEnv(const AllocateMatch& match, const PluginPaths& paths) {

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "k8s/extender_types.h"
+#include "k8s/internal/prometheus.h"
 #include "k8s/pod_demand.h"
 
 namespace xpool::k8s {
@@ -18,37 +19,14 @@ HttpReply FilterError(std::string message) {
   return Json(EncodeFilterResult(r));
 }
 
-// A label value with Prometheus' escapes.
-std::string Label(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
-// "1.234" for milli-units (a ratio of a whole device) without floating point.
-std::string Milli(int64_t milli) {
-  std::string frac = std::to_string(milli % 1000);
-  return std::to_string(milli / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
-}
-
 // Per device and per pod container, in base units (bytes, ratio of a device), labelled to join with HAMi's
 // (deviceuuid, nodeid) and DCGM's (UUID, Hostname) series. Every device of every known node is present, at zero
 // when nothing is booked on it.
 void DeviceMetrics(const KubeCluster& cluster, std::string* out) {
+  using internal::MilliText;
   const std::vector<DeviceBooking> devices = cluster.Devices();
   std::map<std::string, std::string> labels_of;  // uuid → device labels
-  for (const DeviceBooking& d : devices) {
-    labels_of[d.uuid] = "node=\"" + Label(d.node) + "\",nodeid=\"" + Label(d.node) + "\",Hostname=\"" + Label(d.node) +
-                        "\",deviceuuid=\"" + Label(d.uuid) + "\",UUID=\"" + Label(d.uuid) + "\",deviceidx=\"" +
-                        std::to_string(d.index) + "\",model=\"" + Label(d.model) + "\"";
-  }
+  for (const DeviceBooking& d : devices) labels_of[d.uuid] = internal::DeviceLabels(d.node, d.uuid, d.index, d.model);
   struct Family {
     const char* name;
     const char* help;
@@ -61,33 +39,26 @@ void DeviceMetrics(const KubeCluster& cluster, std::string* out) {
       {"xpool_device_memory_allocated_bytes", "device memory granted to pods",
        [](const DeviceBooking& d) { return std::to_string(d.allocated_memory_mib * kMiB); }},
       {"xpool_device_core_allocated_ratio", "compute granted to pods, in devices (1 = the whole device)",
-       [](const DeviceBooking& d) { return Milli(d.allocated_compute_milli); }},
+       [](const DeviceBooking& d) { return MilliText(d.allocated_compute_milli); }},
       {"xpool_device_shared_num", "containers holding a grant on the device",
        [](const DeviceBooking& d) { return std::to_string(d.sharers); }},
   };
   for (const Family& f : families) {
-    *out += std::string("# HELP ") + f.name + " " + f.help + "\n# TYPE " + f.name + " gauge\n";
+    *out += internal::PromHeader(f.name, f.help);
     for (const DeviceBooking& d : devices)
       *out += std::string(f.name) + "{" + labels_of[d.uuid] + "} " + f.value(d) + "\n";
   }
   const std::vector<ContainerBooking> containers = cluster.Containers();
-  *out +=
-      "# HELP xpool_pod_device_memory_allocated_bytes device memory granted to a pod's container\n"
-      "# TYPE xpool_pod_device_memory_allocated_bytes gauge\n";
-  std::string cores =
-      "# HELP xpool_pod_device_core_allocated_ratio compute granted to a pod's container, in devices (0: shared "
-      "freely)\n# TYPE xpool_pod_device_core_allocated_ratio gauge\n";
+  *out += internal::PromHeader("xpool_pod_device_memory_allocated_bytes", "device memory granted to a pod's container");
+  std::string cores = internal::PromHeader("xpool_pod_device_core_allocated_ratio",
+                                           "compute granted to a pod's container, in devices (0: shared freely)");
   for (const ContainerBooking& c : containers) {
-    const size_t slash = c.pod_key.find('/');
-    const std::string ns = slash == std::string::npos ? "" : c.pod_key.substr(0, slash);
-    const std::string pod = slash == std::string::npos ? "" : c.pod_key.substr(slash + 1);
-    const std::string labels =
-        "podnamespace=\"" + Label(ns) + "\",podname=\"" + Label(pod) + "\",poduid=\"" + Label(c.pod_uid) +
-        "\",container=\"" + Label(c.container) + "\"," +
-        (labels_of.count(c.uuid) != 0 ? labels_of[c.uuid]
-                                      : "deviceuuid=\"" + Label(c.uuid) + "\",UUID=\"" + Label(c.uuid) + "\"");
+    const std::string device = labels_of.count(c.uuid) != 0 ? labels_of[c.uuid]
+                                                            : "deviceuuid=\"" + internal::PromLabel(c.uuid) +
+                                                                  "\",UUID=\"" + internal::PromLabel(c.uuid) + "\"";
+    const std::string labels = internal::PodLabels(c.pod_key, c.pod_uid, c.container) + "," + device;
     *out += "xpool_pod_device_memory_allocated_bytes{" + labels + "} " + std::to_string(c.memory_mib * kMiB) + "\n";
-    cores += "xpool_pod_device_core_allocated_ratio{" + labels + "} " + Milli(c.compute_milli) + "\n";
+    cores += "xpool_pod_device_core_allocated_ratio{" + labels + "} " + MilliText(c.compute_milli) + "\n";
   }
   *out += cores;
 }

@@ -10,8 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "k8s/canonical_objects.h"
 #include "k8s/extender_types.h"
 #include "k8s/fake_kube_api.h"
+#include "k8s/internal/prometheus.h"
 #include "model/node_builder.h"
 
 namespace xpool::k8s {
@@ -27,11 +29,14 @@ KubeNode GpuNode(const std::string& name, int gpus, int64_t memory_mib, const st
   return k;
 }
 
+// A pod as kube-scheduler sends it: as the API server stored it, quantities in canonical form ("8000" → "8k").
 json PodJson(const std::string& name, json limits, json annotations = json::object()) {
-  return {{"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name}, {"annotations", annotations}}},
-          {"spec",
-           {{"schedulerName", "xpool-scheduler"},
-            {"containers", json::array({{{"name", "main"}, {"resources", {{"limits", limits}}}}})}}}};
+  json pod = {{"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name}, {"annotations", annotations}}},
+              {"spec",
+               {{"schedulerName", "xpool-scheduler"},
+                {"containers", json::array({{{"name", "main"}, {"resources", {{"limits", limits}}}}})}}}};
+  (void)CanonicalizeQuantities(&pod);  // a malformed quantity stays, for the tests of bad input
+  return pod;
 }
 
 PodInfo PodFrom(const json& pod) {
@@ -285,6 +290,8 @@ TEST_F(ExtenderTest, MetricsExportPerDeviceAllocationInBaseUnits) {
   const std::string used = a->containers[0].devices[0].uuid;
   const std::string idle = used == "n1-gpu0" ? "n1-gpu1" : "n1-gpu0";
   const std::string text = extender_->Metrics();
+  const Status valid = internal::CheckExposition(text);
+  EXPECT_TRUE(valid.ok()) << valid.message() << "\n" << text;
   auto labels = [](const std::string& uuid) {
     return "node=\"n1\",nodeid=\"n1\",Hostname=\"n1\",deviceuuid=\"" + uuid + "\",UUID=\"" + uuid + "\"";
   };

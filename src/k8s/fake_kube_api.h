@@ -1,13 +1,18 @@
 #pragma once
 // FakeKubeApi: an in-memory KubeApi for unit tests — pods by "ns/name", the annotation patches and bindings it
-// received, and hooks to make calls fail or block. Thread-safe (one mutex; hooks run without it held).
+// received, and hooks to make calls fail or block. Like the real API server it stores pods' quantities in
+// canonical form (canonical_objects.h: "8000" comes back as "8k"), so tests read what production reads; a
+// malformed quantity, which the real server refuses, is kept as given for tests of what the readers do then.
+// Thread-safe (one mutex; hooks run without it held).
 #include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "k8s/canonical_objects.h"
 #include "k8s/kube_api.h"
 
 namespace xpool::k8s {
@@ -18,9 +23,10 @@ class FakeKubeApi final : public KubeApi {
     std::string key, uid, node;
   };
 
-  void PutPod(const PodInfo& pod) {
+  void PutPod(PodInfo pod) {
+    (void)CanonicalizeQuantities(&pod);  // a malformed quantity stays (see above)
     std::lock_guard<std::mutex> lock(mu_);
-    pods_[pod.Key()] = pod;
+    pods_[pod.Key()] = std::move(pod);
   }
   std::optional<PodInfo> Pod(const std::string& key) const {
     std::lock_guard<std::mutex> lock(mu_);

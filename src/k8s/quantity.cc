@@ -27,6 +27,15 @@ struct Pieces {
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
+// A character for a message: "x" when printable ASCII, else its byte value (a lone byte of a UTF-8 sequence
+// would make the message invalid UTF-8, which JSON encoders refuse).
+std::string Describe(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  if (u >= 0x20 && u < 0x7f) return "\"" + std::string(1, c) + "\"";
+  constexpr char kHex[] = "0123456789ABCDEF";
+  return std::string("byte 0x") + kHex[u >> 4] + kHex[u & 15];
+}
+
 // apimachinery's parseQuantityString: sign, integer digits, fractional digits, then the suffix (letters from
 // "eEinumkKMGTP", optionally followed by a signed integer for an exponent).
 Result<Pieces> Split(std::string_view s) {
@@ -56,7 +65,7 @@ Result<Pieces> Split(std::string_view s) {
   while (pos < end && kSuffixChars.find(s[pos]) != std::string_view::npos) ++pos;
   if (pos < end && (s[pos] == '-' || s[pos] == '+')) ++pos;
   while (pos < end && IsDigit(s[pos])) ++pos;
-  if (pos < end) return InvalidArgumentError("is not a quantity (unexpected \"" + std::string(1, s[pos]) + "\")");
+  if (pos < end) return InvalidArgumentError("is not a quantity (unexpected " + Describe(s[pos]) + ")");
   p.suffix = s.substr(suffix_start);
   return p;
 }

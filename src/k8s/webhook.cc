@@ -14,8 +14,11 @@ using internal::Json;
 
 constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-Json Review(Json response) {
-  return {{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}, {"response", std::move(response)}};
+// The AdmissionReview answer as text. Messages quote the pod's own text, which is valid UTF-8 (it came as JSON);
+// should one ever hold a broken sequence it is written as U+FFFD rather than fail the answer.
+std::string Review(Json response) {
+  return Json{{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}, {"response", std::move(response)}}
+      .dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 HttpReply Allow(const std::string& uid, const Json& patch) {
@@ -24,14 +27,14 @@ HttpReply Allow(const std::string& uid, const Json& patch) {
     response["patchType"] = "JSONPatch";
     response["patch"] = Base64Encode(patch.dump());
   }
-  return HttpReply{200, Review(std::move(response)).dump()};
+  return HttpReply{200, Review(std::move(response))};
 }
 
 HttpReply Deny(const std::string& uid, const std::string& message) {
   Json response = {{"uid", uid},
                    {"allowed", false},
                    {"status", {{"code", 400}, {"reason", "BadRequest"}, {"message", "xpool: " + message}}}};
-  return HttpReply{200, Review(std::move(response)).dump()};
+  return HttpReply{200, Review(std::move(response))};
 }
 
 }  // namespace

@@ -4,16 +4,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include "k8s/canonical_objects.h"
+
 namespace xpool::k8s {
 namespace {
 
 using nlohmann::json;
 
+// A pod as the API server hands it to admission: decoded, so its quantities are in canonical form ("8.5" is
+// "8500m"); a malformed one stays, for the tests of bad input.
 json PodObject(json limits, std::string scheduler = "", std::string node = "") {
   json spec = {{"containers", json::array({{{"name", "main"}, {"resources", {{"limits", limits}}}}})}};
   if (!scheduler.empty()) spec["schedulerName"] = scheduler;
   if (!node.empty()) spec["nodeName"] = node;
-  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", "p"}, {"namespace", "ml"}}}, {"spec", spec}};
+  json pod = {
+      {"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", "p"}, {"namespace", "ml"}}}, {"spec", spec}};
+  (void)CanonicalizeQuantities(&pod);
+  return pod;
 }
 
 std::string Review(const json& object, std::string kind = "Pod", std::string operation = "CREATE") {
@@ -82,9 +89,12 @@ TEST(WebhookTest, DeniesWithClearMessages) {
   };
   const Case cases[] = {
       {PodObject({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "8.5"}}),
-       "xpool: container \"main\": nvidia.com/gpumem \"8.5\" is not a whole number (it counts MiB)"},
+       "xpool: container \"main\": nvidia.com/gpumem \"8500m\" is not a whole number (it counts MiB)"},
       {PodObject({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "8 Gi"}}),
        "xpool: container \"main\": nvidia.com/gpumem \"8 Gi\" is not a quantity (unexpected \" \")"},
+      // Not ASCII: the message names the byte, so the answer stays valid UTF-8 JSON.
+      {PodObject({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "8\u00e9"}}),
+       "xpool: container \"main\": nvidia.com/gpumem \"8\u00e9\" is not a quantity (unexpected byte 0xC3)"},
       {PodObject({{"nvidia.com/gpu", "1"}, {"nvidia.com/gpucores", "101"}}), "must be 0..100"},
       {PodObject({{"nvidia.com/gpu", "1"}}, "", "node-7"), "spec.nodeName is set to node-7"},
       {PodObject({{"nvidia.com/gpu", "1"}}, "volcano"), "asks for scheduler \"volcano\""},

@@ -9,11 +9,14 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -25,6 +28,7 @@
 #include "k8s/device_plugin.h"
 #include "k8s/fake_kube_api.h"
 #include "k8s/http_kube_api.h"
+#include "k8s/internal/prometheus.h"
 #include "k8s/scheduler_service.h"
 #include "model/node_builder.h"
 
@@ -126,7 +130,8 @@ class DevicePluginE2eTest : public ::testing::Test {
     return p;
   }
 
-  void StartPlugin(std::unique_ptr<FakeKubeApi> api, std::vector<Device> devices = TwoGpus()) {
+  void StartPlugin(std::unique_ptr<FakeKubeApi> api, std::vector<Device> devices = TwoGpus(),
+                   const std::function<void(DevicePluginConfig*)>& adjust = nullptr) {
     DevicePluginConfig config;
     config.plugin_dir = dir_;
     config.node_name = "n1";
@@ -139,6 +144,7 @@ class DevicePluginE2eTest : public ::testing::Test {
     std::filesystem::create_directories(dir_ + "/dev");
     for (const char* node : {"nvidia1", "nvidiactl", "nvidia-uvm"}) std::ofstream(dir_ + "/dev/" + node) << "";
     config.log = [](const std::string&) {};
+    if (adjust) adjust(&config);
     Result<std::unique_ptr<DevicePluginServer>> started =
         DevicePluginServer::Start(config, std::move(api), std::move(devices));
     ASSERT_TRUE(started.ok()) << started.status().ToString();
@@ -315,6 +321,75 @@ TEST_F(DevicePluginE2eTest, AllocateFailsClearlyWhenTheApiServerIsDown) {
   pb::AllocateResponse ok;
   ASSERT_TRUE(stub->Allocate(&again, request, &ok).ok());
   EXPECT_EQ(ok.container_responses(0).envs().at("CUDA_VISIBLE_DEVICES"), "GPU-0");
+}
+
+// GET /metrics on the plugin's own port: the memory in use that the containers' shared regions report, on the
+// devices their allocation names (CUDA ordinal order), every device present, in valid exposition format.
+TEST_F(DevicePluginE2eTest, ServesUsageFromTheSharedRegionsOnItsMetricsPort) {
+  FakeKubelet kubelet(dir_);
+  auto api = std::make_unique<FakeKubeApi>();
+  api->PutPod(BoundPod("p", "n1", {"GPU-1"}, "1"));
+  StartPlugin(std::move(api), TwoGpus(), [](DevicePluginConfig* c) {
+    c->metrics_listen = "127.0.0.1:0";
+    c->read_regions = [] { return std::vector<RegionUsage>{{"uid-p_main", {123 << 20}, 1}}; };
+  });
+  ASSERT_GT(plugin_->metrics_port(), 0);
+  httplib::Client http("127.0.0.1", plugin_->metrics_port());
+  auto reply = http.Get("/metrics");
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status, 200);
+  const std::string& text = reply->body;
+  const Status valid = internal::CheckExposition(text);
+  EXPECT_TRUE(valid.ok()) << valid.message() << "\n" << text;
+  auto has = [&](const std::string& line) {
+    EXPECT_NE(text.find(line + "\n"), std::string::npos) << line << "\n" << text;
+  };
+  const std::string device1 =
+      "node=\"n1\",nodeid=\"n1\",Hostname=\"n1\",deviceuuid=\"GPU-1\",UUID=\"GPU-1\",deviceidx=\"1\","
+      "model=\"A100-SXM4-80GB\"";
+  has("xpool_device_memory_used_bytes{" + device1 + "} " + std::to_string(123 << 20));
+  has("xpool_device_memory_used_bytes{node=\"n1\",nodeid=\"n1\",Hostname=\"n1\",deviceuuid=\"GPU-0\",UUID=\"GPU-0\","
+      "deviceidx=\"0\",model=\"A100-SXM4-80GB\"} 0");
+  has("xpool_pod_device_memory_used_bytes{podnamespace=\"ml\",podname=\"p\",poduid=\"uid-p\",container=\"main\"," +
+      device1 + "} " + std::to_string(123 << 20));
+  has("xpool_device_plugin_api_up{node=\"n1\"} 1");
+  EXPECT_EQ(http.Get("/healthz")->status, 200);
+}
+
+// Region directories of pods gone from the node (or terminated) are removed by the watch thread; those of pods
+// still there, and anything not named like a container's, stay; nothing is removed while the API is down.
+TEST_F(DevicePluginE2eTest, RemovesTheRegionDirectoriesOfPodsGoneFromTheNode) {
+  FakeKubelet kubelet(dir_);
+  auto api = std::make_unique<FakeKubeApi>();
+  FakeKubeApi* fake = api.get();
+  fake->PutPod(BoundPod("p", "n1", {"GPU-0"}, "1"));
+  auto down = std::make_shared<std::atomic<bool>>(false);  // the hook is set once: the watch thread calls it
+  fake->before_list = [down] { return *down ? UnavailableError("connection refused") : Status::Ok(); };
+  const std::string regions = dir_ + "/regions";
+  for (const char* d : {"uid-p_main", "uid-gone_main", "notours"}) {
+    std::filesystem::create_directories(regions + "/" + d);
+    std::ofstream(regions + "/" + d + "/region.cache") << "x";
+  }
+  StartPlugin(std::move(api), TwoGpus(), [](DevicePluginConfig* c) { c->sweep_interval_ms = 20; });
+  EXPECT_TRUE(WaitFor([&] { return !std::filesystem::exists(regions + "/uid-gone_main"); }));
+  EXPECT_TRUE(std::filesystem::exists(regions + "/uid-p_main"));
+  EXPECT_TRUE(std::filesystem::exists(regions + "/notours"));
+  // The counter is raised just after the removal.
+  EXPECT_TRUE(WaitFor([&] {
+    return plugin_->Metrics().find("xpool_device_plugin_region_dirs_removed_total{node=\"n1\"} 1\n") !=
+           std::string::npos;
+  }));
+
+  *down = true;
+  PodInfo done = BoundPod("p", "n1", {"GPU-0"}, "1");
+  done.phase = "Succeeded";
+  fake->PutPod(done);
+  Result<int> swept = plugin_->SweepRegionDirs();
+  EXPECT_EQ(swept.status().code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(std::filesystem::exists(regions + "/uid-p_main"));
+  *down = false;
+  EXPECT_TRUE(WaitFor([&] { return !std::filesystem::exists(regions + "/uid-p_main"); }));
+  EXPECT_TRUE(std::filesystem::exists(regions + "/notours"));
 }
 
 TEST_F(DevicePluginE2eTest, ReRegistersWhenKubeletRestarts) {

@@ -349,31 +349,5 @@ TEST(SchedulerServiceTest, MetricsListenerServesNoVerbs) {
   (*s)->Stop();
 }
 
-// The fake API server stores quantities as the real one does, so the tests see what production sees.
-TEST(FakeApiServerTest, StoresQuantitiesInCanonicalForm) {
-  json pod = PodObject("p", {{"nvidia.com/gpu", 1}, {"nvidia.com/gpumem", "8000"}, {"nvidia.com/gpucores", 30}});
-  pod["spec"]["initContainers"] =
-      json::array({{{"name", "i"}, {"resources", {{"requests", {{"memory", "1024Mi"}, {"cpu", "0.5"}}}}}}});
-  std::string error;
-  json out = FakeApiServer::Canonicalize(pod, &error);
-  EXPECT_EQ(error, "");
-  const json& limits = out["spec"]["containers"][0]["resources"]["limits"];
-  EXPECT_EQ(limits["nvidia.com/gpu"], "1");
-  EXPECT_EQ(limits["nvidia.com/gpumem"], "8k");
-  EXPECT_EQ(limits["nvidia.com/gpucores"], "30");
-  EXPECT_EQ(out["spec"]["initContainers"][0]["resources"]["requests"]["memory"], "1Gi");
-  EXPECT_EQ(out["spec"]["initContainers"][0]["resources"]["requests"]["cpu"], "500m");
-  json node = {{"metadata", {{"name", "n"}}}, {"status", {{"allocatable", {{"memory", "262144Mi"}, {"pods", 110}}}}}};
-  out = FakeApiServer::Canonicalize(node);
-  EXPECT_EQ(out["status"]["allocatable"]["memory"], "256Gi");
-  EXPECT_EQ(out["status"]["allocatable"]["pods"], "110");
-  // A malformed quantity is named and left as it was.
-  out = FakeApiServer::Canonicalize(PodObject("bad", {{"nvidia.com/gpumem", "lots"}}), &error);
-  EXPECT_EQ(out["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpumem"], "lots");
-  EXPECT_NE(error.find("spec.containers[0].resources.limits[nvidia.com/gpumem]: Invalid value: \"lots\""),
-            std::string::npos)
-      << error;
-}
-
 }  // namespace
 }  // namespace xpool::k8s

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <thread>
 
-#include "k8s/quantity.h"
+#include "k8s/canonical_objects.h"
 #include "k8s/webhook.h"
 
 namespace xpool::k8s::testing {
@@ -41,43 +41,6 @@ void FakeApiServer::Emit(bool node, const std::string& type, json& object) {
   changed_.notify_all();
 }
 
-json FakeApiServer::Canonicalize(json object, std::string* error) {
-  auto fix_map = [&](json* map, const std::string& where) {
-    if (map == nullptr || !map->is_object()) return;
-    for (auto it = map->begin(); it != map->end(); ++it) {
-      std::string text = it->is_string() ? it->get<std::string>() : it->is_number() ? it->dump() : "";
-      Result<std::string> canonical = CanonicalQuantity(text);
-      if (canonical.ok()) {
-        *it = *canonical;
-      } else if (error != nullptr && error->empty()) {
-        *error = where + "[" + it.key() + "]: Invalid value: \"" + text + "\": " + canonical.status().message();
-      }
-    }
-  };
-  auto member = [](json& j, const char* name) -> json* {
-    return j.is_object() && j.contains(name) ? &j[name] : nullptr;
-  };
-  if (json* spec = member(object, "spec")) {
-    for (const char* list : {"initContainers", "containers"}) {
-      json* containers = member(*spec, list);
-      if (containers == nullptr || !containers->is_array()) continue;
-      for (size_t i = 0; i < containers->size(); ++i) {
-        json* resources = member((*containers)[i], "resources");
-        if (resources == nullptr) continue;
-        const std::string where = std::string("spec.") + list + "[" + std::to_string(i) + "].resources.";
-        fix_map(member(*resources, "limits"), where + "limits");
-        fix_map(member(*resources, "requests"), where + "requests");
-      }
-    }
-    fix_map(member(*spec, "overhead"), "spec.overhead");
-  }
-  if (json* status = member(object, "status")) {
-    fix_map(member(*status, "capacity"), "status.capacity");
-    fix_map(member(*status, "allocatable"), "status.allocatable");
-  }
-  return object;
-}
-
 void FakeApiServer::SetMutatingWebhook(std::function<std::string(const std::string&)> webhook) {
   std::lock_guard<std::mutex> lock(mu_);
   webhook_ = std::move(webhook);
@@ -89,7 +52,7 @@ void FakeApiServer::AddPriorityClass(const std::string& name, int value) {
 }
 
 void FakeApiServer::AddNode(json node) {
-  node = Canonicalize(std::move(node));
+  (void)CanonicalizeQuantities(&node);  // a malformed quantity is kept (see the header)
   std::lock_guard<std::mutex> lock(mu_);
   const std::string name = node["metadata"]["name"];
   const bool existed = nodes_.count(name) != 0;
@@ -98,7 +61,7 @@ void FakeApiServer::AddNode(json node) {
 }
 
 void FakeApiServer::AddPod(json pod) {
-  pod = Canonicalize(std::move(pod));
+  (void)CanonicalizeQuantities(&pod);
   std::lock_guard<std::mutex> lock(mu_);
   const std::string key =
       pod["metadata"].value("namespace", "default") + "/" + pod["metadata"]["name"].get<std::string>();
@@ -237,11 +200,11 @@ void FakeApiServer::Routes() {
         !node["metadata"]["name"].is_string()) {
       return Reply(res, 400, StatusBody(400, "BadRequest", "expected a v1.Node with metadata.name"));
     }
-    std::string error;
-    node = Canonicalize(std::move(node), &error);
+    const Status canonical = CanonicalizeQuantities(&node);
     const std::string name = node["metadata"]["name"];
-    if (!error.empty())
-      return Reply(res, 422, StatusBody(422, "Invalid", "Node \"" + name + "\" is invalid: " + error));
+    if (!canonical.ok()) {
+      return Reply(res, 422, StatusBody(422, "Invalid", "Node \"" + name + "\" is invalid: " + canonical.message()));
+    }
     std::lock_guard<std::mutex> lock(mu_);
     if (nodes_.count(name) != 0) {
       return Reply(res, 409, StatusBody(409, "AlreadyExists", "nodes \"" + name + "\" already exists"));
@@ -268,9 +231,10 @@ void FakeApiServer::Routes() {
     }
     const std::string ns = req.matches[1].str();
     const std::string name = pod["metadata"]["name"];
-    std::string error;
-    pod = Canonicalize(std::move(pod), &error);
-    if (!error.empty()) return Reply(res, 422, StatusBody(422, "Invalid", "Pod \"" + name + "\" is invalid: " + error));
+    const Status canonical = CanonicalizeQuantities(&pod);
+    if (!canonical.ok()) {
+      return Reply(res, 422, StatusBody(422, "Invalid", "Pod \"" + name + "\" is invalid: " + canonical.message()));
+    }
     std::function<std::string(const std::string&)> webhook;
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -15,7 +15,7 @@
 //                                                     through the mutating webhook when one is set (a denial is
 //                                                     400 with its message, a patch is applied)
 //   GET   /api/v1/nodes/NAME                          one node
-// Like the real API server it stores and returns quantities in canonical form (resource.Quantity's String():
+// Like the real API server it stores and returns quantities in canonical form (k8s/canonical_objects.h:
 // 8000 → "8k", 1024Mi → "1Gi"; numbers become strings), for objects created over HTTP and through AddNode/AddPod
 // alike (a malformed quantity is refused over HTTP; AddPod keeps it, for tests of what the extender does then).
 // Tests drive it directly (AddNode, AddPod, DeletePod, SetDown to play an unreachable server). One mutex guards
@@ -45,10 +45,6 @@ class FakeApiServer {
   void Stop();
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
-  // Quantities of a Pod or Node object in canonical form: containers' and init containers' limits and
-  // requests, spec.overhead, status.capacity and status.allocatable. The first malformed one is described in
-  // `error` (when given) and left as it was.
-  static nlohmann::json Canonicalize(nlohmann::json object, std::string* error = nullptr);
   // The mutating admission webhook pods created over HTTP go through: AdmissionReview JSON in, out.
   void SetMutatingWebhook(std::function<std::string(const std::string&)> webhook);
   void AddPriorityClass(const std::string& name, int value);

@@ -458,6 +458,10 @@ TEST(HelmChartTest, DevicePluginDaemonSetByDefault) {
   EXPECT_EQ(args.count("--preload-file=/usr/local/xpool/ld.so.preload"), 1u);
   EXPECT_EQ(args.count("--shared-region-dir=/var/lib/xpool/containers"), 1u);
   EXPECT_EQ(args.count("--dev-root=/host/dev"), 1u);
+  EXPECT_EQ(args.count("--metrics-listen=:9396"), 1u);
+  EXPECT_EQ(args.count("--region-sweep-interval=60"), 1u);
+  EXPECT_EQ(c["ports"][0]["name"].as<std::string>(), "metrics");
+  EXPECT_EQ(c["ports"][0]["containerPort"].as<int>(), 9396);
   EXPECT_EQ(args.count("--cdi"), 0u);
   EXPECT_EQ(c["env"][0]["name"].as<std::string>(), "NODE_NAME");
   EXPECT_EQ(c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>(), "spec.nodeName");
@@ -485,6 +489,7 @@ TEST(HelmChartTest, SchedulerDeploymentRbacAndOptionalParts) {
   Rendered plain = RenderChart(values);
   EXPECT_EQ(Find(plain, "DaemonSet", "-device-plugin"), nullptr);
   EXPECT_EQ(Find(plain, "ServiceMonitor", "-scheduler"), nullptr);
+  EXPECT_EQ(Find(plain, "PodMonitor", "-device-plugin"), nullptr);
   const YAML::Node* dep = Find(plain, "Deployment", "-scheduler");
   ASSERT_NE(dep, nullptr);
   const YAML::Node containers = (*dep)["spec"]["template"]["spec"]["containers"];
@@ -510,6 +515,10 @@ TEST(HelmChartTest, SchedulerDeploymentRbacAndOptionalParts) {
   ASSERT_NE(sm, nullptr);
   EXPECT_EQ((*sm)["spec"]["endpoints"][0]["path"].as<std::string>(), "/metrics");
   EXPECT_EQ((*sm)["spec"]["endpoints"][0]["port"].as<std::string>(), "metrics");
+  const YAML::Node* pm = Find(full, "PodMonitor", "-device-plugin");
+  ASSERT_NE(pm, nullptr) << "the device plugins' usage metrics are scraped per pod";
+  EXPECT_EQ((*pm)["spec"]["podMetricsEndpoints"][0]["port"].as<std::string>(), "metrics");
+  EXPECT_EQ((*pm)["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"].as<std::string>(), "device-plugin");
   EXPECT_NE(Find(full, "Certificate", "-webhook"), nullptr);
   EXPECT_EQ(Find(full, "Secret", "-webhook-tls"), nullptr) << "cert-manager writes the secret";
   const YAML::Node* mwc = Find(full, "MutatingWebhookConfiguration", "-webhook");
