@@ -227,27 +227,17 @@ struct Scheduler::Impl {
 };
 
 Scheduler::Scheduler(const ClusterState& state, PlacementPolicy& policy, SchedulerOptions options)
-    : state_(state), policy_(policy), options_(options), impl_(std::make_unique<Impl>()) {
-  DecideMode();
-}
-
-// The ordered walk needs a node to ask the policy for its key; until the cluster has one, the score cache
-// stands in (it is correct for every cacheable policy) and the choice is made again on the next call.
-void Scheduler::DecideMode() {
-  int64_t probe = 0;
-  mode_decided_ = state_.node_count() > 0 || !policy_.cacheable();
-  if (!policy_.cacheable()) {
+    : state_(state), policy_(policy), traits_(policy.traits()), options_(options), impl_(std::make_unique<Impl>()) {
+  if (!traits_.cacheable) {
     mode_ = SchedulerMode::kFullScan;
-  } else if (policy_.tie_break() == TieBreak::kFirst && state_.node_count() > 0 &&
-             policy_.NodeOrderKey(state_, 0, &probe)) {
+  } else if (traits_.node_order_key && policy_.tie_break() == TieBreak::kFirst) {
     mode_ = SchedulerMode::kOrderedWalk;
   } else {
     mode_ = SchedulerMode::kScoreCache;
   }
-  policy_.SetCallerCachesScores(mode_ == SchedulerMode::kScoreCache);  // verdicts are memoised per node state
 }
 
-Scheduler::~Scheduler() { policy_.SetCallerCachesScores(false); }
+Scheduler::~Scheduler() = default;
 
 namespace {
 
@@ -275,8 +265,7 @@ void Scheduler::SyncOrdered() {
   const int count = state_.node_count();
   auto update = [&](int n) {
     if (m.part[n] >= 0) m.parts[m.part[n]].erase({m.key[n], n});
-    int64_t key = 0;
-    policy_.NodeOrderKey(state_, n, &key);
+    const int64_t key = policy_.NodeOrderKey(state_, n);
     m.key[n] = key;
     m.capacity[n] = CapacityOf(state_, n);
     m.part[n] = PartitionOf(state_.node(n), m.capacity[n]);
@@ -430,7 +419,7 @@ void Scheduler::SyncStates() {
     const NodeUsage& u = state_.usage(n);
     m.state_key.clear();
     PutBytes(&m.state_key, m.node_description[n]);
-    PutBytes(&m.state_key, policy_.NodeTag(state_, n));
+    PutBytes(&m.state_key, traits_.node_tags ? policy_.NodeTag(state_, n) : uint64_t{0});
     PutBytes(&m.state_key, u.cpu_milli);
     PutBytes(&m.state_key, u.memory_mib);
     m.device_keys.clear();
@@ -479,9 +468,9 @@ int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
   // cache scores the request without memory (`key`), the free memory is checked against the request itself.
   // A policy that gives memory ranges (PlacementPolicy::MemoryRange) shares one too, scoring the request itself
   // and reusing each verdict within its memory range (state scan only: the verdicts differ per memory).
-  const bool ranges = policy_.has_memory_ranges() && !policy_.ignores_request_memory() && !policy_.uniform_score() &&
+  const bool ranges = traits_.memory_ranges && !traits_.ignores_request_memory && !traits_.uniform_score &&
                       request.uuid_include.empty() && request.uuid_exclude.empty();
-  const bool drop_memory = (policy_.ignores_request_memory() || ranges) && request.memory_mib != 0;
+  const bool drop_memory = (traits_.ignores_request_memory || ranges) && request.memory_mib != 0;
   if (drop_memory) {
     m.memory_free = request;
     m.memory_free.memory_mib = 0;
@@ -497,7 +486,7 @@ int Scheduler::ScanCache(const TaskRequest& request, Rng& rng) {
     // that gives the same placements only while the policy's scores are pure (cacheable() contract). Policies whose
     // score reads the request's memory (default, topology) key the cache by the whole request, memory included.
     // Uniform scores (random) tie every fitting node: the per-node tree finds the k-th of them in O(log nodes).
-    cache.by_states = cache.memo_ok && !policy_.uniform_score();
+    cache.by_states = cache.memo_ok && !traits_.uniform_score;
     cache.ranges = ranges;
     cache.valid = true;
   }
@@ -546,8 +535,8 @@ int64_t SlotBound(const ClusterState& state, PlacementPolicy& policy, const Live
   auto& [memo_state, bound] = (*memo)[s];
   if (memo_state != live.slot(s).state) {
     memo_state = live.slot(s).state;
-    int64_t b = 0;
-    bound = policy.ScoreBound(state, live.any_node(s), &b) ? std::max(b, kLowestScore) : kNoBound;
+    const int64_t b = policy.ScoreBound(state, live.any_node(s));
+    bound = b == kNoScoreBound ? kNoBound : std::max(b, kLowestScore);
   }
   return bound;
 }
@@ -572,9 +561,12 @@ void Scheduler::ScoreFresh(ShapeCache& cache, const TaskRequest& key, const Task
   };
   for (int s : m.tied) note_tie(s);
   int64_t request_bound = kNoBound;
-  if (policy_.RequestScoreBound(key, &request_bound)) request_bound = std::max(request_bound, kLowestScore);
+  if (traits_.score_bounds) {
+    const int64_t b = policy_.RequestScoreBound(key);
+    if (b != kNoScoreBound) request_bound = std::max(b, kLowestScore);
+  }
   for (int s : m.fresh) {
-    if (best != kNoFit) {
+    if (best != kNoFit && traits_.score_bounds) {
       const int64_t slot_bound = SlotBound(state_, policy_, live, &m.slot_bound, s);
       const int64_t bound = slot_bound == kNoBound ? kNoBound : std::min(slot_bound, request_bound);
       if (bound < best) continue;
@@ -718,7 +710,7 @@ int Scheduler::ScanNodes(ShapeCache& cache, const TaskRequest& key, const TaskRe
   const int count = state_.node_count();
   // A uniform score (random) ranks a node by whether it fits; where the capacity summary decides that exactly,
   // neither FitNode nor the memo is needed.
-  const bool by_capacity = policy_.uniform_score() && ExactFor(key);
+  const bool by_capacity = traits_.uniform_score && ExactFor(key);
   auto verdict = [&](int n) -> int64_t {
     ++stats_.nodes_visited;
     // The capacity check first: it reads no per-shape memo.
@@ -749,7 +741,6 @@ int Scheduler::ScanNodes(ShapeCache& cache, const TaskRequest& key, const TaskRe
 ScheduleOutcome Scheduler::Schedule(const TaskRequest& request, Rng& rng) {
   Impl& m = *impl_;
   ++stats_.calls;
-  if (!mode_decided_) DecideMode();
   if (Status valid = ValidateTaskRequest(request); !valid.ok()) {
     ScheduleOutcome out;
     out.reason = "invalid request: " + valid.message();

@@ -3,7 +3,8 @@
 // benchmark). It gives the same placements as Schedule() for deterministic policies, faster, by remembering
 // per-node work between calls and redoing only what changed (ClusterState's change journal):
 //
-//   * Ordered walk, for cacheable policies with a NodeOrderKey and TieBreak::kFirst (best-fit, binpack, spread):
+//   * Ordered walk, for cacheable policies with a NodeOrderKey (ScoringTraits) and TieBreak::kFirst (best-fit, binpack,
+//   spread):
 //     nodes are kept in key order in a few partitions by what they can still take (idle devices; else the best
 //     shareable free compute, in 100-milli buckets). A placement walks only the partitions that can hold the
 //     request, in key order, and stops at the first fitting node whose score drops below the best (the key is
@@ -68,8 +69,7 @@ class Scheduler {
 
  private:
   struct Impl;
-  static constexpr int kFallBack = -2;  // a cacheable policy contradicted itself: use the full scan
-  void DecideMode();
+  static constexpr int kFallBack = -2;                    // a cacheable policy contradicted itself: use the full scan
   void SyncOrdered();                                     // partitions up to date with the journal
   int WalkOrdered(const TaskRequest& request, Rng& rng);  // the best node, or -1
   void SyncStates();                                      // node state ids up to date with the journal
@@ -87,9 +87,9 @@ class Scheduler {
 
   const ClusterState& state_;
   PlacementPolicy& policy_;
+  const ScoringTraits traits_;  // the policy's, read once
   SchedulerOptions options_;
   SchedulerMode mode_ = SchedulerMode::kFullScan;
-  bool mode_decided_ = false;
   SchedulerStats stats_;
   std::unique_ptr<Impl> impl_;
 };
