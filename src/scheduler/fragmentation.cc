@@ -89,29 +89,6 @@ bool ShapeAllowsModel(const PodShape& shape, std::string_view model) {
   return true;
 }
 
-int ShapeIndex::Id(const TaskRequest& r) {
-  if (last_id_ >= 0 && r.cpu_milli == last_.cpu_milli && r.device_count == last_.device_count &&
-      r.device_compute_milli == last_.device_compute_milli && r.type_include == last_.type_include &&
-      r.type_exclude == last_.type_exclude) {
-    return last_id_;
-  }
-  PodShape s = ShapeOf(r);
-  int id = -1;
-  for (size_t i = 0; i < shapes_.size(); ++i) {
-    if (shapes_[i] == s) {
-      id = static_cast<int>(i);
-      break;
-    }
-  }
-  if (id < 0) {
-    id = static_cast<int>(shapes_.size());
-    shapes_.push_back(std::move(s));
-  }
-  last_ = r;
-  last_id_ = id;
-  return id;
-}
-
 TargetWorkload TargetWorkload::FromRequests(std::span<const TaskRequest> requests, int coverage_percent) {
   std::vector<WeightedShape> counted;
   for (const TaskRequest& r : requests) {

@@ -42,20 +42,6 @@ struct WeightedShape {
   int64_t count = 0;
 };
 
-// Gives each distinct request shape a small dense id (0, 1, …) in first-seen order, remembering the last
-// request so the per-node calls of one Schedule() cost a few compares. Not thread-safe.
-class ShapeIndex {
- public:
-  int Id(const TaskRequest& request);
-  int size() const { return static_cast<int>(shapes_.size()); }
-  const PodShape& shape(int id) const { return shapes_[id]; }
-
- private:
-  std::vector<PodShape> shapes_;
-  TaskRequest last_;
-  int last_id_ = -1;
-};
-
 // The target workload M. A value type.
 class TargetWorkload {
  public:

@@ -1,10 +1,11 @@
 #pragma once
 // PlacementPolicy: how the scheduler ranks the nodes that can take a request, and which devices it uses there.
 //
-// A policy sees a const view of the cluster, never does I/O, reads no clock and no global. A policy object may
-// keep state between calls (caches keyed by node generation, a learned shape distribution), so one object
-// serves one scheduling loop: not thread-safe. Owned by the caller of Schedule().
+// A policy sees a const view of the cluster, never does I/O, reads no clock and no global. It caches no verdicts
+// (the Scheduler does); it may keep learned state between calls (a target workload, memos of its own measures),
+// so one object serves one scheduling loop: not thread-safe. Owned by the caller of Schedule().
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string_view>
@@ -28,6 +29,41 @@ struct NodeCandidate {
   std::vector<int> fitting_devices;  // ascending device index; at least request.device_count of them
 };
 
+// What a policy promises about its Score, stated once: a policy returns the same value from traits() for its whole
+// life, and a Scheduler reads it when it is built to choose how it caches. Each promise either lets the Scheduler
+// skip work or names the optional hook below that the policy implements. A promise left unmade costs only speed;
+// a broken one changes placements. Plain value.
+struct ScoringTraits {
+  // Score's result depends only on the node (description and usage), the request, the cluster's largest-node
+  // capacities (ClusterTotals::max_node_*), the policy's ScoreEpoch and its NodeTag for the node — never on the
+  // node's index, its name or its devices' uuids, the rng, or other state kept between calls. A Scheduler then
+  // reuses a verdict until the node changes, and shares one verdict between nodes whose descriptions (names and
+  // uuids aside), usage and tags are equal; on a node whose devices are alike (no link table), usage equal up to
+  // a permutation of the devices, so the score must not depend on which alike device holds what (the device
+  // choice may). Requests naming uuids are scored per node. Default false: every call scores every fitting node.
+  bool cacheable = false;
+  // With cacheable: Score (the score and the device choice) never reads request.memory_mib. A Scheduler then keeps
+  // one verdict cache for requests that differ only in memory and checks each node's free memory itself.
+  bool ignores_request_memory = false;
+  // With cacheable, for a Score that reads request.memory_mib: MemoryRange is implemented.
+  bool memory_ranges = false;
+  // With cacheable: Score gives every fitting node the score 0 and never vetoes one (the tie-break does the
+  // choosing). A Scheduler may then rank a node by whether it fits, from a summary of its free capacity.
+  bool uniform_score = false;
+  // With cacheable: NodeTag is implemented (per-node state kept by the policy and changed only in OnPlaced).
+  bool node_tags = false;
+  // With cacheable: NodeOrderKey is implemented (the ranking does not depend on the request).
+  bool node_order_key = false;
+  // With cacheable: ScoreBound and RequestScoreBound are implemented.
+  bool score_bounds = false;
+};
+
+// ScoreBound / RequestScoreBound's answer when there is no bound.
+inline constexpr int64_t kNoScoreBound = std::numeric_limits<int64_t>::max();
+
+// PlacementPolicy: scores a node for a request over a const view of the cluster (Score), says how equal scores are
+// broken, states its ScoringTraits, and is told of arrivals and placements. The Scheduler does all caching; the
+// hooks after traits() exist only for the promises a policy makes there.
 class PlacementPolicy {
  public:
   virtual ~PlacementPolicy() = default;
@@ -39,33 +75,18 @@ class PlacementPolicy {
   virtual bool Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate, Rng& rng,
                      int64_t* score, std::vector<int>* chosen_devices) = 0;
 
+  // Read on every call: a policy may break ties differently per request (e.g. per kind of request, set in
+  // OnArrival); a policy that does so states no node_order_key.
   virtual TieBreak tie_break() const { return TieBreak::kFirst; }
 
-  // True when Score's result depends only on the node (description and usage), the request and the cluster's
-  // largest-node capacities (ClusterTotals::max_node_*), never on the node's index, the rng or state kept
-  // between calls. A Scheduler may then reuse a node's score until the node's generation changes and evaluate
-  // identical nodes once. Default false: every call scores every fitting node.
-  // A Scheduler also shares one verdict between nodes whose descriptions (names and device uuids aside) and usage
-  // are equal — on a node whose devices are alike (no link table), equal up to a permutation of the devices — so
-  // a cacheable policy must not score by node name or device uuid (requests naming uuids are scored per node),
-  // nor let a node's score depend on which of its alike devices holds what (the device choice may).
-  virtual bool cacheable() const { return false; }
+  virtual ScoringTraits traits() const { return {}; }
 
   // For cacheable policies whose scores change with state learned between calls (e.g. a learned target): a
-  // value that changes whenever Score's results may have changed; a Scheduler then drops its cached scores.
-  // Between changes Score must obey the cacheable() contract. Default 0 (never changes).
+  // value that changes whenever Score's results may have changed; a Scheduler then drops its cached verdicts.
+  // Between changes Score keeps the cacheable promise. Default 0 (never changes).
   virtual uint64_t ScoreEpoch() const { return 0; }
 
-  // For cacheable policies: true when Score (the score and the device choice) never reads request.memory_mib.
-  // A Scheduler then keeps one score cache for requests that differ only in memory and checks each node's free
-  // memory itself (fewer request shapes to keep current). Default false.
-  virtual bool ignores_request_memory() const { return false; }
-
-  // For cacheable policies whose Score reads request.memory_mib: true when MemoryRange is implemented. A Scheduler
-  // then keeps one score cache for requests that differ only in memory, reusing a node state's verdict for the
-  // memories in its range. Default false (one cache per request memory).
-  virtual bool has_memory_ranges() const { return false; }
-  // With has_memory_ranges(): [*lo, *hi], holding request.memory_mib, such that on `node` in this state (and this
+  // traits().memory_ranges: [*lo, *hi], holding request.memory_mib, such that on `node` in this state (and this
   // ScoreEpoch) Score gives every request equal to `request` but for a memory in [*lo, *hi] that the node's free
   // memory fits the same result as `request`: the score, or the veto (the chosen devices may differ, each choice
   // valid).
@@ -74,34 +95,23 @@ class PlacementPolicy {
     *lo = *hi = request.memory_mib;
   }
 
-  // For cacheable policies: true when Score gives every fitting node the score 0 and never vetoes one (random:
-  // the tie-break does the choosing). A Scheduler may then rank a node by whether it fits alone, from a summary
-  // of its free capacity, without FitNode or Score. Default false.
-  virtual bool uniform_score() const { return false; }
-
-  // For cacheable policies that keep per-node state changed only by OnPlaced (after the placement changed the
-  // node): a value summarising that state. Score may depend on it; nodes with different tags are not shared.
+  // traits().node_tags: a value summarising the per-node state the policy keeps (changed only by OnPlaced, after
+  // the placement changed the node). Score may depend on it; nodes with different tags share no verdict.
   virtual uint64_t NodeTag(const ClusterState& /*state*/, int /*node*/) const { return 0; }
 
-  // Optional, for cacheable policies whose ranking does not depend on the request: a key computed from the node
-  // alone (description, usage, ClusterTotals::max_node_*) such that, for every request, Score over the nodes
-  // that fit never increases as the key grows (lower key = at least as good). A Scheduler then walks nodes in
-  // key order and stops early instead of scoring every node. Default: no such key.
-  virtual bool NodeOrderKey(const ClusterState& /*state*/, int /*node*/, int64_t* /*key*/) const { return false; }
+  // traits().node_order_key: a key computed from the node alone (description, usage, ClusterTotals::max_node_*)
+  // such that, for every request, Score over the nodes that fit never increases as the key grows (lower key = at
+  // least as good). A Scheduler then walks nodes in key order and stops early instead of scoring every node.
+  virtual int64_t NodeOrderKey(const ClusterState& /*state*/, int /*node*/) const { return 0; }
 
-  // Optional, for cacheable policies: an upper bound on Score for every request on this node, from the node alone
-  // (description, usage, ClusterTotals::max_node_*), under the same contract as cacheable(): nodes sharing a
-  // verdict share the bound. A Scheduler then skips scoring a node whose bound is below a score it already found
-  // (never a node that could tie it). Default: no bound.
-  virtual bool ScoreBound(const ClusterState& /*state*/, int /*node*/, int64_t* /*bound*/) { return false; }
-  // Optional, with ScoreBound: an upper bound on Score for this request on every node that has a ScoreBound (the
-  // Scheduler uses the lesser of the two). Default: none.
-  virtual bool RequestScoreBound(const TaskRequest& /*request*/, int64_t* /*bound*/) const { return false; }
-
-  // For cacheable policies that keep a score cache of their own: a caller that memoises verdicts itself (a
-  // Scheduler scanning node states) says so, and the policy may then skip its cache (which would only miss
-  // there). Results must be the same either way. The caller says false again when it is done.
-  virtual void SetCallerCachesScores(bool /*caches*/) {}
+  // traits().score_bounds: an upper bound on Score for every request on this node, from the node alone
+  // (description, usage, ClusterTotals::max_node_*), under the cacheable promise (nodes sharing a verdict share
+  // the bound), or kNoScoreBound. A Scheduler then skips scoring a node whose bound is below a score it already
+  // found (never a node that could tie it).
+  virtual int64_t ScoreBound(const ClusterState& /*state*/, int /*node*/) { return kNoScoreBound; }
+  // traits().score_bounds: an upper bound on Score for this request on every node whose ScoreBound is not
+  // kNoScoreBound (the Scheduler uses the lesser of the two).
+  virtual int64_t RequestScoreBound(const TaskRequest& /*request*/) const { return kNoScoreBound; }
 
   // Told once when a request arrives, before it is first scheduled; callers retrying a waiting request do not
   // call it again. Learning policies (fgd, default) count request shapes here.

@@ -189,7 +189,7 @@ TEST(SchedulerTest, ModesFollowThePolicy) {
   ASSERT_TRUE(best_fit.ok() && topology.ok());
   EXPECT_EQ(Scheduler(s, **best_fit).mode(), SchedulerMode::kOrderedWalk);
   EXPECT_EQ(Scheduler(s, **topology).mode(), SchedulerMode::kScoreCache);
-  // Made before the cluster has nodes: the ordered walk is chosen once there is one.
+  // The policy's traits decide, not the cluster: made before the cluster has nodes, the ordered walk all the same.
   ClusterState empty;
   Scheduler late(empty, **best_fit);
   ASSERT_TRUE(empty.AddNode(MakeNode("a").WithGpus(2, "T4", 15360).Build()).ok());
@@ -290,7 +290,7 @@ TEST(SchedulerPropertyTest, AlikeNodesShareVerdictsAndMatchTheFullScan) {
   policies.push_back(std::make_unique<FgdPolicy>(TargetWorkload::FromRequests(sample)));
   std::vector<std::unique_ptr<Scheduler>> schedulers;
   for (auto& p : policies) {
-    ASSERT_TRUE(p->cacheable()) << p->name();
+    ASSERT_TRUE(p->traits().cacheable) << p->name();
     schedulers.push_back(std::make_unique<Scheduler>(state, *p, SchedulerOptions{.explain = false}));
     ASSERT_EQ(schedulers.back()->mode(), SchedulerMode::kScoreCache) << p->name();
   }
@@ -321,6 +321,42 @@ TEST(SchedulerPropertyTest, AlikeNodesShareVerdictsAndMatchTheFullScan) {
   EXPECT_GT(policies[3]->ScoreEpoch(), 10u) << policies[3]->name();  // default's learned state moved many times
 }
 
+// Property test for a learning policy without memory ranges: the registry's fgd learns its target from arrivals
+// (ScoreEpoch moves with each rebuild) and bounds its scores; the Scheduler's score cache must agree with the full
+// scan after every step.
+TEST(SchedulerPropertyTest, LearningFgdMatchesTheFullScan) {
+  Rng rng(2027);
+  ClusterState state = RandomCluster(rng, 16);
+  auto made = MakePolicy("fgd");
+  ASSERT_TRUE(made.ok());
+  PlacementPolicy& policy = **made;
+  Scheduler scheduler(state, policy, SchedulerOptions{.explain = false});
+  ASSERT_EQ(scheduler.mode(), SchedulerMode::kScoreCache);
+  std::vector<Allocation> running;
+  int placed = 0;
+  for (int step = 0; step < 8'000; ++step) {
+    if (std::uniform_int_distribution<int>(0, 99)(rng) < 60 || running.empty()) {
+      const TaskRequest r = RandomRequest(rng);
+      policy.OnArrival(r);
+      Rng a(step), b(step);
+      ScheduleOutcome fast = scheduler.Schedule(r, a);
+      ScheduleOutcome full = Schedule(state, r, policy, b);
+      ASSERT_TRUE(SameOutcome(fast, full))
+          << "step " << step << " fast node " << fast.allocation.node << " full node " << full.allocation.node;
+      if (full.kind == OutcomeKind::kPlaced) {
+        ASSERT_TRUE(state.Apply(full.allocation).ok()) << "step " << step;
+        policy.OnPlaced(state, r, full.allocation);
+        running.push_back(full.allocation);
+        ++placed;
+      }
+    } else {
+      ASSERT_NO_FATAL_FAILURE(ReleaseRandomRunning(state, running, rng));
+    }
+  }
+  EXPECT_GT(placed, 1000);
+  EXPECT_GT(policy.ScoreEpoch(), 5u);  // the learned target was rebuilt along the way
+}
+
 // Property test for a policy whose score reads the request's memory (default, with memory ranges): few request
 // shapes at widely varied memories on nodes whose memory runs short, so one cache serves many memories and the
 // memory left after placement moves the scores; the Scheduler must agree with the full scan after every step.
@@ -339,7 +375,7 @@ TEST(SchedulerPropertyTest, MemoryReadingPolicyMatchesTheFullScanAcrossMemories)
   auto made = MakePolicy("default");
   ASSERT_TRUE(made.ok());
   PlacementPolicy& policy = **made;
-  ASSERT_TRUE(policy.has_memory_ranges());
+  ASSERT_TRUE(policy.traits().memory_ranges);
   Scheduler scheduler(state, policy, SchedulerOptions{.explain = false});
   auto shape = [&rng](int which) {
     TaskRequest r;
@@ -381,8 +417,7 @@ class FlatRandomPolicy final : public PlacementPolicy {
   explicit FlatRandomPolicy(bool uniform = false) : uniform_(uniform) {}
   std::string_view name() const override { return "flat-random"; }
   TieBreak tie_break() const override { return TieBreak::kRandom; }
-  bool cacheable() const override { return true; }
-  bool uniform_score() const override { return uniform_; }
+  ScoringTraits traits() const override { return {.cacheable = true, .uniform_score = uniform_}; }
   bool Score(const ClusterState&, const TaskRequest& r, const NodeCandidate& c, Rng&, int64_t* score,
              std::vector<int>* chosen) override {
     *score = 0;

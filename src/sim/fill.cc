@@ -91,14 +91,20 @@ class TieBreakOverride final : public PlacementPolicy {
     return inner_->Score(state, request, candidate, rng, score, chosen_devices);
   }
   TieBreak tie_break() const override { return tie_; }
-  bool cacheable() const override { return inner_->cacheable(); }
-  bool ignores_request_memory() const override { return inner_->ignores_request_memory(); }
-  bool uniform_score() const override { return inner_->uniform_score(); }
   // The ordered walk assumes one tie-break for every request: offer no key when they differ.
-  bool NodeOrderKey(const ClusterState& state, int node, int64_t* key) const override {
-    return gpu_tie_ == cpu_tie_ && inner_->NodeOrderKey(state, node, key);
+  ScoringTraits traits() const override {
+    ScoringTraits t = inner_->traits();
+    t.node_order_key = t.node_order_key && gpu_tie_ == cpu_tie_;
+    return t;
+  }
+  uint64_t ScoreEpoch() const override { return inner_->ScoreEpoch(); }
+  void MemoryRange(const ClusterState& state, int node, const TaskRequest& request, int64_t* lo, int64_t* hi) override {
+    inner_->MemoryRange(state, node, request, lo, hi);
   }
   uint64_t NodeTag(const ClusterState& state, int node) const override { return inner_->NodeTag(state, node); }
+  int64_t NodeOrderKey(const ClusterState& state, int node) const override { return inner_->NodeOrderKey(state, node); }
+  int64_t ScoreBound(const ClusterState& state, int node) override { return inner_->ScoreBound(state, node); }
+  int64_t RequestScoreBound(const TaskRequest& request) const override { return inner_->RequestScoreBound(request); }
   void OnArrival(const TaskRequest& request) override {
     tie_ = request.wants_devices() ? gpu_tie_ : cpu_tie_;
     inner_->OnArrival(request);

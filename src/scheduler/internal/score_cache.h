@@ -1,6 +1,7 @@
 #pragma once
-// Internal to the Scheduler (scheduler.cc): the per-node capacity summary, the cached-verdict sentinels, the
-// per-node score tree and the table of live node states that the score cache scans. Not a public API.
+// Internal to the Scheduler's engines (ordered_walk.cc, state_cache.cc): the per-node capacity summary, the
+// cached-verdict sentinels, the per-node score tree and the table of live node states that the state cache scans.
+// Not a public API.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -65,7 +66,7 @@ constexpr int64_t kLowestScore = kUnknown + 2;
 // Per-node scores in a max segment tree (each inner entry: the best score below it, how many nodes hold it and the
 // least free memory among them), so a placement finds the best node, and the first, last or k-th among equals, in
 // O(log nodes). Each leaf also holds its node's free memory, for score caches shared by requests that differ
-// only in memory (PlacementPolicy::ignores_request_memory): when every best node has the memory the request
+// only in memory (ScoringTraits::ignores_request_memory): when every best node has the memory the request
 // asks for, the answer is the tree's; otherwise a pruned search (BestWithMemory) finds the best node among those
 // with the memory, using each subtree's most free memory over its fitting nodes.
 class ScoreTree {

@@ -16,7 +16,7 @@ int64_t BestFitScore(int64_t free_cpu, int64_t free_gpu, int64_t req_cpu, int64_
   return static_cast<int64_t>(s);
 }
 
-bool BestFitPolicy::NodeOrderKey(const ClusterState& state, int node, int64_t* key) const {
+int64_t BestFitPolicy::NodeOrderKey(const ClusterState& state, int node) const {
   const Node& n = state.node(node);
   int64_t free_gpu = 0;
   for (int d = 0; d < static_cast<int>(n.devices.size()); ++d) free_gpu += state.FreeDeviceCompute(node, d);
@@ -24,9 +24,8 @@ bool BestFitPolicy::NodeOrderKey(const ClusterState& state, int node, int64_t* k
   // Exact order of (free_cpu / max_cpu + free_gpu / max_gpu); a missing dimension weighs nothing, as in Score.
   const int64_t cpu_scale = t.max_node_device_compute_milli > 0 ? t.max_node_device_compute_milli : 1;
   const int64_t gpu_scale = t.max_node_cpu_milli > 0 ? t.max_node_cpu_milli : 1;
-  *key = (t.max_node_cpu_milli > 0 ? state.FreeCpu(node) * cpu_scale : 0) +
+  return (t.max_node_cpu_milli > 0 ? state.FreeCpu(node) * cpu_scale : 0) +
          (t.max_node_device_compute_milli > 0 ? free_gpu * gpu_scale : 0);
-  return true;
 }
 
 bool BestFitPolicy::Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate,

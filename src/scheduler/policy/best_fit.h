@@ -29,9 +29,9 @@ class BestFitPolicy final : public PlacementPolicy {
   std::string_view name() const override { return "best-fit"; }
   bool Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate, Rng& rng,
              int64_t* score, std::vector<int>* chosen_devices) override;
-  bool cacheable() const override { return true; }
+  ScoringTraits traits() const override { return {.cacheable = true, .node_order_key = true}; }
   // free_cpu / max_cpu + free_gpu / max_gpu, scaled to an integer: the score falls as it grows.
-  bool NodeOrderKey(const ClusterState& state, int node, int64_t* key) const override;
+  int64_t NodeOrderKey(const ClusterState& state, int node) const override;
 };
 
 }  // namespace xpool

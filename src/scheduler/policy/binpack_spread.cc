@@ -34,10 +34,9 @@ int64_t DeviceUsagePpm(const ClusterState& state, int node, int device) {
          Fraction(u.memory_mib, d.memory_mib);
 }
 
-bool BinpackSpreadPolicy::NodeOrderKey(const ClusterState& state, int node, int64_t* key) const {
+int64_t BinpackSpreadPolicy::NodeOrderKey(const ClusterState& state, int node) const {
   const int64_t usage = NodeUsagePpm(state, node);
-  *key = node_mode_ == PackMode::kBinpack ? -usage : usage;
-  return true;
+  return node_mode_ == PackMode::kBinpack ? -usage : usage;
 }
 
 bool BinpackSpreadPolicy::Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate,
@@ -53,9 +52,7 @@ bool BinpackSpreadPolicy::Score(const ClusterState& state, const TaskRequest& re
           chosen_devices)) {
     return false;
   }
-  int64_t key = 0;
-  NodeOrderKey(state, node, &key);
-  *score = -key;
+  *score = -NodeOrderKey(state, node);
   return true;
 }
 

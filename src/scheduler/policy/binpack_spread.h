@@ -34,8 +34,8 @@ class BinpackSpreadPolicy final : public PlacementPolicy {
   std::string_view name() const override { return name_; }
   bool Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate, Rng& rng,
              int64_t* score, std::vector<int>* chosen_devices) override;
-  bool cacheable() const override { return true; }
-  bool NodeOrderKey(const ClusterState& state, int node, int64_t* key) const override;
+  ScoringTraits traits() const override { return {.cacheable = true, .node_order_key = true}; }
+  int64_t NodeOrderKey(const ClusterState& state, int node) const override;
 
  private:
   std::string_view name_;

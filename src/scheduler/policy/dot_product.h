@@ -25,8 +25,8 @@ class DotProductPolicy final : public PlacementPolicy {
   std::string_view name() const override { return "dot-product"; }
   bool Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate, Rng& rng,
              int64_t* score, std::vector<int>* chosen_devices) override;
-  bool cacheable() const override { return true; }               // Score reads only the node, request, max_node_*
-  bool ignores_request_memory() const override { return true; }  // CPU and GPU dimensions only
+  // Score reads only the node, the request's CPU and GPU dimensions and max_node_*.
+  ScoringTraits traits() const override { return {.cacheable = true, .ignores_request_memory = true}; }
 };
 
 }  // namespace xpool

@@ -42,7 +42,6 @@ void FragmentationPolicyBase::OnArrival(const TaskRequest& request) {
     target_ = TargetWorkload::FromCounts(seen_);
     meter_.Reset(&target_);
     ++target_rebuilds_;
-    for (auto& per_shape : cache_) per_shape.clear();
     before_.clear();
   }
 }
@@ -81,30 +80,6 @@ bool FragmentationPolicyBase::Score(const ClusterState& state, const TaskRequest
                                     std::vector<int>* chosen_devices) {
   const int node = candidate.node;
   const bool sharing = IsSharingRequest(request);
-  Entry uncached;
-  Entry* entry = &uncached;
-  if (!caller_caches_) {
-    if (state.identity() != cache_identity_) {  // another state (a copy): its generations say nothing here
-      for (auto& per_shape : cache_) per_shape.clear();
-      cache_identity_ = state.identity();
-    }
-    const int shape = shapes_.Id(request);
-    if (shape >= static_cast<int>(cache_.size())) cache_.resize(shape + 1);
-    std::vector<Entry>& entries = cache_[shape];
-    if (static_cast<int>(entries.size()) < state.node_count()) entries.resize(state.node_count());
-    entry = &entries[node];
-    if (entry->generation == state.generation(node) &&
-        (!score_reads_request_memory() || entry->memory_mib == request.memory_mib)) {
-      *score = entry->score;
-      if (sharing) {
-        chosen_devices->assign(1, entry->device);
-      } else {
-        ChooseBestFitDevices(state, request, candidate, chosen_devices);
-      }
-      return true;
-    }
-  }
-  Entry& e = *entry;
   ReadNodeFree(state, node, &scratch_);
   const int64_t before = uses_weighted_before() ? WeightedBefore(state, node) : 0;
   if (sharing) {
@@ -131,15 +106,11 @@ bool FragmentationPolicyBase::Score(const ClusterState& state, const TaskRequest
       }
     }
     chosen_devices->assign(1, best);
-    e.device = best;
-    e.score = best_score;
+    *score = best_score;
   } else {
     ChooseBestFitDevices(state, request, candidate, chosen_devices);
-    e.score = Evaluate(state, request, node, *chosen_devices, before);
+    *score = Evaluate(state, request, node, *chosen_devices, before);
   }
-  e.generation = state.generation(node);
-  e.memory_mib = request.memory_mib;
-  *score = e.score;
   return true;
 }
 
@@ -148,21 +119,19 @@ int64_t FgdPolicy::Evaluate(const ClusterState& /*state*/, const TaskRequest& re
   return FgdSigmoidScore(FragmentationDelta(&scratch(), request, devices, &meter(), before), target().total_count());
 }
 
-bool FgdPolicy::ScoreBound(const ClusterState& state, int node, int64_t* bound) {
+int64_t FgdPolicy::ScoreBound(const ClusterState& state, int node) {
   for (const Device& d : state.node(node).devices) {
-    if (d.compute_milli < kWholeDeviceMilli) return false;
+    if (d.compute_milli < kWholeDeviceMilli) return kNoScoreBound;
   }
-  *bound = FgdSigmoidScore(NodeWeightedBefore(state, node), target().total_count());
-  return true;
+  return FgdSigmoidScore(NodeWeightedBefore(state, node), target().total_count());
 }
 
 // Per shape m of the target, F_n(m) − F'_n(m) ≤ k · d: a shape that fitted neither before nor after loses the
 // idle compute taken (k · d); one that fitted before only, at most that (F = unusable ≤ idle, F' = idle − k · d);
 // one that fits both, at most d per chosen device that was already unusable to it (usable ones add g − d ≥ 0).
-bool FgdPolicy::RequestScoreBound(const TaskRequest& request, int64_t* bound) const {
+int64_t FgdPolicy::RequestScoreBound(const TaskRequest& request) const {
   const int64_t total = target().total_count();
-  *bound = FgdSigmoidScore(total * request.device_count * request.device_compute_milli, total);
-  return true;
+  return FgdSigmoidScore(total * request.device_count * request.device_compute_milli, total);
 }
 
 }  // namespace xpool

@@ -8,7 +8,7 @@
 //      device choice (first among equals) is the one allocated. Equal node scores: the last node wins.
 // The target workload is either given (the paper derives it from the whole trace) or learned from arrivals
 // (OnArrival; rebuilt when the arrival count doubles or every 512 arrivals).
-// Scores are cached per (node, request shape) and reused while the node's generation is unchanged.
+// Cacheable: scores change only when the learned target is rebuilt (ScoreEpoch); the Scheduler caches them.
 // Not thread-safe: one object per scheduling loop.
 #include <cstdint>
 #include <string>
@@ -20,16 +20,14 @@
 namespace xpool {
 
 // FragmentationPolicyBase: what FGD and xpool's `default` share — the target workload (given, or learned from
-// arrivals and rebuilt at growing intervals), the per-(request shape, node generation) score cache, and the
-// device choice for a GPU-sharing request (the best-scoring fitting device). Subclasses say how a device choice
-// is scored (Evaluate) and how equal-scored devices are ordered (PreferOnTie). Not thread-safe.
+// arrivals and rebuilt at growing intervals) and the device choice for a GPU-sharing request (the best-scoring
+// fitting device). Subclasses say how a device choice is scored (Evaluate) and how equal-scored devices are
+// ordered (PreferOnTie). Not thread-safe.
 class FragmentationPolicyBase : public PlacementPolicy {
  public:
   bool Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate, Rng& rng,
              int64_t* score, std::vector<int>* chosen_devices) final;
   void OnArrival(const TaskRequest& request) final;
-  // A Scheduler memoising verdicts per node state: the per-(shape, node) score cache is skipped (it only misses).
-  void SetCallerCachesScores(bool caches) final { caller_caches_ = caches; }
   const TargetWorkload& target() const { return target_; }
   FragmentationPolicyBase(const FragmentationPolicyBase&) = delete;  // meter_ points at target_
   FragmentationPolicyBase& operator=(const FragmentationPolicyBase&) = delete;
@@ -39,15 +37,13 @@ class FragmentationPolicyBase : public PlacementPolicy {
   FragmentationPolicyBase(TargetWorkload target, bool learn, int64_t rebuild_step)
       : target_(std::move(target)), learn_(learn), rebuild_step_(rebuild_step), meter_(&target_) {}
   bool learning() const { return learn_; }
-  // Times the learned target was rebuilt (each clears the score cache).
+  // Times the learned target was rebuilt (each changes the scores).
   uint64_t target_rebuilds() const { return target_rebuilds_; }
   // meter().Weighted of the node's free state before any placement (memoised per node with that state).
   int64_t NodeWeightedBefore(const ClusterState& state, int node);
-  // Drops the per-(shape, node) score cache: for subclasses whose measure changed. Not from within Evaluate.
-  void ClearScoreCache() {
-    for (auto& per_shape : cache_) per_shape.clear();
-    before_.clear();
-  }
+  // Drops the memoised fragmentation before placement: for subclasses whose measure changed. Not from within
+  // Evaluate.
+  void ClearScoreCache() { before_.clear(); }
 
   // Score of placing `request` on `devices` of `node`, whose free state is in scratch() and whose weighted
   // fragmentation before placement is `before`.
@@ -55,9 +51,6 @@ class FragmentationPolicyBase : public PlacementPolicy {
                            const std::vector<int>& devices, int64_t before) = 0;
   // False when Evaluate ignores its `before` argument (it is then passed as 0 and not measured).
   virtual bool uses_weighted_before() const { return true; }
-  // Whether Evaluate reads the request's memory, which the request shape (the score cache's key) leaves out: then
-  // a cached score is reused only for a request of the same memory.
-  virtual bool score_reads_request_memory() const { return false; }
   // For a sharing request: whether device `d` should replace `best` when both score the same. Evaluate and
   // PreferOnTie must depend on a device only through its free compute and model: of several devices alike in
   // both, only the first is evaluated.
@@ -67,13 +60,6 @@ class FragmentationPolicyBase : public PlacementPolicy {
   FragmentMeter& meter() { return meter_; }
 
  private:
-  struct Entry {
-    uint64_t generation = ~uint64_t{0};
-    int64_t memory_mib = 0;  // the request's, when score_reads_request_memory()
-    int64_t score = 0;
-    int device = -1;  // the chosen device of a sharing request
-  };
-
   TargetWorkload target_;
   bool learn_;
   int64_t rebuild_step_;
@@ -99,12 +85,8 @@ class FragmentationPolicyBase : public PlacementPolicy {
   // meter_.Weighted(scratch_), scratch_ being node's free state in `state`.
   int64_t WeightedBefore(const ClusterState& state, int node);
 
-  FragmentMeter meter_;                    // over target_
-  ShapeIndex shapes_;                      // request shapes scored so far
-  std::vector<std::vector<Entry>> cache_;  // [shape id][node], for the state whose identity() is below
-  uint64_t cache_identity_ = 0;
+  FragmentMeter meter_;         // over target_
   std::vector<Before> before_;  // [node]
-  bool caller_caches_ = false;  // SetCallerCachesScores: cache_ is neither read nor written
   NodeFree scratch_;
   std::vector<int> one_device_;  // Score's one-device choice for a sharing request (no allocation)
 };
@@ -116,17 +98,19 @@ class FgdPolicy final : public FragmentationPolicyBase {
 
   std::string_view name() const override { return "fgd"; }
   TieBreak tie_break() const override { return TieBreak::kLast; }
-  // With a given target the score is a function of the node and the request only.
-  bool cacheable() const override { return !learning(); }
-  // The fragmentation measure reads CPU and GPU compute only.
-  bool ignores_request_memory() const override { return true; }
+  // The score is a function of the node, the request and the target, which changes only when a learned target is
+  // rebuilt (ScoreEpoch). The fragmentation measure reads CPU and GPU compute only, not memory.
+  ScoringTraits traits() const override {
+    return {.cacheable = true, .ignores_request_memory = true, .score_bounds = true};
+  }
+  uint64_t ScoreEpoch() const override { return target_rebuilds(); }
   // Placing a pod never leaves less than no fragmentation: Δ = before − after ≤ before, and the score is monotone
   // in Δ, so the score of the node's fragmentation before placement bounds every request's.
   // Nodes with a device below a whole device's compute have none (a whole-device grant there would leave the
   // measure a negative free compute).
-  bool ScoreBound(const ClusterState& state, int node, int64_t* bound) override;
+  int64_t ScoreBound(const ClusterState& state, int node) override;
   // On such a node no shape's fragment drops by more than the compute the request takes (k · d): Δ ≤ k · d.
-  bool RequestScoreBound(const TaskRequest& request, int64_t* bound) const override;
+  int64_t RequestScoreBound(const TaskRequest& request) const override;
 
  private:
   int64_t Evaluate(const ClusterState& state, const TaskRequest& request, int node, const std::vector<int>& devices,

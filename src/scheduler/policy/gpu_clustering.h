@@ -25,8 +25,9 @@ class GpuClusteringPolicy final : public PlacementPolicy {
              int64_t* score, std::vector<int>* chosen_devices) override;
   void OnPlaced(const ClusterState& state, const TaskRequest& request, const Allocation& allocation) override;
   // Score reads the node's usage and the set of classes placed there (NodeTag), which changes only in OnPlaced.
-  bool cacheable() const override { return true; }
-  bool ignores_request_memory() const override { return true; }
+  ScoringTraits traits() const override {
+    return {.cacheable = true, .ignores_request_memory = true, .node_tags = true};
+  }
   uint64_t NodeTag(const ClusterState& state, int node) const override;
 
  private:

@@ -97,16 +97,14 @@ TEST_F(PaperPoliciesTest, FgdScoreCacheDoesNotFollowACopiedState) {
   EXPECT_EQ(devices_, fresh_devices);
 }
 
-// ScoreBound bounds every request's score on the node, and a policy told that its caller caches scores scores as
-// one that caches them itself: random usage on the two nodes, requests of several shapes.
-TEST_F(PaperPoliciesTest, FgdScoreBoundAndCallerCachedScoresHold) {
+// ScoreBound bounds every request's score on the node, and a policy that memoised measures over many calls scores
+// as a fresh one: random usage on the two nodes, requests of several shapes.
+TEST_F(PaperPoliciesTest, FgdScoreBoundAndMemoisedScoresHold) {
   PodShape whole{2000, 1, 1000, {}, {}};
   PodShape half{1000, 1, 500, {}, {}};
   PodShape pair{4000, 2, 1000, {}, {}};
   const TargetWorkload target = TargetWorkload::FromCounts({{whole, 3}, {half, 5}, {pair, 1}}, 100);
   FgdPolicy cached(target);
-  FgdPolicy uncached(target);
-  uncached.SetCallerCachesScores(true);
   Rng rng(11);
   auto pick = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   int checked = 0, below = 0;
@@ -123,14 +121,15 @@ TEST_F(PaperPoliciesTest, FgdScoreBoundAndCallerCachedScoresHold) {
       ASSERT_TRUE(empty.AddNode(state_.node(1)).ok());
       state_ = empty;
     }
-    int64_t bound = 0;
-    ASSERT_TRUE(cached.ScoreBound(state_, node, &bound));
+    const int64_t bound = cached.ScoreBound(state_, node);
+    ASSERT_NE(bound, kNoScoreBound);
     const TaskRequest r = Gpu(1000 * pick(0, 4), pick(0, 3) == 0 ? 2 : 1, pick(0, 1) == 0 ? 1000 : 50 * pick(1, 19));
     NodeCandidate c = All(state_, node, r);
     if (static_cast<int>(c.fitting_devices.size()) < r.device_count || state_.FreeCpu(node) < r.cpu_milli) continue;
     int64_t s1 = 0, s2 = 0;
     std::vector<int> d1, d2;
     ASSERT_TRUE(cached.Score(state_, r, c, rng_, &s1, &d1));
+    FgdPolicy uncached(target);
     ASSERT_TRUE(uncached.Score(state_, r, c, rng_, &s2, &d2));
     EXPECT_EQ(s1, s2) << step;
     EXPECT_EQ(d1, d2) << step;

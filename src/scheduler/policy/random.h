@@ -17,9 +17,9 @@ class RandomPolicy final : public PlacementPolicy {
              int64_t* score, std::vector<int>* chosen_devices) override;
   TieBreak tie_break() const override { return TieBreak::kRandom; }
   // The score (0) depends on nothing; only the device choice draws, and a Scheduler asks for it on the winner.
-  bool cacheable() const override { return true; }
-  bool ignores_request_memory() const override { return true; }
-  bool uniform_score() const override { return true; }
+  ScoringTraits traits() const override {
+    return {.cacheable = true, .ignores_request_memory = true, .uniform_score = true};
+  }
 };
 
 }  // namespace xpool

@@ -27,7 +27,7 @@ class TopologyPolicy final : public PlacementPolicy {
   std::string_view name() const override { return "topology"; }
   bool Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate, Rng& rng,
              int64_t* score, std::vector<int>* chosen_devices) override;
-  bool cacheable() const override { return true; }
+  ScoringTraits traits() const override { return {.cacheable = true}; }
 };
 
 }  // namespace xpool

@@ -27,7 +27,7 @@
 //      step 3 covers what it was for.
 //   6. Among equal scores: the node left with the least free GPU, then the least free CPU (below the score);
 //      a sharing pod's equal devices go to the tightest device; then the first node.
-// The base caches each node's score per request shape until the node's generation or the learned state changes.
+// Cacheable: the Scheduler keeps each verdict until the node or the learned state (ScoreEpoch) changes.
 // Not thread-safe.
 #include <cstdint>
 #include <string>
@@ -48,11 +48,10 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   void OnPlaced(const ClusterState& state, const TaskRequest& request, const Allocation& allocation) override;
   // Scores are a function of the node, the request and the learned state (target, per-shape memory), which
   // changes only in OnArrival / OnPlaced; ScoreEpoch moves with it.
-  bool cacheable() const override { return true; }
-  uint64_t ScoreEpoch() const override { return target_rebuilds() + memory_refreshes_; }
   // The request's memory enters the score only through how many pods of each target shape the memory left after
   // placement feeds (step 2), capped by how many its devices could host: a range of memories keeps those counts.
-  bool has_memory_ranges() const override { return true; }
+  ScoringTraits traits() const override { return {.cacheable = true, .memory_ranges = true}; }
+  uint64_t ScoreEpoch() const override { return target_rebuilds() + memory_refreshes_; }
   void MemoryRange(const ClusterState& state, int node, const TaskRequest& request, int64_t* lo, int64_t* hi) override;
 
   // Σ_m count_m F'_n(m) (step 2, without step 3's S_n) for a node whose free CPU / devices are `node` and free memory
@@ -113,8 +112,7 @@ class DefaultPolicy final : public FragmentationPolicyBase {
 
   int64_t Evaluate(const ClusterState& state, const TaskRequest& request, int node, const std::vector<int>& devices,
                    int64_t before) override;
-  bool uses_weighted_before() const override { return false; }       // F' before is measured in Evaluate
-  bool score_reads_request_memory() const override { return true; }  // F'(after) uses the free memory left
+  bool uses_weighted_before() const override { return false; }  // F' before is measured in Evaluate
   // Equal Δ: the tighter device (less free) keeps the larger holes whole.
   bool PreferOnTie(const ClusterState& state, int node, int d, int best) const override {
     return state.FreeDeviceCompute(node, d) < state.FreeDeviceCompute(node, best);
@@ -132,7 +130,7 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   int64_t target_total_ = -1;
   int64_t placed_ = 0;
   int64_t placed_at_refresh_ = -1;
-  uint64_t memory_refreshes_ = 0;  // refreshes made in OnPlaced (each clears the score cache)
+  uint64_t memory_refreshes_ = 0;  // refreshes made in OnPlaced (each moves ScoreEpoch)
   int64_t strand_percent_ = 100;   // step 2's w, recomputed with shape_memory_
   int64_t cluster_gpu_milli_ = 0;  // the cluster's GPU and memory, as of the last OnPlaced
   int64_t cluster_memory_mib_ = 0;

@@ -391,7 +391,7 @@ TEST(DefaultPolicyTest, MemoryRangeKeepsTheScore) {
   DefaultPolicy policy;
   for (const TaskRequest& r : shapes) Learn(&policy, r, 8);
   for (const TaskRequest& r : shapes) policy.OnPlaced(state, r, Allocation{});
-  ASSERT_TRUE(policy.has_memory_ranges());
+  ASSERT_TRUE(policy.traits().memory_ranges);
   Rng rng(1);
   auto score = [&](int node, const TaskRequest& r, int64_t* out) {
     NodeCandidate candidate;

@@ -139,7 +139,7 @@ ScheduleOutcome PlacementExplainer::Explain(const TaskRequest& request, Placemen
   ++stats_.explains;
   // Schedule() itself: an invalid request (answered at once), uuid selectors (the key leaves uuids out), and
   // policies whose Score may draw from the rng or keep state (Schedule() would call it on fitting nodes).
-  if (!request.uuid_include.empty() || !request.uuid_exclude.empty() || !policy.cacheable() ||
+  if (!request.uuid_include.empty() || !request.uuid_exclude.empty() || !policy.traits().cacheable ||
       !ValidateTaskRequest(request).ok()) {
     ++stats_.full_scans;
     return Schedule(state_, request, policy, rng);
