@@ -13,6 +13,8 @@ function(xpool_library)
   add_library(xpool_${ARG_NAME} STATIC ${ARG_SRCS})
   target_include_directories(xpool_${ARG_NAME} PUBLIC ${CMAKE_SOURCE_DIR}/src)
   target_link_libraries(xpool_${ARG_NAME} PUBLIC ${ARG_DEPS})
+  # -Wshadow on the libraries' own code (tests are left out: gtest's macros declare locals of their own).
+  target_compile_options(xpool_${ARG_NAME} PRIVATE -Wshadow)
 endfunction()
 
 # One precompiled header for every xpool_test target (XPOOL_TEST_PCH, ON by default in the Asan build): gtest and the standard

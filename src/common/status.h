@@ -134,10 +134,13 @@ Status AsStatus(const Result<T>& r) {
 #define XPOOL_CONCAT(a, b) XPOOL_CONCAT_INNER(a, b)
 
 // Returns the Status of `expr` from the current function when it is not OK.
-#define RETURN_IF_ERROR(expr)                                            \
-  do {                                                                   \
-    ::xpool::Status xpool_status_ = ::xpool::internal::AsStatus((expr)); \
-    if (!xpool_status_.ok()) return xpool_status_;                       \
+// The status variable is named per line, so that a RETURN_IF_ERROR inside the expression of another (a lambda
+// given to a transaction) does not shadow it.
+#define RETURN_IF_ERROR(expr) XPOOL_RETURN_IF_ERROR_IMPL(XPOOL_CONCAT(xpool_status_, __LINE__), expr)
+#define XPOOL_RETURN_IF_ERROR_IMPL(status, expr)                  \
+  do {                                                            \
+    ::xpool::Status status = ::xpool::internal::AsStatus((expr)); \
+    if (!status.ok()) return status;                              \
   } while (0)
 
 // ASSIGN_OR_RETURN(auto x, MakeX()); — declares/assigns on success, returns the Status otherwise.
