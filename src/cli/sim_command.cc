@@ -21,6 +21,7 @@
 #include "sim/report.h"
 #include "sim/svg.h"
 #include "sim/trace.h"
+#include "sim/variants.h"
 
 namespace xpool::cli {
 namespace {
@@ -93,6 +94,7 @@ struct Matrix {
   ClusterState cluster;
   std::vector<std::string> workloads;            // names
   std::vector<std::vector<sim::TracePod>> pods;  // per workload
+  std::vector<std::string> groups;               // per workload with --vary: "base/family" (or "base/variant")
   std::vector<std::string> policies;
   std::vector<uint64_t> seeds;
   int tune_percent = 130;
@@ -171,6 +173,45 @@ int Fail(const Status& s) {
   return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
 }
 
+// --vary: each item is a family (expanded to `count` variants drawn with `family_seed`) or one variant's name;
+// every base workload gets each variant, named "base/variant" and grouped as "base/item".
+Status AddVariants(const std::vector<sim::TraceNode>& nodes, const std::vector<std::string>& items, int count,
+                   uint64_t family_seed, Matrix* m) {
+  std::vector<std::string> bases = std::move(m->workloads);
+  std::vector<std::vector<sim::TracePod>> base_pods = std::move(m->pods);
+  m->workloads.clear();
+  m->pods.clear();
+  for (size_t b = 0; b < bases.size(); ++b) {
+    for (const std::string& item : items) {
+      std::vector<sim::Variant> variants;
+      if (sim::IsFamilyName(item)) {
+        ASSIGN_OR_RETURN(variants, sim::FamilyVariants(item, nodes, count, family_seed));
+      } else {
+        ASSIGN_OR_RETURN(sim::Variant v, sim::ParseVariant(item));
+        variants.push_back(v);
+      }
+      for (const sim::Variant& v : variants) {
+        ASSIGN_OR_RETURN(std::vector<sim::TracePod> pods, sim::ApplyVariant(base_pods[b], nodes, v));
+        m->workloads.push_back(bases[b] + "/" + sim::VariantName(v));
+        m->pods.push_back(std::move(pods));
+        m->groups.push_back(bases[b] + "/" + item);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// With --vary and two or more policies: per group, each policy's mean and worst difference to the first policy.
+void PrintGroupDiffs(const std::vector<FillRun>& runs, const Matrix& m) {
+  if (m.groups.empty() || m.policies.size() < 2) return;
+  std::printf("\n%-36s %-10s %-10s %8s %9s %9s  %s\n", "family", "policy", "baseline", "variants", "mean@100",
+              "worst@100", "worst variant");
+  for (const sim::GroupDiff& d : sim::DiffByGroup(runs, m.workloads, m.groups, m.policies, m.policies[0], 100)) {
+    std::printf("%-36s %-10s %-10s %8d %+9.2f %+9.2f  %s\n", d.group.c_str(), d.policy.c_str(), d.baseline.c_str(),
+                d.workloads, d.mean_diff, d.worst_diff, d.worst_workload.c_str());
+  }
+}
+
 int RunFillCommand(const Args& args) {
   FlagSet flags("xpool sim fill",
                 "The FGD paper's fill experiment: sample pods until 1.3x the cluster's GPU capacity has arrived, "
@@ -194,6 +235,14 @@ int RunFillCommand(const Args& args) {
   flags.String("compose", &compose,
                "how a run's pods are drawn: sample (all with replacement) or trace-then-sample (every listed pod "
                "once, then draws: the published FGD simulator's)");
+  std::string vary;
+  int64_t variant_count = 30, family_seed = 1;
+  flags.String("vary", &vary,
+               "run variants of each workload instead: families (spec-uniform, spec-fleet, spec-one, spec-small, "
+               "spec-lists, spec-mixed, multi) or variant names (spec:share=25:pop=fleet:lists=0:seed=7), "
+               "comma-separated; prints each policy's mean and worst difference to the first per family");
+  flags.Int("variants", &variant_count, "variants drawn per family (--vary)");
+  flags.Int("family-seed", &family_seed, "seed the family's variants are drawn with (--vary)");
   int code = 0;
   if (!ParseFlagsOrExit(flags, args, &code)) return code;
   if (cluster_path.empty() || workload_list.empty()) {
@@ -225,6 +274,12 @@ int RunFillCommand(const Args& args) {
     m.workloads.push_back(sim::WorkloadName(w));
     m.pods.push_back(std::move(*pods));
   }
+  if (!vary.empty()) {
+    if (variant_count < 1 || variant_count > 10000) return Fail(InvalidArgumentError("--variants must be 1..10000"));
+    Status s =
+        AddVariants(*nodes, SplitList(vary), static_cast<int>(variant_count), static_cast<uint64_t>(family_seed), &m);
+    if (!s.ok()) return Fail(s.WithContext("--vary"));
+  }
   double seconds = 0;
   Result<std::vector<FillRun>> runs = RunMatrix(m, static_cast<int>(jobs), &seconds);
   if (!runs.ok()) return Fail(runs.status());
@@ -253,6 +308,7 @@ int RunFillCommand(const Args& args) {
   std::printf("%zu runs, %lld placements in %.2f s wall (%.0f placements/s, %lld jobs)\n", runs->size(),
               static_cast<long long>(placements), seconds, placements / std::max(seconds, 1e-9),
               static_cast<long long>(jobs));
+  PrintGroupDiffs(*runs, m);
   if (!svg.empty()) {
     if (Status s = sim::WriteTextFile(svg, sim::AllocationSvg(*runs, published_rows)); !s.ok()) return Fail(s);
   }

@@ -1,5 +1,6 @@
 #include "sim/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -159,6 +160,41 @@ double RunMean(const std::vector<FillRun>& runs, std::string_view workload, std:
     ++n;
   }
   return n ? sum / n : std::nan("");
+}
+
+std::vector<GroupDiff> DiffByGroup(const std::vector<FillRun>& runs, const std::vector<std::string>& workloads,
+                                   const std::vector<std::string>& groups, const std::vector<std::string>& policies,
+                                   const std::string& baseline, int percent) {
+  std::vector<std::string> order;
+  for (const std::string& g : groups) {
+    if (std::find(order.begin(), order.end(), g) == order.end()) order.push_back(g);
+  }
+  std::vector<GroupDiff> out;
+  for (const std::string& g : order) {
+    for (const std::string& p : policies) {
+      if (p == baseline) continue;
+      GroupDiff d;
+      d.group = g;
+      d.policy = p;
+      d.baseline = baseline;
+      double sum = 0;
+      for (size_t i = 0; i < workloads.size() && i < groups.size(); ++i) {
+        if (groups[i] != g) continue;
+        const double diff = RunMean(runs, workloads[i], p, percent) - RunMean(runs, workloads[i], baseline, percent);
+        if (std::isnan(diff)) continue;
+        if (d.workloads == 0 || diff < d.worst_diff) {
+          d.worst_diff = diff;
+          d.worst_workload = workloads[i];
+        }
+        sum += diff;
+        ++d.workloads;
+      }
+      if (d.workloads == 0) continue;
+      d.mean_diff = sum / d.workloads;
+      out.push_back(std::move(d));
+    }
+  }
+  return out;
 }
 
 }  // namespace xpool::sim

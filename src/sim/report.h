@@ -53,4 +53,21 @@ double PublishedMean(const std::vector<PublishedRow>& rows, std::string_view wor
 double RunMean(const std::vector<FillRun>& runs, std::string_view workload, std::string_view policy, int percent,
                Metric metric = Metric::kAllocation);
 
+// One group of workloads (a variant family of one base list) compared to a baseline policy: over the group's
+// workloads, the difference of the policy's mean (over seeds) at `percent` to the baseline's mean.
+struct GroupDiff {
+  std::string group;
+  std::string policy;
+  std::string baseline;
+  int workloads = 0;
+  double mean_diff = 0;
+  double worst_diff = 0;       // the lowest
+  std::string worst_workload;  // where it is
+};
+// `groups[i]` names the group of `workloads[i]`; groups come back in first-seen order, each with one row per
+// policy other than `baseline` (in `policies` order). Workloads without runs of both policies are left out.
+std::vector<GroupDiff> DiffByGroup(const std::vector<FillRun>& runs, const std::vector<std::string>& workloads,
+                                   const std::vector<std::string>& groups, const std::vector<std::string>& policies,
+                                   const std::string& baseline, int percent);
+
 }  // namespace xpool::sim

@@ -76,5 +76,34 @@ TEST(ReportTest, SvgHasOneLinePerPolicyAndTheDashedPublishedCurve) {
   EXPECT_NE(svg.find("FGD (published)"), std::string::npos);
 }
 
+TEST(ReportTest, DiffByGroupGivesTheMeanAndTheWorstWorkload) {
+  std::vector<FillRun> runs;
+  auto add = [&](const std::string& workload, const std::string& policy, uint64_t seed, double at1) {
+    FillRun r = MakeRun(policy, seed, at1);
+    r.workload = workload;
+    runs.push_back(r);
+  };
+  add("w/a", "fgd", 42, 90.0);
+  add("w/a", "default", 42, 91.0);
+  add("w/a", "fgd", 43, 92.0);
+  add("w/a", "default", 43, 94.0);  // a: +1.5
+  add("w/b", "fgd", 42, 90.0);
+  add("w/b", "default", 42, 89.5);  // b: -0.5
+  add("w/c", "fgd", 42, 80.0);
+  add("w/c", "default", 42, 85.0);  // c: another group
+  add("w/d", "fgd", 42, 80.0);      // d: no default run, left out
+  const std::vector<GroupDiff> d =
+      DiffByGroup(runs, {"w/a", "w/b", "w/c", "w/d"}, {"g1", "g1", "g2", "g1"}, {"fgd", "default"}, "fgd", 1);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].group, "g1");
+  EXPECT_EQ(d[0].policy, "default");
+  EXPECT_EQ(d[0].workloads, 2);
+  EXPECT_DOUBLE_EQ(d[0].mean_diff, 0.5);
+  EXPECT_DOUBLE_EQ(d[0].worst_diff, -0.5);
+  EXPECT_EQ(d[0].worst_workload, "w/b");
+  EXPECT_EQ(d[1].group, "g2");
+  EXPECT_DOUBLE_EQ(d[1].mean_diff, 5.0);
+}
+
 }  // namespace
 }  // namespace xpool::sim

@@ -12,6 +12,10 @@ constexpr int64_t kTieBits = 20;         // the best-fit term lives below the sc
 constexpr int64_t kMemoryRefresh = 256;  // placements between refreshes of the per-shape mean memory
 // Step 2: the memory asked per GPU, relative to the cluster's, at which GPU stranded by memory counts in full.
 constexpr double kMemoryPivot = 0.75;
+// Step 7: how much a reserved GPU taken from the pods confined to its model counts against the fragment gained. A
+// confined pod that finds its model full is skipped with its whole request, while the pod that took its place
+// had a choice: counted twice (1, 2 and 4 measured on the variant families; 2 gave the best worst case).
+constexpr int64_t kReserveWeight = 2;
 
 // A node's free compute per device as its distinct levels, descending, with how many devices are at each.
 struct FreeLevels {
@@ -276,23 +280,105 @@ void DefaultPolicy::OnPlaced(const ClusterState& state, const TaskRequest& reque
   }
   // The per-shape memory is refreshed here, not when next scored, so that it does not depend on which nodes a
   // caller happens to score (cached or not): a target rebuilt since the last score, then every kMemoryRefresh.
-  const bool caught_up = placed_at_refresh_ >= 0 && RefreshShapeMemory();
+  const bool caught_up = placed_at_refresh_ >= 0 && RefreshShapeMemory(state);
   ++placed_;
   auto [seen, added] = memory_seen_.try_emplace(ShapeOf(request));
   seen->second.sum_mib += request.memory_mib;
   ++seen->second.count;
   (void)added;
-  if ((placed_at_refresh_ >= 0 && RefreshShapeMemory()) || caught_up) {
+  if ((placed_at_refresh_ >= 0 && RefreshShapeMemory(state)) || caught_up) {
     ++memory_refreshes_;
     ClearScoreCache();
   }
 }
 
-bool DefaultPolicy::RefreshShapeMemory() {
+void DefaultPolicy::ReadModelFree(const ClusterState& state) {
+  for (ModelReserve& r : reserve_) r.free_milli = 0;
+  NodeFree free;
+  for (int n = 0; n < state.node_count(); ++n) {
+    ReadNodeFree(state, n, &free);
+    for (size_t d = 0; d < free.gpu_milli.size(); ++d) {
+      auto it = std::find_if(reserve_.begin(), reserve_.end(),
+                             [&](const ModelReserve& r) { return r.model == free.gpu_model[d]; });
+      if (it == reserve_.end()) {
+        ModelReserve added;
+        added.model = std::string(free.gpu_model[d]);
+        it = reserve_.insert(reserve_.end(), std::move(added));
+      }
+      it->free_milli += free.gpu_milli[d];
+    }
+  }
+}
+
+int64_t DefaultPolicy::ReservePerMille(int64_t exclusive, int64_t demand, int64_t free_model, int64_t free_total) {
+  if (exclusive <= 0 || demand <= 0) return 0;
+  if (free_model <= 0) return 1000;
+  const __int128 num = static_cast<__int128>(exclusive) * free_total * 1000;
+  const __int128 den = static_cast<__int128>(demand) * free_model;
+  return num >= den * 1000 ? 1000 : static_cast<int64_t>(num / den);
+}
+
+int64_t DefaultPolicy::reserve_per_mille(std::string_view model) const {
+  for (const ModelReserve& r : reserve_) {
+    if (r.model == model) return r.per_mille;
+  }
+  return 0;
+}
+
+bool DefaultPolicy::RecomputeReserve() {
+  std::vector<int64_t> exclusive(reserve_.size(), 0);
+  int64_t demand = 0, free_total = 0;
+  for (const WeightedShape& w : target().shapes()) {
+    const int64_t gpu = w.count * w.shape.gpu_count * w.shape.gpu_milli;
+    if (gpu <= 0) continue;
+    demand += gpu;
+    if (w.shape.type_include.empty() && w.shape.type_exclude.empty()) continue;
+    int allowed = 0;
+    size_t only = 0;
+    for (size_t i = 0; i < reserve_.size(); ++i) {
+      if (ShapeAllowsModel(w.shape, reserve_[i].model)) {
+        ++allowed;
+        only = i;
+      }
+    }
+    if (allowed == 1) exclusive[only] += gpu;
+  }
+  for (const ModelReserve& r : reserve_) free_total += r.free_milli;
+  bool changed = false;
+  for (size_t i = 0; i < reserve_.size(); ++i) {
+    const int64_t per_mille = ReservePerMille(exclusive[i], demand, reserve_[i].free_milli, free_total);
+    changed |= per_mille != reserve_[i].per_mille;
+    reserve_[i].per_mille = per_mille;
+  }
+  return changed;
+}
+
+int64_t DefaultPolicy::ReserveCost(const TaskRequest& request, const NodeFree& node,
+                                   const std::vector<int>& devices) const {
+  int64_t cost = 0;
+  int confined = -1;  // whether the request may use one model alone: unknown until a reserved device asks
+  for (int d : devices) {
+    const int64_t per_mille = reserve_per_mille(node.gpu_model[d]);
+    if (per_mille == 0) continue;
+    if (confined < 0) {
+      const PodShape shape = ShapeOf(request);
+      int allowed = 0;
+      for (const ModelReserve& r : reserve_) allowed += ShapeAllowsModel(shape, r.model) ? 1 : 0;
+      confined = allowed == 1 ? 1 : 0;
+    }
+    if (confined == 1) return 0;
+    cost += kReserveWeight * request.device_compute_milli * per_mille / 1000;
+  }
+  return cost;
+}
+
+bool DefaultPolicy::RefreshShapeMemory(const ClusterState& state) {
   const std::vector<WeightedShape>& shapes = target().shapes();
   const WeightedShape* key = shapes.empty() ? nullptr : shapes.data();
   const bool target_changed = key != target_key_ || target().total_count() != target_total_;
   if (!target_changed && placed_at_refresh_ >= 0 && placed_ - placed_at_refresh_ < kMemoryRefresh) return false;
+  ReadModelFree(state);
+  const bool reserve_changed = RecomputeReserve();
   target_key_ = key;
   target_total_ = target().total_count();
   placed_at_refresh_ = placed_;
@@ -322,8 +408,8 @@ bool DefaultPolicy::RefreshShapeMemory() {
         (asked_mib / gpu) / (static_cast<double>(cluster_memory_mib_) / static_cast<double>(cluster_gpu_milli_)));
   }
   // Means (and a weight) that came out the same leave the measure, and so every cached score, as it was.
-  if (!target_changed && memory == shape_memory_ && strand_percent == strand_percent_ && cpu_binds == cpu_binds_ &&
-      cpu_per_gpu == cpu_per_gpu_) {
+  if (!target_changed && !reserve_changed && memory == shape_memory_ && strand_percent == strand_percent_ &&
+      cpu_binds == cpu_binds_ && cpu_per_gpu == cpu_per_gpu_) {
     return false;
   }
   shape_memory_ = std::move(memory);
@@ -337,7 +423,7 @@ bool DefaultPolicy::RefreshShapeMemory() {
 
 void DefaultPolicy::MemoryRange(const ClusterState& state, int node, const TaskRequest& request, int64_t* lo,
                                 int64_t* hi) {
-  RefreshShapeMemory();  // as Evaluate: the means the score was computed with
+  RefreshShapeMemory(state);  // as Evaluate: the means the score was computed with
   const int64_t memory = state.FreeMemory(node);
   const int64_t left = memory - request.memory_mib;  // x: the memory left after placement
   const int64_t cpu_after = state.FreeCpu(node) - request.cpu_milli;
@@ -391,7 +477,7 @@ void DefaultPolicy::MemoryRange(const ClusterState& state, int node, const TaskR
 
 int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& request, int node,
                                 const std::vector<int>& devices, int64_t /*before*/) {
-  RefreshShapeMemory();
+  RefreshShapeMemory(state);
   NodeFree& free = scratch();
   const int64_t memory = state.FreeMemory(node);
   if (static_cast<size_t>(node) >= before_memo_.size()) before_memo_.resize(node + 1);
@@ -422,8 +508,10 @@ int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& re
   gpu_after -= static_cast<int64_t>(devices.size()) * request.device_compute_milli;
   const int64_t cpu_after = free.cpu_milli - request.cpu_milli;
 
+  // Step 7: the reserve the request would take from models others depend on, for every target shape (× Σcount).
+  const int64_t reserve = request.device_count > 0 ? total * ReserveCost(request, free, devices) : 0;
   // Step 4 + 5 (Δ and score): FGD's bounded score of Δ.
-  const int64_t score = FgdSigmoidScore(before.weighted + cpu_before - after, total);
+  const int64_t score = FgdSigmoidScore(before.weighted + cpu_before - after - reserve, total);
 
   // Ties below the score: the least free GPU left on the node, then the least free CPU (each 0..1023).
   const int64_t gpu_term = std::clamp<int64_t>((max_gpu - gpu_after) * 1023 / max_gpu, 0, 1023);

@@ -27,6 +27,13 @@
 //      step 3 covers what it was for.
 //   6. Among equal scores: the node left with the least free GPU, then the least free CPU (below the score);
 //      a sharing pod's equal devices go to the tightest device; then the first node.
+//   7. Reserve the models that demand depends on: for each GPU model M, E_M = the target's GPU demand whose shapes
+//      allow M alone, and r_M = min(1, (E_M / all GPU demand) · free GPU of the cluster / free GPU of M), the
+//      share of M's free GPU that demand is expected to need if arrivals keep their mix until the cluster is
+//      full. A request that may also use another model loses, per device of M it takes, 2 × its grant × r_M
+//      from Δ (before the score in step 5), so it goes elsewhere unless the fragment gained there is larger. r_M is
+//      recomputed with step 2's means (every 256 placements and when the target is rebuilt); 0 everywhere when
+//      no shape is confined to one model.
 // Cacheable: the Scheduler keeps each verdict until the node or the learned state (ScoreEpoch) changes.
 // Not thread-safe.
 #include <cstdint>
@@ -100,6 +107,13 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   // Step 3: the node's idle GPU (milli) beyond what its free CPU can feed at `cpu_per_gpu_milli` CPU milli per
   // GPU milli, max(0, Σ g_i − free CPU / c̄); 0 when c̄ ≤ 0.
   static int64_t CpuStrandedGpu(const NodeFree& node, double cpu_per_gpu_milli);
+  // Step 7's share (per mille) of each GPU of a model that the demand only it can serve is expected to need:
+  // min(1000, 1000 · (exclusive / demand) · free_total / free_model), where exclusive / demand is the share of the
+  // target's GPU demand whose shapes allow this model alone, and free_* the free GPU of the model and the cluster
+  // (1000 when the model has none free).
+  static int64_t ReservePerMille(int64_t exclusive, int64_t demand, int64_t free_model, int64_t free_total);
+  // Step 7's per-mille for `model` as of the last refresh (0 for a model never seen).
+  int64_t reserve_per_mille(std::string_view model) const;
   // Step 3's c̄ (0 before anything was learned) and whether the CPU binds (then CPU-only requests see it too).
   double cpu_per_gpu() const { return cpu_per_gpu_; }
   bool cpu_binds() const { return cpu_binds_; }
@@ -117,7 +131,15 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   bool PreferOnTie(const ClusterState& state, int node, int d, int best) const override {
     return state.FreeDeviceCompute(node, d) < state.FreeDeviceCompute(node, best);
   }
-  bool RefreshShapeMemory();  // shape_memory_ for the current target; true when it was recomputed
+  // shape_memory_ (and step 7's reserve, from `state`) for the current target; true when it was recomputed.
+  bool RefreshShapeMemory(const ClusterState& state);
+  // Step 7: reserve_'s free GPU per model, read from the cluster (with each refresh).
+  void ReadModelFree(const ClusterState& state);
+  // Step 7: reserve_'s per-mille from the target and the free GPU last read; true when one changed.
+  bool RecomputeReserve();
+  // Step 7: GPU milli of `devices` (on a node whose free state is `node`) that `request` would take from the
+  // reserve of models it is not confined to, each device's grant × its model's per-mille / 1000.
+  int64_t ReserveCost(const TaskRequest& request, const NodeFree& node, const std::vector<int>& devices) const;
   // Step 2 with the learned target and means: FGD's weighted fragment (meter()) + MemoryStranded.
   int64_t Fragment(const NodeFree& node, int64_t memory_mib) {
     return meter().Weighted(node) + MemoryStranded(node, memory_mib, groups_, strand_percent_);
@@ -147,8 +169,14 @@ class DefaultPolicy final : public FragmentationPolicyBase {
     int64_t weighted = 0;
   };
   std::vector<Before> before_memo_;
-  uint64_t measure_version_ = 0;  // moves whenever groups_ or strand_percent_ change
-  NodeFree range_free_;           // MemoryRange's scratch
+  struct ModelReserve {
+    std::string model;
+    int64_t free_milli = 0;
+    int64_t per_mille = 0;
+  };
+  std::vector<ModelReserve> reserve_;  // step 7, per GPU model of the cluster (by name)
+  uint64_t measure_version_ = 0;       // moves whenever groups_ or strand_percent_ change
+  NodeFree range_free_;                // MemoryRange's scratch
 };
 
 }  // namespace xpool

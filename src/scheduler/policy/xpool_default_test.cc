@@ -322,6 +322,58 @@ TEST(DefaultPolicyTest, KeepsScarceModelForThePodsThatNeedIt) {
   EXPECT_EQ(PlaceOn(state, &policy, needs_v100), 0);
 }
 
+TEST(DefaultPolicyTest, ReservePerMilleIsTheConfinedDemandsShareOfTheModelsFreeGpu) {
+  struct Row {
+    int64_t exclusive, demand, free_model, free_total, want;
+  };
+  for (const Row& r : std::vector<Row>{{0, 100, 10, 100, 0},      // nothing confined to the model
+                                       {10, 100, 10, 100, 1000},  // 10 % of the demand, 10 % of the free GPU
+                                       {5, 100, 10, 100, 500},
+                                       {1, 100, 100, 100, 10},
+                                       {50, 100, 10, 100, 1000},  // more than it has: all of it
+                                       {5, 100, 0, 100, 1000},    // nothing free
+                                       {5, 0, 10, 100, 0}}) {
+    SCOPED_TRACE(testing::Message() << r.exclusive << "/" << r.demand << " " << r.free_model << "/" << r.free_total);
+    EXPECT_EQ(DefaultPolicy::ReservePerMille(r.exclusive, r.demand, r.free_model, r.free_total), r.want);
+  }
+}
+
+TEST(DefaultPolicyTest, UnconstrainedPodLeavesTheModelItsConfinedPodsNeedMost) {
+  // A 4-GPU T4 node and an 8-GPU G2 node; the workload: 8 unconstrained whole-GPU pods, 4 that may use only T4
+  // and 4 only G2. The fragment gained is the same on both (each model's idle GPU is fragment for the pods
+  // confined to the other) and the tie goes to the node left with less free GPU, "t4"; but the T4-only pods
+  // need 3/4 of T4's free GPU (r = 4/16 · 12/4) and the G2-only ones 3/8 of G2's: step 7 sends it to "g2".
+  ClusterState state;
+  ASSERT_TRUE(state.AddNode(MakeNode("t4").WithCpu(96000).WithGpus(4, "T4", 16384).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("g2").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
+  TaskRequest t4_only = Pod(4000, 1, 1000);
+  t4_only.type_include = {"T4"};
+  TaskRequest g2_only = Pod(4000, 1, 1000);
+  g2_only.type_include = {"G2"};
+  DefaultPolicy policy;
+  Learn(&policy, Pod(4000, 1, 1000), 8);
+  Learn(&policy, t4_only, 4);
+  Learn(&policy, g2_only, 4);
+  EXPECT_EQ(PlaceOn(state, &policy, Pod(4000, 1, 1000)), 1);
+  EXPECT_EQ(policy.reserve_per_mille("T4"), 750);
+  EXPECT_EQ(policy.reserve_per_mille("G2"), 375);
+  EXPECT_EQ(PlaceOn(state, &policy, t4_only), 0);  // a confined pod takes its own model's reserve
+}
+
+TEST(DefaultPolicyTest, NothingIsReservedWithoutPodsConfinedToOneModel) {
+  ClusterState state;
+  ASSERT_TRUE(state.AddNode(MakeNode("t4").WithCpu(96000).WithGpus(4, "T4", 16384).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("g2").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
+  TaskRequest either = Pod(4000, 1, 1000);
+  either.type_include = {"G2", "T4"};
+  DefaultPolicy policy;
+  Learn(&policy, Pod(4000, 1, 1000), 8);
+  Learn(&policy, either, 8);
+  EXPECT_EQ(PlaceOn(state, &policy, Pod(4000, 1, 1000)), 0);  // the tie-break's node, as without step 7
+  EXPECT_EQ(policy.reserve_per_mille("T4"), 0);
+  EXPECT_EQ(policy.reserve_per_mille("G2"), 0);
+}
+
 TEST(DefaultPolicyTest, SharingPodTakesTheDeviceThatKeepsWholeHoles) {
   ClusterState state;
   ASSERT_TRUE(state.AddNode(MakeNode("a").WithCpu(96000).WithGpus(2, "G2", 16384).Build()).ok());
