@@ -336,7 +336,11 @@ bool IsFamilyName(std::string_view name) {
 
 Result<std::vector<Variant>> FamilyVariants(std::string_view family, const std::vector<TraceNode>& nodes, int count,
                                             uint64_t seed) {
-  if (!IsFamilyName(family)) return InvalidArgumentError("unknown variant family \"" + std::string(family) + "\"");
+  if (!IsFamilyName(family)) {
+    std::string known;
+    for (const std::string& name : FamilyNames()) known += (known.empty() ? "" : ", ") + name;
+    return InvalidArgumentError("unknown variant family \"" + std::string(family) + "\" (known: " + known + ")");
+  }
   const std::vector<Fleet> fleets = BuildFleets(nodes);
   if (fleets.empty()) return InvalidArgumentError("variant family: the node list has no GPU");
   Rng rng(seed);

@@ -268,7 +268,9 @@ TEST(VariantsTest, FamiliesDrawTheirParametersAndReproduce) {
     EXPECT_GT(names.size(), 25u);
     EXPECT_NE(VariantName((*a)[0]), VariantName((*c)[0]));
   }
-  EXPECT_FALSE(FamilyVariants("spec-nothing", Nodes(), 3, 1).ok());
+  Result<std::vector<Variant>> unknown = FamilyVariants("spec-nothing", Nodes(), 3, 1);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("known: spec-uniform, "), std::string::npos) << unknown.status().message();
 }
 
 }  // namespace
