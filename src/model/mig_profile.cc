@@ -66,13 +66,6 @@ constexpr std::array<MigModel, 6> kModels = {{
     {"H200-141GB", 7, 8, 141 * kGiB, kH200},
 }};
 
-const MigModel& Model(std::string_view name) {
-  for (const MigModel& m : kModels) {
-    if (m.name == name) return m;
-  }
-  return kModels[0];  // unreachable: callers pass names from kModels
-}
-
 bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 bool IsDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 
@@ -119,25 +112,32 @@ std::vector<std::string_view> AllProfileNames() {
 
 std::span<const MigModel> AllMigModels() { return kModels; }
 
+const MigModel* MigModelNamed(std::string_view table_name) {
+  for (const MigModel& m : kModels) {
+    if (m.name == table_name) return &m;
+  }
+  return nullptr;
+}
+
 const MigModel* FindMigModel(std::string_view device_name, int64_t memory_mib) {
   std::string upper(device_name);
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   const std::string_view u = upper;
   const bool says80 = u.find("80GB") != std::string_view::npos;
   const bool says40 = u.find("40GB") != std::string_view::npos;
-  if (HasToken(u, "A30")) return &Model("A30-24GB");
+  if (HasToken(u, "A30")) return MigModelNamed("A30-24GB");
   if (HasToken(u, "A100") || HasToken(u, "A800")) {
-    if (says80 || (!says40 && memory_mib > 60 * kGiB)) return &Model("A100-80GB");
-    if (says40 || memory_mib > 0) return &Model("A100-SXM4-40GB");
+    if (says80 || (!says40 && memory_mib > 60 * kGiB)) return MigModelNamed("A100-80GB");
+    if (says40 || memory_mib > 0) return MigModelNamed("A100-SXM4-40GB");
     return nullptr;  // neither the name nor the caller says which
   }
   if (HasToken(u, "H100") || HasToken(u, "H800")) {
     const bool nvl = u.find("NVL") != std::string_view::npos || u.find("94GB") != std::string_view::npos;
     if (u.find("96GB") != std::string_view::npos) return nullptr;  // H100 on GH200: not tabled
-    if (nvl || (!says80 && memory_mib > 88 * kGiB)) return &Model("H100-94GB");
-    return &Model("H100-80GB");
+    if (nvl || (!says80 && memory_mib > 88 * kGiB)) return MigModelNamed("H100-94GB");
+    return MigModelNamed("H100-80GB");
   }
-  if (HasToken(u, "H200")) return &Model("H200-141GB");
+  if (HasToken(u, "H200")) return MigModelNamed("H200-141GB");
   return nullptr;
 }
 

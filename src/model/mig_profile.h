@@ -43,6 +43,9 @@ struct MigModel {
 // Every tabled model: A30-24GB, A100-SXM4-40GB, A100-80GB, H100-80GB, H100-94GB, H200-141GB.
 std::span<const MigModel> AllMigModels();
 
+// The table of that name ("A100-80GB", as MigModel::name); nullptr if none.
+const MigModel* MigModelNamed(std::string_view table_name);
+
 // The table for an NVML / CUDA device name ("NVIDIA A100-SXM4-40GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200",
 // "A100" as xpool's Device::model writes it), case-insensitive, the "NVIDIA " prefix optional. Where the name does
 // not tell the memory size (an A100 without "40GB" / "80GB"; an H100, 80 GB unless "NVL" or "94GB"),

@@ -10,11 +10,9 @@ namespace xpool {
 namespace {
 
 const MigModel& ModelNamed(std::string_view name) {
-  for (const MigModel& m : AllMigModels()) {
-    if (m.name == name) return m;
-  }
-  ADD_FAILURE() << "no model " << name;
-  return AllMigModels()[0];
+  const MigModel* model = MigModelNamed(name);
+  EXPECT_NE(model, nullptr) << "no model " << name;
+  return model != nullptr ? *model : AllMigModels()[0];
 }
 
 int Index(const MigModel& model, std::string_view profile) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -104,6 +105,33 @@ bool SameOutcome(const ScheduleOutcome& a, const ScheduleOutcome& b) {
     if (x.device != y.device || x.memory_mib != y.memory_mib || x.compute_milli != y.compute_milli) return false;
   }
   return true;
+}
+
+// `steps` random steps of one policy on `state`: with `schedule_percent` % chance (or when nothing runs) a request
+// from `make_request` arrives and the Scheduler and the full-scan Schedule() must agree on it (a placement is
+// applied and told to the policy); otherwise a random running allocation leaves. Adds the placements to *placed.
+void AgreeWithTheFullScan(ClusterState& state, PlacementPolicy& policy, Scheduler& scheduler, Rng& rng, int steps,
+                          int schedule_percent, const std::function<TaskRequest()>& make_request, int* placed) {
+  std::vector<Allocation> running;
+  for (int step = 0; step < steps; ++step) {
+    if (std::uniform_int_distribution<int>(0, 99)(rng) < schedule_percent || running.empty()) {
+      const TaskRequest r = make_request();
+      policy.OnArrival(r);
+      Rng a(step), b(step);
+      ScheduleOutcome fast = scheduler.Schedule(r, a);
+      ScheduleOutcome full = Schedule(state, r, policy, b);
+      ASSERT_TRUE(SameOutcome(fast, full)) << "step " << step << " memory " << r.memory_mib << " fast node "
+                                           << fast.allocation.node << " full node " << full.allocation.node;
+      if (full.kind == OutcomeKind::kPlaced) {
+        ASSERT_TRUE(state.Apply(full.allocation).ok()) << "step " << step;
+        policy.OnPlaced(state, r, full.allocation);
+        running.push_back(full.allocation);
+        ++*placed;
+      }
+    } else {
+      ASSERT_NO_FATAL_FAILURE(ReleaseRandomRunning(state, running, rng));
+    }
+  }
 }
 
 // Property test: random apply / release / schedule / condition steps on a random cluster; after every step the
@@ -332,27 +360,9 @@ TEST(SchedulerPropertyTest, LearningFgdMatchesTheFullScan) {
   PlacementPolicy& policy = **made;
   Scheduler scheduler(state, policy, SchedulerOptions{.explain = false});
   ASSERT_EQ(scheduler.mode(), SchedulerMode::kScoreCache);
-  std::vector<Allocation> running;
   int placed = 0;
-  for (int step = 0; step < 8'000; ++step) {
-    if (std::uniform_int_distribution<int>(0, 99)(rng) < 60 || running.empty()) {
-      const TaskRequest r = RandomRequest(rng);
-      policy.OnArrival(r);
-      Rng a(step), b(step);
-      ScheduleOutcome fast = scheduler.Schedule(r, a);
-      ScheduleOutcome full = Schedule(state, r, policy, b);
-      ASSERT_TRUE(SameOutcome(fast, full))
-          << "step " << step << " fast node " << fast.allocation.node << " full node " << full.allocation.node;
-      if (full.kind == OutcomeKind::kPlaced) {
-        ASSERT_TRUE(state.Apply(full.allocation).ok()) << "step " << step;
-        policy.OnPlaced(state, r, full.allocation);
-        running.push_back(full.allocation);
-        ++placed;
-      }
-    } else {
-      ASSERT_NO_FATAL_FAILURE(ReleaseRandomRunning(state, running, rng));
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(AgreeWithTheFullScan(
+      state, policy, scheduler, rng, 8'000, 60, [&rng] { return RandomRequest(rng); }, &placed));
   EXPECT_GT(placed, 1000);
   EXPECT_GT(policy.ScoreEpoch(), 5u);  // the learned target was rebuilt along the way
 }
@@ -385,27 +395,10 @@ TEST(SchedulerPropertyTest, MemoryReadingPolicyMatchesTheFullScanAcrossMemories)
     r.memory_mib = 1024 * std::uniform_int_distribution<int>(0, 96)(rng);
     return r;
   };
-  std::vector<Allocation> running;
   int placed = 0;
-  for (int step = 0; step < 6'000; ++step) {
-    if (std::uniform_int_distribution<int>(0, 99)(rng) < 65 || running.empty()) {
-      const TaskRequest r = shape(std::uniform_int_distribution<int>(0, 3)(rng));
-      policy.OnArrival(r);
-      Rng a(step), b(step);
-      ScheduleOutcome fast = scheduler.Schedule(r, a);
-      ScheduleOutcome full = Schedule(state, r, policy, b);
-      ASSERT_TRUE(SameOutcome(fast, full)) << "step " << step << " memory " << r.memory_mib << " fast node "
-                                           << fast.allocation.node << " full node " << full.allocation.node;
-      if (full.kind == OutcomeKind::kPlaced) {
-        ASSERT_TRUE(state.Apply(full.allocation).ok()) << "step " << step;
-        policy.OnPlaced(state, r, full.allocation);
-        running.push_back(full.allocation);
-        ++placed;
-      }
-    } else {
-      ASSERT_NO_FATAL_FAILURE(ReleaseRandomRunning(state, running, rng));
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(AgreeWithTheFullScan(
+      state, policy, scheduler, rng, 6'000, 65, [&] { return shape(std::uniform_int_distribution<int>(0, 3)(rng)); },
+      &placed));
   EXPECT_GT(placed, 1000);
   EXPECT_GT(policy.ScoreEpoch(), 5u);  // the learned per-shape memory moved
 }

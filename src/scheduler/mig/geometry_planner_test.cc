@@ -12,11 +12,9 @@ namespace xpool {
 namespace {
 
 const MigModel& ModelNamed(std::string_view name) {
-  for (const MigModel& m : AllMigModels()) {
-    if (m.name == name) return m;
-  }
-  ADD_FAILURE() << "no model " << name;
-  return AllMigModels()[0];
+  const MigModel* model = MigModelNamed(name);
+  EXPECT_NE(model, nullptr) << "no model " << name;
+  return model != nullptr ? *model : AllMigModels()[0];
 }
 
 // A GPU built from "profile@start" instances, busy ones marked with a trailing '*': Gpu("A100-80GB", {"4g.40gb@0*"}).
