@@ -297,6 +297,8 @@ int RunAgent(const Args& args) {
                 "With --server it registers with the server (gRPC, docs/agent.md) and runs what it assigns; it also\n"
                 "prints the devices (--print-devices) or runs one task locally (--run -- CMD ARGS...).");
   std::string simulate, node_file, nvml_library = "libnvidia-ml.so.1", name, devices_list;
+  std::string discovery = "auto", vendor_tool;
+  int64_t discovery_timeout = 10;
   std::string state_dir = "var/agent", workdir = ".", server, token, token_file, address;
   bool print_devices = false, run = false, stop_tasks = false;
   int64_t gpumem = 0, gpucores = 0, grace = 10;
@@ -304,6 +306,12 @@ int RunAgent(const Args& args) {
   flags.String("simulate", &simulate, "simulated devices, e.g. 4xA100-80GB or 2xA100-80GB,2xT4-16GB");
   flags.String("node-file", &node_file, "YAML file describing a simulated node (docs/agent.md)");
   flags.String("nvml-library", &nvml_library, "NVML library to dlopen");
+  flags.String("discovery", &discovery,
+               "where devices come from: auto (NVML, else the first vendor tool on PATH), nvml, simulated, or a "
+               "vendor (ascend, cambricon, hygon, iluvatar, metax: runs npu-smi, cnmon, hy-smi, ixsmi, mx-smi)");
+  flags.String("vendor-tool", &vendor_tool,
+               "with --discovery VENDOR: the vendor tool's path (default: its name on PATH)");
+  flags.Int("discovery-timeout", &discovery_timeout, "seconds a vendor tool may run before it is killed");
   flags.String("name", &name, "node name (default: host name)");
   flags.Bool("print-devices", &print_devices, "print the discovered devices and exit");
   flags.String("server", &server,
@@ -328,8 +336,8 @@ int RunAgent(const Args& args) {
   identity.Add(flags);
   int code = 0;
   if (!ParseFlagsOrExit(flags, args, &code)) return code;
-  if (gpumem < 0 || gpucores < 0 || gpucores > 100 || grace < 0) {
-    std::fprintf(stderr, "error: --gpumem and --grace must be >= 0, --gpucores 0..100\n");
+  if (gpumem < 0 || gpucores < 0 || gpucores > 100 || grace < 0 || discovery_timeout < 1) {
+    std::fprintf(stderr, "error: --gpumem and --grace must be >= 0, --gpucores 0..100, --discovery-timeout >= 1\n");
     return 2;
   }
   if (stop_tasks && server.empty() && !run && !print_devices) return StopLeftTasks(state_dir, grace);
@@ -358,6 +366,9 @@ int RunAgent(const Args& args) {
   options.simulate = simulate;
   options.node_file = node_file;
   options.nvml_library = nvml_library;
+  options.source = discovery;
+  options.vendor_tool = vendor_tool;
+  options.tool_timeout_ms = discovery_timeout * 1000;
   options.node_name = name;
   auto report = agent::DiscoverNode(options);
   if (!report.ok()) {
