@@ -270,6 +270,7 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
   paths.suspend_file = RunDir(spec.task_id) + "/suspend";
   paths.shared_region = RunDir(spec.task_id) + "/vgpu.region";
   paths.vgpu_library = vgpu_library_;
+  paths.mps_pipe_dirs = options_.mps_pipe_dirs;
   task->suspend_file = paths.suspend_file;
   int suspend_signal = options_.suspend_signal;
   if (!spec.suspend_signal.empty()) {
