@@ -280,7 +280,9 @@ Result<std::vector<Device>> ParseHySmi(std::string_view text, std::vector<std::s
     Seen s;
     s.index = index;
     s.model = get({"Card Series", "Card series", "Card SKU"});
-    s.bus_id = get({"PCI Bus"});
+    // "0000:05:00.0", or "0000:05:00.0 --> SN: 2500238601000586" (newer hy-smi): the address is the first word.
+    const std::vector<std::string> bus = Words(get({"PCI Bus"}));
+    if (!bus.empty()) s.bus_id = bus[0];
     s.unique_id = get({"Unique ID"});
     const std::string mib = get({"vram Total Memory (MiB)", "VRAM Total Memory (MiB)"});
     const std::string bytes = get({"vram Total Memory (B)", "VRAM Total Memory (B)"});

@@ -39,8 +39,9 @@ Result<std::vector<Device>> ParseNpuSmiInfo(std::string_view text, std::vector<s
 Result<std::vector<Device>> ParseCnmon(std::string_view text, std::vector<std::string>* notes = nullptr);
 
 // `hy-smi --showproductname --showmeminfo vram --showbus --showuniqueid`: "DCU[i] : <field>: <value>" lines (HCU
-// and GPU prefixes too); fields "Card Series" (or "Card series"), "vram Total Memory (MiB)" (or "(B)"), "PCI Bus",
-// "Unique ID". Banner lines ("=== ... ===", "WARNING: ...") are skipped; any other line is an error.
+// and GPU prefixes too); fields "Card Series" (or "Card series"), "vram Total Memory (MiB)" (or "(B)"), "PCI Bus"
+// (its first word: newer versions append " --> SN: ..."), "Unique ID". Banner lines ("=== ... ===", "WARNING: ...") are
+// skipped; any other line is an error.
 Result<std::vector<Device>> ParseHySmi(std::string_view text, std::vector<std::string>* notes = nullptr);
 
 // `ixsmi`: nvidia-smi's table, per GPU "GPU Name | Bus-Id | Clock-SM Clock-Mem" and "Fan Temp Perf Pwr |

@@ -131,7 +131,8 @@ const std::vector<Case>& Cases() {
        4,
        "",
        ""},
-      // HCU prefix, bytes, no unique id (bus ids instead), a warning line.
+      // HCU prefix, bytes, no unique id (bus ids instead), the bus line with the serial number after it, a warning
+      // line.
       {"hy_smi_hcu_bytes.txt",
        &ParseHySmi,
        Vendor::kHygon,
