@@ -79,7 +79,7 @@ Result<DiscoveryReport> DiscoverHardware(const DiscoveryOptions& options, bool a
   if (report.available || !auto_detect) return report;
   std::string tried;
   for (const VendorTool& tool : VendorTools()) {
-    if (!ResolveProgram(std::string(tool.program)).ok()) {
+    if (!FindTool(tool).ok()) {
       tried += (tried.empty() ? "" : ", ") + std::string(tool.program);
       continue;
     }
@@ -88,7 +88,7 @@ Result<DiscoveryReport> DiscoverHardware(const DiscoveryOptions& options, bool a
     found.note = report.note + "; found " + std::string(tool.program) + ": " + found.note;
     return found;
   }
-  report.note += "; no vendor tool on PATH (" + tried + ")";
+  report.note += "; no vendor tool found (" + tried + ")";
   return report;
 }
 

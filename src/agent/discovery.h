@@ -70,9 +70,9 @@ Result<int> ParsePcieLevel(std::string_view name);
 //   node_file non-empty → simulated from the YAML file
 //   source "nvml"       → NVML from nvml_library
 //   source a vendor     → that vendor's tool (agent/vendor/tool_discovery.h: "ascend" runs `npu-smi info`, ...;
-//                         "nvidia" is NVML), from vendor_tool when given, else found on PATH
-//   source "auto"       → NVML; when it finds no driver, the first vendor tool found on PATH (in the order of
-//                         VendorTools()); when neither, the NVML report (no devices)
+//                         "nvidia" is NVML), from vendor_tool when given, else found as auto finds it
+//   source "auto"       → NVML; when it finds no driver, the first vendor tool found (on PATH or where its vendor
+//                         installs it, in the order of VendorTools()); when neither, the NVML report (no devices)
 // When the chosen source (nvml or auto) finds no devices and fallback_simulate is non-empty: a simulated node from
 // that spec, with a note saying why.
 struct DiscoveryOptions {

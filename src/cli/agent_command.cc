@@ -338,7 +338,7 @@ int RunAgent(const Args& args) {
                "where devices come from: auto (NVML, else the first vendor tool on PATH), nvml, simulated, or a "
                "vendor (ascend, cambricon, hygon, iluvatar, metax: runs npu-smi, cnmon, hy-smi, ixsmi, mx-smi)");
   flags.String("vendor-tool", &vendor_tool,
-               "with --discovery VENDOR: the vendor tool's path (default: its name on PATH)");
+               "with --discovery VENDOR: the vendor tool's path (default: on PATH, else where the vendor installs it)");
   flags.Int("discovery-timeout", &discovery_timeout, "seconds a vendor tool may run before it is killed");
   flags.String("mps", &mps,
                "CUDA MPS mode for these devices: all (every NVIDIA device) or indexes like 0,2; the agent runs an MPS "

@@ -10,14 +10,15 @@ namespace {
 
 const std::array<VendorTool, 5>& Tools() {
   static const std::array<VendorTool, 5> tools = {{
-      {Vendor::kAscend, "npu-smi", {"info"}, &ParseNpuSmiInfo},
-      {Vendor::kCambricon, "cnmon", {}, &ParseCnmon},
+      {Vendor::kAscend, "npu-smi", {"info"}, &ParseNpuSmiInfo, {"/usr/local/sbin"}},
+      {Vendor::kCambricon, "cnmon", {}, &ParseCnmon, {"/usr/bin"}},
       {Vendor::kHygon,
        "hy-smi",
        {"--showproductname", "--showmeminfo", "vram", "--showbus", "--showuniqueid"},
-       &ParseHySmi},
-      {Vendor::kIluvatar, "ixsmi", {}, &ParseIxsmi},
-      {Vendor::kMetax, "mx-smi", {}, &ParseMxSmi},
+       &ParseHySmi,
+       {"/opt/hyhal/bin"}},
+      {Vendor::kIluvatar, "ixsmi", {}, &ParseIxsmi, {"/usr/local/corex/bin"}},
+      {Vendor::kMetax, "mx-smi", {}, &ParseMxSmi, {"/opt/mxdriver/bin", "/opt/maca/bin"}},
   }};
   return tools;
 }
@@ -33,14 +34,24 @@ Result<const VendorTool*> ToolFor(Vendor vendor) {
   return NotFoundError(std::string(VendorName(vendor)) + " devices are discovered through NVML, not a tool");
 }
 
+Result<std::string> FindTool(const VendorTool& tool) {
+  const std::string name(tool.program);
+  auto on_path = ResolveProgram(name);
+  if (on_path.ok()) return on_path;
+  std::string dirs;
+  for (const std::string& d : tool.install_dirs) dirs += (dirs.empty() ? "" : ":") + d;
+  if (dirs.empty()) return on_path.status();
+  if (std::string found = SearchPath(name, dirs); !found.empty()) return found;
+  return NotFoundError(on_path.status().message() + ", nor in " + dirs);
+}
+
 VendorToolDiscovery::VendorToolDiscovery(const VendorTool& tool, std::string program, int64_t timeout_ms,
                                          std::string node_name)
     : tool_(tool), program_(std::move(program)), timeout_ms_(timeout_ms), node_name_(std::move(node_name)) {}
 
 Result<DiscoveryReport> VendorToolDiscovery::Discover() {
   const std::string vendor(VendorName(tool_.vendor));
-  const std::string wanted = program_.empty() ? std::string(tool_.program) : program_;
-  auto program = ResolveProgram(wanted);
+  auto program = program_.empty() ? FindTool(tool_) : ResolveProgram(program_);
   if (!program.ok()) {
     return Status(program.status().code(), "discovery " + vendor + ": its tool " + program.status().message() +
                                                "; install the vendor's driver tools or give the tool's path");

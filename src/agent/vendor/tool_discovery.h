@@ -15,12 +15,14 @@
 
 namespace xpool::agent {
 
-// A vendor's tool: its program name, its arguments and the parser of what it prints.
+// A vendor's tool: its program name, its arguments, the parser of what it prints, and where the vendor's installer
+// puts it when that is not on PATH (an agent started by systemd has a short PATH).
 struct VendorTool {
   Vendor vendor;
   std::string_view program;  // "npu-smi"
   std::vector<std::string> args;
   Result<std::vector<Device>> (*parse)(std::string_view text, std::vector<std::string>* notes);
+  std::vector<std::string> install_dirs;  // searched after PATH, in order
 };
 
 // One per vendor other than NVIDIA (whose devices NVML reports), in auto-detection order: ascend, cambricon,
@@ -28,10 +30,12 @@ struct VendorTool {
 std::span<const VendorTool> VendorTools();
 // The tool of `vendor`; NotFound for NVIDIA.
 Result<const VendorTool*> ToolFor(Vendor vendor);
+// The tool's path: its name on this process's PATH, else in its install_dirs. NotFound says where it looked.
+Result<std::string> FindTool(const VendorTool& tool);
 
 class VendorToolDiscovery final : public DeviceDiscovery {
  public:
-  // `program` empty = the tool's name, searched on PATH; else a path or a name. `node_name` empty = the host name.
+  // `program` empty = FindTool; else a path, or a name searched on PATH. `node_name` empty = the host name.
   VendorToolDiscovery(const VendorTool& tool, std::string program, int64_t timeout_ms, std::string node_name);
   std::string_view name() const override { return VendorName(tool_.vendor); }
   Result<DiscoveryReport> Discover() override;

@@ -100,8 +100,25 @@ TEST_F(ToolDiscoveryTest, MissingToolIsAnErrorNamingIt) {
   SetPath(dir_);
   auto by_name = VendorToolDiscovery(Tool(Vendor::kHygon), "", 5000, "n").Discover();
   ASSERT_FALSE(by_name.ok());
-  EXPECT_NE(by_name.status().message().find("hy-smi not found (PATH=" + dir_ + ")"), std::string::npos)
+  EXPECT_NE(by_name.status().message().find("hy-smi not found (PATH=" + dir_ + "), nor in /opt/hyhal/bin"),
+            std::string::npos)
       << by_name.status().message();
+}
+
+// A tool that is not on PATH is found where its vendor installs it.
+TEST_F(ToolDiscoveryTest, FindsTheToolInItsInstallDirectory) {
+  std::filesystem::create_directories(dir_ + "/corex/bin");
+  std::filesystem::create_directories(dir_ + "/empty");
+  VendorTool tool = Tool(Vendor::kIluvatar);
+  tool.install_dirs = {dir_ + "/nonexistent", dir_ + "/corex/bin"};
+  const std::string path = PrintingTool("corex/bin/ixsmi", "", "ixsmi_bi_v100_2.txt");
+  SetPath(dir_ + "/empty");
+  auto found = FindTool(tool);
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_EQ(*found, path);
+  auto report = VendorToolDiscovery(tool, "", 5000, "n").Discover();
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->node.devices.size(), 2u);
 }
 
 TEST_F(ToolDiscoveryTest, HangingToolIsKilledAtTheTimeout) {
@@ -180,7 +197,7 @@ TEST_F(ToolDiscoveryTest, DiscoverNodeSelectsTheVendor) {
   auto fallback = DiscoverNode(options);
   ASSERT_TRUE(fallback.ok()) << fallback.status().ToString();
   EXPECT_TRUE(fallback->node.simulated);
-  EXPECT_NE(fallback->note.find("no vendor tool on PATH (npu-smi, cnmon, hy-smi, ixsmi, mx-smi)"), std::string::npos)
+  EXPECT_NE(fallback->note.find("no vendor tool found (npu-smi, cnmon, hy-smi, ixsmi, mx-smi)"), std::string::npos)
       << fallback->note;
 }
 
