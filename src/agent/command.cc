@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "agent/internal/child_session.h"
 
@@ -58,12 +59,18 @@ std::vector<std::string> MergedEnv(const std::map<std::string, std::string>& ove
     const std::string name = entry.substr(0, entry.find('='));
     if (overrides.count(name) == 0) env.push_back(entry);
   }
-  for (const auto& [name, value] : overrides) env.push_back(name + "=" + value);
+  for (const auto& [name, value] : overrides) {
+    std::string entry = name;
+    entry += '=';
+    entry += value;
+    env.push_back(std::move(entry));
+  }
   return env;
 }
 
 std::vector<char*> Pointers(std::vector<std::string>& strings) {
   std::vector<char*> out;
+  out.reserve(strings.size() + 1);
   for (std::string& s : strings) out.push_back(s.data());
   out.push_back(nullptr);
   return out;
@@ -139,7 +146,9 @@ std::string SearchPath(const std::string& name, const std::string& path_list, bo
     if (colon == std::string::npos) colon = path_list.size();
     std::string dir = path_list.substr(start, colon - start);
     if (dir.empty()) dir = ".";
-    const std::string candidate = dir + "/" + name;
+    std::string candidate = std::move(dir);
+    candidate += '/';
+    candidate += name;
     struct stat st {};
     if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0 &&
         (!by_others || (st.st_mode & S_IXOTH) != 0)) {

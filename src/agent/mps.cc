@@ -65,8 +65,14 @@ Status SetMpsMode(std::string_view devices, Node* node) {
 
 MpsDaemons::MpsDaemons(MpsOptions options) : options_(std::move(options)) {}
 
-// Problems quitting are the agent's to print when it calls Stop() itself; at destruction there is no one to tell.
-MpsDaemons::~MpsDaemons() { Stop(); }
+// Problems quitting are the agent's to print when it calls Stop() itself; at destruction there is no one to tell,
+// and an allocation failure while building the quit commands must not escape a destructor.
+MpsDaemons::~MpsDaemons() {
+  try {
+    Stop();
+  } catch (...) {  // NOLINT(bugprone-empty-catch): nothing left to do but not terminate
+  }
+}
 
 std::map<std::string, std::string> MpsDaemons::DaemonEnv(int index) const {
   const std::string base = options_.dir + "/" + std::to_string(index);
