@@ -526,8 +526,9 @@ Status CheckSize(std::string_view text) {
 }
 
 // The key of the field at `path` ("resources.gpumem", "command[2]": the item) under `root`; a null mark when
-// there is none. Never adds to `root` (a const node's operator[] would not, but a lookup by iteration is plain).
-YAML::Mark FieldMark(const YAML::Node& root, std::string_view path) {
+// there is none. `node` moves down with reset(): assigning a YAML::Node would rewrite the node it
+// shares with `root`.
+YAML::Mark FieldMarkOrThrow(const YAML::Node& root, std::string_view path) {
   YAML::Node node = root;
   YAML::Mark mark = YAML::Mark::null_mark();
   while (!path.empty()) {
@@ -545,18 +546,28 @@ YAML::Mark FieldMark(const YAML::Node& root, std::string_view path) {
     for (const auto& entry : node) {
       if (entry.first.IsScalar() && entry.first.Scalar() == segment) {
         mark = entry.first.Mark();
-        node = entry.second;
+        node.reset(entry.second);
         found = true;
         break;
       }
     }
     if (!found) return YAML::Mark::null_mark();
     if (index && node.IsSequence() && *index < node.size()) {
-      node = node[*index];
+      const YAML::Node item = static_cast<const YAML::Node&>(node)[*index];
+      node.reset(item);
       mark = node.Mark();
     }
   }
   return mark;
+}
+
+// FieldMarkOrThrow, or a null mark when yaml-cpp throws.
+YAML::Mark FieldMark(const YAML::Node& root, std::string_view path) {
+  try {
+    return FieldMarkOrThrow(root, path);
+  } catch (const std::exception&) {
+    return YAML::Mark::null_mark();
+  }
 }
 
 // The field path an error message opens with ("resources.gpumem must be ..." -> "resources.gpumem").
