@@ -60,19 +60,15 @@ function countOf(text: string, query: string): number {
   return n;
 }
 
-export function LogViewer({ job }: { job: Job }) {
-  const { token } = useContext(AppContext);
-  const [replica, setReplica] = useState(0);
-  const [follow, setFollow] = useState(true);
+interface Followed {
+  text: string; view: View; error: string; setError: (e: string) => void; loadEarlier: () => Promise<void>;
+}
+
+// Reads replica `replica` of job `id`: its tail, then (while `follow`) every new byte until the log is complete.
+function useFollowedLog(token: string, id: number, replica: number, follow: boolean): Followed {
   const [text, setText] = useState('');
   const [view, setView] = useState<View>(EMPTY);
   const [error, setError] = useState('');
-  const [query, setQuery] = useState('');
-  const [current, setCurrent] = useState(0);
-  const [atEnd, setAtEnd] = useState(true);
-  const [downloading, setDownloading] = useState(false);
-  const pre = useRef<HTMLPreElement>(null);
-  const stick = useRef(true);
   const carry = useRef('');
   const buffer = useRef('');        // what `text` shows, kept here so a read appends to the latest
   const pos = useRef<View>(EMPTY);  // the latest view, for the polling loop
@@ -82,11 +78,10 @@ export function LogViewer({ job }: { job: Job }) {
     pos.current = EMPTY;
     carry.current = '';
     buffer.current = '';
-    stick.current = true;
     setText('');
     setView(EMPTY);
     setError('');
-  }, [job.id, replica]);
+  }, [id, replica]);
 
   useEffect(() => {
     if (!follow && pos.current.loaded) return undefined;
@@ -97,7 +92,7 @@ export function LogViewer({ job }: { job: Job }) {
       let soon = false;
       try {
         const was = pos.current;
-        const c = await readLog(token, job.id, replica, was.loaded ? was.next : undefined, was.loaded ? CHUNK_BYTES : TAIL_BYTES);
+        const c = await readLog(token, id, replica, was.loaded ? was.next : undefined, was.loaded ? CHUNK_BYTES : TAIL_BYTES);
         if (!live) return;
         const [clean, rest] = stripAnsi(carry.current, c.data);
         carry.current = rest;
@@ -126,7 +121,57 @@ export function LogViewer({ job }: { job: Job }) {
     };
     tick();
     return () => { live = false; window.clearTimeout(timer); };
-  }, [job.id, replica, follow, token]);
+  }, [id, replica, follow, token]);
+
+  const loadEarlier = async () => {
+    const from = Math.max(pos.current.first, pos.current.start - TAIL_BYTES);
+    try {
+      const c = await readLog(token, id, replica, from, pos.current.start - from);
+      buffer.current = collapseReturns(stripAnsi('', c.data)[0] + buffer.current);
+      setText(buffer.current);
+      pos.current = { ...pos.current, start: c.offset };
+      setView(pos.current);
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
+  return { text, view, error, setError, loadEarlier };
+}
+
+// Saves everything the server holds of the replica's output, from `first`, as written.
+async function downloadLog(token: string, id: number, replica: number, first: number): Promise<void> {
+  const parts: string[] = [];
+  let offset = first, bytes = 0;
+  for (;;) {
+    const c = await readLog(token, id, replica, offset, 1 << 20);
+    if (!c.data || c.next_offset <= offset) break;
+    parts.push(c.data);
+    bytes += c.next_offset - c.offset;
+    offset = c.next_offset;
+    if (bytes >= DOWNLOAD_MAX_BYTES) break;
+  }
+  const url = URL.createObjectURL(new Blob(parts, { type: 'text/plain' }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = `job-${id}-replica-${replica}.log`;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  window.setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+export function LogViewer({ job }: { job: Job }) {
+  const { token } = useContext(AppContext);
+  const [replica, setReplica] = useState(0);
+  const [follow, setFollow] = useState(true);
+  const { text, view, error, setError, loadEarlier } = useFollowedLog(token, job.id, replica, follow);
+  const [query, setQuery] = useState('');
+  const [current, setCurrent] = useState(0);
+  const [atEnd, setAtEnd] = useState(true);
+  const [downloading, setDownloading] = useState(false);
+  const pre = useRef<HTMLPreElement>(null);
+  const stick = useRef(true);
+  useEffect(() => { stick.current = true; setAtEnd(true); }, [job.id, replica]);
 
   // Scrolled to the end after new output unless the reader scrolled up.
   useLayoutEffect(() => {
@@ -153,42 +198,10 @@ export function LogViewer({ job }: { job: Job }) {
     stick.current = true;
     setAtEnd(true);
   };
-
-  const loadEarlier = async () => {
-    const from = Math.max(view.first, view.start - TAIL_BYTES);
-    try {
-      const c = await readLog(token, job.id, replica, from, view.start - from);
-      buffer.current = collapseReturns(stripAnsi('', c.data)[0] + buffer.current);
-      setText(buffer.current);
-      const next = { ...pos.current, start: c.offset };
-      pos.current = next;
-      setView(next);
-    } catch (e) {
-      setError((e as Error).message);
-    }
-  };
-
   const download = async () => {
     setDownloading(true);
     try {
-      const parts: string[] = [];
-      let offset = view.first, bytes = 0;
-      for (;;) {
-        const c = await readLog(token, job.id, replica, offset, 1 << 20);
-        if (!c.data || c.next_offset <= offset) break;
-        parts.push(c.data);
-        bytes += c.next_offset - c.offset;
-        offset = c.next_offset;
-        if (bytes >= DOWNLOAD_MAX_BYTES) break;
-      }
-      const url = URL.createObjectURL(new Blob(parts, { type: 'text/plain' }));
-      const a = document.createElement('a');
-      a.href = url;
-      a.download = `job-${job.id}-replica-${replica}.log`;
-      document.body.appendChild(a);
-      a.click();
-      a.remove();
-      window.setTimeout(() => URL.revokeObjectURL(url), 10000);
+      await downloadLog(token, job.id, replica, view.first);
     } catch (e) {
       setError(`download: ${(e as Error).message}`);
     } finally {
