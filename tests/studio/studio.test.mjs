@@ -296,9 +296,11 @@ async function workbench(page, tpage, base, admin, vision) {
   await sleep(500);
   check(await jobCount() === before, 'bad YAML in the editor submitted nothing');
 
-  // A good spec: two replicas, coloured output, more output a few seconds later.
+  // A good spec: two replicas, 70 KiB of filler (more than the first read's tail), coloured output, more output a
+  // few seconds later.
   const spec = ['name: wb-logs', 'replicas: 2', 'resources:', '  gpu: 1', '  gpumem-percentage: 25', '  gpucores: 10',
-    'command: |', "  printf '\\033[31mred-line\\033[0m\\n'", '  i=1; while [ $i -le 200 ]; do echo line-$i; i=$((i+1)); done',
+    'command: |', `  i=1; while [ $i -le 900 ]; do echo "filler-$i-${'0'.repeat(70)}"; i=$((i+1)); done`,
+    "  printf '\\033[31mred-line\\033[0m\\n'", '  i=1; while [ $i -le 200 ]; do echo line-$i; i=$((i+1)); done',
     '  echo rank-${RANK:-none}', '  sleep 6; echo follow-marker-late; sleep 300', ''].join('\n');
   await page.fill(editor, spec);
   await page.waitForSelector('[data-testid=spec-ok]');
@@ -323,11 +325,18 @@ async function workbench(page, tpage, base, admin, vision) {
   await page.fill('input[aria-label="Search the log"]', '');
   const [download] = await Promise.all([page.waitForEvent('download'), page.click('button:has-text("Download")')]);
   const saved = readFileSync(await download.path(), 'utf8');
-  check(download.suggestedFilename() === `job-${id}-replica-0.log` && saved.includes('line-200') && saved.includes('\x1b[31m'),
-    'Download saves the whole log as written');
+  check(download.suggestedFilename() === `job-${id}-replica-0.log` && saved.includes('filler-1-0') &&
+    saved.includes('line-200') && saved.includes('\x1b[31m'), 'Download saves the whole log as written');
   await page.selectOption('select[aria-label=Replica]', '1');
   await page.waitForFunction(() => document.querySelector('[data-testid=log]')?.textContent.includes('rank-1'), null, { timeout: 20000 });
   check(!(await page.textContent('[data-testid=log]')).includes('rank-0'), 'the replica picker shows replica 1\'s own output');
+  // Back to replica 0, whose output is all there now: the first read is its last 64 KiB, the rest on demand.
+  await page.selectOption('select[aria-label=Replica]', '0');
+  await page.waitForFunction(() => document.querySelector('[data-testid=log]')?.textContent.includes('rank-0'), null, { timeout: 20000 });
+  check(!(await page.textContent('[data-testid=log]')).includes('filler-1-0'), 'the first read is the tail, not the oldest lines');
+  await page.click('button:has-text("Load earlier")');
+  await page.waitForFunction(() => document.querySelector('[data-testid=log]')?.textContent.includes('filler-1-0'));
+  step('ok: Load earlier reads the output before the tail');
   await shot(page, '10-job-logs');
 
   // Suspend and resume from the page.
