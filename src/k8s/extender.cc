@@ -122,6 +122,10 @@ HttpReply Extender::Filter(std::string_view body) {
     terms = std::move(t).value();
   }
   if (Status s = sync_.Check(); !s.ok()) return FilterError(s.message());
+  if (std::string over = terms ? time_share_->LimitReason(args->pod, *terms, *demand) : ""; !over.empty()) {
+    for (const std::string& n : names) r.failed_nodes[n] = over;  // waits until its namespace's use drops
+    return Json(EncodeFilterResult(r));
+  }
   for (const NodeEntry& n : args->nodes) {
     if (!cluster_.HasNode(n.node.name)) cluster_.UpsertNode(n.node);  // the watch may lag the scheduler's cache
   }

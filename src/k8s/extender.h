@@ -14,7 +14,8 @@
 //               node where the rules find no way is dropped, and a pod holding xpool devices is never a victim unless
 //               the rules chose it. Without: keeps the nodes where evicting the proposed victims frees enough devices.
 // With time-sharing, filter also refuses a pod whose time-sharing annotations are malformed (naming the
-// annotation), and keeps a pod off a node whose devices are being freed for a pod ahead of it in line.
+// annotation), makes a pod wait while it would take its namespace past a configured limit, and keeps a pod off a
+// node whose devices are being freed for (or are wanted by resumed work) ahead of it in line.
 // Each verb takes the request body and returns the HTTP status and response body. Bad input gets a clear error,
 // never a crash. Thread-safe (kube-scheduler binds from several goroutines at once).
 #include <atomic>

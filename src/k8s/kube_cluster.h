@@ -148,6 +148,11 @@ class KubeCluster {
   // shown with their terms, only preemptible ones, lower priority or (guarantees) equal priority of a tenant above
   // its guarantee, past min-runtime, under the suspension cap. Does not change the state.
   Result<VictimPlan> ChooseVictims(const PodDemand& demand, const VictimSearch& search);
+  // Empty when the pod keeps its namespace within the limits `tenants` sets for it (counting the pods the watch
+  // has shown with their terms, the pod itself left out); else the first limit it breaks, e.g. "tenant ml at its
+  // gpu limit (2000/2000 milli)".
+  std::string LimitReason(const std::string& pod_uid, const PodTerms& terms, const PodDemand& demand,
+                          const TenantConfig& tenants) const;
   // Managed pods the watch shows unbound and not being deleted (candidates for the time-sharing loop).
   std::vector<PodInfo> PendingPods() const;
   // The Kubernetes names of the known nodes, sorted.

@@ -141,7 +141,12 @@ Result<VictimPlan> KubeCluster::ChooseVictims(const PodDemand& demand, const Vic
   preemptor.tenant = tenants[preemptor_tenant].id;
   preemptor.priority = search.preemptor.priority;
   if (!demand.containers.empty()) preemptor.request = demand.containers.front().request;
-  const bool within = ledger.WithinGuarantee(preemptor_tenant, PodAmounts(demand, largest_memory));
+  const ResourceAmounts wanted = PodAmounts(demand, largest_memory);
+  if (std::string over = ledger.LimitReason(preemptor_tenant, search.preemptor.priority, wanted); !over.empty()) {
+    plan.reason = over;  // a namespace at its limit waits; it does not suspend others' work to pass it
+    return plan;
+  }
+  const bool within = ledger.WithinGuarantee(preemptor_tenant, wanted);
   // 4. The server's ranking and search.
   std::vector<int> running(jobs.size());
   for (size_t i = 0; i < running.size(); ++i) running[i] = static_cast<int>(i);
@@ -167,6 +172,24 @@ Result<VictimPlan> KubeCluster::ChooseVictims(const PodDemand& demand, const Vic
         {*pods[v].first, b.pod_key, b.node, b.queue_key, VictimText(jobs[v], why, preemptor, search.preemptor_key)});
   }
   return plan;
+}
+
+std::string KubeCluster::LimitReason(const std::string& pod_uid, const PodTerms& terms, const PodDemand& demand,
+                                     const TenantConfig& tenants) const {
+  const Tenant* configured = tenants.Find(terms.tenant);
+  if (configured == nullptr) return "";
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t largest_memory = 0;
+  for (const auto& [name, index] : index_) {
+    for (const Device& d : state_.node(index).devices) largest_memory = std::max(largest_memory, d.memory_mib);
+  }
+  const std::vector<Tenant> one = {*configured};  // the ledger keeps pointers into it
+  TenantLedger ledger(one);
+  for (const auto& [uid, b] : bookings_) {
+    if (uid == pod_uid || !b.terms || b.terms->tenant != terms.tenant) continue;
+    ledger.Add(0, b.terms->priority, AmountsOf(b.allocations));
+  }
+  return ledger.LimitReason(0, terms.priority, PodAmounts(demand, largest_memory));
 }
 
 std::vector<PodInfo> KubeCluster::PendingPods() const {

@@ -7,6 +7,8 @@ namespace xpool::k8s {
 namespace {
 
 constexpr TimeMicros kHour = 3600 * kMicrosPerSecond;
+// Waiting pods of suspended work that the filter keeps a place for (each costs a fit check per filtered node).
+constexpr size_t kMaxResumedHeld = 8;
 
 std::pair<std::string, std::string> SplitKey(const std::string& key) {
   const size_t slash = key.find('/');
@@ -67,6 +69,15 @@ Status TimeShareLoop::RunOnce() {
   }
   RETURN_IF_ERROR(Deliver(now));
   const std::vector<Waiting> line = Line(now);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    resumed_.clear();
+    for (const Waiting& w : line) {
+      if (resumed_.size() < kMaxResumedHeld && SuspensionsLocked(QueueKey(w.pod, w.terms), now) > 0) {
+        resumed_.push_back(w);
+      }
+    }
+  }
   const std::vector<std::string> nodes = cluster_.NodeNames();
   int searches = 0;
   for (const Waiting& w : line) {
@@ -214,6 +225,15 @@ std::string TimeShareLoop::HoldReason(const PodInfo& pod, const PodTerms& terms,
     if (!Ahead(claim.priority, claim.queued, uid, terms.priority, queued, pod.uid)) continue;
     return "node " + node + ": its devices are being freed for pod " + claim.pod_key + " (priority " +
            std::to_string(claim.priority) + "), which is ahead in line";
+  }
+  for (const Waiting& w : resumed_) {
+    if (w.pod.uid == pod.uid || !Ahead(w.terms.priority, w.queued, w.pod.uid, terms.priority, queued, pod.uid)) {
+      continue;
+    }
+    if (cluster_.Holds(w.pod.uid)) continue;  // bound since the last pass
+    if (cluster_.Evaluate(w.pod.uid, w.demand, {node}).front().kind != NodeFit::Kind::kFits) continue;
+    return "node " + node + ": pod " + w.pod.Key() + " (priority " + std::to_string(w.terms.priority) +
+           "), resumed work ahead in line, fits here first";
   }
   return "";
 }

@@ -67,8 +67,16 @@ class TimeShareLoop {
   Status RunOnce();
 
   // Non-empty when `node` is claimed by a preemptor other than `pod` that is ahead of it in line, e.g.
-  // "node gpu-1: its devices are being freed for pod ml/big (priority 90), which is ahead in line".
+  // "node gpu-1: its devices are being freed for pod ml/big (priority 90), which is ahead in line", or when a
+  // waiting pod of suspended work (its owner was suspended in the last hour) is ahead of `pod` and fits the node
+  // now: resumed work keeps its place ("node gpu-1: pod ml/train-7 (priority 10), resumed work ahead in line,
+  // fits here first").
   std::string HoldReason(const PodInfo& pod, const PodTerms& terms, const std::string& node);
+  // Empty when the pod keeps its namespace within its configured limits; else the limit it breaks (the filter
+  // makes it wait with that reason, and it suspends nobody).
+  std::string LimitReason(const PodInfo& pod, const PodTerms& terms, const PodDemand& demand) const {
+    return cluster_.LimitReason(pod.uid, terms, demand, options_.tenants);
+  }
   // The victim search of the preempt verb: the same rules, tenants and records, on `node` only.
   Result<VictimPlan> ChooseOnNode(const PodInfo& pod, const PodTerms& terms, const PodDemand& demand,
                                   const std::string& node);
@@ -118,10 +126,11 @@ class TimeShareLoop {
   const TimeShareOptions options_;
   const Clock& clock_;
 
-  std::mutex pass_mu_;                                          // one pass at a time
-  mutable std::mutex mu_;                                       // the records; never held across an API call
-  std::map<std::string, InFlight> in_flight_;                   // victim uid → delivery; guarded by mu_
-  std::map<std::string, Claim> claims_;                         // preemptor uid → its node; guarded by mu_
+  std::mutex pass_mu_;                         // one pass at a time
+  mutable std::mutex mu_;                      // the records; never held across an API call
+  std::map<std::string, InFlight> in_flight_;  // victim uid → delivery; guarded by mu_
+  std::map<std::string, Claim> claims_;        // preemptor uid → its node; guarded by mu_
+  std::vector<Waiting> resumed_;               // waiting pods of suspended owners, in line (last pass); guarded by mu_
   std::map<std::string, std::vector<TimeMicros>> suspensions_;  // queue key → times; guarded by mu_
   std::map<std::string, TimeMicros> queued_;                    // queue key → first seen waiting; guarded by mu_
   std::map<std::string, TimeMicros> last_seen_;                 // queue key → last seen waiting; guarded by mu_

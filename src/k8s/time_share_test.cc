@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "k8s/canonical_objects.h"
 #include "k8s/extender.h"
@@ -81,6 +82,27 @@ TEST(PodTermsTest, MalformedAnnotationsNameTheField) {
     ASSERT_FALSE(t.ok());
     EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(t.status().message().rfind(row.want, 0), 0u) << t.status().message();
+  }
+}
+
+// Seeded: random annotation values never crash; each is read or refused naming the annotation.
+TEST(PodTermsTest, RandomAnnotationValuesAreReadOrNamed) {
+  std::mt19937 rng(7);
+  const std::string alphabet = "0123456789-+ .truefalsTRUElowhigmn\"\\\n\x01\xff";
+  for (int i = 0; i < 2000; ++i) {
+    std::string value;
+    const int length = static_cast<int>(rng() % 8);
+    for (int c = 0; c < length; ++c) value += alphabet[rng() % alphabet.size()];
+    const std::string key = i % 2 == 0 ? "xpool.io/priority" : "xpool.io/preemptible";
+    SCOPED_TRACE(key + "=" + value);
+    Result<PodTerms> t = PodTermsOf(Pod("p", {{key, value}}, static_cast<int32_t>(rng())));
+    if (t.ok()) {
+      EXPECT_GE(t->priority, kMinPriority);
+      EXPECT_LE(t->priority, kMaxPriority);
+      continue;
+    }
+    EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(t.status().message().rfind("annotation " + key + ": ", 0), 0u) << t.status().message();
   }
 }
 
@@ -367,6 +389,55 @@ TEST_F(TimeShareTest, LoopSignalsThenEvictsAfterTheGraceAndTheHighPodBinds) {
   ASSERT_EQ(plan->victims.size(), 1u);
   EXPECT_EQ(plan->victims[0].uid, "uid-low-0");
   EXPECT_EQ(loop_->SuspensionsLastHour("Job/ml/job-3"), 1);
+}
+
+TEST_F(TimeShareTest, ResumedWorkKeepsItsPlaceInLine) {
+  FillWithLowPods();
+  clock_.Advance(5 * kMinute);
+  EXPECT_NE(Schedule(PodJson("high", 1, json::object(), 90)), "");
+  ASSERT_TRUE(loop_->RunOnce().ok());
+  ASSERT_NE(SuspendBy("low-3"), "");  // the youngest
+  Watch("low-3", "Failed");
+  Delete("low-3");
+  ASSERT_EQ(Schedule(PodJson("high", 1, json::object(), 90)), "");
+  // The Job's replacement and a newer pod of the same priority wait; the replacement's owner came first.
+  for (const json& pod : {PodJson("low-3b", 1, {{"xpool.io/preemptible", "true"}}, 10, "job-3"),
+                          PodJson("newcomer", 1, json::object(), 10)}) {
+    api_.PutPod(PodFrom(pod));
+    cluster_->ObservePod(PodFrom(pod));
+  }
+  ASSERT_TRUE(loop_->RunOnce().ok());
+  Watch("high", "Succeeded");
+  EXPECT_EQ(Schedule(PodJson("newcomer", 1, json::object(), 10)),
+            "node n1: pod ml/low-3b (priority 10), resumed work ahead in line, fits here first");
+  EXPECT_EQ(Schedule(PodJson("low-3b", 1, {{"xpool.io/preemptible", "true"}}, 10, "job-3")), "");
+  const std::string full = Schedule(PodJson("newcomer", 1, json::object(), 10));
+  EXPECT_EQ(full.find("resumed work"), std::string::npos) << full;
+  EXPECT_TRUE(cluster_->CheckInvariants().ok());
+}
+
+TEST_F(TimeShareTest, NamespaceLimitsMakePodsWaitAndSuspendNobody) {
+  Result<TenantConfig> tenants =
+      TenantConfig::Parse(R"({"tenants": [{"namespace": "ml", "quota": {"device_memory": "32Gi"}}]})");
+  ASSERT_TRUE(tenants.ok()) << tenants.status().ToString();
+  TimeShareOptions options;
+  options.rules.min_runtime = 0;
+  options.tenants = *tenants;
+  loop_ = std::make_unique<TimeShareLoop>(api_, *cluster_, sync_, options, clock_);
+  extender_->SetTimeShare(loop_.get());
+  ASSERT_EQ(Schedule(PodJson("a", 1, {{"xpool.io/preemptible", "true"}}, 10)), "");
+  ASSERT_EQ(Schedule(PodJson("b", 1, {{"xpool.io/preemptible", "true"}}, 10)), "");
+  const std::string third = Schedule(PodJson("c", 1, json::object(), 10));
+  EXPECT_EQ(third.rfind("tenant ml at its", 0), 0u) << third;
+  // A high pod of the same namespace does not suspend work to get past its own limit.
+  const PodInfo high = PodFrom(PodJson("high", 4, json::object(), 90));
+  Result<VictimPlan> plan = loop_->ChooseOnNode(high, *PodTermsOf(high), *PodToDemand(high), "n1");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->found);
+  EXPECT_EQ(plan->reason.rfind("tenant ml at its", 0), 0u) << plan->reason;
+  // One ends: the third fits the limit again.
+  Watch("a", "Succeeded");
+  EXPECT_EQ(Schedule(PodJson("c", 1, json::object(), 10)), "");
 }
 
 TEST_F(TimeShareTest, UnsyncedOrFailingApiDoesNothingUnsafe) {
