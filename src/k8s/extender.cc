@@ -305,6 +305,8 @@ std::string Extender::Metrics() const {
          t.skipped_unsynced);
     line("xpool_timeshare_suspended_total", "pods given the suspend annotation", t.suspended);
     line("xpool_timeshare_evicted_total", "pods evicted after their suspend deadline", t.evicted);
+    line("xpool_timeshare_eviction_refused_total", "evictions a disruption budget refused (retried)",
+         t.eviction_refused);
     line("xpool_timeshare_api_errors_total", "API calls of the loop that failed", t.api_errors);
     line("xpool_timeshare_suspending_pods", "pods told to suspend that still hold devices", t.in_flight, "gauge");
   }

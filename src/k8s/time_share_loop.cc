@@ -135,6 +135,10 @@ Status TimeShareLoop::Deliver(TimeMicros now) {
       if (auto it = in_flight_.find(uid); it != in_flight_.end()) it->second.evicted = true;
       continue;
     }
+    if (s.code() == StatusCode::kResourceExhausted) {  // 429: a PodDisruptionBudget refuses for now; next pass
+      ++stats_.eviction_refused;
+      continue;
+    }
     ++stats_.api_errors;
     return s.WithContext("time-sharing: evicting pod " + v.ns + "/" + v.name);
   }

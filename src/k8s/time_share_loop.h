@@ -6,7 +6,8 @@
 //
 // Each pass (RunOnce), only while the cluster view is synced with the API server (else it does nothing):
 //   1. victims being suspended: one whose deadline has passed and still holds its devices is evicted (Eviction API,
-//      with the pod's terminationGracePeriodSeconds); one that left (exited, deleted) is done;
+//      with the pod's terminationGracePeriodSeconds; a disruption budget's refusal is retried on the next pass);
+//      one that left (exited, deleted) is done;
 //   2. the waiting managed pods of this scheduler, in line: priority (high first), then when their owner was
 //      first seen waiting (a Job's recreated pod keeps its owner's place), then uid;
 //   3. for each of the first few that fit no node now but would on an emptier one, and have no claim yet:
@@ -49,6 +50,7 @@ struct TimeShareStats {
   int64_t skipped_unsynced = 0;  // passes that did nothing: the view was not synced
   int64_t suspended = 0;         // victims annotated
   int64_t evicted = 0;
+  int64_t eviction_refused = 0;  // by a PodDisruptionBudget (429): retried on the next pass
   int64_t api_errors = 0;
   int in_flight = 0;  // victims annotated, not yet gone
   int claims = 0;
