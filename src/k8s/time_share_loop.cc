@@ -1,6 +1,8 @@
 #include "k8s/time_share_loop.h"
 
 #include <algorithm>
+#include <chrono>
+#include <iterator>
 #include <tuple>
 
 namespace xpool::k8s {
