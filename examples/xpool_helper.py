@@ -10,6 +10,11 @@ The contract (docs/time-sharing.md, "The suspend contract"):
   * the job goes back to the queue keeping its place and later restarts in the same workdir with
     XPOOL_RESTART_COUNT one higher, so it loads its checkpoint.
 
+On Kubernetes (docs/kubernetes.md, "Time-sharing on Kubernetes") the extender writes the pod annotation
+xpool.io/suspend-by; mount it with a downward API volume and name the file in XPOOL_SUSPEND_ANNOTATION_FILE (kubelet
+keeps it empty until the annotation is set). Set XPOOL_SUSPEND_SIGNAL=SIGTERM so the eviction that follows the
+deadline checkpoints too, and XPOOL_SUSPEND_EXIT_CODE (e.g. 75) to the code the Job's podFailurePolicy ignores.
+
     import xpool_helper
     def step(n, state):              # one unit of work; returns the new state (JSON-serialisable)
         state["loss"] *= 0.99
@@ -52,11 +57,34 @@ def install_suspend_handler(signum=None):
 
 
 def suspend_requested():
-    """True once xpool asked this task to suspend: the signal arrived or XPOOL_SUSPEND_FILE exists."""
+    """True once xpool asked this task to suspend: the signal arrived, XPOOL_SUSPEND_FILE exists, or the file
+    XPOOL_SUSPEND_ANNOTATION_FILE (Kubernetes: the xpool.io/suspend-by annotation) is not empty."""
     if _suspend_signalled:
         return True
     flag = os.environ.get("XPOOL_SUSPEND_FILE")
-    return bool(flag) and os.path.exists(flag)
+    if flag and os.path.exists(flag):
+        return True
+    annotation = os.environ.get("XPOOL_SUSPEND_ANNOTATION_FILE")
+    if not annotation:
+        return False
+    try:
+        with open(annotation) as f:
+            return f.read().strip() != ""
+    except OSError:
+        return False
+
+
+def suspend_exit_code():
+    """The exit code after a suspend's checkpoint: XPOOL_SUSPEND_EXIT_CODE (0..255), else 0."""
+    try:
+        code = int(os.environ.get("XPOOL_SUSPEND_EXIT_CODE", "0") or 0)
+    except ValueError:
+        print("xpool_helper: XPOOL_SUSPEND_EXIT_CODE is not a number, using 0", flush=True)
+        return 0
+    if not 0 <= code <= 255:
+        print("xpool_helper: XPOOL_SUSPEND_EXIT_CODE must be 0..255, using 0", flush=True)
+        return 0
+    return code
 
 
 def restart_count():
@@ -102,7 +130,8 @@ def run_training(step_fn, total_steps, initial_state=None, checkpoint_path=None,
     """Runs step_fn(step_number, state) -> state for steps 1..total_steps, resuming from the checkpoint.
 
     Checkpoints every `checkpoint_every` steps and at the end. When a suspend is requested it checkpoints after
-    the current step and exits 0 (or returns ("suspended", step, state) when exit_on_suspend is False).
+    the current step and exits with suspend_exit_code() (or returns ("suspended", step, state) when
+    exit_on_suspend is False).
     Returns ("done", total_steps, state) when every step ran.
     """
     if total_steps < 0 or checkpoint_every < 1:
@@ -119,9 +148,10 @@ def run_training(step_fn, total_steps, initial_state=None, checkpoint_path=None,
     while step < total_steps:
         if suspend_requested():
             save_checkpoint(path, step, state)
-            print(f"suspend requested: checkpoint at step {step} saved, exiting 0", flush=True)
+            code = suspend_exit_code()
+            print(f"suspend requested: checkpoint at step {step} saved, exiting {code}", flush=True)
             if exit_on_suspend:
-                sys.exit(0)
+                sys.exit(code)
             return "suspended", step, state
         step += 1
         state = step_fn(step, state)

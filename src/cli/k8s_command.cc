@@ -99,12 +99,40 @@ int RunScheduler(const Args& args) {
   flags.Int("seed", &seed, "seed of the policies' random source");
   flags.String("tls-cert", &tls_cert, "serve HTTPS with this certificate (PEM)");
   flags.String("tls-key", &tls_key, "the certificate's private key (PEM)");
+  bool no_time_sharing = false;
+  std::string tenants_file, scheduler_name = "xpool-scheduler";
+  int64_t min_runtime = 600, max_suspensions = 3, interval_ms = 2000;
+  flags.Bool("no-time-sharing", &no_time_sharing,
+             "never suspend pods (time-sharing: docs/kubernetes.md; only pods annotated "
+             "xpool.io/preemptible: \"true\" are ever suspended)");
+  flags.String("tenants", &tenants_file, "JSON file of per-namespace guarantees and limits (docs/kubernetes.md)");
+  flags.Int("min-runtime", &min_runtime, "seconds a pod runs before it may be suspended");
+  flags.Int("max-suspensions-per-hour", &max_suspensions, "suspensions of one owner (Job, ...) per hour, at most");
+  flags.Int("time-share-interval-ms", &interval_ms, "milliseconds between passes of the time-sharing loop");
+  flags.String("scheduler-name", &scheduler_name, "schedulerName of the pods the time-sharing loop serves");
   int exit_code = 0;
   if (!ParseFlagsOrExit(flags, args, &exit_code)) return exit_code;
 
   Result<k8s::KubeApiConfig> api_config = api_flags.Config();
   if (!api_config.ok()) return Fail(api_config.status());
   const k8s::KubeApiConfig& api = *api_config;
+  if (min_runtime < 0 || max_suspensions < 0 || interval_ms < 10) {
+    return Fail(InvalidArgumentError(
+        "--min-runtime and --max-suspensions-per-hour must not be negative; --time-share-interval-ms is at least 10"));
+  }
+  k8s::TimeShareOptions time_share;
+  time_share.rules.min_runtime = min_runtime * kMicrosPerSecond;
+  time_share.rules.max_suspensions_per_hour = static_cast<int>(std::min<int64_t>(max_suspensions, 1'000'000));
+  time_share.interval_ms = interval_ms;
+  time_share.scheduler_name = scheduler_name;
+  if (!tenants_file.empty()) {
+    std::ifstream in(tenants_file);
+    if (!in) return Fail(InvalidArgumentError("--tenants: cannot read " + tenants_file));
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    Result<k8s::TenantConfig> tenants = k8s::TenantConfig::Parse(text);
+    if (!tenants.ok()) return Fail(tenants.status().WithContext("--tenants " + tenants_file));
+    time_share.tenants = std::move(tenants).value();
+  }
 
   k8s::SchedulerServiceOptions options;
   options.listen = listen;
@@ -114,6 +142,11 @@ int RunScheduler(const Args& args) {
   options.tls_key = tls_key;
   options.cluster.default_policy = policy;
   options.cluster.seed = static_cast<uint64_t>(seed);
+  if (no_time_sharing) {
+    options.time_share.reset();
+  } else {
+    options.time_share = std::move(time_share);
+  }
   const sigset_t set = BlockStopSignals();
   Result<std::unique_ptr<k8s::SchedulerService>> service =
       k8s::SchedulerService::Start(options, k8s::MakeHttpKubeApi(api));

@@ -7,6 +7,7 @@
 #include "k8s/extender_types.h"
 #include "k8s/internal/prometheus.h"
 #include "k8s/pod_demand.h"
+#include "k8s/time_share_loop.h"
 
 namespace xpool::k8s {
 namespace {
@@ -111,7 +112,20 @@ HttpReply Extender::Filter(std::string_view body) {
     for (const std::string& n : names) r.failed_and_unresolvable_nodes[n] = demand.status().message();
     return Json(EncodeFilterResult(r));
   }
+  std::optional<PodTerms> terms;
+  if (time_share_ != nullptr) {
+    Result<PodTerms> t = PodTermsOf(args->pod);
+    if (!t.ok()) {
+      for (const std::string& n : names) r.failed_and_unresolvable_nodes[n] = t.status().message();
+      return Json(EncodeFilterResult(r));
+    }
+    terms = std::move(t).value();
+  }
   if (Status s = sync_.Check(); !s.ok()) return FilterError(s.message());
+  if (std::string over = terms ? time_share_->LimitReason(args->pod, *terms, *demand) : ""; !over.empty()) {
+    for (const std::string& n : names) r.failed_nodes[n] = over;  // waits until its namespace's use drops
+    return Json(EncodeFilterResult(r));
+  }
   for (const NodeEntry& n : args->nodes) {
     if (!cluster_.HasNode(n.node.name)) cluster_.UpsertNode(n.node);  // the watch may lag the scheduler's cache
   }
@@ -119,6 +133,10 @@ HttpReply Extender::Filter(std::string_view body) {
   for (size_t i = 0; i < names.size(); ++i) {
     switch (fits[i].kind) {
       case NodeFit::Kind::kFits:
+        if (std::string held = terms ? time_share_->HoldReason(args->pod, *terms, names[i]) : ""; !held.empty()) {
+          r.failed_nodes[names[i]] = held;
+          break;
+        }
         pass(i);
         break;
       case NodeFit::Kind::kWait:
@@ -238,9 +256,25 @@ HttpReply Extender::Preempt(std::string_view body) {
   Result<PodDemand> demand = PodToDemand(args->pod);
   if (!demand.ok()) return Json(EncodePreemptionResult(out));  // no eviction can help a malformed pod
   if (Status s = sync_.Check(); !s.ok()) return PlainError(503, s.message());
+  if (time_share_ == nullptr) {
+    for (const auto& [node, victims] : args->victims) {
+      NodeFit fit = cluster_.EvaluateWithout(*demand, node, victims.pod_uids);
+      if (fit.kind == NodeFit::Kind::kFits) out.emplace(node, victims);
+    }
+    return Json(EncodePreemptionResult(out));
+  }
+  Result<PodTerms> terms = PodTermsOf(args->pod);
+  if (!terms.ok()) return Json(EncodePreemptionResult(out));  // no eviction for a pod the filter refuses
   for (const auto& [node, victims] : args->victims) {
-    NodeFit fit = cluster_.EvaluateWithout(*demand, node, victims.pod_uids);
-    if (fit.kind == NodeFit::Kind::kFits) out.emplace(node, victims);
+    Result<VictimPlan> plan = time_share_->ChooseOnNode(args->pod, *terms, *demand, node);
+    if (!plan.ok() || (!plan->fits_now && !plan->found)) continue;
+    MetaVictims kept;
+    kept.num_pdb_violations = victims.num_pdb_violations;
+    for (const std::string& uid : victims.pod_uids) {
+      if (!cluster_.Holds(uid)) kept.pod_uids.push_back(uid);  // kube-scheduler's own reasons: not ours to judge
+    }
+    for (const PodVictim& v : plan->victims) kept.pod_uids.push_back(v.uid);
+    out.emplace(node, std::move(kept));
   }
   return Json(EncodePreemptionResult(out));
 }
@@ -264,6 +298,18 @@ std::string Extender::Metrics() const {
   line("xpool_extender_nodes", "nodes known", s.nodes, "gauge");
   line("xpool_extender_pods_holding_devices", "pods holding devices", s.bookings, "gauge");
   line("xpool_extender_synced", "1 when the view follows the API server", sync_.Check().ok() ? 1 : 0, "gauge");
+  if (time_share_ != nullptr) {
+    const TimeShareStats t = time_share_->Stats();
+    line("xpool_timeshare_passes_total", "time-sharing passes", t.passes);
+    line("xpool_timeshare_skipped_unsynced_total", "passes that did nothing: the view was not synced",
+         t.skipped_unsynced);
+    line("xpool_timeshare_suspended_total", "pods given the suspend annotation", t.suspended);
+    line("xpool_timeshare_evicted_total", "pods evicted after their suspend deadline", t.evicted);
+    line("xpool_timeshare_eviction_refused_total", "evictions a disruption budget refused (retried)",
+         t.eviction_refused);
+    line("xpool_timeshare_api_errors_total", "API calls of the loop that failed", t.api_errors);
+    line("xpool_timeshare_suspending_pods", "pods told to suspend that still hold devices", t.in_flight, "gauge");
+  }
   DeviceMetrics(cluster_, &out);
   return out;
 }

@@ -9,7 +9,13 @@
 //   bind        reserves the devices on the chosen node (KubeCluster::Reserve: the race is decided there),
 //               records them on the pod (xpool.io/allocation), then creates the Binding; a failed API call frees
 //               the reservation. Unmanaged pods are just bound.
-//   preempt     keeps the nodes where evicting the proposed victims frees enough devices.
+//   preempt     with time-sharing (SetTimeShare): per node, the victims xpool's rules choose
+//               (TimeShareLoop::ChooseOnNode) plus kube-scheduler's proposed victims that hold no xpool devices; a
+//               node where the rules find no way is dropped, and a pod holding xpool devices is never a victim unless
+//               the rules chose it. Without: keeps the nodes where evicting the proposed victims frees enough devices.
+// With time-sharing, filter also refuses a pod whose time-sharing annotations are malformed (naming the
+// annotation), makes a pod wait while it would take its namespace past a configured limit, and keeps a pod off a
+// node whose devices are being freed for (or are wanted by resumed work) ahead of it in line.
 // Each verb takes the request body and returns the HTTP status and response body. Bad input gets a clear error,
 // never a crash. Thread-safe (kube-scheduler binds from several goroutines at once).
 #include <atomic>
@@ -24,6 +30,8 @@
 #include "k8s/kube_cluster.h"
 
 namespace xpool::k8s {
+
+class TimeShareLoop;
 
 // Whether the cluster view follows the API server (set by the informers). Thread-safe.
 class SyncState {
@@ -66,6 +74,9 @@ class Extender {
   HttpReply Bind(std::string_view body);
   HttpReply Preempt(std::string_view body);
 
+  // Turns time-sharing on (see above); `loop` outlives the extender. Call before serving.
+  void SetTimeShare(TimeShareLoop* loop) { time_share_ = loop; }
+
   const ExtenderCounters& counters() const { return counters_; }
   // Prometheus text for /metrics.
   std::string Metrics() const;
@@ -78,6 +89,7 @@ class Extender {
   KubeApi& api_;
   const SyncState& sync_;
   const Clock& clock_;
+  TimeShareLoop* time_share_ = nullptr;
   ExtenderCounters counters_;
   std::mutex pods_mu_;
   std::unordered_map<std::string, PodInfo> pods_;  // uid → pod seen by filter, for bind; guarded by pods_mu_

@@ -22,6 +22,10 @@ class FakeKubeApi final : public KubeApi {
   struct Binding {
     std::string key, uid, node;
   };
+  struct Eviction {
+    std::string key;
+    int64_t grace_seconds = 0;
+  };
 
   void PutPod(PodInfo pod) {
     (void)CanonicalizeQuantities(&pod);  // a malformed quantity stays (see above)
@@ -38,10 +42,16 @@ class FakeKubeApi final : public KubeApi {
     std::lock_guard<std::mutex> lock(mu_);
     return bindings_;
   }
+  std::vector<Eviction> evictions() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return evictions_;
+  }
   // Runs before CreateBinding does its work (may block or return an error to fail the call).
   std::function<Status(const std::string& node)> before_binding;
   std::function<Status()> before_patch;
   std::function<Status()> before_list;  // runs before ListPodsOnNode
+  std::function<Status()> before_get;   // runs before GetPod
+  std::function<Status()> before_evict;
 
   Result<ListResult> List(ResourceKind) override { return UnavailableError("FakeKubeApi has no list"); }
   Status Watch(ResourceKind, const std::string&, const std::function<void(const WatchEvent&)>&,
@@ -49,6 +59,7 @@ class FakeKubeApi final : public KubeApi {
     return UnavailableError("FakeKubeApi has no watch");
   }
   Result<PodInfo> GetPod(const std::string& ns, const std::string& name) override {
+    if (before_get) RETURN_IF_ERROR(before_get());
     std::optional<PodInfo> p = Pod(ns + "/" + name);
     if (!p) return NotFoundError("pod " + ns + "/" + name + " not found");
     return *p;
@@ -95,6 +106,16 @@ class FakeKubeApi final : public KubeApi {
     auto it = node_annotations_.find(node);
     return it == node_annotations_.end() ? std::map<std::string, std::string>{} : it->second;
   }
+  // Marks the pod as being deleted (as the API server does for an eviction; the tests play kubelet).
+  Status EvictPod(const std::string& ns, const std::string& name, int64_t grace_seconds) override {
+    if (before_evict) RETURN_IF_ERROR(before_evict());
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pods_.find(ns + "/" + name);
+    if (it == pods_.end()) return NotFoundError("pod " + ns + "/" + name + " not found");
+    it->second.deleting = true;
+    evictions_.push_back({ns + "/" + name, grace_seconds});
+    return Status::Ok();
+  }
   Status CreateBinding(const std::string& ns, const std::string& name, const std::string& uid,
                        const std::string& node) override {
     if (before_binding) RETURN_IF_ERROR(before_binding(node));
@@ -111,6 +132,7 @@ class FakeKubeApi final : public KubeApi {
   mutable std::mutex mu_;
   std::map<std::string, PodInfo> pods_;
   std::vector<Binding> bindings_;
+  std::vector<Eviction> evictions_;
   std::map<std::string, std::map<std::string, std::string>> node_annotations_;
 };
 

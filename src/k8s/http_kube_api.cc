@@ -208,6 +208,16 @@ class HttpKubeApi final : public KubeApi {
     return CallStatus(r, "bind pod " + ns + "/" + name + " to " + node);
   }
 
+  Status EvictPod(const std::string& ns, const std::string& name, int64_t grace_seconds) override {
+    const Json eviction = {{"apiVersion", "policy/v1"},
+                           {"kind", "Eviction"},
+                           {"metadata", {{"name", name}, {"namespace", ns}}},
+                           {"deleteOptions", {{"gracePeriodSeconds", grace_seconds}}}};
+    auto client = NewClient(config_.timeout_seconds);
+    httplib::Result r = client->Post(PodPath(ns, name) + "/eviction", eviction.dump(), "application/json");
+    return CallStatus(r, "evict pod " + ns + "/" + name);
+  }
+
   void CancelWatches() override {
     std::lock_guard<std::mutex> lock(mu_);
     for (httplib::Client* c : watches_) c->stop();

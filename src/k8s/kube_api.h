@@ -7,6 +7,7 @@
 //   GET   /api/v1/namespaces/NS/pods/NAME                     one pod
 //   PATCH /api/v1/namespaces/NS/pods/NAME                     annotations (application/merge-patch+json)
 //   POST  /api/v1/namespaces/NS/pods/NAME/binding             a v1.Binding
+//   POST  /api/v1/namespaces/NS/pods/NAME/eviction            a policy/v1 Eviction (time-sharing)
 //   GET   /api/v1/pods?fieldSelector=spec.nodeName=N          the pods bound to one node (device plugin)
 //   PATCH /api/v1/nodes/NAME                                  annotations (device plugin)
 // Implementations are thread-safe: concurrent binds call them from several threads.
@@ -57,6 +58,11 @@ class KubeApi {
       if (pod.ok() && pod->node_name == node) out.push_back(std::move(*pod));
     }
     return out;
+  }
+  // Evicts the pod through the Eviction API (its PodDisruptionBudgets apply) with `grace_seconds` as the
+  // deletion's grace period. NotFound when the pod is gone; a budget's refusal (429) is ResourceExhausted.
+  virtual Status EvictPod(const std::string& /*ns*/, const std::string& /*name*/, int64_t /*grace_seconds*/) {
+    return FailedPreconditionError("this KubeApi cannot evict pods");
   }
   // Sets (value) or removes (nullopt) annotations of a Node.
   virtual Status PatchNodeAnnotations(const std::string& /*node*/,

@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "common/units.h"
 #include "scheduler/fit.h"
 #include "scheduler/schedule.h"
 
@@ -182,8 +183,27 @@ void KubeCluster::ReleaseLocked(const std::string& uid) {
   bookings_.erase(it);
 }
 
+void KubeCluster::NoteTermsLocked(Booking* booking, const PodInfo& pod) {
+  Result<PodTerms> terms = PodTermsOf(pod);
+  booking->terms = terms.ok() ? std::optional<PodTerms>(*terms) : std::nullopt;
+  booking->queue_key = terms.ok() ? QueueKey(pod, *terms) : "";
+  auto bound_at = pod.annotations.find(std::string(kBindTimeAnnotation));
+  Result<int64_t> at = bound_at == pod.annotations.end() ? Result<int64_t>(InvalidArgumentError("none"))
+                                                         : ParseNonNegativeInt(bound_at->second);
+  booking->started = at.ok() ? *at : (booking->started != 0 ? booking->started : booking->reserved_at);
+}
+
+void KubeCluster::NotePendingLocked(const PodInfo& pod) {
+  if (pod.node_name.empty() && !pod.deleting && !pod.Terminated() && RequestsManagedResources(pod)) {
+    pending_[pod.uid] = pod;
+  } else {
+    pending_.erase(pod.uid);
+  }
+}
+
 void KubeCluster::ObservePodLocked(const PodInfo& pod) {
   if (pod.uid.empty()) return;
+  NotePendingLocked(pod);
   if (pod.Terminated()) {
     ReleaseLocked(pod.uid);
     return;
@@ -192,6 +212,7 @@ void KubeCluster::ObservePodLocked(const PodInfo& pod) {
   if (booked != bookings_.end()) {
     booked->second.confirmed = true;
     booked->second.pod_key = pod.Key();
+    NoteTermsLocked(&booked->second, pod);
     return;
   }
   auto annotation = pod.annotations.find(std::string(kAllocationAnnotation));
@@ -211,6 +232,7 @@ void KubeCluster::ObservePodLocked(const PodInfo& pod) {
   booking.reserved_at = clock_->NowMicros();
   BookContainersLocked(&booking, assignment->containers);
   booking.assignment = std::move(assignment).value();
+  NoteTermsLocked(&booking, pod);
   bookings_.emplace(pod.uid, std::move(booking));
 }
 
@@ -257,12 +279,14 @@ void KubeCluster::ObservePod(const PodInfo& pod) {
 
 void KubeCluster::ForgetPod(const std::string& uid) {
   std::lock_guard<std::mutex> lock(mu_);
+  pending_.erase(uid);
   ReleaseLocked(uid);
 }
 
 void KubeCluster::ReplacePods(const std::vector<PodInfo>& pods) {
   std::lock_guard<std::mutex> lock(mu_);
   std::unordered_set<std::string> listed;
+  pending_.clear();
   for (const PodInfo& p : pods) {
     listed.insert(p.uid);
     ObservePodLocked(p);

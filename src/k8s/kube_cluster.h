@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -23,8 +24,10 @@
 #include "k8s/annotations.h"
 #include "k8s/kube_objects.h"
 #include "k8s/pod_demand.h"
+#include "k8s/time_share.h"
 #include "model/cluster_state.h"
 #include "scheduler/policy.h"
+#include "scheduler/preemption/victim_selection.h"
 
 namespace xpool::k8s {
 
@@ -72,6 +75,35 @@ struct KubeClusterStats {
   int64_t observed_conflicts = 0;  // pods whose recorded allocation no longer fit (not applied)
 };
 
+// A running pod to suspend so that another fits (KubeCluster::ChooseVictims).
+struct PodVictim {
+  std::string uid;
+  std::string pod_key;  // namespace/name
+  std::string node;
+  std::string queue_key;  // QueueKey: whose suspension count it adds to
+  std::string reason;     // "suspended for pod ml/big (tenant ml, priority 90): lower priority (10 < 90)"
+};
+
+// One victim search: the preemptor's terms and the rules (scheduler/preemption/victim_selection.h).
+struct VictimSearch {
+  PodTerms preemptor;
+  std::string preemptor_key;              // namespace/name, for the reasons
+  std::vector<std::string> nodes;         // where the pod may go
+  const TenantConfig* tenants = nullptr;  // nullptr: no namespace has a guarantee or a limit
+  PreemptionRules rules;
+  TimeMicros now = 0;
+  std::map<std::string, int> suspensions_last_hour;  // by QueueKey
+  std::unordered_set<std::string> excluded;          // pod uids that are never victims here (already leaving)
+};
+
+struct VictimPlan {
+  bool fits_now = false;  // fits on `node` without a victim
+  bool found = false;     // fits on `node` once `victims` have left
+  std::string node;
+  std::vector<PodVictim> victims;
+  std::string reason;  // neither: why
+};
+
 class KubeCluster {
  public:
   struct Options {
@@ -111,6 +143,23 @@ class KubeCluster {
   // Frees a reservation (bind failed). NotFound when the pod holds nothing.
   Status Unreserve(const std::string& pod_uid);
 
+  // Time-sharing (kube_cluster_victims.cc). The running pods to suspend so that `demand` fits on one of
+  // `search.nodes`, chosen with the server's rules and search (RankVictims, ChooseVictims): only pods the watch has
+  // shown with their terms, only preemptible ones, lower priority or (guarantees) equal priority of a tenant above
+  // its guarantee, past min-runtime, under the suspension cap. Does not change the state.
+  Result<VictimPlan> ChooseVictims(const PodDemand& demand, const VictimSearch& search);
+  // Empty when the pod keeps its namespace within the limits `tenants` sets for it (counting the pods the watch
+  // has shown with their terms, the pod itself left out); else the first limit it breaks, e.g. "tenant ml at its
+  // gpu limit (2000/2000 milli)".
+  std::string LimitReason(const std::string& pod_uid, const PodTerms& terms, const PodDemand& demand,
+                          const TenantConfig& tenants) const;
+  // Managed pods the watch shows unbound and not being deleted (candidates for the time-sharing loop).
+  std::vector<PodInfo> PendingPods() const;
+  // The Kubernetes names of the known nodes, sorted.
+  std::vector<std::string> NodeNames() const;
+  // Whether the pod holds devices here (booked by a bind or seen with an allocation).
+  bool Holds(const std::string& pod_uid) const;
+
   KubeClusterStats Stats() const;
   // Every device of every known node with what is booked on it (zeros included), by node name then index.
   std::vector<DeviceBooking> Devices() const;
@@ -130,7 +179,13 @@ class KubeCluster {
     PodAssignment assignment;
     bool confirmed = false;  // seen on the API server
     TimeMicros reserved_at = 0;
+    // From the watch (time-sharing): the pod's terms (unset when its annotations are malformed: never a victim),
+    // its QueueKey and when it started holding its devices (xpool.io/bind-time, else when seen).
+    std::optional<PodTerms> terms;
+    std::string queue_key;
+    TimeMicros started = 0;
   };
+  friend class PodPlacer;
 
   KubeCluster(Options options, const Clock& clock) : options_(std::move(options)), clock_(&clock) {}
 
@@ -154,6 +209,8 @@ class KubeCluster {
   bool PlaceContainerLocked(const ContainerDemand& c, int index, PlacementPolicy& policy, Allocation* a, int64_t* score,
                             NodeFit* out);
   PodAssignment AssignmentLocked(const PodDemand& demand, int index, const std::vector<Allocation>& allocs) const;
+  void NoteTermsLocked(Booking* booking, const PodInfo& pod);
+  void NotePendingLocked(const PodInfo& pod);
 
   const Options options_;
   const Clock* clock_;
@@ -164,6 +221,7 @@ class KubeCluster {
   int internal_names_ = 0;                                            // guarded by mu_
   std::unordered_map<std::string, Booking> bookings_;                 // pod uid → booking; guarded by mu_
   std::unordered_set<std::string> arrived_;                           // pod uids told to OnArrival; guarded by mu_
+  std::unordered_map<std::string, PodInfo> pending_;                  // uid → unbound managed pod; guarded by mu_
   std::map<std::string, std::unique_ptr<PlacementPolicy>> policies_;  // guarded by mu_
   Rng rng_;                                                           // guarded by mu_
   KubeClusterStats counters_;                                         // guarded by mu_

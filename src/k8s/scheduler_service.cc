@@ -16,6 +16,10 @@ Result<std::unique_ptr<SchedulerService>> SchedulerService::Start(SchedulerServi
   ASSIGN_OR_RETURN(s->cluster_, KubeCluster::Create(options.cluster, RealClock::Instance()));
   s->extender_ = std::make_unique<Extender>(*s->cluster_, *s->api_, s->sync_);
   s->watcher_ = std::make_unique<ClusterWatcher>(*s->api_, *s->cluster_, s->sync_, options.watch);
+  if (options.time_share) {
+    s->time_share_ = std::make_unique<TimeShareLoop>(*s->api_, *s->cluster_, s->sync_, *options.time_share);
+    s->extender_->SetTimeShare(s->time_share_.get());
+  }
 
   Extender* e = s->extender_.get();
   s->server_.Post(prefix + "filter", [e](std::string_view body) { return e->Filter(body); });
@@ -42,6 +46,7 @@ Result<std::unique_ptr<SchedulerService>> SchedulerService::Start(SchedulerServi
     return bound.status();
   }
   s->port_ = *bound;
+  if (s->time_share_) s->time_share_->Start();
   if (separate) {
     Result<int> metrics = s->metrics_server_.Start(metrics_host, metrics_port);
     if (!metrics.ok()) {
@@ -54,6 +59,7 @@ Result<std::unique_ptr<SchedulerService>> SchedulerService::Start(SchedulerServi
 }
 
 void SchedulerService::Stop() {
+  if (time_share_) time_share_->Stop();
   metrics_server_.Stop();
   server_.Stop();
   if (watcher_) watcher_->Stop();

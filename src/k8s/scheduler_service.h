@@ -1,6 +1,7 @@
 #pragma once
 // SchedulerService: `xpool k8s scheduler` assembled — the API-server client, the KubeCluster it keeps in sync
-// (ClusterWatcher), the Extender and the HTTP server that exposes it:
+// (ClusterWatcher), the Extender, its time-sharing loop (TimeShareLoop, unless turned off) and the HTTP server
+// that exposes the extender:
 //   POST <prefix>filter | prioritize | bind | preempt     the extender verbs (kube-scheduler's urlPrefix + verb)
 //   GET  /healthz                                        200 while the process serves
 //   GET  /readyz                                         200 when synced with the API server, else 503
@@ -10,6 +11,7 @@
 // Owns everything it starts; Stop (or the destructor) ends the threads. Thread-safe after Start.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/clock.h"
@@ -19,6 +21,7 @@
 #include "k8s/http_kube_api.h"
 #include "k8s/http_server.h"
 #include "k8s/kube_cluster.h"
+#include "k8s/time_share_loop.h"
 
 namespace xpool::k8s {
 
@@ -29,6 +32,7 @@ struct SchedulerServiceOptions {
   std::string metrics_listen;  // "" = health and metrics on `listen`
   KubeCluster::Options cluster;
   ClusterWatcher::Options watch;
+  std::optional<TimeShareOptions> time_share = TimeShareOptions{};  // nullopt: no time-sharing
 };
 
 class SchedulerService {
@@ -45,6 +49,7 @@ class SchedulerService {
   KubeCluster& cluster() { return *cluster_; }
   const SyncState& sync() const { return sync_; }
   const ClusterWatcher& watcher() const { return *watcher_; }
+  TimeShareLoop* time_share() { return time_share_.get(); }  // nullptr without time-sharing
 
  private:
   SchedulerService() = default;
@@ -54,6 +59,7 @@ class SchedulerService {
   SyncState sync_;
   std::unique_ptr<Extender> extender_;
   std::unique_ptr<ClusterWatcher> watcher_;
+  std::unique_ptr<TimeShareLoop> time_share_;
   HttpServer server_;
   HttpServer metrics_server_;
   int port_ = 0;

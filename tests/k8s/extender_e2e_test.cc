@@ -16,6 +16,7 @@
 #include "k8s/annotations.h"
 #include "k8s/http_kube_api.h"
 #include "k8s/scheduler_service.h"
+#include "k8s/time_share.h"
 #include "k8s/webhook.h"
 #include "model/node_builder.h"
 
@@ -58,7 +59,7 @@ class ExtenderE2eTest : public ::testing::Test {
     api_.AddNode(NodeObject("cpu-1", 0, 0));
   }
 
-  std::unique_ptr<SchedulerService> StartService() {
+  std::unique_ptr<SchedulerService> StartService(std::optional<TimeShareOptions> time_share = TimeShareOptions{}) {
     KubeApiConfig config;
     config.server = api_.url();
     config.timeout_seconds = 2;
@@ -68,6 +69,7 @@ class ExtenderE2eTest : public ::testing::Test {
     options.url_prefix = "/scheduler";
     options.watch.initial_backoff_ms = 50;
     options.watch.max_backoff_ms = 200;
+    options.time_share = std::move(time_share);
     Result<std::unique_ptr<SchedulerService>> s = SchedulerService::Start(options, MakeHttpKubeApi(config));
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? std::move(s).value() : nullptr;
@@ -183,6 +185,115 @@ TEST_F(ExtenderE2eTest, RestartedExtenderRecoversUsageFromAnnotations) {
   api_.AddPod(PodObject("p3", {{"nvidia.com/gpu", "2"}}));
   const std::string refused = Cycle(*second, api_.Pod("ml", "p3"));
   EXPECT_NE(refused.find("no node:"), std::string::npos) << refused;
+}
+
+// Creates a pod over HTTP, as kubectl or a Job controller does (the fake API server defaults it and resolves its
+// priorityClassName). Returns the HTTP status.
+int CreatePod(const FakeApiServer& api, const json& pod) {
+  httplib::Client c(api.url());
+  auto r = c.Post("/api/v1/namespaces/ml/pods", pod.dump(), "application/json");
+  return r ? r->status : 0;
+}
+
+// A pod of the Job "train": preemptible, low priority, one GPU, a short grace.
+json TrainPod(const std::string& name) {
+  json pod = PodObject(name, {{"nvidia.com/gpu", "1"}});
+  pod["metadata"].erase("uid");
+  pod["metadata"]["uid"] = "uid-" + name;
+  pod["metadata"]["annotations"] = {{"xpool.io/preemptible", "true"}};
+  pod["metadata"]["ownerReferences"] = json::array(
+      {{{"apiVersion", "batch/v1"}, {"kind", "Job"}, {"name", "train"}, {"uid", "job-uid"}, {"controller", true}}});
+  pod["spec"]["priorityClassName"] = "xpool-low";
+  pod["spec"]["terminationGracePeriodSeconds"] = 2;
+  pod["spec"]["restartPolicy"] = "Never";
+  pod.erase("status");
+  return pod;
+}
+
+std::string SuspendBy(const FakeApiServer& api, const std::string& name) {
+  const json pod = api.Pod("ml", name);
+  if (!pod.is_object()) return "";
+  const json& annotations = pod["metadata"].value("annotations", json::object());
+  return annotations.value(std::string(kSuspendAnnotation), "");
+}
+
+// Time-sharing end to end: low-priority preemptible Job pods fill the node, a high-priority pod arrives; the
+// victims get the suspend annotation, then (the one that did not leave) the eviction with its grace; the high pod
+// binds; the Job's replacement pods wait behind it and bind once it has finished. While the API server is down
+// the loop does nothing.
+TEST_F(ExtenderE2eTest, TimeSharingSuspendsLowJobPodsForAHighPodAndTheyComeBack) {
+  api_.AddPriorityClass("xpool-low", 10);
+  api_.AddPriorityClass("xpool-high", 90);
+  TimeShareOptions time_share;
+  time_share.rules.min_runtime = 0;
+  time_share.interval_ms = 50;
+  auto service = StartService(time_share);
+  ASSERT_NE(service, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return Ready(*service); }));
+  for (int i = 0; i < 4; ++i) {
+    const std::string name = "train-" + std::to_string(i);
+    ASSERT_EQ(CreatePod(api_, TrainPod(name)), 201);
+    ASSERT_EQ(Cycle(*service, api_.Pod("ml", name)), "") << name;
+    api_.SetPodPhase("ml", name, "Running");
+  }
+  // The high pod arrives while the API server is down: the loop does nothing until the view is synced again.
+  api_.SetDown(true);
+  ASSERT_TRUE(WaitFor([&] { return !Ready(*service); }));
+  json high = PodObject("high", {{"nvidia.com/gpu", "2"}});
+  high["spec"]["priorityClassName"] = "xpool-high";
+  high["spec"]["priority"] = 90;  // as the API server resolves the class
+  api_.AddPod(high);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_GT(service->time_share()->Stats().skipped_unsynced, 0);
+  EXPECT_EQ(service->time_share()->Stats().suspended, 0);
+  api_.SetDown(false);
+  ASSERT_TRUE(WaitFor([&] { return Ready(*service); }));
+  const std::string waiting = Cycle(*service, api_.Pod("ml", "high"));
+  EXPECT_NE(waiting.find("no node:"), std::string::npos) << waiting;
+  // Two victims get the signal: the suspend annotation with a deadline; no eviction before it.
+  std::vector<std::string> victims;
+  ASSERT_TRUE(WaitFor([&] {
+    victims.clear();
+    for (int i = 0; i < 4; ++i) {
+      if (!SuspendBy(api_, "train-" + std::to_string(i)).empty()) victims.push_back("train-" + std::to_string(i));
+    }
+    return victims.size() == 2;
+  }));
+  const auto signalled = std::chrono::steady_clock::now();
+  EXPECT_TRUE(api_.evictions().empty());
+  // The first checkpoints and exits at once (the helper's exit code makes the Job replace it); the second ignores
+  // the signal and is evicted with its grace period at the deadline.
+  api_.SetPodPhase("ml", victims[0], "Failed");
+  ASSERT_TRUE(WaitFor([&] { return api_.evictions().size() == 1; }));
+  EXPECT_GE(std::chrono::steady_clock::now() - signalled, std::chrono::milliseconds(900)) << "the grace came first";
+  EXPECT_EQ(api_.evictions()[0], (std::pair<std::string, int64_t>{"ml/" + victims[1], 2}));
+  // kubelet stops it; the Job controller replaces both pods (new names, same owner, same template).
+  api_.DeletePod("ml", victims[0]);
+  api_.DeletePod("ml", victims[1]);
+  ASSERT_TRUE(WaitFor([&] { return service->cluster().FreeDeviceMemory("gpu-1") == 2 * 16384; }));
+  ASSERT_EQ(CreatePod(api_, TrainPod("train-4")), 201);
+  ASSERT_EQ(CreatePod(api_, TrainPod("train-5")), 201);
+  // A replacement asking before the high pod does is kept off the devices freed for it.
+  const std::string held = Cycle(*service, api_.Pod("ml", "train-4"));
+  EXPECT_NE(held.find("being freed for pod ml/high"), std::string::npos) << held;
+  EXPECT_EQ(Cycle(*service, api_.Pod("ml", "high")), "");
+  EXPECT_NE(Cycle(*service, api_.Pod("ml", "train-5")), "");
+  // The high pod finishes: the replacements bind, in the Job's original place in line.
+  api_.SetPodPhase("ml", "high", "Succeeded");
+  ASSERT_TRUE(WaitFor([&] { return service->cluster().FreeDeviceMemory("gpu-1") == 2 * 16384; }));
+  ASSERT_TRUE(WaitFor([&] { return service->time_share()->Stats().claims == 0; }));
+  EXPECT_EQ(Cycle(*service, api_.Pod("ml", "train-4")), "");
+  EXPECT_EQ(Cycle(*service, api_.Pod("ml", "train-5")), "");
+  EXPECT_EQ(SuspendBy(api_, "train-4"), "");
+  EXPECT_EQ(service->time_share()->SuspensionsLastHour("Job/ml/train"), 2);
+  const TimeShareStats stats = service->time_share()->Stats();
+  EXPECT_EQ(stats.suspended, 2);
+  EXPECT_EQ(stats.evicted, 1);
+  EXPECT_TRUE(service->cluster().CheckInvariants().ok());
+  httplib::Client c("127.0.0.1", service->port());
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find("xpool_timeshare_suspended_total 2"), std::string::npos) << m->body;
 }
 
 TEST_F(ExtenderE2eTest, MetricsAndHealth) {

@@ -106,6 +106,11 @@ void FakeApiServer::SetDown(bool down) {
   changed_.notify_all();
 }
 
+std::vector<std::pair<std::string, int64_t>> FakeApiServer::evictions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return evictions_;
+}
+
 int FakeApiServer::bindings() const {
   std::lock_guard<std::mutex> lock(mu_);
   return bindings_;
@@ -322,6 +327,31 @@ void FakeApiServer::Routes() {
     Emit(true, "MODIFIED", it->second);
     Reply(res, 200, it->second);
   });
+  s.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/eviction)",
+         [this, down](const httplib::Request& req, httplib::Response& res) {
+           if (down(res)) return;
+           json eviction = json::parse(req.body, nullptr, false);
+           if (eviction.is_discarded() || eviction.value("kind", "") != "Eviction" ||
+               eviction.value("apiVersion", "") != "policy/v1") {
+             return Reply(res, 400, StatusBody(400, "BadRequest", "expected a policy/v1 Eviction"));
+           }
+           std::lock_guard<std::mutex> lock(mu_);
+           const std::string key = req.matches[1].str() + "/" + req.matches[2].str();
+           auto it = pods_.find(key);
+           if (it == pods_.end()) return Reply(res, 404, StatusBody(404, "NotFound", "pods not found"));
+           int64_t grace = it->second["spec"].value("terminationGracePeriodSeconds", int64_t{30});
+           const json& options = eviction.contains("deleteOptions") ? eviction["deleteOptions"] : json::object();
+           if (options.contains("gracePeriodSeconds") && options["gracePeriodSeconds"].is_number_integer()) {
+             grace = options["gracePeriodSeconds"].get<int64_t>();
+           }
+           // As the API server: the pod is marked for deletion (kubelet stops it, then it is deleted: the tests
+           // play kubelet with DeletePod).
+           it->second["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+           it->second["metadata"]["deletionGracePeriodSeconds"] = grace;
+           evictions_.push_back({key, grace});
+           Emit(false, "MODIFIED", it->second);
+           Reply(res, 201, StatusBody(201, "", "created"));
+         });
   s.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding)",
          [this, down](const httplib::Request& req, httplib::Response& res) {
            if (down(res)) return;

@@ -9,6 +9,8 @@
 //   GET   /api/v1/namespaces/NS/pods/NAME             one pod
 //   PATCH /api/v1/namespaces/NS/pods/NAME             JSON merge patch (the extender only sets annotations)
 //   POST  /api/v1/namespaces/NS/pods/NAME/binding     sets spec.nodeName (409 when already bound)
+//   POST  /api/v1/namespaces/NS/pods/NAME/eviction    a policy/v1 Eviction: marks the pod for deletion
+//                                                     (deletionTimestamp, deletionGracePeriodSeconds) and records it
 //   POST  /api/v1/nodes, /api/v1/namespaces/NS/pods   create (201; 409 when it exists; 422 on a bad quantity);
 //                                                     a pod is defaulted (uid, phase Pending, schedulerName,
 //                                                     grace 30 s, priority from its priorityClassName) and sent
@@ -59,6 +61,8 @@ class FakeApiServer {
   // While down every request is answered 503 and open watches end.
   void SetDown(bool down);
   int bindings() const;
+  // Evictions received: (namespace/name, grace period seconds), in order.
+  std::vector<std::pair<std::string, int64_t>> evictions() const;
   int requests() const;
 
  private:
@@ -82,6 +86,7 @@ class FakeApiServer {
   bool down_ = false;
   bool stopping_ = false;
   int bindings_ = 0;
+  std::vector<std::pair<std::string, int64_t>> evictions_;
   int requests_ = 0;
   int port_ = 0;
   std::unique_ptr<httplib::Server> server_;

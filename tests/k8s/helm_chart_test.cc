@@ -1,6 +1,7 @@
 // The Helm chart (deploy/helm/xpool), checked without `helm` (Debian has none): every template is rendered by a
 // tiny renderer that understands exactly the template subset the chart uses — `{{ .Values.x }}`, `.Release.*`,
-// `.Chart.*`, `| quote`, `toYaml … | nindent N`, `if` / `if not` / `else` / `end` and `range` on their own lines;
+// `.Chart.*`, `| quote`, `toYaml … | nindent N`, `toJson …`, `if` / `if not` / `else` / `end` and `range` on their
+// own lines;
 // `include` (the generated certificate) becomes a placeholder — and anything else fails the test, so the chart
 // stays checkable. The rendered documents must parse as YAML and carry what kube-scheduler, the API server and
 // Prometheus need; the extender stanza must match the routes and managed resources the code serves.
@@ -15,6 +16,7 @@
 #include <sstream>
 
 #include "k8s/pod_demand.h"
+#include "k8s/time_share.h"
 
 namespace xpool::k8s {
 namespace {
@@ -174,6 +176,7 @@ class MiniHelm {
       for (std::string l; std::getline(ss, l);) out += "\n" + pad + l;
       return out;
     }
+    if (expr.rfind("toJson ", 0) == 0) return ToJson(Lookup(Trim(expr.substr(7)), dot));
     if (expr.rfind("include ", 0) == 0) return "cmVuZGVyZWQtYnktaGVsbQ==";
     const size_t pipe = expr.find('|');
     if (pipe != std::string::npos) {
@@ -181,6 +184,34 @@ class MiniHelm {
       return "\"" + Scalar(Lookup(Trim(expr.substr(0, pipe)), dot), expr) + "\"";
     }
     return Scalar(Lookup(expr, dot), expr);
+  }
+
+  // As Helm's toJson of values read from YAML: integers and booleans as such, other scalars as strings.
+  static std::string ToJson(const YAML::Node& n) {
+    if (!n || n.IsNull()) return "null";
+    if (n.IsSequence()) {
+      std::string out = "[";
+      for (size_t i = 0; i < n.size(); ++i) out += (i == 0 ? "" : ",") + ToJson(n[i]);
+      return out + "]";
+    }
+    if (n.IsMap()) {
+      std::string out = "{";
+      for (auto it = n.begin(); it != n.end(); ++it) {
+        out += (out.size() == 1 ? "" : ",") + Quoted(it->first.Scalar()) + ":" + ToJson(it->second);
+      }
+      return out + "}";
+    }
+    const std::string s = n.Scalar();
+    const bool integer = !s.empty() && s.find_first_not_of("-0123456789") == std::string::npos;
+    return integer || s == "true" || s == "false" ? s : Quoted(s);
+  }
+  static std::string Quoted(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    return out + "\"";
   }
 
   std::string Scalar(const YAML::Node& n, const std::string& expr) {
@@ -503,6 +534,44 @@ TEST(HelmChartTest, SchedulerDeploymentRbacAndOptionalParts) {
     for (const YAML::Node& res : rule["resources"]) binds |= res.as<std::string>() == "pods/binding";
   }
   EXPECT_TRUE(binds);
+  bool evicts = false;
+  for (const YAML::Node& rule : (*role)["rules"]) {
+    for (const YAML::Node& res : rule["resources"]) {
+      evicts |= res.as<std::string>() == "pods/eviction" && rule["verbs"][0].as<std::string>() == "create";
+    }
+  }
+  EXPECT_TRUE(evicts) << "time-sharing evicts victims past their deadline";
+  auto args_of = [](const YAML::Node& deployment) {
+    std::set<std::string> out;
+    for (const YAML::Node& a : deployment["spec"]["template"]["spec"]["containers"][1]["command"]) {
+      out.insert(a.as<std::string>());
+    }
+    return out;
+  };
+  const std::set<std::string> args = args_of(*dep);
+  EXPECT_EQ(args.count("--min-runtime=600"), 1u);
+  EXPECT_EQ(args.count("--max-suspensions-per-hour=3"), 1u);
+  EXPECT_EQ(args.count("--scheduler-name=xpool-scheduler"), 1u);
+  EXPECT_EQ(args.count("--tenants=/etc/xpool/tenants.json"), 1u);
+  EXPECT_EQ(containers[1]["volumeMounts"][0]["mountPath"].as<std::string>(), "/etc/xpool");
+
+  // The tenants of the values reach the extender as the JSON it reads.
+  values["scheduler"]["timeSharing"]["tenants"] =
+      YAML::Load("[{namespace: team-a, guaranteed: {devices: 2}, quota: {devices: 8, device_memory: 320Gi}}]");
+  Rendered with_tenants = RenderChart(values);
+  const YAML::Node* config = Find(with_tenants, "ConfigMap", "-scheduler-config");
+  ASSERT_NE(config, nullptr);
+  Result<TenantConfig> tenants = TenantConfig::Parse((*config)["data"]["tenants.json"].as<std::string>());
+  ASSERT_TRUE(tenants.ok()) << tenants.status().ToString();
+  ASSERT_NE(tenants->Find("team-a"), nullptr);
+  EXPECT_EQ(tenants->Find("team-a")->guaranteed.gpu_compute_milli, 2000);
+  EXPECT_EQ(tenants->Find("team-a")->limit.gpu_memory_mib, 320 * 1024);
+  values["scheduler"]["timeSharing"]["enabled"] = false;
+  const Rendered without = RenderChart(values);
+  const YAML::Node* off = Find(without, "Deployment", "-scheduler");
+  ASSERT_NE(off, nullptr);
+  EXPECT_EQ(args_of(*off).count("--no-time-sharing"), 1u);
+  EXPECT_EQ(args_of(*off).count("--tenants=/etc/xpool/tenants.json"), 0u);
 
   values["devicePlugin"]["enabled"] = true;
   values["metrics"]["serviceMonitor"]["enabled"] = true;
