@@ -113,27 +113,11 @@ std::string StateText(std::optional<JobState> s) { return s ? std::string(JobSta
 
 Result<JobRecord> SqlStore::JobFromRow(const SqlRow& row) {
   ASSIGN_OR_RETURN(JobRecord j, JobFromRowWithoutSpec(row));
-  const std::string text = ColText(row, 2);
-  {
-    std::lock_guard cache(cache_mu_);
-    auto it = spec_cache_.find(j.id.value());
-    if (it != spec_cache_.end() && it->second.text == text) {
-      j.spec = it->second.spec;
-      return j;
-    }
-  }
-  Result<JobSpec> spec = ParseJobSpec(text);
+  Result<JobSpec> spec = ParseJobSpec(ColText(row, 2));
   if (!spec.ok())
     return InternalError("job " + j.id.ToString() + " has an unreadable spec: " + spec.status().message());
   j.spec = std::move(spec).value();
-  CacheSpec(j.id, text, j.spec);
   return j;
-}
-
-void SqlStore::CacheSpec(JobId id, const std::string& text, const JobSpec& spec) {
-  std::lock_guard cache(cache_mu_);
-  if (spec_cache_.size() >= kMaxCachedSpecs) spec_cache_.clear();  // simple bound; refills on demand
-  spec_cache_[id.value()] = CachedSpec{text, spec};
 }
 
 Status SqlStore::Init() {
@@ -443,7 +427,6 @@ void SqlStore::CommitBatch(const std::vector<PendingSubmit*>& batch) {
     } else if (!results[i].ok()) {
       p.result = results[i];
     } else {
-      CacheSpec(ids[i], p.spec_json, *p.spec);
       JobRecord job;
       job.id = ids[i];
       job.tenant = p.tenant;
