@@ -94,7 +94,7 @@ class SqlStore final : public StateStore {
     Result<JobRecord> result;
     bool done;  // guarded by submit_mu_
   };
-  static constexpr size_t kMaxSubmitBatch = 256;
+  static constexpr size_t kMaxSubmitBatch = 256;  // submissions group commit puts in one transaction
 
   // Inserts one job, its tasks and its event. Caller holds mu_ inside a transaction.
   Status InsertJob(const PendingSubmit& p, JobId* id);
