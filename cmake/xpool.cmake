@@ -72,8 +72,8 @@ endfunction()
 # ctest starts the tests of highest COST first. A clean clone has no cost data of its own (ctest writes it after a
 # run, in Testing/Temporary/CTestCostData.txt), so the long tests, declared last, would start last and end alone:
 # their seconds (Asan, all 27 entries at -j2 on the loaded 2-core machine) set the order of CI's first run.
-set(XPOOL_TEST_COSTS scheduler_test=61 e2e_agent_test=49 e2e_timeshare_test=39 job_spec_fuzz=34 server_http_test=25
-    server_crash_test=24 studio_browser_test=23 store_test=21 vgpu_preload_test=18 agent_test=11 e2e_up_test=10
+set(XPOOL_TEST_COSTS scheduler_test=61 studio_browser_test=55 e2e_agent_test=49 e2e_timeshare_test=39 job_spec_fuzz=34
+    server_http_test=25 server_crash_test=24 store_test=21 vgpu_preload_test=18 agent_test=11 e2e_up_test=10
     server_test=9 studio_typecheck_test=9)
 function(xpool_test_cost test)
   foreach(entry ${XPOOL_TEST_COSTS})

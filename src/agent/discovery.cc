@@ -5,10 +5,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
+#include "agent/command.h"
 #include "agent/nvml/nvml_discovery.h"
 #include "agent/simulated/simulated_discovery.h"
+#include "agent/vendor/tool_discovery.h"
 #include "common/units.h"
 
 namespace xpool::agent {
@@ -61,21 +64,76 @@ Result<int> ParsePcieLevel(std::string_view name) {
                               "\" (known: board, switch, multiswitch, hostbridge, numa, system)");
 }
 
+std::string DiscoverySourceNames() {
+  std::string names = "auto, nvml, simulated";
+  for (const VendorProfile& p : AllVendorProfiles()) names += ", " + std::string(p.name);
+  return names;
+}
+
+namespace {
+
+// NVML, then (auto) the first vendor tool on PATH.
+Result<DiscoveryReport> DiscoverHardware(const DiscoveryOptions& options, bool auto_detect) {
+  NvmlDiscovery nvml(options.nvml_library, "/sys/bus/pci/devices", options.node_name);
+  ASSIGN_OR_RETURN(DiscoveryReport report, nvml.Discover());
+  if (report.available || !auto_detect) return report;
+  std::string tried;
+  for (const VendorTool& tool : VendorTools()) {
+    if (!FindTool(tool).ok()) {
+      tried += (tried.empty() ? "" : ", ") + std::string(tool.program);
+      continue;
+    }
+    VendorToolDiscovery vendor(tool, "", options.tool_timeout_ms, options.node_name);
+    ASSIGN_OR_RETURN(DiscoveryReport found, vendor.Discover());
+    found.note = report.note + "; found " + std::string(tool.program) + ": " + found.note;
+    return found;
+  }
+  report.note += "; no vendor tool found (" + tried + ")";
+  return report;
+}
+
+}  // namespace
+
 Result<DiscoveryReport> DiscoverNode(const DiscoveryOptions& options) {
   if (!options.simulate.empty() && !options.node_file.empty()) {
     return InvalidArgumentError("give either a simulate spec or a node file, not both");
   }
-  if (!options.simulate.empty() || !options.node_file.empty()) {
+  const std::string& source = options.source.empty() ? std::string("auto") : options.source;
+  const bool simulated = !options.simulate.empty() || !options.node_file.empty();
+  if (simulated && source != "auto" && source != "simulated") {
+    return InvalidArgumentError("discovery source \"" + source + "\" and a simulated node do not go together");
+  }
+  if (source == "simulated" && !simulated) {
+    return InvalidArgumentError("discovery source \"simulated\" needs a simulate spec or a node file");
+  }
+  if (simulated) {
     SimulatedDiscovery sim(options.simulate, options.node_file, options.node_name);
     return sim.Discover();
   }
-  NvmlDiscovery nvml(options.nvml_library, "/sys/bus/pci/devices", options.node_name);
-  ASSIGN_OR_RETURN(DiscoveryReport report, nvml.Discover());
+  std::optional<Vendor> vendor;
+  if (source != "auto" && source != "nvml") {
+    auto parsed = ParseVendor(source);
+    if (!parsed.ok()) {
+      return InvalidArgumentError("unknown discovery source \"" + source + "\" (known: " + DiscoverySourceNames() +
+                                  ")");
+    }
+    vendor = *parsed;
+  }
+  if (!options.vendor_tool.empty() && (!vendor || *vendor == Vendor::kNvidia)) {
+    return InvalidArgumentError("a vendor tool (\"" + options.vendor_tool +
+                                "\") needs a vendor's discovery source (ascend, cambricon, hygon, iluvatar, metax)");
+  }
+  if (vendor && *vendor != Vendor::kNvidia) {
+    ASSIGN_OR_RETURN(const VendorTool* tool, ToolFor(*vendor));
+    VendorToolDiscovery discovery(*tool, options.vendor_tool, options.tool_timeout_ms, options.node_name);
+    return discovery.Discover();
+  }
+  ASSIGN_OR_RETURN(DiscoveryReport report, DiscoverHardware(options, source == "auto"));
   if (report.available || options.fallback_simulate.empty()) return report;
   SimulatedDiscovery sim(options.fallback_simulate, "", options.node_name);
-  ASSIGN_OR_RETURN(DiscoveryReport simulated, sim.Discover());
-  simulated.note = report.note + "; using a SIMULATED node instead: " + options.fallback_simulate;
-  return simulated;
+  ASSIGN_OR_RETURN(DiscoveryReport fallback, sim.Discover());
+  fallback.note = report.note + "; using a SIMULATED node instead: " + options.fallback_simulate;
+  return fallback;
 }
 
 namespace {
@@ -110,11 +168,11 @@ std::string FormatDeviceTable(const DiscoveryReport& report) {
   if (!report.note.empty()) out << "note: " << report.note << "\n";
   if (n.devices.empty()) return out.str();
   std::vector<std::vector<std::string>> rows = {
-      {"INDEX", "VENDOR", "MODEL", "MEMORY", "NUMA", "SHARERS", "HEALTH", "UUID"}};
+      {"INDEX", "VENDOR", "MODEL", "MEMORY", "NUMA", "SHARERS", "MODE", "HEALTH", "UUID"}};
   for (const Device& d : n.devices) {
     rows.push_back({std::to_string(d.index), std::string(VendorName(d.vendor)), d.model, FormatMemoryMiB(d.memory_mib),
-                    std::to_string(d.numa_node), std::to_string(d.max_sharers), d.healthy ? "ok" : "UNHEALTHY",
-                    d.uuid});
+                    std::to_string(d.numa_node), std::to_string(d.max_sharers), std::string(DeviceModeName(d.mode)),
+                    d.healthy ? "ok" : "UNHEALTHY", d.uuid});
   }
   out << "\n" << Align(rows);
   if (!n.links.empty()) {

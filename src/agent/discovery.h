@@ -1,10 +1,10 @@
 #pragma once
 // DeviceDiscovery: how a node agent learns what accelerators its machine has.
 //
-// One implementation per source: NVML (nvml/nvml_discovery.h, loaded with dlopen at run time), a
-// simulated node (simulated/simulated_discovery.h: `--simulate 4xA100-80GB` or a YAML node file).
-// Other vendors plug in behind the same interface; their resource rules are data in model/vendor.h,
-// so a new vendor needs only a Discover().
+// One implementation per source: NVML (nvml/nvml_discovery.h, loaded with dlopen at run time), the other
+// vendors' management tools (vendor/tool_discovery.h: `npu-smi info`, `cnmon`, `hy-smi`, `ixsmi`, `mx-smi`), a
+// simulated node (simulated/simulated_discovery.h: `--simulate 4xA100-80GB` or a YAML node file). Vendors' resource
+// rules are data in model/vendor.h, so a new vendor needs only a Discover().
 //
 // Discover() returns a DiscoveryReport, not only a Node: "this machine has no NVML" is a normal
 // answer (available = false, a note saying so), never an error. Errors are for broken input (a bad
@@ -22,7 +22,7 @@
 namespace xpool::agent {
 
 struct DiscoveryReport {
-  std::string source;     // "nvml", "simulated"
+  std::string source;     // "nvml", "simulated", or a vendor's name ("ascend", ...)
   bool available = true;  // false: the source found no driver; node.devices is empty
   std::string note;       // for people: "no NVML found (...)", "simulated: 4xA100-80GB"
   Node node;              // name, CPU, memory, devices, links; node.simulated for simulated sources
@@ -68,21 +68,32 @@ Result<int> ParsePcieLevel(std::string_view name);
 // What an agent uses to pick its discovery. Exactly one source is chosen:
 //   simulate non-empty  → simulated from the spec ("4xA100-80GB,2xT4-16GB")
 //   node_file non-empty → simulated from the YAML file
-//   otherwise           → NVML from nvml_library; when it is not found and fallback_simulate is
-//   non-empty, a
-//                         simulated node from that spec, with a note saying why.
+//   source "nvml"       → NVML from nvml_library
+//   source a vendor     → that vendor's tool (agent/vendor/tool_discovery.h: "ascend" runs `npu-smi info`, ...;
+//                         "nvidia" is NVML), from vendor_tool when given, else found as auto finds it
+//   source "auto"       → NVML; when it finds no driver, the first vendor tool found (on PATH or where its vendor
+//                         installs it, in the order of VendorTools()); when neither, the NVML report (no devices)
+// When the chosen source (nvml or auto) finds no devices and fallback_simulate is non-empty: a simulated node from
+// that spec, with a note saying why.
 struct DiscoveryOptions {
   std::string simulate;
   std::string node_file;
+  std::string source = "auto";  // "auto", "nvml", "simulated" (with simulate or node_file) or a vendor name
   std::string nvml_library = "libnvidia-ml.so.1";
+  std::string vendor_tool;          // the vendor tool's path or name (source a vendor); "" = its usual name
+  int64_t tool_timeout_ms = 10000;  // a vendor tool still running after this is killed: an error
   std::string fallback_simulate;
   std::string node_name;  // overrides the host name when non-empty
 };
 
-// Runs the chosen discovery once. Bad options (both simulate and node_file) are InvalidArgument.
+// "auto", "nvml", "simulated", then the vendors' names: what `source` accepts, for flag help.
+std::string DiscoverySourceNames();
+
+// Runs the chosen discovery once. Bad options (both simulate and node_file, an unknown source, a simulated source
+// without a spec, vendor_tool without a vendor source) are InvalidArgument.
 Result<DiscoveryReport> DiscoverNode(const DiscoveryOptions& options);
 
-// An aligned, human-readable table of the node's devices (index, vendor, model, memory, NUMA,
+// An aligned, human-readable table of the node's devices (index, vendor, model, memory, NUMA, sharers, mode,
 // health, uuid) and its links, with a header line naming the node and whether it is simulated.
 std::string FormatDeviceTable(const DiscoveryReport& report);
 

@@ -1,10 +1,9 @@
 #include "agent/http_client.h"
 
-#include <httplib.h>
-
 #include <utility>
 
 #include "common/http_error.h"
+#include "http/http_client.h"
 #include "protocol/json_codec.h"
 
 namespace xpool::agent {
@@ -24,19 +23,18 @@ Status ErrorFromResponse(int http_status, const std::string& body, const std::st
 HttpControlPlaneClient::HttpControlPlaneClient(HttpClientOptions options) : options_(std::move(options)) {}
 
 Result<std::string> HttpControlPlaneClient::Post(const std::string& path, const std::string& body) {
-  httplib::Client client(options_.server_url);
-  if (!client.is_valid()) return InvalidArgumentError("bad server URL \"" + options_.server_url + "\"");
-  const auto seconds = options_.timeout_micros / kMicrosPerSecond;
-  const auto micros = options_.timeout_micros % kMicrosPerSecond;
-  client.set_connection_timeout(seconds, micros);
-  client.set_read_timeout(seconds, micros);
-  client.set_write_timeout(seconds, micros);
-  httplib::Headers headers;
-  if (!options_.token.empty()) headers.emplace("Authorization", "Bearer " + options_.token);
-  auto res = client.Post(path.c_str(), headers, body, "application/json");
-  if (!res) {
-    return UnavailableError("cannot reach the server at " + options_.server_url + " (" +
-                            httplib::to_string(res.error()) + ")");
+  http::HttpRequest request;
+  request.method = "POST";
+  request.target = path;
+  request.body = body;
+  request.headers.emplace_back("Content-Type", "application/json");
+  if (!options_.token.empty()) request.headers.emplace_back("Authorization", "Bearer " + options_.token);
+  const int64_t timeout_ms = options_.timeout_micros / 1000;
+  Result<http::HttpResponse> res = http::SendHttpRequest(
+      options_.server_url, request, http::ClientOptions{.connect_timeout_ms = timeout_ms, .io_timeout_ms = timeout_ms});
+  if (!res.ok()) {
+    if (res.status().code() == StatusCode::kInvalidArgument) return res.status();
+    return UnavailableError("cannot reach the server at " + options_.server_url + " (" + res.status().message() + ")");
   }
   if (res->status < 200 || res->status >= 300) return ErrorFromResponse(res->status, res->body, "POST " + path);
   return res->body;

@@ -1,6 +1,6 @@
 #pragma once
 // HttpControlPlaneClient: the agent's ControlPlaneClient over the server's REST API (JSON over
-// HTTP, cpp-httplib), until the gRPC protocol exists. Register = POST /api/v1/nodes, Heartbeat =
+// HTTP through src/http's client), the fallback to the gRPC protocol. Register = POST /api/v1/nodes, Heartbeat =
 // POST /api/v1/nodes/{name}/heartbeat; both carry "Authorization: Bearer <token>". The JSON shapes
 // are in docs/agent.md ("Agent ↔ server").
 //
@@ -16,7 +16,7 @@
 namespace xpool::agent {
 
 struct HttpClientOptions {
-  std::string server_url = "http://127.0.0.1:8470";  // scheme://host:port
+  std::string server_url = "http://127.0.0.1:8470";  // http://host:port
   std::string token;
   TimeMicros timeout_micros = 5 * kMicrosPerSecond;
 };

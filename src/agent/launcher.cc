@@ -17,6 +17,7 @@
 #include <thread>
 #include <utility>
 
+#include "agent/command.h"
 #include "agent/container.h"
 #include "agent/task_shim.h"
 #include "model/job_spec.h"
@@ -29,27 +30,6 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
-
-// Finds `name` (no slash) in `path_list` the way execvp would, with the task's PATH. Empty when not
-// found.
-// With `by_others` (a task running as another user) only a file others may execute counts.
-std::string SearchPath(const std::string& name, const std::string& path_list, bool by_others) {
-  size_t start = 0;
-  while (start <= path_list.size()) {
-    size_t colon = path_list.find(':', start);
-    if (colon == std::string::npos) colon = path_list.size();
-    std::string dir = path_list.substr(start, colon - start);
-    if (dir.empty()) dir = ".";
-    const std::string candidate = dir + "/" + name;
-    struct stat st {};
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0 &&
-        (!by_others || (st.st_mode & S_IXOTH) != 0)) {
-      return candidate;
-    }
-    start = colon + 1;
-  }
-  return "";
-}
 
 std::string DefaultVgpuLibrary() {
   std::error_code ec;
@@ -290,6 +270,7 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
   paths.suspend_file = RunDir(spec.task_id) + "/suspend";
   paths.shared_region = RunDir(spec.task_id) + "/vgpu.region";
   paths.vgpu_library = vgpu_library_;
+  paths.mps_pipe_dirs = options_.mps_pipe_dirs;
   task->suspend_file = paths.suspend_file;
   int suspend_signal = options_.suspend_signal;
   if (!spec.suspend_signal.empty()) {

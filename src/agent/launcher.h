@@ -35,6 +35,7 @@
 
 #include <csignal>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -77,6 +78,9 @@ struct LauncherOptions {
   // Where the tasks' own directories go (<task_root>/<task_id>/); empty = state_dir. With task_uids it must be
   // reachable by other users (CheckOptions).
   std::string task_root;
+  // Device index → the pipe directory of its MPS control daemon (mps.h MpsDaemons::pipe_dirs), for this node's
+  // devices that run MPS: tasks given one get the MPS client variables (task_env.h).
+  std::map<int, std::string> mps_pipe_dirs;
   // Variables of the agent's environment given to tasks beyond the allow-list (task_identity.h).
   std::vector<std::string> pass_env;
   Clock* clock = nullptr;  // null = the real clock (start times; grace periods run on the shim's real clock)

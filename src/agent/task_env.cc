@@ -4,6 +4,31 @@
 #include "vgpu/vgpu_env.h"
 
 namespace xpool::agent {
+namespace {
+
+// MPS clients (mps.h): the first MPS device's daemon, its cores request as the thread percentage, and a pinned
+// memory limit per MPS device, numbered as the task sees its devices.
+void AddMpsEnv(const LaunchSpec& spec, const TaskPaths& paths, std::map<std::string, std::string>* env) {
+  std::string limits;
+  bool first = true;
+  for (size_t i = 0; i < spec.devices.size(); ++i) {
+    const TaskDevice& d = spec.devices[i];
+    auto pipe = paths.mps_pipe_dirs.find(d.index);
+    if (pipe == paths.mps_pipe_dirs.end()) continue;
+    if (first) {
+      (*env)["CUDA_MPS_PIPE_DIRECTORY"] = pipe->second;
+      if (d.core_percent > 0 && d.core_percent < 100) {
+        (*env)["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(d.core_percent);
+      }
+      first = false;
+    }
+    if (d.memory_mib > 0)
+      limits += (limits.empty() ? "" : ",") + std::to_string(i) + "=" + std::to_string(d.memory_mib) + "M";
+  }
+  if (!limits.empty()) (*env)["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = limits;
+}
+
+}  // namespace
 
 std::map<std::string, std::string> BuildTaskEnv(const LaunchSpec& spec, const TaskPaths& paths,
                                                 const std::string& inherited_ld_preload) {
@@ -40,6 +65,7 @@ std::map<std::string, std::string> BuildTaskEnv(const LaunchSpec& spec, const Ta
           inherited_ld_preload.empty() ? paths.vgpu_library : paths.vgpu_library + ":" + inherited_ld_preload;
     }
   }
+  if (spec.vendor == Vendor::kNvidia) AddMpsEnv(spec, paths, &env);
   if (spec.distributed) {
     const DistributedEnv& d = *spec.distributed;
     env["MASTER_ADDR"] = d.master_addr.empty() ? "127.0.0.1" : d.master_addr;

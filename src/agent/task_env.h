@@ -22,14 +22,17 @@ struct TaskPaths {
   std::string shared_region;  // XPOOL_SHARED_REGION
   std::string suspend_file;   // XPOOL_SUSPEND_FILE
   std::string vgpu_library;   // LD_PRELOAD'ed when the task shares a device; empty = library not found
+  // Device index → the pipe directory of its MPS control daemon, for this node's devices that run MPS (mps.h).
+  std::map<int, std::string> mps_pipe_dirs;
 };
 
 // xpool's variables for the task: visible devices (the vendor's variable; for NVIDIA also
 // NVIDIA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER=PCI_BUS_ID so CUDA numbers devices as NVML does),
 // per-device limits, XPOOL_JOB_ID / XPOOL_REPLICA / XPOOL_RESTART_COUNT / XPOOL_SUSPEND_FILE,
 // XPOOL_SHARED_REGION and LD_PRELOAD (shared devices only; `inherited_ld_preload` is kept after
-// ours), and MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK for
-// distributed jobs.
+// ours), CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_ACTIVE_THREAD_PERCENTAGE / CUDA_MPS_PINNED_DEVICE_MEM_LIMIT for an
+// NVIDIA task given devices that run MPS (mps.h), and MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK,
+// LOCAL_WORLD_SIZE, NODE_RANK for distributed jobs.
 std::map<std::string, std::string> BuildTaskEnv(const LaunchSpec& spec, const TaskPaths& paths,
                                                 const std::string& inherited_ld_preload);
 

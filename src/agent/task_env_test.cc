@@ -22,7 +22,7 @@ TEST(TaskEnvTest, DevicesLimitsIdentityAndPreload) {
   LaunchSpec spec = BaseSpec();
   spec.devices = {{3, 40960, 50}, {1, 8192, 0}};
   spec.shares_device = true;
-  TaskPaths paths{"/run/t/vgpu.region", "/run/t/suspend", "/opt/xpool/lib/libxpool-vgpu.so"};
+  TaskPaths paths{"/run/t/vgpu.region", "/run/t/suspend", "/opt/xpool/lib/libxpool-vgpu.so", {}};
   auto env = BuildTaskEnv(spec, paths, "/usr/lib/other.so");
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "3,1");
   EXPECT_EQ(env["NVIDIA_VISIBLE_DEVICES"], "3,1");
@@ -38,13 +38,14 @@ TEST(TaskEnvTest, DevicesLimitsIdentityAndPreload) {
   EXPECT_EQ(env["XPOOL_REPLICA"], "1");
   EXPECT_EQ(env["XPOOL_RESTART_COUNT"], "2");
   EXPECT_EQ(env.count("MASTER_ADDR"), 0u);
+  EXPECT_EQ(env.count("CUDA_MPS_PIPE_DIRECTORY"), 0u);  // no device of this node runs MPS
 }
 
 TEST(TaskEnvTest, ExclusiveTaskGetsNoPreload) {
   LaunchSpec spec = BaseSpec();
   spec.devices = {{0, 0, 0}};
   spec.shares_device = false;
-  auto env = BuildTaskEnv(spec, {"/r", "/s", "/lib.so"}, "");
+  auto env = BuildTaskEnv(spec, {"/r", "/s", "/lib.so", {}}, "");
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "0");
   EXPECT_EQ(env.count("LD_PRELOAD"), 0u);
   EXPECT_EQ(env.count("XPOOL_SHARED_REGION"), 0u);

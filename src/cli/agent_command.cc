@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -30,6 +31,7 @@
 #include "agent/discovery.h"
 #include "agent/grpc_client.h"
 #include "agent/launcher.h"
+#include "agent/mps.h"
 #include "agent/node_agent.h"
 #include "common/flags.h"
 #include "common/units.h"
@@ -63,14 +65,34 @@ void PrintNotices(agent::Launcher& launcher) {
   for (const std::string& notice : launcher.TakeNotices()) std::fprintf(stderr, "notice: %s\n", notice.c_str());
 }
 
+// Starts an MPS control daemon per device of `node` in MPS mode (agent/mps.h), under <dir>/mps, and says what runs
+// and what was refused; the launcher's tasks get the daemons' pipe directories. The daemons quit when it is
+// destroyed.
+std::unique_ptr<agent::MpsDaemons> StartMps(Node* node, const std::string& control, const std::string& dir,
+                                            agent::LauncherOptions* options) {
+  agent::MpsOptions mps;
+  mps.control_program = control;
+  mps.dir = dir + "/mps";
+  auto daemons = std::make_unique<agent::MpsDaemons>(mps);
+  for (const std::string& line : daemons->Start(node)) std::fprintf(stderr, "agent: %s\n", line.c_str());
+  options->mps_pipe_dirs = daemons->pipe_dirs();
+  return daemons;
+}
+
+void StopMps(agent::MpsDaemons& daemons) {
+  for (const std::string& line : daemons.Stop()) std::fprintf(stderr, "agent: %s\n", line.c_str());
+}
+
 // Runs one task in the foreground, streaming its log; Ctrl-C stops it (SIGTERM, SIGKILL after the
 // grace).
 int RunOneTask(const agent::DiscoveryReport& report, const std::vector<protocol::TaskDevice>& devices,
                const std::vector<std::string>& command, const std::string& state_dir, const std::string& workdir,
-               int64_t grace_s) {
+               int64_t grace_s, const std::string& mps_control) {
   agent::LauncherOptions options;
   options.state_dir = state_dir;
   options.stop_tasks_on_exit = true;  // a foreground run: its task ends with it
+  Node node = report.node;
+  std::unique_ptr<agent::MpsDaemons> mps = StartMps(&node, mps_control, state_dir, &options);
   agent::Launcher launcher(options);
   PrintNotices(launcher);
   protocol::LaunchSpec spec;
@@ -120,6 +142,7 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<protocol:
       if (!st.log_note.empty()) std::fprintf(stderr, " — %s", st.log_note.c_str());
       std::fprintf(stderr, "\nlog: %s\n", launcher.LogPath(spec.task_id).c_str());
       CheckOk(launcher.Forget(spec.task_id), "the task has ended");  // an agent here must not adopt it later
+      StopMps(*mps);
       if (st.signal > 0) return 128 + st.signal;
       return st.exit_code;
     }
@@ -131,7 +154,8 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<protocol:
 // doubling to 30 s; the tasks keep running meanwhile) and said once, in words: an unreachable or unknown server,
 // a rejected token (the agent keeps trying: an admin may create the token after the agent starts).
 int Serve(const agent::DiscoveryReport& report, const std::string& server, const std::string& token,
-          const std::string& state_dir, bool stop_tasks, const TaskIdentityFlags& identity) {
+          const std::string& state_dir, bool stop_tasks, const TaskIdentityFlags& identity,
+          const std::string& mps_control) {
   agent::LauncherOptions options;
   options.state_dir = state_dir;
   options.stop_tasks_on_exit = stop_tasks;
@@ -146,6 +170,9 @@ int Serve(const agent::DiscoveryReport& report, const std::string& server, const
     std::fprintf(stderr, "agent: not running as root: tasks run as this user (uid %d), not isolated\n",
                  static_cast<int>(::geteuid()));
   }
+  Node node = report.node;
+  std::unique_ptr<agent::MpsDaemons> mps =
+      StartMps(&node, mps_control, options.task_root.empty() ? state_dir : options.task_root, &options);
   agent::Launcher launcher(options);
   PrintNotices(launcher);
   auto client = agent::MakeControlPlaneClient(server, token, 5 * kMicrosPerSecond);
@@ -153,8 +180,8 @@ int Serve(const agent::DiscoveryReport& report, const std::string& server, const
     std::fprintf(stderr, "error: %s\n", client.status().message().c_str());  // a bad URL: retrying cannot help
     return 2;
   }
-  agent::NodeAgent node_agent(report.node, client->get(), &launcher);
-  agent::ChangeWatcher watcher(client->get(), report.node);  // heartbeats at once on a change (docs/agent.md)
+  agent::NodeAgent node_agent(node, client->get(), &launcher);
+  agent::ChangeWatcher watcher(client->get(), node);  // heartbeats at once on a change (docs/agent.md)
   std::signal(SIGINT, OnInterrupt);
   std::signal(SIGTERM, OnInterrupt);
   bool registered = false;
@@ -219,6 +246,7 @@ int Serve(const agent::DiscoveryReport& report, const std::string& server, const
                  "them; `xpool agent --stop-tasks --state-dir %s` stops them)\n",
                  state_dir.c_str(), state_dir.c_str());
   }
+  StopMps(*mps);
   return 0;
 }
 
@@ -297,6 +325,8 @@ int RunAgent(const Args& args) {
                 "With --server it registers with the server (gRPC, docs/agent.md) and runs what it assigns; it also\n"
                 "prints the devices (--print-devices) or runs one task locally (--run -- CMD ARGS...).");
   std::string simulate, node_file, nvml_library = "libnvidia-ml.so.1", name, devices_list;
+  std::string discovery = "auto", vendor_tool, mps, mps_control = "nvidia-cuda-mps-control";
+  int64_t discovery_timeout = 10;
   std::string state_dir = "var/agent", workdir = ".", server, token, token_file, address;
   bool print_devices = false, run = false, stop_tasks = false;
   int64_t gpumem = 0, gpucores = 0, grace = 10;
@@ -304,6 +334,16 @@ int RunAgent(const Args& args) {
   flags.String("simulate", &simulate, "simulated devices, e.g. 4xA100-80GB or 2xA100-80GB,2xT4-16GB");
   flags.String("node-file", &node_file, "YAML file describing a simulated node (docs/agent.md)");
   flags.String("nvml-library", &nvml_library, "NVML library to dlopen");
+  flags.String("discovery", &discovery,
+               "where devices come from: auto (NVML, else the first vendor tool on PATH), nvml, simulated, or a "
+               "vendor (ascend, cambricon, hygon, iluvatar, metax: runs npu-smi, cnmon, hy-smi, ixsmi, mx-smi)");
+  flags.String("vendor-tool", &vendor_tool,
+               "with --discovery VENDOR: the vendor tool's path (default: on PATH, else where the vendor installs it)");
+  flags.Int("discovery-timeout", &discovery_timeout, "seconds a vendor tool may run before it is killed");
+  flags.String("mps", &mps,
+               "CUDA MPS mode for these devices: all (every NVIDIA device) or indexes like 0,2; the agent runs an MPS "
+               "control daemon per device (docs/agent.md)");
+  flags.String("mps-control", &mps_control, "the MPS control program: a path, or a name on PATH");
   flags.String("name", &name, "node name (default: host name)");
   flags.Bool("print-devices", &print_devices, "print the discovered devices and exit");
   flags.String("server", &server,
@@ -328,8 +368,8 @@ int RunAgent(const Args& args) {
   identity.Add(flags);
   int code = 0;
   if (!ParseFlagsOrExit(flags, args, &code)) return code;
-  if (gpumem < 0 || gpucores < 0 || gpucores > 100 || grace < 0) {
-    std::fprintf(stderr, "error: --gpumem and --grace must be >= 0, --gpucores 0..100\n");
+  if (gpumem < 0 || gpucores < 0 || gpucores > 100 || grace < 0 || discovery_timeout < 1) {
+    std::fprintf(stderr, "error: --gpumem and --grace must be >= 0, --gpucores 0..100, --discovery-timeout >= 1\n");
     return 2;
   }
   if (stop_tasks && server.empty() && !run && !print_devices) return StopLeftTasks(state_dir, grace);
@@ -358,17 +398,26 @@ int RunAgent(const Args& args) {
   options.simulate = simulate;
   options.node_file = node_file;
   options.nvml_library = nvml_library;
+  options.source = discovery;
+  options.vendor_tool = vendor_tool;
+  options.tool_timeout_ms = discovery_timeout * 1000;
   options.node_name = name;
   auto report = agent::DiscoverNode(options);
   if (!report.ok()) {
     std::fprintf(stderr, "error: %s\n", report.status().message().c_str());
     return report.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
+  if (!mps.empty()) {
+    if (Status s = agent::SetMpsMode(mps, &report->node); !s.ok()) {
+      std::fprintf(stderr, "error: %s\n", s.message().c_str());
+      return 2;
+    }
+  }
   if (print_devices) std::fputs(agent::FormatDeviceTable(*report).c_str(), stdout);
   if (!server.empty()) {
     if (!print_devices && !report->note.empty()) std::fprintf(stderr, "agent: %s\n", report->note.c_str());
     report->node.labels[protocol::kNodeAddressLabel] = address.empty() ? agent::DefaultNodeAddress(server) : address;
-    return Serve(*report, server, token, state_dir, stop_tasks, identity);
+    return Serve(*report, server, token, state_dir, stop_tasks, identity, mps_control);
   }
   if (!run) return 0;
   auto devices = ParseDevices(devices_list, *report, gpumem, gpucores);
@@ -376,7 +425,7 @@ int RunAgent(const Args& args) {
     std::fprintf(stderr, "error: %s\n", devices.status().message().c_str());
     return 2;
   }
-  return RunOneTask(*report, *devices, flags.positional(), state_dir, workdir, grace);
+  return RunOneTask(*report, *devices, flags.positional(), state_dir, workdir, grace, mps_control);
 }
 
 }  // namespace xpool::cli

@@ -3,8 +3,6 @@
 // from --server/--token, then XPOOL_SERVER/XPOOL_TOKEN, then ~/.config/xpool/config ("server = ...",
 // "token = ..."). What they print (tables, -o json|yaml, units) is cli/client_print.h and cli/output.h; errors go
 // to stderr with exit code 1 (2 for usage errors).
-#include <httplib.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -24,6 +22,7 @@
 #include "common/http_error.h"
 #include "common/status.h"
 #include "common/units.h"
+#include "http/http_client.h"
 #include "model/job_spec.h"
 
 namespace xpool::cli {
@@ -81,20 +80,16 @@ Connection Resolve(const std::string& flag_server, const std::string& flag_token
 // One REST call. Non-2xx answers become a Status carrying the server's error message.
 Result<json> Call(const Connection& c, const std::string& method, const std::string& path, const std::string& body = "",
                   const std::string& content_type = "application/json") {
-  httplib::Client client(c.server);
-  if (!client.is_valid()) return InvalidArgumentError("bad server URL \"" + c.server + "\"");
-  client.set_connection_timeout(5, 0);
-  client.set_read_timeout(30, 0);
-  if (!c.token.empty()) client.set_bearer_token_auth(c.token.c_str());
-  auto send = [&]() -> httplib::Result {
-    if (method == "POST") return client.Post(path.c_str(), body, content_type.c_str());
-    if (method == "PATCH") return client.Patch(path.c_str(), body, content_type.c_str());
-    if (method == "DELETE") return client.Delete(path.c_str());
-    return client.Get(path.c_str());
-  };
-  httplib::Result res = send();
-  if (!res) {
-    return UnavailableError("cannot reach the xpool server at " + c.server + " (" + httplib::to_string(res.error()) +
+  http::HttpRequest request;
+  request.method = method;
+  request.target = path;
+  request.body = body;
+  if (!c.token.empty()) request.headers.emplace_back("Authorization", "Bearer " + c.token);
+  if (method == "POST" || method == "PATCH") request.headers.emplace_back("Content-Type", content_type);
+  Result<http::HttpResponse> res = http::SendHttpRequest(c.server, request);
+  if (!res.ok()) {
+    if (res.status().code() == StatusCode::kInvalidArgument) return res.status();
+    return UnavailableError("cannot reach the xpool server at " + c.server + " (" + res.status().message() +
                             "); is `xpool server` running?");
   }
   json parsed = json::parse(res->body, nullptr, /*allow_exceptions=*/false);
@@ -297,11 +292,11 @@ int RunGet(const Args& args) {
   }
   std::string path = "/api/v1/" + what;
   if (pos.size() == 2) {
-    path += "/" + httplib::detail::encode_query_param(pos[1]);
+    path += "/" + http::PercentEncode(pos[1]);
   } else if (what == "jobs") {
     std::string q;
-    if (!tenant.empty()) q += "tenant=" + httplib::detail::encode_query_param(tenant);
-    if (!state.empty()) q += std::string(q.empty() ? "" : "&") + "state=" + httplib::detail::encode_query_param(state);
+    if (!tenant.empty()) q += "tenant=" + http::PercentEncode(tenant);
+    if (!state.empty()) q += std::string(q.empty() ? "" : "&") + "state=" + http::PercentEncode(state);
     if (!q.empty()) path += "?" + q;
   }
   auto reply = Call(cf.connection(), "GET", path);
@@ -326,7 +321,7 @@ int RunDescribe(const Args& args) {
     return 2;
   }
   Connection c = cf.connection();
-  auto job = Call(c, "GET", "/api/v1/jobs/" + httplib::detail::encode_query_param(pos[0]));
+  auto job = Call(c, "GET", "/api/v1/jobs/" + http::PercentEncode(pos[0]));
   if (!job.ok()) return Fail(job.status());
   auto events = Call(c, "GET", "/api/v1/jobs/" + Str(*job, "id") + "/events");
   if (!events.ok()) return Fail(events.status());

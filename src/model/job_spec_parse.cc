@@ -16,6 +16,7 @@
 #include "common/units.h"
 #include "model/internal/job_spec_limits.h"
 #include "model/job_spec.h"
+#include "model/job_spec_position.h"
 
 namespace xpool {
 namespace {
@@ -32,9 +33,19 @@ std::string Join(const std::string& parent, const std::string& key) {
 // error messages for both.
 enum class Kind { kUndefined, kNull, kScalar, kSequence, kMap };
 
+constexpr std::string_view kUnknownField = "unknown field '";
+constexpr std::string_view kDuplicateField = "duplicate field '";
+
+// Where the walker met its error, for ParseJobSpecAt: the innermost field whose reading failed.
+struct ErrorSite {
+  bool set = false;
+  YAML::Mark mark;
+};
+
+// `site` (may be null) receives the position of the first field whose reading fails.
 class YamlView {
  public:
-  explicit YamlView(YAML::Node node) : node_(std::move(node)) {}
+  explicit YamlView(YAML::Node node, ErrorSite* site = nullptr) : node_(std::move(node)), site_(site) {}
   Kind kind() const {
     switch (node_.Type()) {
       case YAML::NodeType::Null:
@@ -52,18 +63,33 @@ class YamlView {
   }
   const std::string& Scalar() const { return node_.Scalar(); }
   size_t size() const { return node_.size(); }
-  YamlView operator[](size_t i) const { return YamlView(node_[i]); }
+  YamlView operator[](size_t i) const { return YamlView(node_[i], site_); }
   // f(key, value) per entry of a mapping; key is null when it is not a scalar.
   template <typename F>
   Status ForEachEntry(F&& f) const {
     for (const auto& entry : node_) {
-      RETURN_IF_ERROR(f(entry.first.IsScalar() ? &entry.first.Scalar() : nullptr, YamlView(entry.second)));
+      Status s = f(entry.first.IsScalar() ? &entry.first.Scalar() : nullptr, YamlView(entry.second, site_));
+      if (!s.ok()) {
+        Note(s, entry.first, entry.second);
+        return s;
+      }
     }
     return Status::Ok();
   }
 
  private:
+  // The innermost failing entry is the first to return here: it marks the site. A bad scalar is marked at its
+  // value; an unknown or duplicate key, or a list or mapping (the error may be anywhere in it), at its key.
+  void Note(const Status& s, const YAML::Node& key, const YAML::Node& value) const {
+    if (site_ == nullptr || site_->set) return;
+    const std::string& m = s.message();
+    const bool at_key = !value.IsScalar() || m.starts_with(kUnknownField) || m.starts_with(kDuplicateField);
+    site_->mark = at_key ? key.Mark() : value.Mark();
+    site_->set = !site_->mark.is_null();
+  }
+
   YAML::Node node_;
+  ErrorSite* site_;
 };
 
 // A JSON document as the walker sees it: scalars keep the text YAML would read (numbers as written, true/false).
@@ -182,12 +208,12 @@ Status ForEachField(const N& map, const std::string& path, F&& field) {
       return InvalidArgumentError((path.empty() ? std::string("the spec") : path) + " has a key that is not a string");
     }
     const std::string child = Join(path, Printable(*key));
-    if (!seen.insert(*key).second) return InvalidArgumentError("duplicate field '" + child + "'");
+    if (!seen.insert(*key).second) return InvalidArgumentError(std::string(kDuplicateField) + child + "'");
     return field(*key, value, child);
   });
 }
 
-Status UnknownField(const std::string& path) { return InvalidArgumentError("unknown field '" + path + "'"); }
+Status UnknownField(const std::string& path) { return InvalidArgumentError(std::string(kUnknownField) + path + "'"); }
 
 template <typename N>
 Result<int64_t> ReadMemory(const N& node, const std::string& path) {
@@ -499,29 +525,91 @@ Status CheckSize(std::string_view text) {
   return CheckNesting(text, NestingSyntax::kYaml, "the spec");
 }
 
-}  // namespace
+// The key of the field at `path` ("resources.gpumem", "command[2]": the item) under `root`; a null mark when
+// there is none. `node` moves down with reset(): assigning a YAML::Node would rewrite the node it
+// shares with `root`.
+YAML::Mark FieldMarkOrThrow(const YAML::Node& root, std::string_view path) {
+  YAML::Node node = root;
+  YAML::Mark mark = YAML::Mark::null_mark();
+  while (!path.empty()) {
+    const size_t dot = path.find('.');
+    std::string_view segment = path.substr(0, dot);
+    path = dot == std::string_view::npos ? std::string_view() : path.substr(dot + 1);
+    std::optional<size_t> index;
+    if (const size_t open = segment.find('['); open != std::string_view::npos && segment.back() == ']') {
+      Result<int64_t> i = ParseNonNegativeInt(segment.substr(open + 1, segment.size() - open - 2));
+      if (i.ok()) index = static_cast<size_t>(*i);
+      segment = segment.substr(0, open);
+    }
+    if (!node.IsMap()) return YAML::Mark::null_mark();
+    bool found = false;
+    for (const auto& entry : node) {
+      if (entry.first.IsScalar() && entry.first.Scalar() == segment) {
+        mark = entry.first.Mark();
+        node.reset(entry.second);
+        found = true;
+        break;
+      }
+    }
+    if (!found) return YAML::Mark::null_mark();
+    if (index && node.IsSequence() && *index < node.size()) {
+      const YAML::Node item = static_cast<const YAML::Node&>(node)[*index];
+      node.reset(item);
+      mark = node.Mark();
+    }
+  }
+  return mark;
+}
 
-namespace job_spec_parse {
+// FieldMarkOrThrow, or a null mark when yaml-cpp throws.
+YAML::Mark FieldMark(const YAML::Node& root, std::string_view path) {
+  try {
+    return FieldMarkOrThrow(root, path);
+  } catch (const std::exception&) {
+    return YAML::Mark::null_mark();
+  }
+}
 
-Result<JobSpec> ParseWithYaml(std::string_view text) {
+// The field path an error message opens with ("resources.gpumem must be ..." -> "resources.gpumem").
+std::string_view LeadingPath(std::string_view message) {
+  const size_t end = message.find_first_of(" :");
+  return message.substr(0, end);
+}
+
+// ParseWithYaml, marking `site` (may be null) with where the error lies when there is one.
+Result<JobSpec> ParseYaml(std::string_view text, ErrorSite* site) {
   RETURN_IF_ERROR(CheckSize(text));
   JobSpec spec;
+  YAML::Node root;
   try {
     const std::string owned(text);
     if (HasSeveralDocuments(owned)) return InvalidArgumentError("the spec must be a single YAML document");
-    const YAML::Node root = YAML::Load(owned);
+    root = YAML::Load(owned);
     if (!root.IsDefined() || root.IsNull()) return InvalidArgumentError("the spec is empty");
-    RETURN_IF_ERROR(ReadTopLevel(YamlView(root), &spec));
+    RETURN_IF_ERROR(ReadTopLevel(YamlView(root, site), &spec));
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) return InvalidArgumentError("malformed YAML/JSON: " + Printable(e.msg, 200));
+    if (site != nullptr && !site->set) *site = ErrorSite{true, e.mark};
     return InvalidArgumentError("malformed YAML/JSON at line " + std::to_string(e.mark.line + 1) + ", column " +
                                 std::to_string(e.mark.column + 1) + ": " + Printable(e.msg, 200));
   } catch (const std::exception& e) {
     return InvalidArgumentError(std::string("malformed YAML/JSON: ") + Printable(e.what(), 200));
   }
-  RETURN_IF_ERROR(ValidateJobSpec(spec));
+  Status valid = ValidateJobSpec(spec);
+  if (!valid.ok() && site != nullptr && !site->set) {
+    // The limits are checked on the spec, not the text: the field the message opens with is where to look.
+    site->mark = FieldMark(root, LeadingPath(valid.message()));
+    site->set = !site->mark.is_null();
+  }
+  RETURN_IF_ERROR(valid);
   return spec;
 }
+
+}  // namespace
+
+namespace job_spec_parse {
+
+Result<JobSpec> ParseWithYaml(std::string_view text) { return ParseYaml(text, nullptr); }
 
 std::optional<Result<JobSpec>> ParseAsJson(std::string_view text) {
   const size_t first = text.find_first_not_of(" \t\r\n");
@@ -548,6 +636,29 @@ Result<JobSpec> ParseJobSpec(std::string_view text) {
   std::optional<Result<JobSpec>> json = job_spec_parse::ParseAsJson(text);
   if (json) return std::move(*json);
   return job_spec_parse::ParseWithYaml(text);
+}
+
+Result<JobSpec> ParseJobSpecAt(std::string_view text, TextPosition* where) {
+  Result<JobSpec> spec = ParseJobSpec(text);
+  if (spec.ok() || where == nullptr) return spec;
+  // The YAML reader gives the JSON fast path's error too (job_spec_test.cc and tests/fuzz hold the two to it),
+  // and it knows where each node was written.
+  ErrorSite site;
+  (void)ParseYaml(text, &site);
+  *where = site.set ? TextPosition{site.mark.line + 1, site.mark.column + 1} : TextPosition{1, 1};
+  return spec;
+}
+
+TextPosition LocateJobSpecField(std::string_view text, std::string_view path) {
+  if (!CheckSize(text).ok()) return {};
+  try {
+    const YAML::Node root = YAML::Load(std::string(text));
+    const YAML::Mark mark = FieldMark(root, path);
+    if (mark.is_null()) return {};
+    return TextPosition{mark.line + 1, mark.column + 1};
+  } catch (const std::exception&) {
+    return {};
+  }
 }
 
 }  // namespace xpool

@@ -1,5 +1,5 @@
-// The job routes of the REST API (Api::Impl, internal/api_impl.h): submit, list, get, cancel, suspend,
-// resume, priority, events and logs.
+// The job routes of the REST API (Api::Impl, internal/api_impl.h): submit, validate, list, get, cancel,
+// suspend, resume, priority, events and logs.
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "model/job_spec.h"
+#include "model/job_spec_position.h"
 #include "model/job_state.h"
 #include "protocol/log_relay.h"
 #include "server/internal/api_impl.h"
@@ -138,6 +139,31 @@ Result<ApiResponse> Api::Impl::SubmitJob(const ApiRequest& req, const Caller& ca
   ASSIGN_OR_RETURN(TenantId tenant, SubmitTenant(caller, spec));
   ASSIGN_OR_RETURN(JobRecord job, control.Submit(tenant, spec));
   return JsonResponse(201, Json{{"id", job.id.value()}, {"state", std::string(JobStateName(job.state))}});
+}
+
+Result<ApiResponse> Api::Impl::ValidateJob(const ApiRequest& req, const Caller& caller, const Params&) {
+  TextPosition where;
+  Result<JobSpec> spec = ParseJobSpecAt(req.body, &where);
+  Status problem = spec.status();
+  if (spec.ok()) {
+    Result<TenantId> tenant = SubmitTenant(caller, *spec);
+    if (tenant.ok()) {
+      return JsonResponse(200,
+                          Json{{"valid", true}, {"tenant", TenantName(*tenant)}, {"spec", internal::SpecJson(*spec)}});
+    }
+    problem = tenant.status();
+    where = LocateJobSpecField(req.body, "tenant");
+  }
+  // What submit would refuse the spec for is the answer; anything else (the store down) is this request's error.
+  if (problem.code() != StatusCode::kInvalidArgument && problem.code() != StatusCode::kPermissionDenied) {
+    return problem;
+  }
+  return JsonResponse(200, Json{{"valid", false},
+                                {"error",
+                                 {{"code", std::string(StatusCodeName(problem.code()))},
+                                  {"message", problem.message()},
+                                  {"line", where.line},
+                                  {"column", where.column}}}});
 }
 
 Result<ApiResponse> Api::Impl::SubmitJobs(const ApiRequest& req, const Caller& caller, const Params&) {

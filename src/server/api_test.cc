@@ -407,4 +407,85 @@ TEST_F(ApiTest, JobListPagesWithACursorAndKeepsTenantsApart) {
   }
 }
 
+TEST_F(ApiTest, ValidateAnswersAsSubmitWouldWithThePositionAndStoresNothing) {
+  const std::string alice = NewTenant("alice");
+  auto jobs = [&] { return Body(Call("GET", "/api/v1/jobs", admin_token_))["jobs"].size(); };
+
+  ApiResponse ok = Call("POST", "/api/v1/jobs:validate", alice, kJob);
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(Body(ok)["valid"], true);
+  EXPECT_EQ(Body(ok)["tenant"], "alice");
+  EXPECT_EQ(Body(ok)["spec"]["name"], "train");
+  EXPECT_EQ(Body(ok)["spec"]["resources"]["gpumem"], "4096Mi");
+
+  const std::string bad = "name: train\ncommand: [python]\nresources:\n  gpu: 1\n  gpucores: 300\n";
+  ApiResponse checked = Call("POST", "/api/v1/jobs:validate", alice, bad);
+  ASSERT_EQ(checked.status, 200) << checked.body;
+  const json error = Body(checked)["error"];
+  EXPECT_EQ(Body(checked)["valid"], false);
+  EXPECT_EQ(error["code"], "INVALID_ARGUMENT");
+  EXPECT_EQ(error["line"], 5);
+  EXPECT_EQ(error["column"], 13);
+  ApiResponse submitted = Call("POST", "/api/v1/jobs", alice, bad);
+  EXPECT_EQ(submitted.status, 400);
+  EXPECT_EQ(Body(submitted)["error"]["message"], error["message"]) << "the same parser, the same words";
+
+  ApiResponse syntax = Call("POST", "/api/v1/jobs:validate", alice, "name: x\nresources: {gpu: 1\n");
+  ASSERT_EQ(syntax.status, 200) << syntax.body;
+  EXPECT_EQ(Body(syntax)["valid"], false);
+  EXPECT_GE(Body(syntax)["error"]["line"].get<int>(), 2) << syntax.body;
+
+  EXPECT_EQ(jobs(), 0u) << "validation stores nothing";
+  EXPECT_EQ(Call("POST", "/api/v1/jobs:validate", "", kJob).status, 401);
+  EXPECT_EQ(Call("POST", "/api/v1/jobs:validate", "xp_wrong", kJob).status, 401);
+  EXPECT_EQ(Call("POST", "/api/v1/jobs:validate", admin_token_, std::string(5000, 'x')).status, 413);
+}
+
+// A tenant sees and changes only its own things: jobs, their logs and events, its tenant; another tenant's are
+// answered exactly like missing ones, and admin routes are refused.
+TEST_F(ApiTest, ATenantSeesOnlyItsOwnThings) {
+  const std::string alice = NewTenant("alice");
+  const std::string bob = NewTenant("bob");
+  ApiResponse sub = Call("POST", "/api/v1/jobs", alice, kJob);
+  ASSERT_EQ(sub.status, 201) << sub.body;
+  const std::string id = std::to_string(Body(sub)["id"].get<int64_t>());
+  const std::string missing = "/api/v1/jobs/424242";
+  for (const auto& [method, suffix] : std::vector<std::pair<std::string, std::string>>{{"GET", ""},
+                                                                                       {"GET", "/events"},
+                                                                                       {"GET", "/logs"},
+                                                                                       {"POST", "/suspend"},
+                                                                                       {"POST", "/resume"},
+                                                                                       {"POST", "/cancel"},
+                                                                                       {"DELETE", ""}}) {
+    SCOPED_TRACE(method + " " + suffix);
+    ApiResponse other = Call(method, "/api/v1/jobs/" + id + suffix, bob);
+    EXPECT_EQ(other.status, 404) << other.body;
+    EXPECT_EQ(Body(other)["error"]["message"], "job " + id + " not found");
+    EXPECT_EQ(Call(method, missing + suffix, bob).status, 404);
+  }
+  EXPECT_EQ(Call("PATCH", "/api/v1/jobs/" + id, bob, R"({"priority": 90})").status, 403);
+  EXPECT_EQ(Body(Call("GET", "/api/v1/jobs", bob))["jobs"].size(), 0u);
+  EXPECT_EQ(Body(Call("GET", "/api/v1/jobs?tenant=alice", bob))["jobs"].size(), 0u);
+  EXPECT_EQ(Call("GET", "/api/v1/tenants/alice", bob).status, 404);
+  EXPECT_EQ(Call("GET", "/api/v1/tenants/bob", bob).status, 200);
+  EXPECT_EQ(Call("PATCH", "/api/v1/tenants/bob", bob, R"({"quota": {"devices": 100}})").status, 403);
+
+  // Validation as another tenant: refused like the submit, at the `tenant:` line; the admin may.
+  const std::string as_alice = std::string(kJob) + "tenant: alice\n";
+  ApiResponse cross = Call("POST", "/api/v1/jobs:validate", bob, as_alice);
+  ASSERT_EQ(cross.status, 200) << cross.body;
+  EXPECT_EQ(Body(cross)["valid"], false);
+  EXPECT_EQ(Body(cross)["error"]["code"], "PERMISSION_DENIED");
+  EXPECT_EQ(Body(cross)["error"]["line"], 6);
+  EXPECT_EQ(Body(cross)["error"]["column"], 1);
+  EXPECT_EQ(Call("POST", "/api/v1/jobs", bob, as_alice).status, 403);
+  ApiResponse admin = Call("POST", "/api/v1/jobs:validate", admin_token_, as_alice);
+  EXPECT_EQ(Body(admin)["valid"], true) << admin.body;
+  EXPECT_EQ(Body(admin)["tenant"], "alice");
+  // What alice owns is unchanged by all of the above.
+  ApiResponse mine = Call("GET", "/api/v1/jobs/" + id, alice);
+  EXPECT_EQ(Body(mine)["state"], "queued");
+  EXPECT_EQ(Body(mine)["priority"], 50);
+}
+
 }  // namespace xpool::server

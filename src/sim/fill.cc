@@ -266,6 +266,12 @@ Result<FillCurve> RunFill(const ClusterState& cluster, const std::vector<TracePo
     } else {
       ++curve.pods_skipped;
     }
+    if (options.record_placements) {
+      const bool placed = out.kind == OutcomeKind::kPlaced;
+      curve.placements.push_back({.pod = sample[i]->name,
+                                  .node = placed ? state.node(out.allocation.node).name : std::string(),
+                                  .devices = placed ? out.allocation.devices : std::vector<DeviceGrant>()});
+    }
   }
   while (static_cast<int>(curve.allocation_pct.size()) < points) record();
   return curve;

@@ -47,6 +47,14 @@ struct FillOptions {
   int tune_percent = 130;  // stop sampling when requested GPU ≥ tune_percent % of capacity
   NodeOrder node_order = NodeOrder::kShuffled;
   Composition composition = Composition::kSample;
+  bool record_placements = false;  // fill FillCurve::placements
+};
+
+// Where one pod of a run went.
+struct FillPlacement {
+  std::string pod;
+  std::string node;                  // "" = skipped: it fit nowhere
+  std::vector<DeviceGrant> devices;  // indices into that node's devices
 };
 
 struct FillCurve {
@@ -57,6 +65,7 @@ struct FillCurve {
   int64_t pods_placed = 0;
   int64_t pods_skipped = 0;
   int64_t gpu_capacity_milli = 0;
+  std::vector<FillPlacement> placements;  // every pod in arrival order, when FillOptions::record_placements
 };
 
 // The pods of one run, composed from `pods` as `composition` says (above), with an mt19937_64 seeded by

@@ -103,6 +103,81 @@ TEST(AgentCliTest, StopTasksDrainsTasksLeftRunning) {
   std::filesystem::remove_all(state);
 }
 
+// Writes an executable script (mode 0755) at `path`.
+void Script(const std::string& path, const std::string& body) {
+  std::ofstream(path) << "#!/bin/sh\n" << body;
+  std::filesystem::permissions(path, std::filesystem::perms(0755));
+}
+
+// --discovery VENDOR runs the vendor's tool (here a stand-in printing npu-smi's table) and lists its devices; a
+// missing tool and an unknown source are clear errors.
+TEST(AgentCliTest, DiscoversAVendorThroughItsTool) {
+  const std::string dir = testing::TempDir() + "xpool_agent_cli_vendor";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  Script(dir + "/npu-smi", R"([ "$1" = info ] || exit 2
+cat <<'OUT'
++---------------------------+---------------+----------------------------------------------------+
+| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
+| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
++===========================+===============+====================================================+
+| 0     910B3               | OK            | 93.6        40                0    / 0             |
+| 0                         | 0000:C1:00.0  | 0           0    / 0          3161 / 65536         |
++===========================+===============+====================================================+
+OUT
+)");
+  CliRun r = Xpool("agent --discovery ascend --vendor-tool " + dir + "/npu-smi --name npu-node --print-devices");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("node npu-node: 1 device(s)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("source ascend"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("910B3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("ASCEND-0000:C1:00.0"), std::string::npos) << r.output;
+
+  CliRun missing = Xpool("agent --discovery ascend --vendor-tool " + dir + "/none --print-devices");
+  EXPECT_EQ(missing.code, 1) << missing.output;
+  EXPECT_NE(missing.output.find("discovery ascend: its tool " + dir + "/none"), std::string::npos) << missing.output;
+  CliRun unknown = Xpool("agent --discovery tpu --print-devices");
+  EXPECT_EQ(unknown.code, 2) << unknown.output;
+  EXPECT_NE(unknown.output.find("unknown discovery source \"tpu\""), std::string::npos) << unknown.output;
+  std::filesystem::remove_all(dir);
+}
+
+// --mps: the agent starts the MPS control daemon (a stand-in here) for the device, the task gets the MPS client
+// variables, the daemon is told to quit at the end; without the control program MPS is refused with the reason.
+TEST(AgentCliTest, MpsRunGivesTheTaskItsDaemon) {
+  const std::string dir = testing::TempDir() + "xpool_agent_cli_mps";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  Script(dir + "/mps-control", R"(p="$CUDA_MPS_PIPE_DIRECTORY"
+if [ "$1" = "-d" ]; then echo "-d $CUDA_VISIBLE_DEVICES" >> "$CUDA_MPS_LOG_DIRECTORY/calls"; : > "$p/control"; exit 0; fi
+[ -e "$p/control" ] || exit 1
+while read -r cmd; do echo "$cmd" >> "$CUDA_MPS_LOG_DIRECTORY/calls"; done
+)");
+  const std::string task =
+      " -- sh -c 'echo pipe=$CUDA_MPS_PIPE_DIRECTORY threads=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE "
+      "mem=$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT'";
+  CliRun r = Xpool("agent --simulate 2xA100-80GB --mps 1 --mps-control " + dir +
+                   "/mps-control --run --devices 1 --gpumem 8192 --gpucores 50 --state-dir " + dir + "/state" + task);
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("MPS control daemons run for devices 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("pipe=" + dir + "/state/mps/1/pipe threads=50 mem=0=8192M"), std::string::npos) << r.output;
+  EXPECT_EQ(Slurp(dir + "/state/mps/1/log/calls"), "-d 1\nquit\n");
+
+  CliRun refused = Xpool("agent --simulate 2xA100-80GB --mps all --mps-control " + dir +
+                         "/none --run --devices 1 --state-dir " + dir + "/state2" + task);
+  EXPECT_EQ(refused.code, 0) << refused.output;
+  EXPECT_NE(refused.output.find("MPS refused for devices 0,1: the MPS control program " + dir +
+                                "/none: No such file or directory (those devices are shared without MPS)"),
+            std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("pipe= threads= mem="), std::string::npos) << refused.output;
+
+  CliRun bad = Xpool("agent --simulate 2xA100-80GB --mps 7 --print-devices");
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--mps \"7\": this node has no device 7"), std::string::npos) << bad.output;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(AgentCliTest, UnreachableServerAndBadTokenAreClear) {
   // A bad token file is a usage error before any connection.
   CliRun r = Xpool("agent --simulate 1xT4-16GB --server http://127.0.0.1:1 --token-file /nonexistent/token");

@@ -2,7 +2,9 @@
 """Checks that `xpool` (the client commands) loads none of the roles' heavy libraries.
 
 A client command's start-up is mostly the dynamic loader's work, one step per shared library; `xpool` links only
-what the client commands use (--as-needed) and leaves gRPC, protobuf, SQLite and PostgreSQL to `xpool-roles`.
+what the client commands use (--as-needed) and leaves gRPC, protobuf, SQLite and PostgreSQL to `xpool-roles`; it
+speaks HTTP through src/http's own client, so cpp-httplib and what Debian builds it with (OpenSSL, zlib, brotli)
+stay out too.
 Reads each binary's whole dependency list with ldd and fails naming any library that must not be there. The same
 list checked against `xpool-roles` must find them (so the check itself works).
 
@@ -12,7 +14,7 @@ import re
 import subprocess
 import sys
 
-HEAVY = re.compile(r"lib(grpc|gpr|protobuf|sqlite3|pq|absl)")
+HEAVY = re.compile(r"lib(grpc|gpr|protobuf|sqlite3|pq|absl|cpp-httplib|ssl|crypto|brotli|z\.so)")
 
 
 def libraries(binary):

@@ -18,6 +18,7 @@ ROUTES = [
     ("GET", "/api/v1/whoami", TENANT),
     ("POST", "/api/v1/jobs", TENANT),
     ("POST", "/api/v1/jobs:batch", TENANT),
+    ("POST", "/api/v1/jobs:validate", TENANT),
     ("GET", "/api/v1/jobs", TENANT),
     ("GET", "/api/v1/jobs/{id}", TENANT),
     ("DELETE", "/api/v1/jobs/{id}", TENANT),

@@ -344,7 +344,7 @@ class RequestGenerator:
 
     def json_body(self, pattern, who):
         r = self.r
-        if pattern == "/api/v1/jobs":
+        if pattern in ("/api/v1/jobs", "/api/v1/jobs:validate"):
             return self.spec(who)
         if pattern == "/api/v1/jobs:batch":
             return {"jobs": [self.spec(who) for _ in range(r.randint(0, 4))]}
@@ -404,7 +404,7 @@ class RequestGenerator:
         """(bytes, content type, mutated)."""
         r = self.r
         value = self.json_body(pattern, who)
-        yaml_ok = pattern == "/api/v1/jobs"
+        yaml_ok = pattern in ("/api/v1/jobs", "/api/v1/jobs:validate")
         as_yaml = yaml_ok and r.random() < 0.5
         mutated = r.random() < 0.5
         if mutated:
@@ -421,7 +421,7 @@ class RequestGenerator:
     def next(self):
         r = self.r
         req = FuzzRequest()
-        weights = [1, 1, 1, 1, 1, 12, 3, 4, 4, 2, 2, 2, 2, 2, 2, 2, 2, 3, 2, 5, 1, 1, 1, 1, 2, 2, 2, 1, 1]
+        weights = [1, 1, 1, 1, 1, 12, 3, 4, 4, 4, 2, 2, 2, 2, 2, 2, 2, 2, 3, 2, 5, 1, 1, 1, 1, 2, 2, 2, 1, 1]
         method, pattern, access = r.choices(ROUTES, weights=weights)[0]
         if r.random() < 0.08:
             method = r.choice(METHODS)

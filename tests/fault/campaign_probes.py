@@ -108,6 +108,12 @@ class ProbeSteps:
         reply = self.want(403, "POST", "/api/v1/jobs", "b",
                           "name: b-as-a\ntenant: %s\nresources: {cpu: 1}\ncommand: [true]\n" % TENANT_A)
         self.record_job(reply, "b")
+        # Validating as A is refused the same way (a verdict, nothing stored), at the `tenant:` line.
+        reply = self.want(200, "POST", "/api/v1/jobs:validate", "b",
+                          "name: b-as-a\ntenant: %s\nresources: {cpu: 1}\ncommand: [true]\n" % TENANT_A)
+        verdict = reply.json() or {}
+        self.expect(verdict.get("valid") is False and (verdict.get("error") or {}).get("code") == "PERMISSION_DENIED"
+                    and (verdict.get("error") or {}).get("line") == 2, "B validating as A: %r" % reply.body[:200])
 
     # -- tokens: none, bad, a node's, a tenant's on admin routes
     def auth(self):
@@ -115,6 +121,7 @@ class ProbeSteps:
         j = self.a_jobs[0] if getattr(self, "a_jobs", None) else 1
         bodies = {
             "/api/v1/jobs": {"name": "auth-probe", "resources": {"cpu": 1}, "command": ["true"]},
+            "/api/v1/jobs:validate": {"name": "auth-probe", "resources": {"cpu": 1}, "command": ["true"]},
             "/api/v1/nodes": {"name": NODE_1, "cpu": 2},
             "/api/v1/tenants": {"name": "auth-probe"},
             "/api/v1/tenants/{name}": {"quota": {"devices": 1}},

@@ -1,8 +1,9 @@
 // Studio end to end in a real browser: a real `xpool up` (simulated 4xA100-80GB node, port 0) and Debian's
 // Chromium driven by playwright-core. Signs in, sees the 4 devices, submits a job through the API and watches
-// it appear as a slice on its device, opens its page, reads its log (when the server has the logs route),
-// cancels it and sees it leave the device; a tenant's token does not show another tenant's jobs. Saves a
-// screenshot of each page in XPOOL_STUDIO_ARTIFACTS. Exit 0 = pass, 1 = fail, 77 = skipped (no Chromium).
+// it appear as a slice on its device, opens its page, reads its log, cancels it and sees it leave the device; a
+// tenant's token does not show another tenant's jobs. Then the workbench (workbench() below): submit from the
+// editor, the log viewer, clone, suspend/resume, priority and quota edits. Saves a screenshot of each page in
+// XPOOL_STUDIO_ARTIFACTS. Exit 0 = pass, 1 = fail, 77 = skipped (no Chromium).
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -69,6 +70,16 @@ async function must(base, token, method, p, body) {
   const r = await api(base, token, method, p, body);
   if (r.status >= 300) throw new Error(`${method} ${p} -> ${r.status} ${r.text}`);
   return r.json;
+}
+
+// Polls `cond` (async) until it holds, for up to `ms`.
+async function until(cond, what, ms = 10000) {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out: ${what}`);
+    await sleep(200);
+  }
+  step(`ok: ${what}`);
 }
 
 function check(cond, what) {
@@ -138,6 +149,9 @@ async function main() {
   await page.click('button[type=submit]');
   await page.waitForSelector('.signin .msg.error');
   check((await page.textContent('.signin .msg.error')).includes('not accepted'), 'a bad token is refused with a message');
+  const signinText = await page.textContent('.signin p');
+  check(signinText.includes('(session storage). The server') && signinText.includes('state directory'),
+    `the sign-in text names the state directory: ${signinText}`);
   await shot(page, '00-signin');
 
   await signIn(page, base, admin);
@@ -189,14 +203,8 @@ async function main() {
   check(page.url().endsWith(`/jobs/${job}`), 'clicking the slice opens the job page');
   await page.waitForFunction(() => document.querySelector('[data-testid=job-state]')?.textContent === 'running', null, { timeout: 15000 });
   check((await page.textContent('[data-testid=placement]')).includes('A100'), 'the placement names its device');
-  const logRoute = await api(base, vision, 'GET', `/api/v1/jobs/${job}/logs`);
-  if (logRoute.status === 404 && (logRoute.json?.error?.message ?? '').startsWith('no route')) {
-    await page.waitForSelector('[data-testid=log-missing]');
-    step('the server has no logs route: the page says so');
-  } else {
-    await page.waitForFunction(() => document.querySelector('[data-testid=log]')?.textContent.includes('hello-from-studio-e2e'), null, { timeout: 20000 });
-    step('ok: the job page shows the job\'s output');
-  }
+  await page.waitForFunction(() => document.querySelector('[data-testid=log]')?.textContent.includes('hello-from-studio-e2e'), null, { timeout: 20000 });
+  step('ok: the job page shows the job\'s output');
   await shot(page, '05-job');
 
   // Cancel it from its page; it leaves the device.
@@ -247,10 +255,162 @@ async function main() {
   await page.click('button:has-text("Uncordon")');
   await page.waitForFunction(() => !document.querySelector('.badge.warn'));
 
+  const wctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const wpage = await wctx.newPage();
+  wpage.on('request', (r) => { if (!r.url().startsWith(base) && !r.url().startsWith('data:')) foreign.push(r.url()); });
+  wpage.on('pageerror', (e) => pageErrors.push(String(e)));
+  await workbench(page, wpage, base, admin, vision);
+  await wctx.close();
+
   check(foreign.length === 0, `no external requests (${foreign.join(', ')})`);
   check(pageErrors.length === 0, `no page errors (${pageErrors.join('; ')})`);
   const history = await must(base, vision, 'GET', '/api/v1/usage/history');
   check(history.points.length >= 1 && history.interval_s === 10, 'GET /api/v1/usage/history answers');
+}
+
+// The workbench: submit from the editor (checked as you type; bad YAML submits nothing), the log viewer (tail,
+// follow, replicas, ANSI stripped, search, download, auto-scroll), clone, suspend/resume, an admin's priority
+// and quota edits, the slice details, and what a tenant may not do.
+async function workbench(page, tpage, base, admin, vision) {
+  const jobCount = async () => (await must(base, admin, 'GET', '/api/v1/jobs')).jobs.length;
+  const editor = '[data-testid=spec-editor]';
+  await page.click('nav >> text=Submit');
+  await page.waitForSelector('[data-testid=spec-ok]');
+  check((await page.inputValue(editor)).includes('name: my-job'), 'the editor starts from an example that the server finds valid');
+
+  // Bad YAML: the error at its line and column, the Submit button off, and nothing is submitted, even by Ctrl+Enter.
+  const before = await jobCount();
+  await page.fill(editor, 'name: bad-one\ncommand: [python]\nresources:\n  gpu: 1\n  gpucores: 300\n');
+  await page.waitForSelector('[data-testid=spec-error]');
+  const error = await page.textContent('[data-testid=spec-error]');
+  check(error.includes('line 5, column 13') && error.includes('resources.gpucores must be 1..100'), `the error names its place: ${error}`);
+  check(await page.isDisabled('[data-testid=submit]'), 'Submit is off while the spec is invalid');
+  await page.focus(editor);
+  await page.keyboard.press('Control+Enter');
+  await page.fill(editor, 'name: broken\nresources: {gpu: 1\ncommand: [x]\n');
+  await page.waitForFunction(() => document.querySelector('[data-testid=spec-error]')?.textContent.includes('malformed YAML'));
+  check(await page.locator('.editor .gutter .err').count() === 1, 'the error line is marked in the gutter');
+  await shot(page, '09-submit-error');
+  await page.click('[data-testid=spec-error-position]');
+  check(await page.evaluate(() => document.activeElement?.dataset.testid === 'spec-editor'), 'the error\'s position moves the cursor into the editor');
+  await sleep(500);
+  check(await jobCount() === before, 'bad YAML in the editor submitted nothing');
+
+  // A good spec: two replicas, 70 KiB of filler (more than the first read's tail), coloured output, more output a
+  // few seconds later.
+  const spec = ['name: wb-logs', 'replicas: 2', 'resources:', '  gpu: 1', '  gpumem-percentage: 25', '  gpucores: 10',
+    'command: |', `  i=1; while [ $i -le 900 ]; do echo "filler-$i-${'0'.repeat(70)}"; i=$((i+1)); done`,
+    "  printf '\\033[31mred-line\\033[0m\\n'", '  i=1; while [ $i -le 200 ]; do echo line-$i; i=$((i+1)); done',
+    '  echo rank-${RANK:-none}', '  sleep 6; echo follow-marker-late; sleep 300', ''].join('\n');
+  await page.fill(editor, spec);
+  await page.waitForSelector('[data-testid=spec-ok]');
+  await page.click('[data-testid=submit]');
+  await page.waitForSelector('[data-testid=job-page]');
+  const id = Number(page.url().split('/').pop());
+  check(id > 0 && (await must(base, admin, 'GET', `/api/v1/jobs/${id}`)).name === 'wb-logs', `the editor submitted job ${id}`);
+
+  // The log follows: output written seconds after the page opened appears without a reload.
+  await page.waitForFunction(() => document.querySelector('[data-testid=log]')?.textContent.includes('line-200'), null, { timeout: 20000 });
+  check(!(await page.textContent('[data-testid=log]')).includes('follow-marker-late'), 'the late line is not there yet');
+  await page.waitForFunction(() => document.querySelector('[data-testid=log]')?.textContent.includes('follow-marker-late'), null, { timeout: 20000 });
+  const log = await page.textContent('[data-testid=log]');
+  check(log.includes('red-line') && !log.includes('\x1b') && !log.includes('[31m'), 'ANSI colours are stripped');
+  check(log.includes('rank-0'), 'replica 0\'s log');
+  check(await page.evaluate(() => { const el = document.querySelector('[data-testid=log]'); return el.scrollHeight - el.scrollTop - el.clientHeight < 30; }),
+    'the log is scrolled to its end');
+  await page.fill('input[aria-label="Search the log"]', 'line-1');
+  check((await page.textContent('[data-testid=log-matches]')).trim() === '1 of 111', 'search counts line-1, line-10..19, line-100..199');
+  await page.press('input[aria-label="Search the log"]', 'Enter');
+  check((await page.textContent('[data-testid=log-matches]')).trim() === '2 of 111', 'Enter goes to the next match');
+  await page.fill('input[aria-label="Search the log"]', '');
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('button:has-text("Download")')]);
+  const saved = readFileSync(await download.path(), 'utf8');
+  check(download.suggestedFilename() === `job-${id}-replica-0.log` && saved.includes('filler-1-0') &&
+    saved.includes('line-200') && saved.includes('\x1b[31m'), 'Download saves the whole log as written');
+  await page.selectOption('select[aria-label=Replica]', '1');
+  await page.waitForFunction(() => document.querySelector('[data-testid=log]')?.textContent.includes('rank-1'), null, { timeout: 20000 });
+  check(!(await page.textContent('[data-testid=log]')).includes('rank-0'), 'the replica picker shows replica 1\'s own output');
+  // Back to replica 0, whose output is all there now: the first read is its last 64 KiB, the rest on demand.
+  await page.selectOption('select[aria-label=Replica]', '0');
+  await page.waitForFunction(() => document.querySelector('[data-testid=log]')?.textContent.includes('rank-0'), null, { timeout: 20000 });
+  check(!(await page.textContent('[data-testid=log]')).includes('filler-1-0'), 'the first read is the tail, not the oldest lines');
+  await page.click('button:has-text("Load earlier")');
+  await page.waitForFunction(() => document.querySelector('[data-testid=log]')?.textContent.includes('filler-1-0'));
+  step('ok: Load earlier reads the output before the tail');
+  await shot(page, '10-job-logs');
+
+  // Suspend and resume from the page.
+  await page.click('button:has-text("Suspend")');
+  await page.waitForFunction(() => document.querySelector('[data-testid=job-state]')?.textContent === 'suspended', null, { timeout: 30000 });
+  step('ok: suspended from the page');
+  await page.click('button:has-text("Resume")');
+  await page.waitForFunction(() => ['queued', 'scheduled', 'running'].includes(document.querySelector('[data-testid=job-state]')?.textContent), null, { timeout: 15000 });
+  step('ok: resumed from the page');
+
+  // An admin sets the priority; a bad one is refused with the server's words and changes nothing.
+  await page.fill('[data-testid=priority-form] input', 'high');
+  await page.click('[data-testid=priority-form] button');
+  await until(async () => (await must(base, admin, 'GET', `/api/v1/jobs/${id}`)).priority === 90, 'the priority form set 90 (high)');
+  await page.fill('[data-testid=priority-form] input', '101');
+  await page.click('[data-testid=priority-form] button');
+  await page.waitForSelector('.messages .msg.error:has-text("priority must be 0..100")');
+  check((await must(base, admin, 'GET', `/api/v1/jobs/${id}`)).priority === 90, 'a refused priority changes nothing');
+
+  // Clone: the editor holds the job's spec; submitted, the new job runs the same command.
+  await page.click('a:has-text("Clone")');
+  await page.waitForSelector('[data-testid=spec-ok]');
+  check((await page.inputValue(editor)).includes('name: wb-logs'), 'Clone prefills the editor with the job\'s spec');
+  await page.fill(editor, (await page.inputValue(editor)).replace('name: wb-logs', 'name: wb-clone'));
+  await page.waitForSelector('[data-testid=spec-ok]');
+  await page.click('[data-testid=submit]');
+  await page.waitForFunction((old) => /\/jobs\/\d+$/.test(location.pathname) && !location.pathname.endsWith(`/${old}`), id);
+  const cloned = await must(base, admin, 'GET', `/api/v1/jobs/${page.url().split('/').pop()}`);
+  const original = await must(base, admin, 'GET', `/api/v1/jobs/${id}`);
+  check(cloned.name === 'wb-clone' && JSON.stringify(cloned.spec.command) === JSON.stringify(original.spec.command) &&
+    cloned.replicas === 2, 'the clone has the original\'s command and replicas');
+  await page.click('button.danger:has-text("Cancel")');
+  await must(base, admin, 'POST', `/api/v1/jobs/${id}/cancel`);
+
+  // The internal node tenant is no team; an admin edits a quota (a bad value is refused, naming the field).
+  await must(base, admin, 'POST', '/api/v1/nodes/other-node/tokens', {});
+  await page.click('nav >> text=Queue');
+  await page.waitForSelector('[data-testid=tenant][data-tenant=audio]');
+  check(await page.locator('[data-tenant="xpool-nodes"]').count() === 0, 'the xpool-nodes tenant is not listed');
+  const devicesRow = await page.textContent('[data-tenant=audio] table.quota tbody tr');
+  check(devicesRow.startsWith('Devices0.3'), `devices in use count GPU compute as the quota does (30% = 0.3): ${devicesRow}`);
+  await page.click('[data-tenant=audio] button:has-text("Edit quota")');
+  await page.fill('[data-tenant=audio] input[name=devices]', '3');
+  await page.click('[data-tenant=audio] button:has-text("Save quota")');
+  await page.waitForFunction(() => !document.querySelector('[data-testid=quota-form]'));
+  check((await must(base, admin, 'GET', '/api/v1/tenants/audio')).quota.devices === 3, 'the quota form saved devices=3');
+  await page.click('[data-tenant=audio] button:has-text("Edit quota")');
+  await page.fill('[data-tenant=audio] input[name=devices]', 'lots');
+  await page.click('[data-tenant=audio] button:has-text("Save quota")');
+  await page.waitForSelector('.messages .msg.error:has-text("quota.devices")');
+  check((await must(base, admin, 'GET', '/api/v1/tenants/audio')).quota.devices === 3, 'a refused quota changes nothing');
+  check(await page.evaluate(() => [...document.querySelectorAll('[data-testid=tenant]')].every((c) => c.scrollWidth <= c.clientWidth + 1)),
+    'quota tables fit their cards');
+  await shot(page, '11-quota-edit');
+
+  // Slice details on hover.
+  await page.click('nav >> text=Nodes');
+  const slice = page.locator('[data-kind=memory] .slice-fill[data-job]').first();
+  await slice.hover();
+  await page.waitForSelector('[data-testid=slice-detail]');
+  check(/#\d+ .* tenant \w+ · replica \d/.test(await page.textContent('[data-testid=slice-detail]')), 'hovering a slice shows its job, tenant and replica');
+
+  // A tenant: no priority form; submitting as another tenant is refused at the tenant line, and stores nothing.
+  await signIn(tpage, base, vision);
+  const visionJob = (await must(base, vision, 'POST', '/api/v1/jobs', { name: 'vision-wb', resources: { cpu: 1 }, command: 'sleep 300' })).id;
+  await tpage.goto(`${base}/jobs/${visionJob}`);
+  await tpage.waitForSelector('[data-testid=job-page]');
+  check(await tpage.locator('[data-testid=priority-form]').count() === 0, 'a tenant gets no priority form');
+  await tpage.click('nav >> text=Submit');
+  await tpage.waitForSelector('[data-testid=spec-ok]');
+  await tpage.fill(editor, 'name: sneaky\ntenant: audio\nresources: {cpu: 1}\ncommand: [x]\n');
+  await tpage.waitForSelector('[data-testid=spec-error]');
+  check((await tpage.textContent('[data-testid=spec-error]')).includes('line 2, column 1'), 'another tenant in the spec is refused at its line');
+  check((await must(base, admin, 'GET', '/api/v1/jobs?tenant=audio')).jobs.every((j) => j.name !== 'sneaky'), 'nothing was stored for audio');
 }
 
 let code = 0;

@@ -62,12 +62,14 @@ export function saveToken(token: string): void {
 
 export interface RawResponse { status: number; contentType: string; text: string; }
 
-export async function raw(token: string, method: string, path: string, body?: string): Promise<RawResponse> {
+// `contentType`: the body's type (JSON unless said otherwise; a job spec goes as YAML).
+export async function raw(token: string, method: string, path: string, body?: string,
+  contentType = 'application/json'): Promise<RawResponse> {
   let res: Response;
   try {
     res = await fetch(path, {
       method,
-      headers: { Authorization: `Bearer ${token}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
+      headers: { Authorization: `Bearer ${token}`, ...(body !== undefined ? { 'Content-Type': contentType } : {}) },
       body,
       cache: 'no-store',
     });
@@ -77,60 +79,46 @@ export async function raw(token: string, method: string, path: string, body?: st
   return { status: res.status, contentType: res.headers.get('Content-Type') ?? '', text: await res.text() };
 }
 
-export async function call<T>(token: string, method: string, path: string, body?: unknown): Promise<T> {
-  const r = await raw(token, method, path, body === undefined ? undefined : JSON.stringify(body));
-  let parsed: unknown = undefined;
+function parsed<T>(method: string, path: string, r: RawResponse): T {
+  let value: unknown = undefined;
   try {
-    parsed = r.text ? JSON.parse(r.text) : undefined;
+    value = r.text ? JSON.parse(r.text) : undefined;
   } catch {
-    parsed = undefined;
+    value = undefined;
   }
   if (r.status >= 400) {
-    const err = (parsed as { error?: { code?: string; message?: string } } | undefined)?.error;
+    const err = (value as { error?: { code?: string; message?: string } } | undefined)?.error;
     throw new ApiError(r.status, err?.code ?? `HTTP ${r.status}`, err?.message ?? (r.text.slice(0, 200) || `HTTP ${r.status}`));
   }
-  if (parsed === undefined) throw new ApiError(r.status, 'BAD_RESPONSE', `${method} ${path}: the answer is not JSON`);
-  return parsed as T;
+  if (value === undefined) throw new ApiError(r.status, 'BAD_RESPONSE', `${method} ${path}: the answer is not JSON`);
+  return value as T;
 }
 
-// A job's log tail, from GET /api/v1/jobs/{id}/logs in whichever shape the server answers (plain text, or JSON
-// with the text in `data`, `text`, `log` or `lines`). null when the server has no such route.
-export async function jobLog(token: string, id: number): Promise<string | null> {
-  const r = await raw(token, 'GET', `/api/v1/jobs/${id}/logs`);
-  if (r.status === 404) {
-    let message = '';
-    try {
-      message = JSON.parse(r.text)?.error?.message ?? '';
-    } catch {
-      message = '';
-    }
-    // "no route": the server has no logs route. Otherwise the server holds no output for the job yet.
-    if (message.startsWith('no route') || message.startsWith('method ') || message === '') return null;
-    return '';
-  }
-  if (r.status >= 400) {
-    let message = r.text;
-    try {
-      message = JSON.parse(r.text)?.error?.message ?? r.text;
-    } catch {
-      // plain text error
-    }
-    throw new ApiError(r.status, `HTTP ${r.status}`, message);
-  }
-  if (r.contentType.includes('json')) {
-    try {
-      const j = JSON.parse(r.text);
-      if (typeof j === 'string') return j;
-      for (const key of ['data', 'text', 'log', 'output']) if (typeof j?.[key] === 'string') return j[key];
-      if (Array.isArray(j?.lines)) return j.lines.join('\n');
-      if (Array.isArray(j?.replicas)) {
-        return j.replicas.map((x: { replica?: number; data?: string; text?: string }) =>
-          `--- replica ${x.replica ?? '?'} ---\n${x.data ?? x.text ?? ''}`).join('\n');
-      }
-      return r.text;
-    } catch {
-      return r.text;
-    }
-  }
-  return r.text;
+export async function call<T>(token: string, method: string, path: string, body?: unknown): Promise<T> {
+  return parsed<T>(method, path, await raw(token, method, path, body === undefined ? undefined : JSON.stringify(body)));
+}
+
+// A job spec (YAML or JSON text) sent as written: to submit it, or to have it checked (POST /api/v1/jobs:validate:
+// the submit's parser and tenant check, nothing stored).
+export async function sendSpec<T>(token: string, path: string, text: string): Promise<T> {
+  return parsed<T>('POST', path, await raw(token, 'POST', path, text, 'application/yaml'));
+}
+
+export interface SpecVerdict {
+  valid: boolean;
+  tenant?: string;
+  spec?: Record<string, unknown>;
+  error?: { code: string; message: string; line: number; column: number };
+}
+
+// One read of GET /api/v1/jobs/{id}/logs: `data` is the bytes [offset, next_offset) of the replica's output;
+// `first_offset` the oldest the server still holds; `done` once the job ended and all of it was read.
+export interface LogChunk {
+  data: string; offset: number; first_offset: number; next_offset: number; done: boolean; state: string; task_id: string;
+}
+
+// `offset` undefined: the last `limit` bytes held (a tail).
+export async function readLog(token: string, id: number, replica: number, offset: number | undefined, limit: number): Promise<LogChunk> {
+  const q = `replica=${replica}&limit=${limit}${offset === undefined ? '' : `&offset=${offset}`}`;
+  return call<LogChunk>(token, 'GET', `/api/v1/jobs/${id}/logs?${q}`);
 }

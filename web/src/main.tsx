@@ -11,6 +11,7 @@ import { Nodes } from './pages/nodes';
 import { Jobs } from './pages/jobs';
 import { JobPage } from './pages/job';
 import { QueuePage } from './pages/queue';
+import { SubmitPage } from './pages/submit';
 import './style.css';
 
 const POLL_MS = 3000;
@@ -57,8 +58,9 @@ function SignIn({ onSignedIn, message }: { onSignedIn: (token: string, me: Tenan
     <div class="signin">
       <form class="card" onSubmit={submit}>
         <h1><span class="logo">◧</span> xpool Studio</h1>
-        <p class="muted">Sign in with an xpool API token. It is kept in this browser tab only (session storage).
-          <code>xpool up</code> writes the admin token to <code>var/admin.token</code>.</p>
+        <p class="muted">Sign in with an xpool API token. It is kept in this browser tab only (session storage).{' '}
+          The server writes the admin token to <code>admin.token</code> in its state directory (<code>--state-dir</code>;
+          {' '}<code>xpool up</code> uses <code>./var</code>) and prints that path when it starts.</p>
         <label for="token">Token</label>
         <input id="token" name="token" type="password" autocomplete="off" value={token}
           onInput={(e) => setToken((e.target as HTMLInputElement).value)} />
@@ -74,7 +76,7 @@ function NotFound() {
 }
 
 function App() {
-  const [path, setPath] = useState(location.pathname);
+  const [path, setPath] = useState(location.pathname + location.search);
   const [token, setToken] = useState(savedToken());
   const [me, setMe] = useState<Tenant | null>(null);
   const [signInMessage, setSignInMessage] = useState('');
@@ -85,13 +87,13 @@ function App() {
   const timer = useRef<number | undefined>(undefined);
 
   const navigate = useCallback((p: string) => {
-    if (p !== location.pathname) history.pushState(null, '', p);
+    if (p !== location.pathname + location.search) history.pushState(null, '', p);
     setPath(p);
     window.scrollTo(0, 0);
   }, []);
   setNavigator(navigate);
   useEffect(() => {
-    const onPop = () => setPath(location.pathname);
+    const onPop = () => setPath(location.pathname + location.search);
     addEventListener('popstate', onPop);
     return () => removeEventListener('popstate', onPop);
   }, []);
@@ -139,13 +141,14 @@ function App() {
     // compresses each answer, and that cost grows faster than the page (a 1000-job page can take seconds).
     const listJobs = async (query: string, maxPages: number): Promise<Job[] | null> => {
       const out: Job[] = [];
-      let after = 0;
+      let cursor = '';
       for (let i = 0; i < maxPages; i++) {
-        const page = await get<{ jobs: Job[]; next_after?: number }>(`/api/v1/jobs?limit=${JOB_PAGE}${query}${after ? `&after=${after}` : ''}`);
+        const page = await get<{ jobs: Job[]; next_cursor?: string }>(
+          `/api/v1/jobs?limit=${JOB_PAGE}${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
         if (!page) return null;
         out.push(...page.jobs);
-        if (!page.next_after) break;
-        after = page.next_after;
+        if (!page.next_cursor) break;
+        cursor = page.next_cursor;
       }
       return out;
     };
@@ -198,15 +201,18 @@ function App() {
   }
 
   const ctx: Ctx = { token, me, data, navigate, refresh: poll, act };
-  const tabs: [string, string][] = [['/', 'Overview'], ['/nodes', 'Nodes'], ['/jobs', 'Jobs'], ['/queue', 'Queue & tenants']];
-  const section = path === '/' ? '/' : `/${path.split('/')[1]}`;
+  const tabs: [string, string][] = [['/', 'Overview'], ['/nodes', 'Nodes'], ['/jobs', 'Jobs'], ['/queue', 'Queue & tenants'], ['/submit', 'Submit']];
+  const [pathname, search] = [path.split('?')[0], new URLSearchParams(path.split('?')[1] ?? '')];
+  const section = pathname === '/' ? '/' : `/${pathname.split('/')[1]}`;
   let page;
-  const jobMatch = path.match(/^\/jobs\/(\d+)\/?$/);
-  if (path === '/' || path === '/overview') page = <Overview />;
-  else if (path === '/nodes') page = <Nodes />;
-  else if (path === '/jobs') page = <Jobs />;
+  const jobMatch = pathname.match(/^\/jobs\/(\d+)\/?$/);
+  const clone = search.get('clone');
+  if (pathname === '/' || pathname === '/overview') page = <Overview />;
+  else if (pathname === '/nodes') page = <Nodes />;
+  else if (pathname === '/jobs') page = <Jobs />;
   else if (jobMatch) page = <JobPage id={Number(jobMatch[1])} />;
-  else if (path === '/queue') page = <QueuePage />;
+  else if (pathname === '/queue') page = <QueuePage />;
+  else if (pathname === '/submit') page = <SubmitPage key={clone ?? ''} cloneOf={clone && /^\d+$/.test(clone) ? Number(clone) : null} />;
   else page = <NotFound />;
 
   return (

@@ -104,6 +104,9 @@ struct Api::Impl {
   Result<ApiResponse> SubmitJob(const ApiRequest& req, const Caller& caller, const Params&);
   // POST /api/v1/jobs:batch {"jobs": [spec, ...]}: every spec read and checked first, then one store transaction.
   Result<ApiResponse> SubmitJobs(const ApiRequest& req, const Caller& caller, const Params&);
+  // A dry run of SubmitJob: the same parser and tenant check, nothing stored; the verdict with the error's line
+  // and column (docs/api.md).
+  Result<ApiResponse> ValidateJob(const ApiRequest& req, const Caller& caller, const Params&);
   static constexpr size_t kMaxBatchJobs = 10000;
   // The tenant a submitted spec runs as: the caller's, or the one its `tenant:` names (admin tokens only).
   Result<TenantId> SubmitTenant(const Caller& caller, const JobSpec& spec);

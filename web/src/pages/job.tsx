@@ -1,34 +1,48 @@
-// A job: state and why it is not running, actions, spec, placement per replica and device, events, log tail.
+// A job: state and why it is not running, actions (suspend, resume, cancel, clone; priority for admins), what it
+// asks for, placement per replica and device, events, its log (pages/logs.tsx) and spec.
 import { useContext, useEffect, useState } from 'preact/hooks';
-import { ApiError, call, jobLog } from '../api';
+import { ApiError, call } from '../api';
 import type { Job, JobEvent } from '../api';
 import { AppContext } from '../state';
 import { Link } from '../nav';
 import { gib, localTime, tenantColor, whyText } from '../util';
 import { resourceText } from './jobs';
+import { LogViewer } from './logs';
 
-// The page refetches the job, its events and its log whenever the app's poll completes (every 3 s).
-const LOG_MS = 3000;
+// An admin's priority form: 0..100 or a name; the server says what is wrong with anything else.
+function PriorityForm({ job, onChanged }: { job: Job; onChanged: (j: Job) => void }) {
+  const { token, act } = useContext(AppContext);
+  const [value, setValue] = useState(String(job.priority));
+  useEffect(() => setValue(String(job.priority)), [job.id, job.priority]);
+  const save = (e: Event) => {
+    e.preventDefault();
+    const v = value.trim();
+    const priority = /^\d+$/.test(v) ? Number(v) : v;
+    act('Change priority', async () => onChanged(await call<Job>(token, 'PATCH', `/api/v1/jobs/${job.id}`, { priority })),
+      `Job ${job.id}: priority set to ${v}`);
+  };
+  return (
+    <form class="inline-form" onSubmit={save} data-testid="priority-form">
+      <input aria-label="Priority" list="priorities" size={6} value={value} onInput={(e) => setValue((e.target as HTMLInputElement).value)} />
+      <datalist id="priorities"><option value="low" /><option value="normal" /><option value="high" /></datalist>
+      <button type="submit" disabled={value.trim() === String(job.priority)}>Set</button>
+    </form>
+  );
+}
 
 export function JobPage({ id }: { id: number }) {
-  const { token, data, act } = useContext(AppContext);
+  const { token, data, act, me } = useContext(AppContext);
   const [job, setJob] = useState<Job | null>(null);
   const [events, setEvents] = useState<JobEvent[]>([]);
   const [error, setError] = useState('');
-  const [log, setLog] = useState<string | null | undefined>(undefined);  // null = no logs route
-  const [logError, setLogError] = useState('');
   const [tick, setTick] = useState(0);
 
+  // The job and its events again whenever the app's poll completes (every 3 s) or an action here changed it.
   useEffect(() => {
     let live = true;
     Promise.all([call<Job>(token, 'GET', `/api/v1/jobs/${id}`), call<{ events: JobEvent[] }>(token, 'GET', `/api/v1/jobs/${id}/events`)])
       .then(([j, e]) => { if (live) { setJob(j); setEvents(e.events); setError(''); } })
       .catch((e: ApiError) => { if (live) setError(e.status === 404 ? `Job ${id} does not exist or belongs to another tenant.` : e.message); });
-    if (log !== null) {
-      jobLog(token, id)
-        .then((text) => { if (live) { setLog(text); setLogError(''); } })
-        .catch((e: ApiError) => { if (live) setLogError(e.message); });
-    }
     return () => { live = false; };
   }, [id, token, tick, data.updated]);
 
@@ -49,9 +63,11 @@ export function JobPage({ id }: { id: number }) {
         <h2>{job.name || '(unnamed)'} <span class="muted">#{job.id}</span></h2>
         <span class={`state big st-${job.state}`} data-testid="job-state">{job.state}</span>
         <div class="spacer" />
-        <button onClick={() => run('Suspend', 'suspend', `Job ${id}: suspend requested`)} disabled={!['queued', 'running', 'scheduled'].includes(job.state)}>Suspend</button>
+        <button onClick={() => run('Suspend', 'suspend', `Job ${id}: suspend requested`)} disabled={job.state !== 'running'}
+          title="Only a running job can be suspended (cancel a queued one)">Suspend</button>
         <button onClick={() => run('Resume', 'resume', `Job ${id} resumed`)} disabled={job.state !== 'suspended'}>Resume</button>
         <button class="danger" onClick={() => run('Cancel', 'cancel', `Job ${id} cancelled`)} disabled={finished}>Cancel</button>
+        <Link href={`/submit?clone=${id}`} class="button" title="A new job from this job's spec">Clone</Link>
       </div>
       <div class={`why ${job.state}`} data-testid="why">{whyText(job)}</div>
       <div class="cards wide">
@@ -59,7 +75,9 @@ export function JobPage({ id }: { id: number }) {
           <h3>Job</h3>
           <dl class="kv">
             <dt>Tenant</dt><dd><i class="swatch" style={{ background: tenantColor(job.tenant) }} />{job.tenant}</dd>
-            <dt>Priority</dt><dd>{job.priority}</dd>
+            <dt>Priority</dt><dd>{me.admin && !finished
+              ? <PriorityForm job={job} onChanged={(j) => { setJob({ ...job, ...j, placement: j.placement.length ? j.placement : job.placement }); setTick((n) => n + 1); }} />
+              : job.priority}</dd>
             <dt>Asks for</dt><dd>{resourceText(job)}{job.resources.cpu_milli ? ` · CPU ${job.resources.cpu_milli / 1000}` : ''}{job.resources.memory_mib ? ` · ${gib(job.resources.memory_mib)} RAM` : ''}</dd>
             <dt>Replicas</dt><dd>{job.replicas}</dd>
             <dt>Submitted</dt><dd>{localTime(job.submitted_at)}</dd>
@@ -101,12 +119,7 @@ export function JobPage({ id }: { id: number }) {
           {events.length === 0 && <li class="muted">No events.</li>}
         </ol>
       </div>
-      <div class="card">
-        <h3>Log <span class="muted small">(last lines, refreshed every {LOG_MS / 1000} s)</span></h3>
-        {logError && <div class="msg error" role="alert">Log: {logError}</div>}
-        {log === null ? <p class="muted" data-testid="log-missing">This server has no log route (GET /api/v1/jobs/{id}/logs answered 404 "no route").</p>
-          : <pre class="log" data-testid="log">{log === undefined ? 'Loading…' : (log || '(no output yet)')}</pre>}
-      </div>
+      <LogViewer job={job} />
       <details class="card">
         <summary><h3 class="inline">Spec</h3></summary>
         <pre class="spec">{JSON.stringify(job.spec, null, 2)}</pre>

@@ -1,6 +1,6 @@
 // Nodes: every node's devices as bars split into the slices tasks hold (memory and compute), coloured by tenant;
 // a slice links to its job. Health, cordon state and the simulated marker; cordon / uncordon for admins.
-import { useContext } from 'preact/hooks';
+import { useContext, useState } from 'preact/hooks';
 import { call } from '../api';
 import type { DeviceView, NodeView } from '../api';
 import { AppContext } from '../state';
@@ -8,7 +8,7 @@ import { Link } from '../nav';
 import { age, devicesText, gib, simulatedText, slicesByDevice, tenantColor } from '../util';
 import type { Slice } from '../util';
 
-function Bar({ kind, device, slices }: { kind: 'memory' | 'compute'; device: DeviceView; slices: Slice[] }) {
+function Bar({ kind, device, slices, onPick }: { kind: 'memory' | 'compute'; device: DeviceView; slices: Slice[]; onPick: (s: Slice | null) => void }) {
   const cap = kind === 'memory' ? device.memory_mib : device.compute_milli;
   const allocated = kind === 'memory' ? device.memory_allocated_mib : device.compute_allocated_milli;
   const size = (s: Slice) => (kind === 'memory' ? s.memory_mib : s.compute_milli);
@@ -21,7 +21,8 @@ function Bar({ kind, device, slices }: { kind: 'memory' | 'compute'; device: Dev
       {slices.map((s) => (
         <Link key={`${s.job.id}-${s.replica}`} href={`/jobs/${s.job.id}`} class="slice"
           title={`job ${s.job.id} ${s.job.name} (tenant ${s.job.tenant}, replica ${s.replica}): ${fmt(size(s))} ${kind}`}>
-          <span data-job={s.job.id} style={{ width: w(size(s)), background: tenantColor(s.job.tenant) }} class="slice-fill">
+          <span data-job={s.job.id} style={{ width: w(size(s)), background: tenantColor(s.job.tenant) }} class="slice-fill"
+            onMouseEnter={() => onPick(s)} onMouseLeave={() => onPick(null)}>
             {size(s) / cap > 0.12 ? `#${s.job.id}` : ''}
           </span>
         </Link>
@@ -31,7 +32,20 @@ function Bar({ kind, device, slices }: { kind: 'memory' | 'compute'; device: Dev
   );
 }
 
+// What a slice is, in words: shown under the device while the pointer is on the slice.
+function SliceDetail({ slice, device }: { slice: Slice; device: DeviceView }) {
+  const j = slice.job;
+  return (
+    <div class="slice-detail" data-testid="slice-detail">
+      <i class="swatch" style={{ background: tenantColor(j.tenant) }} />
+      <strong>#{j.id} {j.name}</strong> · tenant {j.tenant} · replica {slice.replica} · {j.state} ·{' '}
+      {gib(slice.memory_mib)} of {gib(device.memory_mib)} memory · {Math.round(slice.compute_milli / 10)}% of its cores · priority {j.priority}
+    </div>
+  );
+}
+
 function DeviceRow({ node, device, slices }: { node: NodeView; device: DeviceView; slices: Slice[] }) {
+  const [picked, setPicked] = useState<Slice | null>(null);
   return (
     <div class="device" data-testid="device" data-uuid={device.uuid}>
       <div class="device-label">
@@ -41,10 +55,11 @@ function DeviceRow({ node, device, slices }: { node: NodeView; device: DeviceVie
         {!device.healthy && <span class="badge bad">unhealthy</span>}
       </div>
       <div class="device-bars">
-        <div class="bar-row"><span class="bar-name">mem</span><Bar kind="memory" device={device} slices={slices} />
+        <div class="bar-row"><span class="bar-name">mem</span><Bar kind="memory" device={device} slices={slices} onPick={setPicked} />
           <span class="bar-value">{gib(device.memory_allocated_mib)} / {gib(device.memory_mib)}</span></div>
-        <div class="bar-row"><span class="bar-name">cores</span><Bar kind="compute" device={device} slices={slices} />
+        <div class="bar-row"><span class="bar-name">cores</span><Bar kind="compute" device={device} slices={slices} onPick={setPicked} />
           <span class="bar-value">{Math.round(device.compute_allocated_milli / 10)}%</span></div>
+        {picked && <SliceDetail slice={picked} device={device} />}
       </div>
       <span class="sr-only">{node.name}</span>
     </div>

@@ -1,10 +1,11 @@
 // Queue and tenants: the queue in the order the scheduler tries it, with why each job is where it is and what
-// it waits for; each tenant's quota use against its limits.
-import { useContext } from 'preact/hooks';
-import type { Job, Quota } from '../api';
+// it waits for; each tenant's quota use against its limits, which admins edit here.
+import { useContext, useState } from 'preact/hooks';
+import { call } from '../api';
+import type { Job, Quota, Tenant } from '../api';
 import { AppContext } from '../state';
 import { Link } from '../nav';
-import { age, devicesText, gib, localTime, queueOrder, tenantColor, tenantUse } from '../util';
+import { age, devicesText, gib, isInternalTenant, localTime, queueOrder, tenantColor, tenantUse } from '../util';
 import { Meter } from './overview';
 import { resourceText } from './jobs';
 
@@ -20,15 +21,58 @@ function positionText(job: Job, index: number, queue: Job[]): string {
 }
 
 const DIMENSIONS: [keyof Quota & string, string, (v: number) => string][] = [
-  ['devices', 'Devices', (v) => String(v)],
+  ['devices', 'Devices', (v) => String(Math.round(v * 100) / 100)],
   ['device_memory_mib', 'GPU memory', gib],
   ['device_compute_milli', 'GPU compute', (v) => `${devicesText(v)} dev`],
   ['cpu_milli', 'CPU', (v) => `${devicesText(v)} cores`],
   ['memory_mib', 'Memory', gib],
 ];
 
+// The quota fields as PATCH /api/v1/tenants/{name} takes them: its key, the label, the current limit as the form
+// shows it, and what to send for what was typed (blank = unlimited).
+const QUOTA_FIELDS: { key: string; from: keyof Quota & string; label: string; hint: string; show: (v: number) => string; send: (s: string) => unknown }[] = [
+  { key: 'devices', from: 'devices', label: 'Devices', hint: 'e.g. 8', show: String, send: (s) => (/^\d+$/.test(s) ? Number(s) : s) },
+  { key: 'device_memory', from: 'device_memory_mib', label: 'GPU memory', hint: 'e.g. 80Gi',
+    show: (v) => (v % 1024 === 0 ? `${v / 1024}Gi` : `${v}Mi`), send: (s) => s },
+  { key: 'device_compute_milli', from: 'device_compute_milli', label: 'GPU compute (milli-devices)', hint: 'e.g. 4000',
+    show: String, send: (s) => (/^\d+$/.test(s) ? Number(s) : s) },
+  { key: 'cpu', from: 'cpu_milli', label: 'CPU', hint: 'e.g. 16 or 500m', show: (v) => (v % 1000 === 0 ? String(v / 1000) : `${v}m`), send: (s) => s },
+  { key: 'memory', from: 'memory_mib', label: 'Memory', hint: 'e.g. 64Gi', show: (v) => (v % 1024 === 0 ? `${v / 1024}Gi` : `${v}Mi`), send: (s) => s },
+];
+
+function QuotaForm({ tenant, onDone }: { tenant: Tenant; onDone: () => void }) {
+  const { token, act } = useContext(AppContext);
+  const [values, setValues] = useState<Record<string, string>>(() => Object.fromEntries(QUOTA_FIELDS.map((f) => {
+    const v = tenant.quota[f.from];
+    return [f.key, v === undefined ? '' : f.show(v)];
+  })));
+  const save = async (e: Event) => {
+    e.preventDefault();
+    const quota: Record<string, unknown> = {};
+    for (const f of QUOTA_FIELDS) quota[f.key] = values[f.key].trim() === '' ? null : f.send(values[f.key].trim());
+    const ok = await act(`Quota of ${tenant.name}`, () => call(token, 'PATCH', `/api/v1/tenants/${encodeURIComponent(tenant.name)}`, { quota }),
+      `${tenant.name}: quota saved`);
+    if (ok) onDone();
+  };
+  return (
+    <form class="quota-form" onSubmit={save} data-testid="quota-form">
+      {QUOTA_FIELDS.map((f) => (
+        <label key={f.key}>{f.label}
+          <input name={f.key} placeholder={`unlimited (${f.hint})`} value={values[f.key]}
+            onInput={(e) => setValues({ ...values, [f.key]: (e.target as HTMLInputElement).value })} />
+        </label>
+      ))}
+      <div class="actions">
+        <button class="primary" type="submit">Save quota</button>
+        <button type="button" onClick={onDone}>Cancel</button>
+      </div>
+    </form>
+  );
+}
+
 export function QueuePage() {
   const { data, me } = useContext(AppContext);
+  const [editing, setEditing] = useState('');
   if (!data.jobs) return <p class="muted">Loading…</p>;
   const queue = queueOrder(data.jobs);
   const held = data.jobs.filter((j) => j.state === 'suspended');
@@ -63,15 +107,18 @@ export function QueuePage() {
       <h2>Tenants</h2>
       {!me.admin && <p class="muted">You see your own tenant only.</p>}
       <div class="cards wide">
-        {(data.tenants ?? []).map((t) => {
+        {(data.tenants ?? []).filter((t) => !isInternalTenant(t.name)).map((t) => {
           const use = tenantUse(data.jobs!, t.name);
           const queued = queue.filter((j) => j.tenant === t.name).length;
           const guaranteed = t.guaranteed ?? {};
           const hasGuarantee = Object.keys(guaranteed).length > 0;
           return (
             <div class="card tenant" key={t.name} data-testid="tenant" data-tenant={t.name}>
-              <h3><i class="swatch" style={{ background: tenantColor(t.name) }} />{t.name} {t.admin && <span class="badge">admin</span>}</h3>
+              <h3><i class="swatch" style={{ background: tenantColor(t.name) }} />{t.name} {t.admin && <span class="badge">admin</span>}
+                <span class="spacer" />
+                {me.admin && editing !== t.name && <button onClick={() => setEditing(t.name)}>Edit quota</button>}</h3>
               <p class="muted small">{queued} queued · created {localTime(t.created_at)}</p>
+              {editing === t.name && <QuotaForm tenant={t} onDone={() => setEditing('')} />}
               <table class="compact quota">
                 <thead><tr><th>Quota</th><th>In use</th><th>Guaranteed</th><th>Limit</th><th /></tr></thead>
                 <tbody>
