@@ -31,7 +31,7 @@ class AgentGrpcTest : public ApiFixture {
     ApiFixture::SetUp();
     if (HasFatalFailure()) return;
     AgentService::DeclareMetrics(metrics_);
-    agents_ = std::make_unique<AgentService>(*control_, *store_, &logs_, &metrics_);
+    agents_ = std::make_unique<AgentService>(*control_, *jobs_, &logs_, &metrics_);
     ApiOptions options;
     options.agents = agents_.get();
     options.logs = &logs_;

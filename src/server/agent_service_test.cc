@@ -24,7 +24,7 @@ class AgentServiceTest : public ApiFixture {
   void SetUp() override {
     ApiFixture::SetUp();
     if (HasFatalFailure()) return;
-    agents_ = std::make_unique<AgentService>(*control_, *store_);
+    agents_ = std::make_unique<AgentService>(*control_, *jobs_);
     MakeApi(ApiOptions{});
     node_ = MakeNode("n1").WithCpu(8000).WithMemory(16384).WithGpus(1, "A100", 81920).Build();
     ASSERT_TRUE(agents_->Register(node_).ok());

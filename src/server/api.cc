@@ -375,7 +375,7 @@ const std::vector<Api::Impl::Route>& Api::Impl::Routes() {
        "Submit many jobs in one transaction (body: {jobs: [spec, ...]}, at most 10,000). 201 {jobs: [{id}]}."},
       {"POST", "/api/v1/jobs:validate", Access::kTenant, &I::ValidateJob,
        "Check a job spec as submit would, storing nothing. 200 {valid, error: {message, line, column}}."},
-      {"GET", "/api/v1/jobs", Access::kTenant, &I::ListJobs, "List jobs (query: tenant, state, limit, after)."},
+      {"GET", "/api/v1/jobs", Access::kTenant, &I::ListJobs, "List jobs (query: tenant, state, limit, cursor, after)."},
       {"GET", "/api/v1/jobs/{id}", Access::kTenant, &I::GetJob, "A job: spec, state, placement, why pending."},
       {"DELETE", "/api/v1/jobs/{id}", Access::kTenant, &I::CancelJob, "Cancel a job."},
       {"PATCH", "/api/v1/jobs/{id}", Access::kAdmin, &I::PatchJob,

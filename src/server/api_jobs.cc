@@ -1,10 +1,12 @@
 // The job routes of the REST API (Api::Impl, internal/api_impl.h): submit, validate, list, get, cancel,
 // suspend, resume, priority, events and logs.
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 #include "model/job_spec.h"
@@ -26,6 +28,32 @@ Result<JobId> ParseJobId(const std::string& text) {
   for (char c : text) {
     if (c < '0' || c > '9') return NotFoundError("job " + text + " not found");
     v = v * 10 + (c - '0');
+  }
+  return JobId(v);
+}
+
+// The list's cursor: opaque to clients (docs/api.md); today the last id of the page, in hex after a version tag,
+// so what it holds can change without breaking a client that passes it back as given.
+constexpr std::string_view kCursorTag = "c1.";
+
+std::string EncodeCursor(JobId last) {
+  char hex[17];
+  const int n = std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(last.value()));
+  return std::string(kCursorTag) + std::string(hex, static_cast<size_t>(n));
+}
+
+Result<JobId> DecodeCursor(const std::string& text) {
+  const Status bad = InvalidArgumentError("cursor: not a cursor this server gave (pass next_cursor back unchanged)");
+  if (text.size() <= kCursorTag.size() || text.size() > kCursorTag.size() + 15 || !text.starts_with(kCursorTag)) {
+    return bad;
+  }
+  int64_t v = 0;
+  for (char c : std::string_view(text).substr(kCursorTag.size())) {
+    int d = -1;
+    if (c >= '0' && c <= '9') d = c - '0';
+    if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    if (d < 0) return bad;
+    v = v * 16 + d;
   }
   return JobId(v);
 }
@@ -70,17 +98,30 @@ std::shared_ptr<const std::string> Api::Impl::SpecText(const JobRecord& job) {
 }
 
 std::optional<std::map<JobId, std::vector<AllocationRecord>>> Api::Impl::PagePlacements(
-    const std::vector<JobRecord>& jobs) {
+    const std::vector<std::shared_ptr<const JobRecord>>& jobs) {
   size_t holding = 0;
-  for (const JobRecord& j : jobs) holding += HoldsAllocation(j.state) ? 1 : 0;
-  if (holding < 2 || jobs.back().id.value() - jobs.front().id.value() >= 4 * static_cast<int64_t>(jobs.size())) {
+  for (const auto& j : jobs) holding += HoldsAllocation(j->state) ? 1 : 0;
+  if (holding < 2 || jobs.back()->id.value() - jobs.front()->id.value() >= 4 * static_cast<int64_t>(jobs.size())) {
     return std::nullopt;
   }
-  auto all = store.JobAllocationsBetween(jobs.front().id, jobs.back().id);
+  auto all = store.JobAllocationsBetween(jobs.front()->id, jobs.back()->id);
   if (!all.ok()) return std::nullopt;
   std::map<JobId, std::vector<AllocationRecord>> out;
   for (AllocationRecord& a : *all) out[a.job].push_back(std::move(a));
   return out;
+}
+
+Result<CachingStateStore::JobPage> Api::Impl::JobPage(JobFilter filter) {
+  if (job_cache != nullptr) return job_cache->ListJobRefs(filter);
+  const int limit = filter.limit;
+  filter.limit = limit + 1;  // one more than the page: whether another page follows
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store.ListJobs(filter));
+  CachingStateStore::JobPage page;
+  page.more = static_cast<int>(jobs.size()) > limit;
+  if (page.more) jobs.resize(static_cast<size_t>(limit));
+  page.jobs.reserve(jobs.size());
+  for (JobRecord& j : jobs) page.jobs.push_back(std::make_shared<const JobRecord>(std::move(j)));
+  return page;
 }
 
 Result<TenantId> Api::Impl::SubmitTenant(const Caller& caller, const JobSpec& spec) {
@@ -187,23 +228,31 @@ Result<ApiResponse> Api::Impl::ListJobs(const ApiRequest& req, const Caller& cal
       filter.states.push_back(*s);
     }
   }
-  filter.limit = options.default_list_limit;
+  int limit = options.default_list_limit;
   if (auto it = req.query.find("limit"); it != req.query.end()) {
     auto v = ParseNonNegativeIntText(it->second);
     if (!v.ok() || *v < 1 || *v > 100000) return InvalidArgumentError("limit must be 1..100000");
-    filter.limit = static_cast<int>(*v);
+    limit = static_cast<int>(*v);
   }
+  const auto cursor = req.query.find("cursor");
   if (auto it = req.query.find("after"); it != req.query.end()) {
+    if (cursor != req.query.end()) return InvalidArgumentError("after: give cursor or after, not both");
     auto v = ParseNonNegativeIntText(it->second);
     if (!v.ok()) return InvalidArgumentError("after must be a job id");
     filter.after = JobId(*v);
   }
-  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store.ListJobs(filter));
+  if (cursor != req.query.end()) {
+    ASSIGN_OR_RETURN(filter.after, DecodeCursor(cursor->second));
+  }
+  // Pages run in id order and ids only grow: a job submitted while a client pages shows up once, on a later page.
+  filter.limit = limit;
+  ASSIGN_OR_RETURN(CachingStateStore::JobPage page, JobPage(filter));
+  const std::vector<std::shared_ptr<const JobRecord>>& jobs = page.jobs;
   // The page is written straight into the body (no JSON tree per job): the same text JobToJson would give.
   const auto placements = PagePlacements(jobs);
   std::vector<JobId> queued;
-  for (const JobRecord& j : jobs) {
-    if (j.state == JobState::kQueued) queued.push_back(j.id);
+  for (const auto& j : jobs) {
+    if (j->state == JobState::kQueued) queued.push_back(j->id);
   }
   const std::vector<std::string> reasons = control.PendingReasons(queued);  // one lock for the page
   std::unordered_map<int64_t, std::string> tenant_names_here;
@@ -211,7 +260,7 @@ Result<ApiResponse> Api::Impl::ListJobs(const ApiRequest& req, const Caller& cal
   body.reserve(jobs.size() * 1024);
   size_t next_reason = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
-    const JobRecord& j = jobs[i];
+    const JobRecord& j = *jobs[i];
     std::vector<AllocationRecord> own;
     const std::vector<AllocationRecord>* p = &own;
     if (placements) {
@@ -229,9 +278,7 @@ Result<ApiResponse> Api::Impl::ListJobs(const ApiRequest& req, const Caller& cal
     internal::AppendJobJson(&body, j, name->second, reason, p, *SpecText(j));
   }
   body.push_back(']');
-  if (filter.limit > 0 && static_cast<int>(jobs.size()) == filter.limit) {
-    body += ",\"next_after\":" + std::to_string(jobs.back().id.value());
-  }
+  if (page.more) body += ",\"next_cursor\":\"" + EncodeCursor(jobs.back()->id) + "\"";
   body.push_back('}');
   return ApiResponse{200, internal::kJsonContentType, std::move(body)};
 }

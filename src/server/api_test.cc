@@ -333,6 +333,80 @@ TEST_F(ApiTest, BatchSubmitStoresAllOrNothingAndNamesTheBadSpec) {
   EXPECT_EQ(Call("POST", "/api/v1/jobs:batch", "", json{{"jobs", {spec("x")}}}.dump()).status, 401);
 }
 
+// GET /api/v1/jobs in pages: next_cursor until the last page; a job submitted while paging comes once, at the end;
+// a tenant's pages hold only its jobs, whatever cursor it sends; a string the server did not give is refused.
+TEST_F(ApiTest, JobListPagesWithACursorAndKeepsTenantsApart) {
+  const std::string alice = NewTenant("alice");
+  const std::string bob = NewTenant("bob");
+  auto submit = [&](const std::string& token, int n) {
+    json specs = json::array();
+    for (int i = 0; i < n; ++i) {
+      specs.push_back(json{{"name", "j"}, {"resources", {{"cpu", "100m"}}}, {"command", "true"}});
+    }
+    ApiResponse r = Call("POST", "/api/v1/jobs:batch", token, json{{"jobs", specs}}.dump());
+    EXPECT_EQ(r.status, 201) << r.body;
+    std::vector<int64_t> ids;
+    const json body = Body(r);
+    for (const json& j : body["jobs"]) ids.push_back(j["id"].get<int64_t>());
+    return ids;
+  };
+  std::vector<int64_t> want = submit(alice, 3);
+  const std::vector<int64_t> bobs = submit(bob, 2);
+  for (int64_t id : submit(alice, 2)) want.push_back(id);
+
+  std::vector<int64_t> seen;
+  std::string cursor;
+  for (int page = 0; page < 10; ++page) {
+    ApiResponse r = Call("GET", "/api/v1/jobs?limit=2" + (cursor.empty() ? "" : "&cursor=" + cursor), alice);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json body = Body(r);
+    EXPECT_LE(body["jobs"].size(), 2u);
+    for (const json& j : body["jobs"]) {
+      EXPECT_EQ(j["tenant"], "alice");
+      seen.push_back(j["id"].get<int64_t>());
+    }
+    if (page == 0) {
+      for (int64_t id : submit(alice, 1)) want.push_back(id);  // while paging
+      submit(bob, 1);
+    }
+    if (!body.contains("next_cursor")) break;
+    cursor = body["next_cursor"].get<std::string>();
+  }
+  EXPECT_EQ(seen, want);
+  // A page that holds the rest says so; bob, given alice's cursor, gets his own jobs after it and none of hers.
+  EXPECT_FALSE(Body(Call("GET", "/api/v1/jobs?limit=6", alice)).contains("next_cursor"));
+  const std::string alices = Body(Call("GET", "/api/v1/jobs?limit=1", alice))["next_cursor"].get<std::string>();
+  const json bobs_page = Body(Call("GET", "/api/v1/jobs?cursor=" + alices, bob))["jobs"];
+  EXPECT_EQ(bobs_page.size(), bobs.size() + 1);
+  for (const json& j : bobs_page) EXPECT_EQ(j["tenant"], "bob");
+  EXPECT_EQ(Body(Call("GET", "/api/v1/jobs?tenant=bob", admin_token_))["jobs"].size(), bobs.size() + 1);
+  EXPECT_EQ(Body(Call("GET", "/api/v1/jobs?state=queued&limit=100", alice))["jobs"].size(), want.size());
+  for (const std::string bad : {"12", "c1.", "c1.xyz", "c2.10", "c1.1234567890abcdef0"}) {
+    ApiResponse r = Call("GET", "/api/v1/jobs?cursor=" + bad, alice);
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_NE(r.body.find("cursor"), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(Call("GET", "/api/v1/jobs?after=1&cursor=" + alices, alice).status, 400);
+  EXPECT_EQ(Call("GET", "/api/v1/jobs?cursor=" + alices, "").status, 401);
+
+  // An Api over the store itself (no job cache) gives the same answers.
+  control_->RunPass(true);
+  std::unique_ptr<Api> direct = std::make_unique<Api>(*store_, *control_, metrics_, clock_, ApiOptions{});
+  const std::vector<std::string> targets = {"/api/v1/jobs", "/api/v1/jobs?limit=2",
+                                            "/api/v1/jobs?limit=2&cursor=" + alices,
+                                            "/api/v1/jobs?state=queued&limit=3", "/api/v1/jobs?limit=100&after=2"};
+  for (const std::string& target : targets) {
+    for (const std::string& token : {alice, bob, admin_token_}) {
+      const ApiResponse cached = Call("GET", target, token);
+      std::swap(api_, direct);
+      const ApiResponse read = Call("GET", target, token);
+      std::swap(api_, direct);
+      EXPECT_EQ(cached.status, 200) << target;
+      EXPECT_EQ(cached.body, read.body) << target;
+    }
+  }
+}
+
 TEST_F(ApiTest, ValidateAnswersAsSubmitWouldWithThePositionAndStoresNothing) {
   const std::string alice = NewTenant("alice");
   auto jobs = [&] { return Body(Call("GET", "/api/v1/jobs", admin_token_))["jobs"].size(); };

@@ -1,9 +1,10 @@
 #pragma once
 // ApiFixture: the server set-up the Api tests share (api_test.cc, agent_grpc_service_test.cc; test-only): a
-// SQLite store in a fresh temp dir, an admin tenant with a token, the metrics the Api declares, a rebuilt
-// ControlPlane on a FakeClock; the test then makes its Api with its own options (MakeApi). Call() sends one
-// request through Api::Handle, NewTenant() / NodeToken() create what a test needs through the API.
-// Each fixture object is owned by its test; not thread-safe.
+// SQLite store in a fresh temp dir with the job cache the server reads from in front of it (the control plane and
+// the Api use `jobs_`; tests may read `store_` to see what was committed), an admin tenant with a token, the
+// metrics the Api declares, a rebuilt ControlPlane on a FakeClock; the test then makes its Api with its own options
+// (MakeApi). Call() sends one request through Api::Handle, NewTenant() / NodeToken() create what a test needs through
+// the API. Each fixture object is owned by its test; not thread-safe.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "server/api.h"
+#include "store/caching_state_store.h"
 #include "store/token.h"
 
 namespace xpool::server {
@@ -38,18 +40,22 @@ class ApiFixture : public ::testing::Test {
     ASSERT_TRUE(store_->AddToken(admin->id, admin_token_, "test", clock_.NowMicros()).ok());
     Api::DeclareMetrics(metrics_);
     metrics_.DeclareGauge("xpool_queue_length", "Queued jobs per tenant.");
-    control_ = std::make_unique<ControlPlane>(*store_, clock_, &metrics_, ControlPlaneOptions{});
+    auto jobs = CachingStateStore::Load(*store_);
+    ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+    jobs_ = std::move(*jobs);
+    control_ = std::make_unique<ControlPlane>(*jobs_, clock_, &metrics_, ControlPlaneOptions{});
     ASSERT_TRUE(control_->Rebuild().ok());
   }
   void TearDown() override {
     api_.reset();
     control_.reset();
+    jobs_.reset();
     store_.reset();
     std::filesystem::remove_all(dir_);
   }
 
   void MakeApi(const ApiOptions& options) {
-    api_ = std::make_unique<Api>(*store_, *control_, metrics_, clock_, options);
+    api_ = std::make_unique<Api>(*jobs_, *control_, metrics_, clock_, options);
   }
 
   // METHOD TARGET ("PATH" or "PATH?KEY=VALUE&KEY=VALUE...") with `token` as the bearer token (none when empty).
@@ -92,6 +98,7 @@ class ApiFixture : public ::testing::Test {
   FakeClock clock_{1'700'000'000'000'000};
   MetricsRegistry metrics_;
   std::unique_ptr<StateStore> store_;
+  std::unique_ptr<CachingStateStore> jobs_;
   std::unique_ptr<ControlPlane> control_;
   std::unique_ptr<Api> api_;
   std::string admin_token_;

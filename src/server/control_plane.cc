@@ -11,6 +11,7 @@
 #include "scheduler/queue/scheduling_pass.h"
 #include "scheduler/schedule.h"
 #include "server/internal/distributed_launch.h"
+#include "server/internal/pass_undo.h"
 #include "server/internal/reservation.h"
 #include "server/internal/victim_reason.h"
 #include "store/allocation_codec.h"
@@ -523,20 +524,25 @@ void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vect
   pass_options.preemption = options_.preemption;
   pass_options.rules.min_runtime = options_.min_runtime;
   pass_options.rules.max_suspensions_per_hour = options_.max_suspensions_per_hour;
-  ClusterState scratch = state_;  // the pass books and releases here; state_ follows what is committed
-  // The room already freed for preemptors still awaiting victims is theirs: held in the pass's view.
+  // The pass books and releases in state_ itself; once it returns, what it left there is taken back
+  // (internal/pass_undo.h) and the decisions below book what they keep. The room already freed for preemptors
+  // still awaiting victims is theirs: held for the pass's duration.
+  std::vector<Allocation> holds;
   for (const auto& [id, allocations] : reserved_) {
     if (!awaiting_.contains(id)) continue;
     for (const Allocation& a : allocations) {
-      CheckOk(scratch.Apply(internal::FreePartOf(scratch, a)), "only the part that is free in this state");
+      holds.push_back(internal::FreePartOf(state_, a));
+      CheckOk(state_.Apply(holds.back()), "only the part that is free in this state");
     }
   }
-  SchedulerJobPlacer placer(scratch, *policy_, rng_);
+  SchedulerJobPlacer placer(state_, *policy_, rng_);
   const auto start = std::chrono::steady_clock::now();
-  PassResult result = RunSchedulingPass(jobs, tenants, scratch, placer, now, pass_options);
+  PassResult result = RunSchedulingPass(jobs, tenants, state_, placer, now, pass_options);
   if (metrics_ != nullptr) {
     metrics_->Observe("xpool_scheduling_latency_seconds", {}, Seconds(std::chrono::steady_clock::now() - start));
   }
+  internal::UndoPass(state_, jobs, result);
+  for (auto h = holds.rbegin(); h != holds.rend(); ++h) CheckOk(state_.Release(*h), "held for the pass above");
 
   for (JobDecision& d : result.decisions) {
     const JobId id = ids[d.job];
@@ -759,17 +765,8 @@ Status ControlPlane::CheckConsistency() const {
     if (!h.committing) continue;
     for (const Allocation& a : h.allocations) RETURN_IF_ERROR(rebuilt.Apply(a));
   }
-  for (int i = 0; i < state_.node_count(); ++i) {
-    const NodeUsage& want = rebuilt.usage(i);
-    const NodeUsage& have = state_.usage(i);
-    bool same = want.cpu_milli == have.cpu_milli && want.memory_mib == have.memory_mib;
-    for (size_t d = 0; same && d < want.devices.size(); ++d) {
-      same = want.devices[d].memory_mib == have.devices[d].memory_mib &&
-             want.devices[d].compute_milli == have.devices[d].compute_milli &&
-             want.devices[d].sharers == have.devices[d].sharers;
-    }
-    if (!same)
-      return InternalError("node " + state_.node(i).name + ": store allocations differ from the cluster state");
+  if (int i = internal::FirstUsageDifference(rebuilt, state_); i >= 0) {
+    return InternalError("node " + state_.node(i).name + ": store allocations differ from the cluster state");
   }
   // The per-node index of held jobs says what held_ says.
   std::unordered_map<int, std::vector<JobId>> index;

@@ -276,7 +276,7 @@ class ControlPlane {
   // Preemptors waiting for their victims to finish suspending (victims still suspending). mu_
   std::unordered_map<JobId, std::vector<JobId>> awaiting_;
   // A preemptor's planned allocations (one per replica) until it is placed or gives up: while it awaits its
-  // victims, the part of them already free is held in each pass's scratch state; once none is left it is booked
+  // victims, the part of them already free is held in state_ for each pass's duration; once none is left it is booked
   // there (server/internal/reservation.h). Memory only: after a restart the preemptor is scheduled afresh. mu_
   std::unordered_map<JobId, std::vector<Allocation>> reserved_;
   std::unordered_map<JobId, std::vector<TimeMicros>> suspended_at_;  // suspensions per job; mu_

@@ -26,6 +26,7 @@
 #include "server/metrics.h"
 #include "server/studio.h"
 #include "server/usage_history.h"
+#include "store/caching_state_store.h"
 #include "store/state_store.h"
 #include "store/token.h"
 
@@ -112,6 +113,8 @@ Status CheckHttpOptions(const ServerOptions& o) {
 struct Server::Impl {
   ServerOptions options;
   std::unique_ptr<StateStore> store;
+  // Every job and live allocation in memory, written through to `store`: what the server reads jobs from.
+  std::unique_ptr<CachingStateStore> jobs;
   MetricsRegistry metrics;
   std::unique_ptr<ControlPlane> control;
   std::unique_ptr<Api> api;
@@ -175,6 +178,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   ASSIGN_OR_RETURN(impl->store, OpenStateStore(location));
   Clock& clock = RealClock::Instance();
   RETURN_IF_ERROR(EnsureAdmin(*impl->store, clock, options.state_dir));
+  ASSIGN_OR_RETURN(impl->jobs, CachingStateStore::Load(*impl->store));
 
   MetricsRegistry& m = impl->metrics;
   m.DeclareCounter("xpool_jobs_submitted_total", "Jobs accepted (committed) through the API.");
@@ -206,12 +210,12 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   cp.node_timeout = options.node_timeout_s * kMicrosPerSecond;
   cp.min_runtime = options.min_runtime_s * kMicrosPerSecond;
   cp.max_suspensions_per_hour = static_cast<int>(options.max_suspensions_per_hour);
-  impl->control = std::make_unique<ControlPlane>(*impl->store, clock, &m, cp);
+  impl->control = std::make_unique<ControlPlane>(*impl->jobs, clock, &m, cp);
   RETURN_IF_ERROR(impl->control->Start());
   ApiOptions api_options;
   api_options.max_body_bytes = options.max_body_bytes;
   AgentService::DeclareMetrics(m);
-  impl->agents = std::make_unique<AgentService>(*impl->control, *impl->store, impl->logs.get(), &m);
+  impl->agents = std::make_unique<AgentService>(*impl->control, *impl->jobs, impl->logs.get(), &m);
   api_options.agents = impl->agents.get();
   api_options.logs = impl->logs.get();
   api_options.usage_history = &impl->usage_history;
@@ -219,7 +223,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   impl->usage_history.Start([control = impl->control.get(), &clock] {
     return UsageHistory::Measure(control->Nodes(), static_cast<int64_t>(control->queue_length()), clock.NowMicros());
   });
-  impl->api = std::make_unique<Api>(*impl->store, *impl->control, m, clock, api_options);
+  impl->api = std::make_unique<Api>(*impl->jobs, *impl->control, m, clock, api_options);
   RETURN_IF_ERROR(StartAgentListener(*impl));
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }

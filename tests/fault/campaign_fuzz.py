@@ -126,17 +126,17 @@ class FuzzSteps:
 
     # -- accounting
     def list_all(self, who):
-        ids, after, pages = [], None, 0
+        ids, cursor, pages = [], None, 0
         while pages < 10000:
-            path = "/api/v1/jobs?limit=50" + ("&after=%d" % after if after is not None else "")
+            path = "/api/v1/jobs?limit=50" + ("&cursor=%s" % cursor if cursor is not None else "")
             reply = self.want(200, "GET", path, who, what="list jobs")
             body = reply.json() or {}
             jobs = body.get("jobs") or []
             ids += [(j.get("id"), j.get("tenant")) for j in jobs]
             pages += 1
-            if "next_after" not in body:
+            if "next_cursor" not in body:
                 return ids
-            after = body["next_after"]
+            cursor = body["next_cursor"]
         self.fail("listing jobs as %s did not end" % who)
         return ids
 

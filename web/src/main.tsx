@@ -141,13 +141,14 @@ function App() {
     // compresses each answer, and that cost grows faster than the page (a 1000-job page can take seconds).
     const listJobs = async (query: string, maxPages: number): Promise<Job[] | null> => {
       const out: Job[] = [];
-      let after = 0;
+      let cursor = '';
       for (let i = 0; i < maxPages; i++) {
-        const page = await get<{ jobs: Job[]; next_after?: number }>(`/api/v1/jobs?limit=${JOB_PAGE}${query}${after ? `&after=${after}` : ''}`);
+        const page = await get<{ jobs: Job[]; next_cursor?: string }>(
+          `/api/v1/jobs?limit=${JOB_PAGE}${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
         if (!page) return null;
         out.push(...page.jobs);
-        if (!page.next_after) break;
-        after = page.next_after;
+        if (!page.next_cursor) break;
+        cursor = page.next_cursor;
       }
       return out;
     };

@@ -114,9 +114,10 @@ struct PassResult {
   TextArena texts;  // what the decisions' reasons point into
 };
 
-// `state` is the caller's scratch copy of the cluster, holding the allocations of every running job
-// in `jobs`. On return it shows the cluster as it will be once the decisions are carried out:
-// placements booked, victims released. `now` is the pass's time (nothing reads a clock).
+// `state` holds the allocations of every running job in `jobs`; the pass books and releases in it. On
+// return it shows the cluster as it will be once the decisions are carried out: placements (and
+// moves) booked, victims released (the server takes exactly that back: server/internal/pass_undo.h). `now` is the
+// pass's time (nothing reads a clock).
 PassResult RunSchedulingPass(const std::vector<QueueJob>& jobs, const std::vector<Tenant>& tenants, ClusterState& state,
                              JobPlacer& placer, TimeMicros now, const PassOptions& options = {});
 

@@ -15,6 +15,7 @@
 #include "protocol/log_relay.h"
 #include "server/api.h"
 #include "server/internal/json_codec.h"
+#include "store/caching_state_store.h"
 
 namespace xpool::server {
 namespace internal {
@@ -49,9 +50,11 @@ struct Api::Impl {
   };
 
   Impl(StateStore& s, ControlPlane& c, MetricsRegistry& m, Clock& k, ApiOptions o)
-      : store(s), control(c), metrics(m), clock(k), options(o) {}
+      : store(s), job_cache(dynamic_cast<CachingStateStore*>(&s)), control(c), metrics(m), clock(k), options(o) {}
 
   StateStore& store;
+  // `store` itself when it is the job cache (the server's): job pages are read from it without copies. Else null.
+  CachingStateStore* job_cache;
   ControlPlane& control;
   MetricsRegistry& metrics;
   Clock& clock;
@@ -92,7 +95,11 @@ struct Api::Impl {
   std::shared_ptr<const std::string> SpecText(const JobRecord& job);
   // The placements of a page of jobs (ordered by id) in one read when the page's ids are dense, else none
   // (ListJobs reads each job's own).
-  std::optional<std::map<JobId, std::vector<AllocationRecord>>> PagePlacements(const std::vector<JobRecord>& jobs);
+  std::optional<std::map<JobId, std::vector<AllocationRecord>>> PagePlacements(
+      const std::vector<std::shared_ptr<const JobRecord>>& jobs);
+  // The jobs matching `filter` (limit > 0) in id order, and whether more match after them: the job cache's own
+  // snapshots, or copies of what the store reads.
+  Result<CachingStateStore::JobPage> JobPage(JobFilter filter);
 
   Result<ApiResponse> SubmitJob(const ApiRequest& req, const Caller& caller, const Params&);
   // POST /api/v1/jobs:batch {"jobs": [spec, ...]}: every spec read and checked first, then one store transaction.

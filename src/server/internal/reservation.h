@@ -2,7 +2,7 @@
 // Reservations for preemptors (kube-scheduler's "nominated node"): a job that suspended victims to make room
 // waits for them to checkpoint and leave; meanwhile the room they free is held for it, so that neither its
 // victims (back in the queue) nor any other waiting job takes it. The control plane books the free part of each
-// waiting preemptor's planned allocations into the pass's scratch state (FreePartOf), and books the preemptor
+// waiting preemptor's planned allocations into its state for a pass's duration (FreePartOf), and books the preemptor
 // itself at the planned allocations as soon as its last victim has left. Pure functions; thread-safe.
 #include "model/cluster_state.h"
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "store/internal/clip.h"
 #include "store/internal/sql_backend.h"
 
 namespace xpool::store_internal {
@@ -35,14 +36,6 @@ inline std::string Printable(std::string_view text) {
     if (c < 0x20 || c > 0x7e) c = '?';
   }
   return out;
-}
-
-// Cuts `text` to at most `max` bytes without splitting a UTF-8 sequence.
-inline std::string ClipUtf8(std::string_view text, size_t max) {
-  if (text.size() <= max) return std::string(text);
-  size_t end = max;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-  return std::string(text.substr(0, end));
 }
 
 inline SqlValue Bool(bool b) { return SqlValue::Int(b ? 1 : 0); }

@@ -10,7 +10,6 @@
 namespace xpool::store_internal {
 namespace {
 
-constexpr size_t kMaxReasonBytes = 4096;
 constexpr size_t kMinTokenBytes = 16;
 constexpr size_t kMaxTokenBytes = 512;
 
@@ -31,9 +30,6 @@ Status CheckQuota(const TenantQuota& q) {
   }
   return Status::Ok();
 }
-
-// Long reasons are cut (a reason is for people; the store is not a log sink).
-std::string Clip(std::string_view reason) { return ClipUtf8(reason, kMaxReasonBytes); }
 
 constexpr const char* kTenantColumns =
     "id, name, admin, quota_devices, quota_device_memory_mib, quota_device_compute_milli, quota_cpu_milli, "
@@ -117,27 +113,11 @@ std::string StateText(std::optional<JobState> s) { return s ? std::string(JobSta
 
 Result<JobRecord> SqlStore::JobFromRow(const SqlRow& row) {
   ASSIGN_OR_RETURN(JobRecord j, JobFromRowWithoutSpec(row));
-  const std::string text = ColText(row, 2);
-  {
-    std::lock_guard cache(cache_mu_);
-    auto it = spec_cache_.find(j.id.value());
-    if (it != spec_cache_.end() && it->second.text == text) {
-      j.spec = it->second.spec;
-      return j;
-    }
-  }
-  Result<JobSpec> spec = ParseJobSpec(text);
+  Result<JobSpec> spec = ParseJobSpec(ColText(row, 2));
   if (!spec.ok())
     return InternalError("job " + j.id.ToString() + " has an unreadable spec: " + spec.status().message());
   j.spec = std::move(spec).value();
-  CacheSpec(j.id, text, j.spec);
   return j;
-}
-
-void SqlStore::CacheSpec(JobId id, const std::string& text, const JobSpec& spec) {
-  std::lock_guard cache(cache_mu_);
-  if (spec_cache_.size() >= kMaxCachedSpecs) spec_cache_.clear();  // simple bound; refills on demand
-  spec_cache_[id.value()] = CachedSpec{text, spec};
 }
 
 Status SqlStore::Init() {
@@ -332,7 +312,7 @@ Result<int64_t> SqlStore::AddToken(TenantId tenant, std::string_view plaintext, 
     if (t.rows.empty()) return NotFoundError("no tenant with id " + tenant.ToString());
     Result<SqlResult> r =
         db_->Query("INSERT INTO tokens (tenant_id, hash, label, created_us) VALUES ($1, $2, $3, $4) RETURNING id",
-                   {Int(tenant.value()), Text(hash), Text(Clip(label)), Int(now)});
+                   {Int(tenant.value()), Text(hash), Text(ClipReason(label)), Int(now)});
     if (r.status().code() == StatusCode::kAlreadyExists) return AlreadyExistsError("this token is already in use");
     RETURN_IF_ERROR(r);
     id = ColInt(r->rows.at(0), 0);
@@ -385,7 +365,7 @@ Status SqlStore::InsertEvent(const EventRecord& e, int64_t* id) {
   ASSIGN_OR_RETURN(SqlResult r, db_->Query("INSERT INTO events (time_us, job_id, kind, from_state, to_state, reason) "
                                            "VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
                                            {Int(e.time_us), Int(e.job.value()), Text(e.kind), Text(StateText(e.from)),
-                                            Text(StateText(e.to)), Text(Clip(e.reason))}));
+                                            Text(StateText(e.to)), Text(ClipReason(e.reason))}));
   if (id != nullptr) *id = ColInt(r.rows.at(0), 0);
   return Status::Ok();
 }
@@ -447,7 +427,6 @@ void SqlStore::CommitBatch(const std::vector<PendingSubmit*>& batch) {
     } else if (!results[i].ok()) {
       p.result = results[i];
     } else {
-      CacheSpec(ids[i], p.spec_json, *p.spec);
       JobRecord job;
       job.id = ids[i];
       job.tenant = p.tenant;
@@ -505,11 +484,12 @@ std::vector<Result<JobRecord>> SqlStore::SubmitJobs(const std::vector<std::pair<
                                     InternalError("not committed"), false});
     index.push_back(i);
   }
-  for (size_t start = 0; start < pending.size(); start += kMaxSubmitBatch) {
-    std::vector<PendingSubmit*> batch;
-    for (size_t k = start; k < pending.size() && k < start + kMaxSubmitBatch; ++k) batch.push_back(&pending[k]);
-    CommitBatch(batch);
-  }
+  // One transaction for all of them (the contract; one fsync), however many: kMaxSubmitBatch bounds only what
+  // group commit gathers from concurrent single submissions.
+  std::vector<PendingSubmit*> batch;
+  batch.reserve(pending.size());
+  for (PendingSubmit& p : pending) batch.push_back(&p);
+  if (!batch.empty()) CommitBatch(batch);
   for (size_t k = 0; k < pending.size(); ++k) results[index[k]] = std::move(pending[k].result);
   return results;
 }
@@ -575,12 +555,12 @@ Status SqlStore::TransitionJob(JobId id, JobState to, std::string_view reason, T
     int64_t restarts = ColInt(r.rows[0], 1);
     if (to == JobState::kQueued) ++restarts;
     // → running also sets the last start (min-runtime counts from it).
-    RETURN_IF_ERROR(db_->Query(to == JobState::kRunning
-                                   ? "UPDATE jobs SET state = $2, updated_us = $3, restart_count = $4, "
-                                     "pending_reason = '', state_reason = $5, last_start_us = $3 WHERE id = $1"
-                                   : "UPDATE jobs SET state = $2, updated_us = $3, restart_count = $4, "
-                                     "pending_reason = '', state_reason = $5 WHERE id = $1",
-                               {Int(id.value()), Text(JobStateName(to)), Int(now), Int(restarts), Text(Clip(reason))}));
+    RETURN_IF_ERROR(
+        db_->Query(to == JobState::kRunning ? "UPDATE jobs SET state = $2, updated_us = $3, restart_count = $4, "
+                                              "pending_reason = '', state_reason = $5, last_start_us = $3 WHERE id = $1"
+                                            : "UPDATE jobs SET state = $2, updated_us = $3, restart_count = $4, "
+                                              "pending_reason = '', state_reason = $5 WHERE id = $1",
+                   {Int(id.value()), Text(JobStateName(to)), Int(now), Int(restarts), Text(ClipReason(reason))}));
     if (to == JobState::kSuspending) {
       RETURN_IF_ERROR(
           db_->Query("INSERT INTO job_suspensions (job_id, time_us) VALUES ($1, $2)", {Int(id.value()), Int(now)}));
@@ -652,7 +632,7 @@ Result<std::vector<std::pair<JobId, TimeMicros>>> SqlStore::SuspensionsSince(Tim
 }
 
 Status SqlStore::SetPendingReason(JobId id, std::string_view reason) {
-  const std::string clipped = Clip(reason);
+  const std::string clipped = ClipReason(reason);
   std::lock_guard lock(mu_);
   // No explicit transaction: one statement is atomic, and when the reason is unchanged nothing is written.
   ASSIGN_OR_RETURN(SqlResult r, db_->Query("UPDATE jobs SET pending_reason = $2 WHERE id = $1 AND "
@@ -673,7 +653,7 @@ Status SqlStore::SetPendingReasons(const std::vector<std::pair<JobId, std::strin
       RETURN_IF_ERROR(
           db_->Query("UPDATE jobs SET pending_reason = $2 WHERE id = $1 AND state = 'queued' AND "
                      "pending_reason <> $2",
-                     {Int(id.value()), Text(Clip(reason))}));
+                     {Int(id.value()), Text(ClipReason(reason))}));
     }
     return Status::Ok();
   });
@@ -726,7 +706,7 @@ Result<EventRecord> SqlStore::AppendEvent(const EventRecord& event) {
   if (event.kind.empty() || event.kind.size() > 64) return InvalidArgumentError("event kind must be 1..64 bytes");
   std::lock_guard lock(mu_);
   EventRecord stored = event;
-  stored.reason = Clip(event.reason);
+  stored.reason = ClipReason(event.reason);
   RETURN_IF_ERROR(InTransaction([&]() { return InsertEvent(stored, &stored.id); }));
   return stored;
 }

@@ -14,7 +14,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 
 #include "store/internal/sql_backend.h"
 #include "store/state_store.h"
@@ -95,7 +94,7 @@ class SqlStore final : public StateStore {
     Result<JobRecord> result;
     bool done;  // guarded by submit_mu_
   };
-  static constexpr size_t kMaxSubmitBatch = 256;
+  static constexpr size_t kMaxSubmitBatch = 256;  // submissions group commit puts in one transaction
 
   // Inserts one job, its tasks and its event. Caller holds mu_ inside a transaction.
   Status InsertJob(const PendingSubmit& p, JobId* id);
@@ -124,11 +123,9 @@ class SqlStore final : public StateStore {
   };
 
   Result<JobRecord> LoadJob(SqlBackend& db, JobId id);
-  // A job row → record. The spec is parsed once per job (yaml-cpp is slow: listing 1,000 jobs would parse 1,000
-  // specs on every call) and then served from spec_cache_; a job's spec never changes after submit, and the
-  // cached entry is used only while its text equals the row's. Takes cache_mu_.
-  Result<JobRecord> JobFromRow(const SqlRow& row);
-  void CacheSpec(JobId id, const std::string& text, const JobSpec& spec);
+  // A job row → record, its spec parsed from the canonical JSON. The server reads jobs from its job cache
+  // (store/caching_state_store.h), which reads them from here once, at start.
+  static Result<JobRecord> JobFromRow(const SqlRow& row);
   Result<std::vector<AllocationRecord>> LoadAllocations(SqlBackend& db, std::string_view where,
                                                         const std::vector<SqlValue>& params);
   Result<std::vector<NodeRecord>> LoadNodes(SqlBackend& db, std::string_view where,
@@ -136,18 +133,10 @@ class SqlStore final : public StateStore {
   Status InsertEvent(const EventRecord& event, int64_t* id);
   Status SetNodeFlag(std::string_view column, std::string_view name, bool value, TimeMicros now);
 
-  struct CachedSpec {
-    std::string text;  // the canonical JSON it was parsed from
-    JobSpec spec;
-  };
-  static constexpr size_t kMaxCachedSpecs = 1 << 16;
-
   std::mutex mu_;
   std::unique_ptr<SqlBackend> db_;                // guarded by mu_
   std::vector<std::unique_ptr<Reader>> readers_;  // filled before use, then fixed
   std::atomic<size_t> next_reader_{0};
-  std::mutex cache_mu_;                                 // taken after mu_ or a reader's mu, never before
-  std::unordered_map<int64_t, CachedSpec> spec_cache_;  // job id → parsed spec; guarded by cache_mu_
 
   // Group commit of submissions (taken before mu_, never while holding it).
   std::mutex submit_mu_;

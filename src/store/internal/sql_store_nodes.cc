@@ -127,10 +127,10 @@ Status SqlStore::CommitPlacement(JobId id, const std::vector<AllocationRecord>& 
           "AND replica = $2",
           {Int(id.value()), Int(a.replica), Text(JobStateName(JobState::kScheduled)), Text(a.node), Int(now)}));
     }
-    RETURN_IF_ERROR(db_->Query(
-        "UPDATE jobs SET state = $2, updated_us = $3, pending_reason = '', "
-        "state_reason = $4 WHERE id = $1",
-        {Int(id.value()), Text(JobStateName(JobState::kScheduled)), Int(now), Text(ClipUtf8(reason, 4096))}));
+    RETURN_IF_ERROR(
+        db_->Query("UPDATE jobs SET state = $2, updated_us = $3, pending_reason = '', "
+                   "state_reason = $4 WHERE id = $1",
+                   {Int(id.value()), Text(JobStateName(JobState::kScheduled)), Int(now), Text(ClipReason(reason))}));
     EventRecord e;
     e.time_us = now;
     e.job = id;

@@ -44,6 +44,8 @@ TEST_F(SqliteStoreTest, WalAndFullSync) {
   EXPECT_EQ(One(sql, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(One(sql, "PRAGMA synchronous"), "2");  // FULL
   EXPECT_EQ(One(sql, "PRAGMA foreign_keys"), "1");
+  EXPECT_EQ(One(sql, "PRAGMA temp_store"), "2");       // MEMORY: a batch's savepoints write no temp file
+  EXPECT_EQ(One(sql, "PRAGMA cache_size"), "-65536");  // KiB: a 10,000-job batch is not spilled mid-way
   EXPECT_EQ((*store)->Kind(), "sqlite");
 }
 
