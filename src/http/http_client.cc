@@ -6,7 +6,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -15,6 +14,7 @@
 #include <utility>
 
 #include "common/text.h"
+#include "http/internal/header_text.h"
 
 namespace xpool::http {
 namespace {
@@ -47,17 +47,8 @@ class Socket {
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
-std::string_view TrimBlanks(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-std::string Lowered(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using internal::LowerAscii;
+using internal::TrimBlanks;
 
 // Waits up to `timeout_ms` for `events` on `fd`: Ok, or Unavailable("timed out ...").
 Status WaitFor(int fd, short events, int64_t timeout_ms, std::string_view what) {
@@ -167,7 +158,7 @@ Result<ResponseHead> ParseHead(std::string_view head, HttpResponse* response) {
     pos = end + 2;
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos) return UnavailableError("a header line without ':' in the answer");
-    std::string name = Lowered(TrimBlanks(line.substr(0, colon)));
+    std::string name = LowerAscii(TrimBlanks(line.substr(0, colon)));
     std::string value(TrimBlanks(line.substr(colon + 1)));
     if (name == "content-type") {
       response->content_type = value;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "http/internal/header_text.h"
+
 namespace xpool::http {
 namespace {
 
@@ -21,26 +23,15 @@ bool IsToken(std::string_view s) {
   return true;
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
+using internal::LowerAscii;
+using internal::TrimBlanks;
 
 // Calls `f` with each comma-separated element of `value`, trimmed; empty elements are skipped.
 template <typename F>
 void ForEachListElement(std::string_view value, F&& f) {
   while (!value.empty()) {
     const size_t comma = value.find(',');
-    std::string_view item = Trim(value.substr(0, comma));
+    std::string_view item = TrimBlanks(value.substr(0, comma));
     if (!item.empty()) f(item);
     if (comma == std::string_view::npos) break;
     value.remove_prefix(comma + 1);
@@ -209,13 +200,13 @@ bool RequestParser::ParseHeaderLine(std::string_view line) {
   if (colon == std::string_view::npos || !IsToken(line.substr(0, colon))) {
     return Refuse(400, "bad header line");
   }
-  std::string_view value = Trim(line.substr(colon + 1));
+  std::string_view value = TrimBlanks(line.substr(colon + 1));
   for (char c : value) {
     if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) {
       return Refuse(400, "bad character in header " + std::string(line.substr(0, colon)));
     }
   }
-  request_.headers.emplace_back(Lower(line.substr(0, colon)), std::string(value));
+  request_.headers.emplace_back(LowerAscii(line.substr(0, colon)), std::string(value));
   return true;
 }
 
@@ -231,7 +222,7 @@ bool RequestParser::DecideFraming() {
         has_length = true;
         length = v;
       });
-      if (bad || Trim(value).empty()) return Refuse(400, "bad Content-Length");
+      if (bad || TrimBlanks(value).empty()) return Refuse(400, "bad Content-Length");
     } else if (name == "transfer-encoding") {
       ForEachListElement(value, [&](std::string_view item) {
         // chunked must be the last and only coding: "gzip, chunked" is not decoded here.
@@ -286,7 +277,7 @@ ParseState RequestParser::ParseChunked(std::string_view buffer) {
           if (digits >= 15) return Fail(400, "bad chunk size");
           size = size * 16 + static_cast<size_t>(HexValue(line[digits]));
         }
-        std::string_view rest = Trim(line.substr(digits));
+        std::string_view rest = TrimBlanks(line.substr(digits));
         if (digits == 0 || (!rest.empty() && rest.front() != ';')) return Fail(400, "bad chunk size");
         if (size > max_body - request_.body.size()) {
           return Fail(413, "body over the limit of " + std::to_string(max_body) + " bytes");
