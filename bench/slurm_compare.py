@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""The measuring half of bench/slurm_compare.sh (docs/PERFORMANCE.md, "Slurm side by side").
+
+  slurm_compare.py slurm --dir OUT --log slurmctld.log --out slurm.json [--jobs 20] [--repeat 3] [--latency-jobs 20] [--rounds 5]
+      against the Slurm cluster SLURM_CONF names (the shell script starts it): `sbatch --version` start-up;
+      sbatch submissions/s with 1, 8 and 32 concurrent clients (--jobs each, held so none runs; --repeat times),
+      with slurmctld's own time per submit RPC from its log;
+      submit -> running on the idle node: from the client's send time (just before it starts sbatch) to the
+      job's own `date +%s%N`; preemption: 4 low-partition jobs hold the 4 GPUs, a high-partition job arrives:
+      its send time -> its own start, and the first victim's SIGTERM trap -> the high job's start.
+  slurm_compare.py xpool --xpool build/bin/xpool --out xpool.json [--repeat 3] [--latency-jobs 20] [--rounds 5]
+      the same rows from xpool's own benchmarks: bench/cli_startup.py, xpool_server_load --mode submit
+      --clients 1/8/32, bench/e2e_latency.py.
+  slurm_compare.py table --slurm slurm.json [--xpool xpool.json]
+      one table: medians and p99 (nearest rank) in ms.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+CLIENTS = (1, 8, 32)
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def percentile(values, p):
+    """Nearest rank, as bench/e2e_latency.py reports it."""
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, -(-len(s) * p // 100) - 1))]
+
+
+def summary(values_ms):
+    return {"n": len(values_ms), "p50": percentile(values_ms, 50), "p99": percentile(values_ms, 99),
+            "min": min(values_ms), "max": max(values_ms)}
+
+
+def run(argv, check=True):
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: exit {r.returncode}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def sbatch(*args):
+    return int(run(["sbatch", "--parsable", "--output=/dev/null", *args]).strip().split(";")[0])
+
+
+def my_jobs(states=None):
+    argv = ["squeue", "--noheader", "--me", "--format=%i %T"]
+    if states:
+        argv.append("--states=" + states)
+    return dict(line.split() for line in run(argv).splitlines() if line.strip())
+
+
+def cancel_all_and_wait(seconds=60):
+    run(["scancel", "--quiet", "--me"], check=False)
+    deadline = time.time() + seconds
+    while my_jobs():
+        if time.time() > deadline:
+            raise RuntimeError(f"jobs still queued {seconds} s after scancel: {my_jobs()}")
+        time.sleep(0.05)
+
+
+def wait_for_file(path, seconds=120, poll=0.001):
+    """The integer a job wrote to `path` (atomically, by rename); polls every `poll` s."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            with open(path) as f:
+                return int(f.read())
+        except FileNotFoundError:
+            time.sleep(poll)
+    raise RuntimeError(f"{path} not written within {seconds} s")
+
+
+def stamp(path):
+    """Shell that writes the job's start time (ns since the epoch) to `path` atomically."""
+    return f"date +%s%N > {path}.tmp && mv {path}.tmp {path}"
+
+
+def startup(runs):
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run(["sbatch", "--version"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        times.append((time.perf_counter() - t) * 1000)
+    return summary(times)
+
+
+def submit_load(clients, jobs):
+    """`clients` threads, each submitting `jobs` held jobs one after another; (submissions/s, latencies ms)."""
+    latencies, errors = [], []
+    lock = threading.Lock()
+
+    def client():
+        mine = []
+        try:
+            for _ in range(jobs):
+                t = time.perf_counter()
+                sbatch("--hold", "--job-name=load", "--wrap=true")
+                mine.append((time.perf_counter() - t) * 1000)
+        except Exception as e:  # reported below: a failed submit makes the row invalid
+            errors.append(str(e))
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    if errors:
+        raise RuntimeError(f"{len(errors)} submit(s) failed, first: {errors[0]}")
+    return len(latencies) / elapsed, latencies
+
+
+def ctld_submit_times(log, offset):
+    """slurmctld's own time (ms) for each submit RPC it logged after byte `offset`, and the log's new size."""
+    with open(log, "rb") as f:
+        f.seek(offset)
+        text = f.read().decode(errors="replace")
+    times = [int(m) / 1000 for m in re.findall(r"_slurm_rpc_submit_batch_job: .* usec=(\d+)", text)]
+    return times, offset + len(text.encode())
+
+
+def submits(jobs, repeat, log):
+    rows = {}
+    offset = os.path.getsize(log)
+    for clients in CLIENTS:
+        rates, latencies = [], []
+        for _ in range(repeat):
+            rate, lat = submit_load(clients, jobs)
+            rates.append(rate)
+            latencies.extend(lat)
+            cancel_all_and_wait()
+        rows[str(clients)] = {"rate": statistics.median(rates), "runs": rates, **summary(latencies)}
+        ctld, offset = ctld_submit_times(log, offset)
+        if len(ctld) == len(latencies):
+            rows[str(clients)]["server"] = summary(ctld)
+        print(f"sbatch, {clients:2d} clients: {statistics.median(rates):6.0f} submissions/s "
+              f"(runs {', '.join(f'{r:.0f}' for r in rates)}), p50 {rows[str(clients)]['p50']:.1f} ms "
+              f"p99 {rows[str(clients)]['p99']:.1f} ms; slurmctld's own time p50 "
+              f"{rows[str(clients)].get('server', {}).get('p50', float('nan')):.2f} ms", flush=True)
+    return rows
+
+
+def start_latency(out, jobs):
+    values = []
+    for i in range(jobs):
+        path = os.path.join(out, f"start.{i}")
+        sent = time.time_ns()
+        sbatch("--partition=low", f"--job-name=lat{i}", "--wrap=" + stamp(path))
+        values.append((wait_for_file(path) - sent) / 1e6)
+        while my_jobs():  # an idle node: the previous job's release is not part of the next start
+            time.sleep(0.02)
+        time.sleep(0.05)
+    print(f"sbatch submit -> job started: p50 {percentile(values, 50):.1f} ms p99 {percentile(values, 99):.1f} ms",
+          flush=True)
+    return summary(values)
+
+
+def preemption(out, rounds):
+    to_high, victim_to_high = [], []
+    for r in range(rounds):
+        lows = []
+        for i in range(4):
+            trap = f"trap '{stamp(os.path.join(out, f'term.{r}.{i}'))}; exit 0' TERM"
+            lows.append(sbatch("--partition=low", "--gres=gpu:1", f"--job-name=low{r}-{i}",
+                               f"--wrap={trap}; {stamp(os.path.join(out, f'low.{r}.{i}'))}; "
+                               "while :; do sleep 0.01; done"))
+        for i in range(4):  # running, with the trap installed
+            wait_for_file(os.path.join(out, f"low.{r}.{i}"), poll=0.01)
+        time.sleep(0.1)
+        path = os.path.join(out, f"high.{r}")
+        sent = time.time_ns()
+        sbatch("--partition=high", "--gres=gpu:1", f"--job-name=high{r}", "--wrap=" + stamp(path))
+        high = wait_for_file(path)
+        terms = []
+        for i in range(4):
+            try:
+                with open(os.path.join(out, f"term.{r}.{i}")) as f:
+                    terms.append(int(f.read()))
+            except FileNotFoundError:
+                pass
+        if not terms:
+            raise RuntimeError(f"round {r}: the high job ran but no low job was signalled")
+        to_high.append((high - sent) / 1e6)
+        victim_to_high.append((high - min(terms)) / 1e6)
+        cancel_all_and_wait()
+    print(f"preemption: high submit -> high started p50 {percentile(to_high, 50):.1f} ms; "
+          f"victim's SIGTERM -> high started p50 {percentile(victim_to_high, 50):.1f} ms", flush=True)
+    return summary(to_high), summary(victim_to_high)
+
+
+def measure_slurm(args):
+    os.makedirs(args.dir, exist_ok=True)
+    result = {"system": run(["sbatch", "--version"]).strip(), "startup": startup(100)}
+    print(f"sbatch --version: p50 {result['startup']['p50']:.1f} ms", flush=True)
+    result["submit"] = submits(args.jobs, args.repeat, args.log)
+    result["start"] = start_latency(args.dir, args.latency_jobs)
+    result["preempt"], result["victim"] = preemption(args.dir, args.rounds)
+    return result
+
+
+def parse_e2e(text, label):
+    m = re.search(re.escape(label) + r"\s+n=\s*(\d+)\s+p50\s+([\d.]+) ms\s+p99\s+([\d.]+) ms\s+min\s+([\d.]+)"
+                  r"\s+max\s+([\d.]+)", text)
+    if not m:
+        raise RuntimeError(f"no '{label}' line in bench/e2e_latency.py's output:\n{text}")
+    n, p50, p99, lo, hi = m.groups()
+    return {"n": int(n), "p50": float(p50), "p99": float(p99), "min": float(lo), "max": float(hi)}
+
+
+def measure_xpool(args):
+    xpool = os.path.abspath(args.xpool)
+    result = {"system": "xpool " + run([xpool, "--version"]).strip()}
+    text = run([sys.executable, os.path.join(HERE, "cli_startup.py"), "--xpool", xpool, "--runs", "100"])
+    m = re.search(r"xpool --version\s+median\s+([\d.]+) ms\s+p90\s+([\d.]+) ms", text)
+    if not m:
+        raise RuntimeError("unexpected bench/cli_startup.py output:\n" + text)
+    result["startup"] = {"p50": float(m.group(1)), "p90": float(m.group(2))}
+    print(f"xpool --version: p50 {result['startup']['p50']:.1f} ms", flush=True)
+
+    load = os.path.join(os.path.dirname(xpool), "xpool_server_load")
+    if os.access(load, os.X_OK):
+        result["submit"] = {}
+        for clients in CLIENTS:
+            text = run([load, "--xpool", xpool, "--mode", "submit", "--seconds", str(args.seconds), "--clients",
+                        str(clients), "--runs", str(args.repeat)])
+            runs = [re.search(r"([\d.]+) durable submissions/s; latency p50 ([\d.]+) ms p99 ([\d.]+) ms", line)
+                    for line in text.splitlines() if line.startswith("submit:")]
+            if len(runs) != args.repeat or not all(runs):
+                raise RuntimeError("unexpected xpool_server_load output:\n" + text)
+            rates = [float(m.group(1)) for m in runs]
+            result["submit"][str(clients)] = {
+                "rate": statistics.median(rates), "runs": rates,
+                "p50": statistics.median(float(m.group(2)) for m in runs),
+                "p99": statistics.median(float(m.group(3)) for m in runs)}
+            print(f"xpool_server_load, {clients:2d} clients: {statistics.median(rates):6.0f} submissions/s", flush=True)
+    else:
+        print(f"note: {load} is missing (build it: cmake --build build --target xpool_server_load); "
+              "no xpool submit rows", flush=True)
+
+    text = run([sys.executable, os.path.join(HERE, "e2e_latency.py"), "--xpool", xpool, "--jobs",
+                str(args.latency_jobs), "--rounds", str(args.rounds)])
+    result["start"] = parse_e2e(text, "submit -> running (client sees it)")
+    result["preempt"] = parse_e2e(text, "high submit -> high running")
+    result["victim"] = parse_e2e(text, "victim suspended -> high running")
+    print(text, end="", flush=True)
+    return result
+
+
+ROWS = [
+    ("CLI start-up (`sbatch --version` / `xpool --version`), ms", "startup", "time"),
+    *[(f"submissions/s, {c} client{'s' if c > 1 else ''} (rate; one submit's p50/p99 ms)", "submit", str(c))
+      for c in CLIENTS],
+    ("submit -> running on an idle node, ms", "start", "time"),
+    ("preemption: high submit -> high running, ms", "preempt", "time"),
+    ("preemption: victim out -> high running, ms", "victim", "time"),
+]
+
+
+def cell(result, key, sub):
+    if not result or key not in result:
+        return "-"
+    v = result[key]
+    if key == "submit":
+        if sub not in v:
+            return "-"
+        v = v[sub]
+        return f"{v['rate']:.0f}/s ({v['p50']:.1f} / {v['p99']:.1f})"
+    if "p99" in v:
+        return f"{v['p50']:.1f} / {v['p99']:.1f}"
+    return f"{v['p50']:.1f} / p90 {v['p90']:.1f}"
+
+
+def table(args):
+    with open(args.slurm) as f:
+        slurm = json.load(f)
+    xpool = None
+    if args.xpool:
+        with open(args.xpool) as f:
+            xpool = json.load(f)
+    head = f"| row (p50 / p99) | {slurm['system']} | {xpool['system'] if xpool else 'xpool (not run: --xpool)'} |"
+    print()
+    print(head)
+    print("|---|---|---|")
+    for label, key, sub in ROWS:
+        print(f"| {label} | {cell(slurm, key, sub)} | {cell(xpool, key, sub)} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="mode", required=True)
+    s = sub.add_parser("slurm")
+    s.add_argument("--dir", required=True, help="a directory the jobs can write their start times to")
+    s.add_argument("--jobs", type=int, default=20, help="submissions per client")
+    s.add_argument("--log", required=True, help="slurmctld's log file (SlurmctldDebug=info or more)")
+    x = sub.add_parser("xpool")
+    x.add_argument("--xpool", required=True)
+    x.add_argument("--seconds", type=int, default=5, help="xpool_server_load --seconds per run")
+    for p in (s, x):
+        p.add_argument("--out", required=True, help="where to write the results (JSON)")
+        p.add_argument("--repeat", type=int, default=3, help="runs per submit row (the median is reported)")
+        p.add_argument("--latency-jobs", type=int, default=20, help="jobs for submit -> running")
+        p.add_argument("--rounds", type=int, default=5, help="preemption rounds")
+    t = sub.add_parser("table")
+    t.add_argument("--slurm", required=True)
+    t.add_argument("--xpool")
+    args = ap.parse_args()
+    if args.mode == "table":
+        table(args)
+        return 0
+    result = measure_slurm(args) if args.mode == "slurm" else measure_xpool(args)
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
