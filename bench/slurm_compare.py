@@ -18,11 +18,15 @@ import argparse
 import json
 import os
 import re
+import shutil
+import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import urllib.request
 
 CLIENTS = (1, 8, 32)
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -84,16 +88,18 @@ def stamp(path):
 
 
 def startup(runs):
+    """`sbatch --version` wall time: median and p90 as bench/cli_startup.py computes them for xpool."""
     times = []
     for _ in range(runs):
         t = time.perf_counter()
         subprocess.run(["sbatch", "--version"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         times.append((time.perf_counter() - t) * 1000)
-    return summary(times)
+    times.sort()
+    return {"p50": statistics.median(times), "p90": times[int(len(times) * 0.9) - 1]}
 
 
-def submit_load(clients, jobs):
-    """`clients` threads, each submitting `jobs` held jobs one after another; (submissions/s, latencies ms)."""
+def submit_load(clients, jobs, submit):
+    """`clients` threads, each calling `submit` `jobs` times one after another; (submissions/s, latencies ms)."""
     latencies, errors = [], []
     lock = threading.Lock()
 
@@ -102,7 +108,7 @@ def submit_load(clients, jobs):
         try:
             for _ in range(jobs):
                 t = time.perf_counter()
-                sbatch("--hold", "--job-name=load", "--wrap=true")
+                submit()
                 mine.append((time.perf_counter() - t) * 1000)
         except Exception as e:  # reported below: a failed submit makes the row invalid
             errors.append(str(e))
@@ -130,25 +136,38 @@ def ctld_submit_times(log, offset):
     return times, offset + len(text.encode())
 
 
-def submits(jobs, repeat, log):
+def submit_rows(name, jobs, repeat, submit, after_run, server_times=None):
+    """Submissions/s with 1, 8 and 32 clients (`jobs` each, `repeat` runs; `after_run` clears the queue)."""
     rows = {}
-    offset = os.path.getsize(log)
     for clients in CLIENTS:
         rates, latencies = [], []
         for _ in range(repeat):
-            rate, lat = submit_load(clients, jobs)
+            rate, lat = submit_load(clients, jobs, submit)
             rates.append(rate)
             latencies.extend(lat)
-            cancel_all_and_wait()
-        rows[str(clients)] = {"rate": statistics.median(rates), "runs": rates, **summary(latencies)}
-        ctld, offset = ctld_submit_times(log, offset)
-        if len(ctld) == len(latencies):
-            rows[str(clients)]["server"] = summary(ctld)
-        print(f"sbatch, {clients:2d} clients: {statistics.median(rates):6.0f} submissions/s "
-              f"(runs {', '.join(f'{r:.0f}' for r in rates)}), p50 {rows[str(clients)]['p50']:.1f} ms "
-              f"p99 {rows[str(clients)]['p99']:.1f} ms; slurmctld's own time p50 "
-              f"{rows[str(clients)].get('server', {}).get('p50', float('nan')):.2f} ms", flush=True)
+            after_run()
+        row = rows[str(clients)] = {"rate": statistics.median(rates), "runs": rates, **summary(latencies)}
+        line = (f"{name}, {clients:2d} clients: {row['rate']:6.0f} submissions/s (runs "
+                f"{', '.join(f'{r:.0f}' for r in rates)}), one submit p50 {row['p50']:.1f} ms p99 {row['p99']:.1f} ms")
+        if server_times:
+            server = server_times()
+            if len(server) == len(latencies):
+                row["server"] = summary(server)
+                line += f"; slurmctld's own time p50 {row['server']['p50']:.2f} ms p99 {row['server']['p99']:.2f} ms"
+        print(line, flush=True)
     return rows
+
+
+def slurm_submits(jobs, repeat, log):
+    offset = os.path.getsize(log)
+
+    def server_times():
+        nonlocal offset
+        times, offset = ctld_submit_times(log, offset)
+        return times
+
+    return submit_rows("sbatch", jobs, repeat, lambda: sbatch("--hold", "--job-name=load", "--wrap=true"),
+                       cancel_all_and_wait, server_times)
 
 
 def start_latency(out, jobs):
@@ -201,9 +220,9 @@ def preemption(out, rounds):
 
 def measure_slurm(args):
     os.makedirs(args.dir, exist_ok=True)
-    result = {"system": run(["sbatch", "--version"]).strip(), "startup": startup(100)}
+    result = {"system": run(["sbatch", "--version"]).strip(), "startup": startup(200)}
     print(f"sbatch --version: p50 {result['startup']['p50']:.1f} ms", flush=True)
-    result["submit"] = submits(args.jobs, args.repeat, args.log)
+    result["cli_submit"] = slurm_submits(args.jobs, args.repeat, args.log)
     result["start"] = start_latency(args.dir, args.latency_jobs)
     result["preempt"], result["victim"] = preemption(args.dir, args.rounds)
     return result
@@ -218,82 +237,146 @@ def parse_e2e(text, label):
     return {"n": int(n), "p50": float(p50), "p99": float(p99), "min": float(lo), "max": float(hi)}
 
 
+class XpoolServer:
+    """`xpool server` on a free port and a fresh state dir, no nodes (so submitted jobs wait), as
+    xpool_server_load starts it; stopped (SIGTERM) and its dir removed on exit of the `with` block."""
+
+    def __init__(self, xpool):
+        self.dir = tempfile.mkdtemp(prefix="xpool-compare-")
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        sock.close()
+        self.url = f"http://127.0.0.1:{port}"
+        state = os.path.join(self.dir, "var")
+        self.log = open(os.path.join(self.dir, "server.log"), "w")
+        self.proc = subprocess.Popen([xpool, "server", "--listen", f"127.0.0.1:{port}", "--state-dir", state,
+                                      "--agent-listen", "off"], stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(self.url + "/healthz", timeout=2):
+                    break
+            except OSError:
+                if time.time() > deadline or self.proc.poll() is not None:
+                    self.close()
+                    raise RuntimeError("xpool server did not become healthy (see its log)")
+                time.sleep(0.05)
+        with open(os.path.join(state, "admin.token")) as f:
+            self.token = f.read().strip()
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def xpool_cli_submits(xpool, jobs, repeat):
+    """The sbatch rows' harness with `xpool submit` (one process per submission) against `xpool server`."""
+    with XpoolServer(xpool) as server:
+        spec = os.path.join(server.dir, "job.json")
+        with open(spec, "w") as f:
+            json.dump({"name": "load", "command": ["true"], "resources": {"gpu": 1}}, f)
+        argv = [xpool, "submit", "-f", spec, "--server", server.url, "--token", server.token]
+        return submit_rows("xpool submit", jobs, repeat, lambda: run(argv), lambda: None)
+
+
+def xpool_server_load(xpool, seconds, repeat):
+    """xpool_server_load --mode submit (keep-alive HTTP clients) per client count; None when it is not built."""
+    load = os.path.join(os.path.dirname(xpool), "xpool_server_load")
+    if not os.access(load, os.X_OK):
+        print(f"note: {load} is missing (cmake --build build --target xpool_server_load): no server rows", flush=True)
+        return None
+    rows = {}
+    for clients in CLIENTS:
+        text = run([load, "--xpool", xpool, "--mode", "submit", "--seconds", str(seconds), "--clients", str(clients),
+                    "--runs", str(repeat)])
+        runs = [re.search(r"([\d.]+) durable submissions/s; latency p50 ([\d.]+) ms p99 ([\d.]+) ms", line)
+                for line in text.splitlines() if line.startswith("submit:")]
+        if len(runs) != repeat or not all(runs):
+            raise RuntimeError("unexpected xpool_server_load output:\n" + text)
+        rates = [float(m.group(1)) for m in runs]
+        rows[str(clients)] = {"rate": statistics.median(rates), "runs": rates,
+                              "p50": statistics.median(float(m.group(2)) for m in runs),
+                              "p99": statistics.median(float(m.group(3)) for m in runs)}
+        print(f"xpool_server_load, {clients:2d} clients: {rows[str(clients)]['rate']:6.0f} durable submissions/s "
+              f"(runs {', '.join(f'{r:.0f}' for r in rates)})", flush=True)
+    return rows
+
+
 def measure_xpool(args):
     xpool = os.path.abspath(args.xpool)
     result = {"system": "xpool " + run([xpool, "--version"]).strip()}
-    text = run([sys.executable, os.path.join(HERE, "cli_startup.py"), "--xpool", xpool, "--runs", "100"])
+    text = run([sys.executable, os.path.join(HERE, "cli_startup.py"), "--xpool", xpool, "--runs", "200"])
     m = re.search(r"xpool --version\s+median\s+([\d.]+) ms\s+p90\s+([\d.]+) ms", text)
     if not m:
         raise RuntimeError("unexpected bench/cli_startup.py output:\n" + text)
     result["startup"] = {"p50": float(m.group(1)), "p90": float(m.group(2))}
-    print(f"xpool --version: p50 {result['startup']['p50']:.1f} ms", flush=True)
-
-    load = os.path.join(os.path.dirname(xpool), "xpool_server_load")
-    if os.access(load, os.X_OK):
-        result["submit"] = {}
-        for clients in CLIENTS:
-            text = run([load, "--xpool", xpool, "--mode", "submit", "--seconds", str(args.seconds), "--clients",
-                        str(clients), "--runs", str(args.repeat)])
-            runs = [re.search(r"([\d.]+) durable submissions/s; latency p50 ([\d.]+) ms p99 ([\d.]+) ms", line)
-                    for line in text.splitlines() if line.startswith("submit:")]
-            if len(runs) != args.repeat or not all(runs):
-                raise RuntimeError("unexpected xpool_server_load output:\n" + text)
-            rates = [float(m.group(1)) for m in runs]
-            result["submit"][str(clients)] = {
-                "rate": statistics.median(rates), "runs": rates,
-                "p50": statistics.median(float(m.group(2)) for m in runs),
-                "p99": statistics.median(float(m.group(3)) for m in runs)}
-            print(f"xpool_server_load, {clients:2d} clients: {statistics.median(rates):6.0f} submissions/s", flush=True)
-    else:
-        print(f"note: {load} is missing (build it: cmake --build build --target xpool_server_load); "
-              "no xpool submit rows", flush=True)
-
+    print(f"xpool --version: p50 {result['startup']['p50']:.1f} ms p90 {result['startup']['p90']:.1f} ms", flush=True)
+    result["cli_submit"] = xpool_cli_submits(xpool, args.jobs, args.repeat)
+    server = xpool_server_load(xpool, args.seconds, args.repeat)
+    if server:
+        result["server_submit"] = server
     text = run([sys.executable, os.path.join(HERE, "e2e_latency.py"), "--xpool", xpool, "--jobs",
                 str(args.latency_jobs), "--rounds", str(args.rounds)])
+    print(text, end="", flush=True)
     result["start"] = parse_e2e(text, "submit -> running (client sees it)")
     result["preempt"] = parse_e2e(text, "high submit -> high running")
     result["victim"] = parse_e2e(text, "victim suspended -> high running")
-    print(text, end="", flush=True)
     return result
 
 
+def plural(n):
+    return f"{n} client{'s' if n > 1 else ''}"
+
+
+# (label, the result's value for the row); the doc's "Slurm side by side" defines each row.
 ROWS = [
-    ("CLI start-up (`sbatch --version` / `xpool --version`), ms", "startup", "time"),
-    *[(f"submissions/s, {c} client{'s' if c > 1 else ''} (rate; one submit's p50/p99 ms)", "submit", str(c))
+    ("CLI start-up (`sbatch --version` / `xpool --version`), ms p50 / p90", lambda r: r.get("startup")),
+    *[(f"submissions/s, {plural(c)}, a CLI process per submission (`sbatch` / `xpool submit`); one, ms p50 / p99",
+       lambda r, c=c: r.get("cli_submit", {}).get(str(c))) for c in CLIENTS],
+    *[(f"server, {plural(c)}: slurmctld's own time per submit RPC, ms p50 / p99 vs `xpool_server_load --mode "
+       "submit`, submissions/s (one, ms p50 / p99)",
+       lambda r, c=c: r.get("cli_submit", {}).get(str(c), {}).get("server") or r.get("server_submit", {}).get(str(c)))
       for c in CLIENTS],
-    ("submit -> running on an idle node, ms", "start", "time"),
-    ("preemption: high submit -> high running, ms", "preempt", "time"),
-    ("preemption: victim out -> high running, ms", "victim", "time"),
+    ("submit -> running on an idle node, ms p50 / p99", lambda r: r.get("start")),
+    ("preemption: high submit -> high running, ms p50 / p99", lambda r: r.get("preempt")),
+    ("preemption: victim out -> high running, ms p50 / p99", lambda r: r.get("victim")),
 ]
 
 
-def cell(result, key, sub):
-    if not result or key not in result:
+def cell(v):
+    if not v:
         return "-"
-    v = result[key]
-    if key == "submit":
-        if sub not in v:
-            return "-"
-        v = v[sub]
+    if "rate" in v:
         return f"{v['rate']:.0f}/s ({v['p50']:.1f} / {v['p99']:.1f})"
-    if "p99" in v:
-        return f"{v['p50']:.1f} / {v['p99']:.1f}"
-    return f"{v['p50']:.1f} / p90 {v['p90']:.1f}"
+    high = v.get("p99", v.get("p90"))
+    digits = 2 if high < 10 else 1
+    return f"{v['p50']:.{digits}f} / {high:.{digits}f}"
 
 
 def table(args):
     with open(args.slurm) as f:
         slurm = json.load(f)
-    xpool = None
+    xpool = {}
     if args.xpool:
         with open(args.xpool) as f:
             xpool = json.load(f)
-    head = f"| row (p50 / p99) | {slurm['system']} | {xpool['system'] if xpool else 'xpool (not run: --xpool)'} |"
     print()
-    print(head)
+    print(f"| row | {slurm['system']} | {xpool.get('system', 'xpool: not run (--xpool)')} |")
     print("|---|---|---|")
-    for label, key, sub in ROWS:
-        print(f"| {label} | {cell(slurm, key, sub)} | {cell(xpool, key, sub)} |")
+    for label, get in ROWS:
+        print(f"| {label} | {cell(get(slurm))} | {cell(get(xpool))} |")
 
 
 def main():
@@ -301,13 +384,13 @@ def main():
     sub = ap.add_subparsers(dest="mode", required=True)
     s = sub.add_parser("slurm")
     s.add_argument("--dir", required=True, help="a directory the jobs can write their start times to")
-    s.add_argument("--jobs", type=int, default=20, help="submissions per client")
     s.add_argument("--log", required=True, help="slurmctld's log file (SlurmctldDebug=info or more)")
     x = sub.add_parser("xpool")
     x.add_argument("--xpool", required=True)
-    x.add_argument("--seconds", type=int, default=5, help="xpool_server_load --seconds per run")
+    x.add_argument("--seconds", type=int, default=3, help="xpool_server_load --seconds per run")
     for p in (s, x):
         p.add_argument("--out", required=True, help="where to write the results (JSON)")
+        p.add_argument("--jobs", type=int, default=8, help="submissions per client")
         p.add_argument("--repeat", type=int, default=3, help="runs per submit row (the median is reported)")
         p.add_argument("--latency-jobs", type=int, default=20, help="jobs for submit -> running")
         p.add_argument("--rounds", type=int, default=5, help="preemption rounds")

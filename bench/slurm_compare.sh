@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Slurm side by side with xpool on one machine (docs/PERFORMANCE.md, "Slurm side by side").
 #
-#   bench/slurm_compare.sh [--xpool build/bin/xpool] [--jobs 10] [--repeat 3] [--latency-jobs 20] [--rounds 5]
+#   bench/slurm_compare.sh [--xpool build/bin/xpool] [--jobs 8] [--repeat 3] [--latency-jobs 20] [--rounds 5]
 #                        [--sched-params batch_sched_delay=0] [--keep]
 #
 # On Debian bookworm, as root (apt-get, and slurmd starts jobs as their users):
@@ -25,7 +25,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-xpool="" keep=0 sched="" jobs=10 repeat=3 latency_jobs=20 rounds=5
+xpool="" keep=0 sched="" jobs=8 repeat=3 latency_jobs=20 rounds=5
 usage() { sed -n '4,5p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -187,7 +187,7 @@ measure slurm --dir "$dir/out" --log "$dir/log/slurmctld.log" --jobs "$jobs" --r
 stop_all
 args=(table --slurm "$dir/slurm.json")
 if [[ -n "$xpool" ]]; then
-  measure xpool --xpool "$xpool" --repeat "$repeat" --latency-jobs "$latency_jobs" \
+  measure xpool --xpool "$xpool" --jobs "$jobs" --repeat "$repeat" --latency-jobs "$latency_jobs" \
     --rounds "$rounds" --out "$dir/xpool.json"
   args+=(--xpool "$dir/xpool.json")
 fi
