@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
 """The measuring half of bench/slurm_compare.sh (docs/PERFORMANCE.md, "Slurm side by side").
 
-  slurm_compare.py slurm --dir OUT --log slurmctld.log --out slurm.json [--jobs 20] [--repeat 3] [--latency-jobs 20] [--rounds 5]
-      against the Slurm cluster SLURM_CONF names (the shell script starts it): `sbatch --version` start-up;
-      sbatch submissions/s with 1, 8 and 32 concurrent clients (--jobs each, held so none runs; --repeat times),
-      with slurmctld's own time per submit RPC from its log;
-      submit -> running on the idle node: from the client's send time (just before it starts sbatch) to the
-      job's own `date +%s%N`; preemption: 4 low-partition jobs hold the 4 GPUs, a high-partition job arrives:
-      its send time -> its own start, and the first victim's SIGTERM trap -> the high job's start.
-  slurm_compare.py xpool --xpool build/bin/xpool --out xpool.json [--repeat 3] [--latency-jobs 20] [--rounds 5]
-      the same rows from xpool's own benchmarks: bench/cli_startup.py, xpool_server_load --mode submit
-      --clients 1/8/32, bench/e2e_latency.py.
+  slurm_compare.py slurm --dir OUT --log slurmctld.log --out slurm.json [--jobs 8] [--repeat 3]
+                         [--latency-jobs 20] [--rounds 5]
+      against the Slurm cluster that SLURM_CONF names (the shell script starts it): `sbatch --version` start-up;
+      submissions/s with 1, 8 and 32 concurrent clients, each starting one `sbatch --hold` after another (--jobs
+      each, --repeat runs), with slurmctld's own time per submit RPC from its log; submit -> running on the idle
+      node: from the client's send time (just before it starts sbatch) to the job's own `date +%s%N`;
+      preemption: 4 low-partition jobs hold the 4 GPUs, a high-partition job arrives: its send time -> its own
+      start, and the first victim's SIGTERM trap -> the high job's start.
+  slurm_compare.py xpool --xpool build/bin/xpool --out xpool.json [--jobs 8] [--repeat 3] [--seconds 3]
+                         [--latency-jobs 20] [--rounds 5]
+      the same rows for xpool: bench/cli_startup.py; the submit rows' harness with `xpool submit` against an
+      `xpool server` without nodes; xpool_server_load --mode submit --clients 1/8/32 (when built beside --xpool);
+      bench/e2e_latency.py.
   slurm_compare.py table --slurm slurm.json [--xpool xpool.json]
-      one table: medians and p99 (nearest rank) in ms.
+      one Markdown table of both: medians, p99 (nearest rank) or p90, in ms.
 """
 import argparse
 import json
@@ -54,11 +57,10 @@ def sbatch(*args):
     return int(run(["sbatch", "--parsable", "--output=/dev/null", *args]).strip().split(";")[0])
 
 
-def my_jobs(states=None):
-    argv = ["squeue", "--noheader", "--me", "--format=%i %T"]
-    if states:
-        argv.append("--states=" + states)
-    return dict(line.split() for line in run(argv).splitlines() if line.strip())
+def my_jobs():
+    """{job id: state} of this user's jobs in the queue (pending, running, completing)."""
+    lines = run(["squeue", "--noheader", "--me", "--format=%i %T"]).splitlines()
+    return dict(line.split() for line in lines if line.strip())
 
 
 def cancel_all_and_wait(seconds=60):
@@ -128,12 +130,15 @@ def submit_load(clients, jobs, submit):
 
 
 def ctld_submit_times(log, offset):
-    """slurmctld's own time (ms) for each submit RPC it logged after byte `offset`, and the log's new size."""
+    """slurmctld's own time (ms) for each submit RPC in its log's whole lines after byte `offset`, and the offset
+    after the last of them."""
     with open(log, "rb") as f:
         f.seek(offset)
-        text = f.read().decode(errors="replace")
+        data = f.read()
+    data = data[:data.rfind(b"\n") + 1]
+    text = data.decode(errors="replace")
     times = [int(m) / 1000 for m in re.findall(r"_slurm_rpc_submit_batch_job: .* usec=(\d+)", text)]
-    return times, offset + len(text.encode())
+    return times, offset + len(data)
 
 
 def submit_rows(name, jobs, repeat, submit, after_run, server_times=None):
@@ -300,7 +305,7 @@ def xpool_server_load(xpool, seconds, repeat):
     rows = {}
     for clients in CLIENTS:
         text = run([load, "--xpool", xpool, "--mode", "submit", "--seconds", str(seconds), "--clients", str(clients),
-                    "--runs", str(repeat)])
+                    "--transports", "epoll", "--runs", str(repeat)])
         runs = [re.search(r"([\d.]+) durable submissions/s; latency p50 ([\d.]+) ms p99 ([\d.]+) ms", line)
                 for line in text.splitlines() if line.startswith("submit:")]
         if len(runs) != repeat or not all(runs):
@@ -316,7 +321,7 @@ def xpool_server_load(xpool, seconds, repeat):
 
 def measure_xpool(args):
     xpool = os.path.abspath(args.xpool)
-    result = {"system": "xpool " + run([xpool, "--version"]).strip()}
+    result = {"system": run([xpool, "--version"]).strip()}
     text = run([sys.executable, os.path.join(HERE, "cli_startup.py"), "--xpool", xpool, "--runs", "200"])
     m = re.search(r"xpool --version\s+median\s+([\d.]+) ms\s+p90\s+([\d.]+) ms", text)
     if not m:

@@ -179,7 +179,8 @@ if [[ "$state" != idle ]]; then
   tail -n 20 "$dir"/log/slurmctld.log "$dir"/log/slurmd.log "$dir"/log/*.out >&2 || true
   exit 1
 fi
-echo "== $(sinfo --version): node $host idle (gpu:4, partitions low < high, PreemptMode=REQUEUE${sched:+, SchedulerParameters=$sched})"
+echo "== $(sinfo --version): node $host idle (gpu:4, partitions low < high, PreemptMode=REQUEUE," \
+  "SchedulerParameters=${sched:-Slurm defaults})"
 
 # 3. Slurm's rows, then 4. xpool's.
 measure slurm --dir "$dir/out" --log "$dir/log/slurmctld.log" --jobs "$jobs" --repeat "$repeat" \
