@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """The measuring half of bench/slurm_compare.sh (docs/PERFORMANCE.md, "Slurm side by side").
 
-  slurm_compare.py slurm --dir OUT --log slurmctld.log --out slurm.json [--jobs 8] [--repeat 3]
+  slurm_compare.py slurm --dir OUT --log slurmctld.log --out slurm.json [--gpus 4] [--jobs 8] [--repeat 3]
                          [--latency-jobs 20] [--rounds 5]
       against the Slurm cluster that SLURM_CONF names (the shell script starts it): `sbatch --version` start-up;
       submissions/s with 1, 8 and 32 concurrent clients, each starting one `sbatch --hold` after another (--jobs
       each, --repeat runs), with slurmctld's own time per submit RPC from its log; submit -> running on the idle
       node: from the client's send time (just before it starts sbatch) to the job's own `date +%s%N`;
-      preemption: 4 low-partition jobs hold the 4 GPUs, a high-partition job arrives: its send time -> its own
+      preemption: --gpus low-partition jobs hold the GPUs, a high-partition job arrives: its send time -> its own
       start, and the first victim's SIGTERM trap -> the high job's start.
   slurm_compare.py xpool --xpool build/bin/xpool --out xpool.json [--jobs 8] [--repeat 3] [--seconds 3]
                          [--latency-jobs 20] [--rounds 5]
@@ -190,16 +190,14 @@ def start_latency(out, jobs):
     return summary(values)
 
 
-def preemption(out, rounds):
+def preemption(out, rounds, gpus):
     to_high, victim_to_high = [], []
     for r in range(rounds):
-        lows = []
-        for i in range(4):
+        for i in range(gpus):
             trap = f"trap '{stamp(os.path.join(out, f'term.{r}.{i}'))}; exit 0' TERM"
-            lows.append(sbatch("--partition=low", "--gres=gpu:1", f"--job-name=low{r}-{i}",
-                               f"--wrap={trap}; {stamp(os.path.join(out, f'low.{r}.{i}'))}; "
-                               "while :; do sleep 0.01; done"))
-        for i in range(4):  # running, with the trap installed
+            sbatch("--partition=low", "--gres=gpu:1", f"--job-name=low{r}-{i}",
+                   f"--wrap={trap}; {stamp(os.path.join(out, f'low.{r}.{i}'))}; while :; do sleep 0.01; done")
+        for i in range(gpus):  # running, with the trap installed
             wait_for_file(os.path.join(out, f"low.{r}.{i}"), poll=0.01)
         time.sleep(0.1)
         path = os.path.join(out, f"high.{r}")
@@ -207,7 +205,7 @@ def preemption(out, rounds):
         sbatch("--partition=high", "--gres=gpu:1", f"--job-name=high{r}", "--wrap=" + stamp(path))
         high = wait_for_file(path)
         terms = []
-        for i in range(4):
+        for i in range(gpus):
             try:
                 with open(os.path.join(out, f"term.{r}.{i}")) as f:
                     terms.append(int(f.read()))
@@ -229,7 +227,7 @@ def measure_slurm(args):
     print(f"sbatch --version: p50 {result['startup']['p50']:.1f} ms", flush=True)
     result["cli_submit"] = slurm_submits(args.jobs, args.repeat, args.log)
     result["start"] = start_latency(args.dir, args.latency_jobs)
-    result["preempt"], result["victim"] = preemption(args.dir, args.rounds)
+    result["preempt"], result["victim"] = preemption(args.dir, args.rounds, args.gpus)
     return result
 
 
@@ -389,6 +387,7 @@ def main():
     sub = ap.add_subparsers(dest="mode", required=True)
     s = sub.add_parser("slurm")
     s.add_argument("--dir", required=True, help="a directory the jobs can write their start times to")
+    s.add_argument("--gpus", type=int, default=4, help="the cluster's GPUs: low jobs that fill it")
     s.add_argument("--log", required=True, help="slurmctld's log file (SlurmctldDebug=info or more)")
     x = sub.add_parser("xpool")
     x.add_argument("--xpool", required=True)

@@ -2,20 +2,22 @@
 # Slurm side by side with xpool on one machine (docs/PERFORMANCE.md, "Slurm side by side").
 #
 #   bench/slurm_compare.sh [--xpool build/bin/xpool] [--jobs 8] [--repeat 3] [--latency-jobs 20] [--rounds 5]
-#                        [--sched-params batch_sched_delay=0] [--keep]
+#                        [--nodes 1] [--sched-params batch_sched_delay=0] [--keep]
 #
 # On Debian bookworm, as root (apt-get, and slurmd starts jobs as their users):
 #   1. installs slurmctld, slurmd, slurm-client and munge through apt-get when they are missing (Debian's
 #      packages only; nothing else is downloaded);
 #   2. in a fresh temp dir: generates a munge key and starts munged on its own socket; writes a throw-away
-#      slurm.conf and gres.conf (free ports; one node with fake GPUs, Gres=gpu:4; select/cons_tres; partitions
-#      "low" and "high" with preemption by partition priority, PreemptMode=REQUEUE; Slurm's scheduler defaults
-#      unless --sched-params) and starts slurmctld and slurmd as the current user, waiting until the node is idle;
+#      slurm.conf and gres.conf (free ports; --nodes slurmd on this host, n1..nN, each with fake GPUs, Gres=gpu:4;
+#      select/cons_tres; partitions "low" and "high" with preemption by partition priority, PreemptMode=REQUEUE;
+#      Slurm's scheduler defaults unless --sched-params) and starts slurmctld and the slurmd as the current user,
+#      waiting until every node is idle;
 #   3. measures (bench/slurm_compare.py slurm): `sbatch --version` start-up; sbatch submissions/s with 1, 8 and
 #      32 concurrent clients (--jobs each, --repeat times, held so none runs), with slurmctld's own time per
 #      submit from its log; submit -> running on the idle node (--latency-jobs, one at a time: the client's send
 #      time to the job's own `date +%s%N`); preemption (--rounds: 4 low jobs hold the 4 GPUs, a high job arrives:
-#      its send time -> its own start, and the first victim's SIGTERM trap -> the high job's start);
+#      its send time -> its own start, and the first victim's SIGTERM trap -> the high job's start; with
+#      --nodes N, 4N low jobs);
 #   4. stops every daemon and removes the temp dir (on exit, an error or Ctrl-C; --keep leaves the dir with its
 #      configs and logs); with --xpool, then runs xpool's own benchmarks for the same rows (bench/cli_startup.py,
 #      xpool_server_load --mode submit beside --xpool, bench/e2e_latency.py) and prints one table of both,
@@ -25,11 +27,12 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-xpool="" keep=0 sched="" jobs=8 repeat=3 latency_jobs=20 rounds=5
+xpool="" keep=0 sched="" nodes=1 jobs=8 repeat=3 latency_jobs=20 rounds=5
 usage() { sed -n '4,5p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --xpool) xpool=${2:?--xpool needs a path}; shift 2 ;;
+    --nodes) nodes=${2:?--nodes needs a count}; shift 2 ;;
     --jobs) jobs=${2:?--jobs needs a count}; shift 2 ;;
     --repeat) repeat=${2:?--repeat needs a count}; shift 2 ;;
     --latency-jobs) latency_jobs=${2:?--latency-jobs needs a count}; shift 2 ;;
@@ -40,10 +43,11 @@ while [[ $# -gt 0 ]]; do
     *) echo "error: unknown argument '$1'" >&2; usage ;;
   esac
 done
-for flag in jobs repeat latency_jobs rounds; do
+for flag in nodes jobs repeat latency_jobs rounds; do
   [[ "${!flag}" =~ ^[1-9][0-9]*$ ]] ||
     { echo "error: --${flag//_/-} must be a positive integer, got '${!flag}'" >&2; exit 2; }
 done
+((nodes <= 64)) || { echo "error: --nodes must be at most 64, got $nodes" >&2; exit 2; }
 if [[ -n "$xpool" && ! -x "$xpool" ]]; then
   echo "error: --xpool '$xpool' is not an executable" >&2; exit 2
 fi
@@ -111,28 +115,29 @@ daemons+=($!)
 for _ in $(seq 100); do [[ -S "$dir/munge/munge.socket" ]] && break; sleep 0.05; done
 [[ -S "$dir/munge/munge.socket" ]] || { echo "error: munged did not start:" >&2; cat "$dir"/log/munged.* >&2; exit 1; }
 
-read -r ctld_port slurmd_port < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(2)]
+read -r ctld_port slurmd_ports < <(python3 -c '
+import socket, sys
+s = [socket.socket() for _ in range(1 + int(sys.argv[1]))]
 for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
+ports = [x.getsockname()[1] for x in s]
+print(ports[0], ",".join(map(str, ports[1:])))' "$nodes")
 host=$(hostname -s)
+names="n[1-$nodes]"
 cat >"$SLURM_CONF" <<EOF
 ClusterName=xpoolbench
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$ctld_port
-SlurmdPort=$slurmd_port
 SlurmUser=$(id -un)
 SlurmdUser=$(id -un)
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$dir/munge/munge.socket
 StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool
+SlurmdSpoolDir=$dir/spool/%n
 SlurmctldPidFile=$dir/slurmctld.pid
-SlurmdPidFile=$dir/slurmd.pid
+SlurmdPidFile=$dir/slurmd.%n.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
-SlurmdLogFile=$dir/log/slurmd.log
+SlurmdLogFile=$dir/log/slurmd.%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
 ProctrackType=proctrack/linuxproc
@@ -154,9 +159,9 @@ GresTypes=gpu
 PreemptType=preempt/partition_prio
 PreemptMode=REQUEUE
 SlurmdParameters=config_overrides
-NodeName=$host NodeAddr=127.0.0.1 CPUs=16 Gres=gpu:4 State=UNKNOWN
-PartitionName=low Nodes=$host Default=YES PriorityTier=1 PreemptMode=REQUEUE MaxTime=INFINITE State=UP
-PartitionName=high Nodes=$host PriorityTier=10 PreemptMode=OFF MaxTime=INFINITE State=UP
+NodeName=$names NodeHostname=$host NodeAddr=127.0.0.1 Port=$slurmd_ports CPUs=16 Gres=gpu:4 State=UNKNOWN
+PartitionName=low Nodes=$names Default=YES PriorityTier=1 PreemptMode=REQUEUE MaxTime=INFINITE State=UP
+PartitionName=high Nodes=$names PriorityTier=10 PreemptMode=OFF MaxTime=INFINITE State=UP
 EOF
 # gres/gpu drops a GPU without File= ("Removing file-less GPU"): four empty regular files stand in (slurmd
 # logs that they are not devices; with task/none nothing opens or constrains them).
@@ -166,24 +171,26 @@ echo "Name=gpu File=$dir/gpu[0-3]" >"$dir/gres.conf"
 setsid slurmctld -D -i -f "$SLURM_CONF" >"$dir/log/slurmctld.out" 2>&1 &
 ctld=$!
 daemons+=($!)
-setsid slurmd -D -f "$SLURM_CONF" >"$dir/log/slurmd.out" 2>&1 &
-daemons+=($!)
+for ((i = 1; i <= nodes; i++)); do
+  setsid slurmd -D -N "n$i" -f "$SLURM_CONF" >"$dir/log/slurmd.n$i.out" 2>&1 &
+  daemons+=($!)
+done
 state=""
 for _ in $(seq 300); do
-  state=$(sinfo --noheader --node="$host" --format=%T 2>/dev/null | head -1 || true)
+  state=$(sinfo --noheader --Node --format=%T 2>/dev/null | sort -u | paste -sd, || true)
   [[ "$state" == idle ]] && break
   sleep 0.1
 done
 if [[ "$state" != idle ]]; then
-  echo "error: the Slurm node is '${state:-unknown}', not idle, after 30 s" >&2
-  tail -n 20 "$dir"/log/slurmctld.log "$dir"/log/slurmd.log "$dir"/log/*.out >&2 || true
+  echo "error: the Slurm nodes are '${state:-unknown}', not idle, after 30 s" >&2
+  tail -n 20 "$dir"/log/*.log "$dir"/log/*.out >&2 || true
   exit 1
 fi
-echo "== $(sinfo --version): node $host idle (gpu:4, partitions low < high, PreemptMode=REQUEUE," \
+echo "== $(sinfo --version): $nodes slurmd ($names on $host) idle, gpu:4 each (partitions low < high, PreemptMode=REQUEUE," \
   "SchedulerParameters=${sched:-Slurm defaults})"
 
 # 3. Slurm's rows, then 4. xpool's.
-measure slurm --dir "$dir/out" --log "$dir/log/slurmctld.log" --jobs "$jobs" --repeat "$repeat" \
+measure slurm --dir "$dir/out" --log "$dir/log/slurmctld.log" --gpus $((4 * nodes)) --jobs "$jobs" --repeat "$repeat" \
   --latency-jobs "$latency_jobs" --rounds "$rounds" --out "$dir/slurm.json"
 stop_all
 args=(table --slurm "$dir/slurm.json")
