@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -383,6 +384,8 @@ def table(args):
 
 
 def main():
+    # slurm_compare.sh stops this process group with SIGTERM: exit through the `with` blocks and `finally`s.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="mode", required=True)
     s = sub.add_parser("slurm")
