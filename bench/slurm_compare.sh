@@ -19,9 +19,9 @@
 #      its send time -> its own start, and the first victim's SIGTERM trap -> the high job's start; with
 #      --nodes N, 4N low jobs);
 #   4. stops every daemon and removes the temp dir (on exit, an error or Ctrl-C; --keep leaves the dir with its
-#      configs and logs); with --xpool, then runs xpool's own benchmarks for the same rows (bench/cli_startup.py,
-#      xpool_server_load --mode submit beside --xpool, bench/e2e_latency.py) and prints one table of both,
-#      medians and p99 in ms.
+#      configs and logs); with --xpool, then measures xpool for the same rows (bench/cli_startup.py; the submit
+#      rows' harness with `xpool submit` against an `xpool server` without nodes; xpool_server_load --mode submit
+#      beside --xpool; bench/e2e_latency.py) and prints one table of both, medians and p99 in ms.
 # A full run takes about 4 minutes. Not part of `make test` (CI installs no Slurm): ctest's slurm_compare_syntax
 # checks only the syntax of this script and of slurm_compare.py.
 set -euo pipefail
@@ -186,12 +186,12 @@ if [[ "$state" != idle ]]; then
   tail -n 20 "$dir"/log/*.log "$dir"/log/*.out >&2 || true
   exit 1
 fi
-echo "== $(sinfo --version): $nodes slurmd ($names on $host) idle, gpu:4 each (partitions low < high, PreemptMode=REQUEUE," \
-  "SchedulerParameters=${sched:-Slurm defaults})"
+echo "== $(sinfo --version): $nodes slurmd ($names on $host) idle, gpu:4 each (partitions low < high," \
+  "PreemptMode=REQUEUE, SchedulerParameters=${sched:-Slurm defaults})"
 
 # 3. Slurm's rows, then 4. xpool's.
-measure slurm --dir "$dir/out" --log "$dir/log/slurmctld.log" --gpus $((4 * nodes)) --jobs "$jobs" --repeat "$repeat" \
-  --latency-jobs "$latency_jobs" --rounds "$rounds" --out "$dir/slurm.json"
+measure slurm --dir "$dir/out" --log "$dir/log/slurmctld.log" --gpus $((4 * nodes)) --jobs "$jobs" \
+  --repeat "$repeat" --latency-jobs "$latency_jobs" --rounds "$rounds" --out "$dir/slurm.json"
 stop_all
 args=(table --slurm "$dir/slurm.json")
 if [[ -n "$xpool" ]]; then
