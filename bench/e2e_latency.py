@@ -86,6 +86,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=10)
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop `xpool up` and remove its dir (finally)
     tmp = tempfile.mkdtemp(prefix="xpool-latency-")
     os.chmod(tmp, 0o755)  # as root, tasks run as their tenant's uid and must reach their directories
     state = os.path.join(tmp, "var")
