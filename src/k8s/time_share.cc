@@ -7,6 +7,7 @@
 #include "common/units.h"
 #include "k8s/internal/kube_json.h"
 #include "model/job_spec.h"
+#include "scheduler/queue/quota_amounts.h"
 
 namespace xpool::k8s {
 namespace {
@@ -58,13 +59,7 @@ Result<ResourceAmounts> AmountsFromJson(const Json& q, const std::string& where,
     ASSIGN_OR_RETURN(compute, NonNegativeInt(q["device_compute_milli"], where + ".device_compute_milli"));
   }
   if (devices > 1'000'000) return InvalidArgumentError(where + ".devices: at most 1000000");
-  if (devices >= 0 && compute >= 0) {
-    out.gpu_compute_milli = std::min(compute, devices * 1000);
-  } else if (devices >= 0) {
-    out.gpu_compute_milli = devices * 1000;
-  } else if (compute >= 0) {
-    out.gpu_compute_milli = compute;
-  }
+  out.gpu_compute_milli = QuotaGpuComputeMilli(devices, compute, unset);
   if (q.contains("device_memory")) {
     ASSIGN_OR_RETURN(out.gpu_memory_mib, UnitField(q["device_memory"], where + ".device_memory", false));
   }
@@ -101,9 +96,7 @@ Result<Tenant> TenantFromJson(const Json& t, const std::string& where, TenantId 
   if (t.contains("guaranteed")) {
     // As on the server: a guarantee names what it covers; the resources it does not name do not constrain it.
     ASSIGN_OR_RETURN(ResourceAmounts g, AmountsFromJson(t["guaranteed"], where + ".guaranteed", kUnlimitedAmount));
-    out.guaranteed.gpu_compute_milli = std::min(g.gpu_compute_milli, out.limit.gpu_compute_milli);
-    out.guaranteed.gpu_memory_mib = std::min(g.gpu_memory_mib, out.limit.gpu_memory_mib);
-    out.guaranteed.cpu_milli = std::min(g.cpu_milli, out.limit.cpu_milli);
+    out.guaranteed = CapGuaranteeAtLimit(g, out.limit);
   }
   if (t.contains("priority_quotas")) {
     const Json& list = t["priority_quotas"];

@@ -7,6 +7,7 @@
 
 #include "common/units.h"
 #include "model/job_state.h"
+#include "scheduler/queue/quota_amounts.h"
 #include "scheduler/queue/scheduler_job_placer.h"
 #include "scheduler/queue/scheduling_pass.h"
 #include "scheduler/schedule.h"
@@ -29,11 +30,7 @@ constexpr size_t kMaxReasonWritesPerPass = 4096;
 ResourceAmounts ToPassAmounts(const TenantQuota& q, int64_t unset) {
   auto amount = [unset](int64_t v) { return v < 0 ? unset : v; };
   ResourceAmounts out = ResourceAmounts::Unlimited();
-  if (q.devices >= 0 && q.device_compute_milli >= 0) {
-    out.gpu_compute_milli = std::min(q.device_compute_milli, q.devices * 1000);
-  } else {
-    out.gpu_compute_milli = q.devices >= 0 ? q.devices * 1000 : amount(q.device_compute_milli);
-  }
+  out.gpu_compute_milli = QuotaGpuComputeMilli(q.devices, q.device_compute_milli, unset);
   out.gpu_memory_mib = amount(q.device_memory_mib);
   out.cpu_milli = amount(q.cpu_milli);
   return out;
@@ -49,10 +46,7 @@ Tenant ToPassTenant(const TenantRecord& t) {
   out.name = t.name;
   out.limit = ToPassAmounts(t.quota, kUnlimitedAmount);
   const bool has_guarantee = !(t.guaranteed == TenantQuota{});
-  const ResourceAmounts g = ToPassAmounts(t.guaranteed, has_guarantee ? kUnlimitedAmount : 0);
-  out.guaranteed.gpu_compute_milli = std::min(g.gpu_compute_milli, out.limit.gpu_compute_milli);
-  out.guaranteed.gpu_memory_mib = std::min(g.gpu_memory_mib, out.limit.gpu_memory_mib);
-  out.guaranteed.cpu_milli = std::min(g.cpu_milli, out.limit.cpu_milli);
+  out.guaranteed = CapGuaranteeAtLimit(ToPassAmounts(t.guaranteed, has_guarantee ? kUnlimitedAmount : 0), out.limit);
   for (const TenantPriorityQuota& q : t.priority_quotas) {
     out.priority_limits.push_back({q.min_priority, q.max_priority, ToPassAmounts(q.quota, kUnlimitedAmount)});
   }
