@@ -151,6 +151,25 @@ TEST_F(ApiTest, RegisteredNodeTakesTheJob) {
   EXPECT_EQ(Call("POST", "/api/v1/nodes/n1/heartbeat", admin_token_).status, 200);
 }
 
+TEST_F(ApiTest, MetricsSeriesArePresentAtZero) {
+  // Before anything happened: the counters read 0, and every tenant's queue length too.
+  std::string text = Call("GET", "/metrics", "").body;
+  EXPECT_NE(text.find("\nxpool_jobs_submitted_total 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nxpool_placements_total 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("xpool_queue_length{tenant=\"admin\"} 0\n"), std::string::npos) << text;
+  // A queued job counts; once the queue empties its tenant's series reads 0 rather than disappearing.
+  std::string alice = NewTenant("alice");
+  ApiResponse sub = Call("POST", "/api/v1/jobs", alice, kJob);
+  ASSERT_EQ(sub.status, 201) << sub.body;
+  text = Call("GET", "/metrics", "").body;
+  EXPECT_NE(text.find("xpool_queue_length{tenant=\"alice\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nxpool_jobs_submitted_total 1\n"), std::string::npos) << text;
+  const std::string id = std::to_string(Body(sub)["id"].get<int64_t>());
+  ASSERT_EQ(Call("DELETE", "/api/v1/jobs/" + id, alice).status, 200);
+  text = Call("GET", "/metrics", "").body;
+  EXPECT_NE(text.find("xpool_queue_length{tenant=\"alice\"} 0\n"), std::string::npos) << text;
+}
+
 TEST_F(ApiTest, MetricsCountRequestsPerRoute) {
   Call("GET", "/api/v1/jobs", admin_token_);
   Call("GET", "/api/v1/jobs", "");

@@ -39,7 +39,7 @@ class ApiFixture : public ::testing::Test {
     admin_token_ = *token;
     ASSERT_TRUE(store_->AddToken(admin->id, admin_token_, "test", clock_.NowMicros()).ok());
     Api::DeclareMetrics(metrics_);
-    metrics_.DeclareGauge("xpool_queue_length", "Queued jobs per tenant.");
+    ControlPlane::DeclareMetrics(metrics_);
     auto jobs = CachingStateStore::Load(*store_);
     ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
     jobs_ = std::move(*jobs);

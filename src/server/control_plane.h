@@ -161,7 +161,11 @@ class ControlPlane {
   // Asks the loop for a pass soon.
   void Wake(bool full);
 
-  // Sets the scrape-time gauges (queue length per tenant, per-device capacity and allocation, nodes).
+  // Declares the metrics a ControlPlane updates (given to its constructor) and ExportGauges sets, with the
+  // counters present at 0 before anything happened.
+  static void DeclareMetrics(MetricsRegistry& metrics);
+  // Sets the scrape-time gauges (queue length per tenant, 0 for a tenant with nothing queued; per-device capacity
+  // and allocation; nodes).
   void ExportGauges(MetricsRegistry& metrics) const;
   // OK when the allocations in the store are exactly what the ClusterState holds (crash tests, /readyz).
   Status CheckConsistency() const;

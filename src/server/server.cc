@@ -181,16 +181,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   ASSIGN_OR_RETURN(impl->jobs, CachingStateStore::Load(*impl->store));
 
   MetricsRegistry& m = impl->metrics;
-  m.DeclareCounter("xpool_jobs_submitted_total", "Jobs accepted (committed) through the API.");
-  m.DeclareCounter("xpool_placements_total", "Jobs placed by the scheduling loop (all replicas at once).");
-  m.DeclareHistogram("xpool_scheduling_latency_seconds", "Time to place (or fail to place) one job.",
-                     MetricsRegistry::LatencyBuckets());
-  m.DeclareGauge("xpool_queue_length", "Queued jobs per tenant.");
-  m.DeclareGauge("xpool_nodes", "Nodes by condition.");
-  m.DeclareGauge("xpool_device_memory_capacity_mib", "Device memory capacity (MiB).");
-  m.DeclareGauge("xpool_device_memory_allocated_mib", "Device memory allocated to tasks (MiB).");
-  m.DeclareGauge("xpool_device_cores_capacity_milli", "Device compute capacity (milli-devices; 1000 = whole).");
-  m.DeclareGauge("xpool_device_cores_allocated_milli", "Device compute allocated to tasks (milli-devices).");
+  ControlPlane::DeclareMetrics(m);
   Api::DeclareMetrics(m);
   m.DeclareGauge("xpool_http_connections", "HTTP connections open (--http-transport epoll).");
   m.DeclareCounter("xpool_http_refused_total",
