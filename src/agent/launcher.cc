@@ -271,6 +271,7 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
   paths.shared_region = RunDir(spec.task_id) + "/vgpu.region";
   paths.vgpu_library = vgpu_library_;
   paths.mps_pipe_dirs = options_.mps_pipe_dirs;
+  paths.visible_names = options_.visible_names;
   task->suspend_file = paths.suspend_file;
   int suspend_signal = options_.suspend_signal;
   if (!spec.suspend_signal.empty()) {

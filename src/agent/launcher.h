@@ -81,6 +81,8 @@ struct LauncherOptions {
   // Device index → the pipe directory of its MPS control daemon (mps.h MpsDaemons::pipe_dirs), for this node's
   // devices that run MPS: tasks given one get the MPS client variables (task_env.h).
   std::map<int, std::string> mps_pipe_dirs;
+  // Device position → its name in the visible-devices variables (task_env.h VisibleDeviceNames): MIG instances.
+  std::map<int, std::string> visible_names;
   // Variables of the agent's environment given to tasks beyond the allow-list (task_identity.h).
   std::vector<std::string> pass_env;
   Clock* clock = nullptr;  // null = the real clock (start times; grace periods run on the shim's real clock)

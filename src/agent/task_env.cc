@@ -30,13 +30,27 @@ void AddMpsEnv(const LaunchSpec& spec, const TaskPaths& paths, std::map<std::str
 
 }  // namespace
 
+std::map<int, std::string> VisibleDeviceNames(const Node& node) {
+  std::map<int, std::string> names;
+  bool any_mig = false;
+  for (size_t i = 0; i < node.devices.size(); ++i) {
+    const Device& d = node.devices[i];
+    const bool mig = d.mode == DeviceMode::kMig && d.uuid.rfind("MIG-", 0) == 0;
+    any_mig = any_mig || mig;
+    names[static_cast<int>(i)] = mig ? d.uuid : std::to_string(d.index);
+  }
+  if (!any_mig) names.clear();
+  return names;
+}
+
 std::map<std::string, std::string> BuildTaskEnv(const LaunchSpec& spec, const TaskPaths& paths,
                                                 const std::string& inherited_ld_preload) {
   std::map<std::string, std::string> env;
   std::string visible;
   for (size_t i = 0; i < spec.devices.size(); ++i) {
     if (i > 0) visible += ",";
-    visible += std::to_string(spec.devices[i].index);
+    auto name = paths.visible_names.find(spec.devices[i].index);
+    visible += name != paths.visible_names.end() ? name->second : std::to_string(spec.devices[i].index);
   }
   env[std::string(ProfileFor(spec.vendor).visible_devices_env)] = visible;
   if (spec.vendor == Vendor::kNvidia) {

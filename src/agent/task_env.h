@@ -24,7 +24,15 @@ struct TaskPaths {
   std::string vgpu_library;   // LD_PRELOAD'ed when the task shares a device; empty = library not found
   // Device index → the pipe directory of its MPS control daemon, for this node's devices that run MPS (mps.h).
   std::map<int, std::string> mps_pipe_dirs;
+  // Device position → what the visible-devices variables call it, on a node where positions are not the driver's
+  // numbers (VisibleDeviceNames); empty = the position itself.
+  std::map<int, std::string> visible_names;
 };
+
+// For a node with MIG instances among its devices (nvml/mig_layout.h): each device position → a MIG instance's
+// uuid ("MIG-..."), or a whole GPU's driver index. Empty when no device is a MIG instance (positions are the
+// driver's numbers).
+std::map<int, std::string> VisibleDeviceNames(const Node& node);
 
 // xpool's variables for the task: visible devices (the vendor's variable; for NVIDIA also
 // NVIDIA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER=PCI_BUS_ID so CUDA numbers devices as NVML does),

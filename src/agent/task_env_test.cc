@@ -22,7 +22,7 @@ TEST(TaskEnvTest, DevicesLimitsIdentityAndPreload) {
   LaunchSpec spec = BaseSpec();
   spec.devices = {{3, 40960, 50}, {1, 8192, 0}};
   spec.shares_device = true;
-  TaskPaths paths{"/run/t/vgpu.region", "/run/t/suspend", "/opt/xpool/lib/libxpool-vgpu.so", {}};
+  TaskPaths paths{"/run/t/vgpu.region", "/run/t/suspend", "/opt/xpool/lib/libxpool-vgpu.so", {}, {}};
   auto env = BuildTaskEnv(spec, paths, "/usr/lib/other.so");
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "3,1");
   EXPECT_EQ(env["NVIDIA_VISIBLE_DEVICES"], "3,1");
@@ -45,7 +45,7 @@ TEST(TaskEnvTest, ExclusiveTaskGetsNoPreload) {
   LaunchSpec spec = BaseSpec();
   spec.devices = {{0, 0, 0}};
   spec.shares_device = false;
-  auto env = BuildTaskEnv(spec, {"/r", "/s", "/lib.so", {}}, "");
+  auto env = BuildTaskEnv(spec, {"/r", "/s", "/lib.so", {}, {}}, "");
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "0");
   EXPECT_EQ(env.count("LD_PRELOAD"), 0u);
   EXPECT_EQ(env.count("XPOOL_SHARED_REGION"), 0u);

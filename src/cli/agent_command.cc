@@ -33,6 +33,8 @@
 #include "agent/launcher.h"
 #include "agent/mps.h"
 #include "agent/node_agent.h"
+#include "agent/nvml/nvml_mig.h"
+#include "agent/task_env.h"
 #include "common/flags.h"
 #include "common/units.h"
 
@@ -66,8 +68,8 @@ void PrintNotices(agent::Launcher& launcher) {
 }
 
 // Starts an MPS control daemon per device of `node` in MPS mode (agent/mps.h), under <dir>/mps, and says what runs
-// and what was refused; the launcher's tasks get the daemons' pipe directories. The daemons quit when it is
-// destroyed.
+// and what was refused; the launcher's tasks get the daemons' pipe directories, and the names of the node's MIG
+// instances for their visible devices. The daemons quit when it is destroyed.
 std::unique_ptr<agent::MpsDaemons> StartMps(Node* node, const std::string& control, const std::string& dir,
                                             agent::LauncherOptions* options) {
   agent::MpsOptions mps;
@@ -76,6 +78,7 @@ std::unique_ptr<agent::MpsDaemons> StartMps(Node* node, const std::string& contr
   auto daemons = std::make_unique<agent::MpsDaemons>(mps);
   for (const std::string& line : daemons->Start(node)) std::fprintf(stderr, "agent: %s\n", line.c_str());
   options->mps_pipe_dirs = daemons->pipe_dirs();
+  options->visible_names = agent::VisibleDeviceNames(*node);
   return daemons;
 }
 
@@ -319,13 +322,29 @@ Status TaskIdentityFlags::Apply(agent::LauncherOptions* options, const std::stri
   return agent::Launcher::CheckOptions(*options);
 }
 
+// --mig-geometry: parses it and brings the GPUs to it through NVML. 0, or the exit code after saying why not.
+int ApplyMigGeometryFlag(const std::string& text, const std::string& nvml_library) {
+  auto geometry = agent::ParseMigGeometry(text);
+  if (!geometry.ok()) {
+    std::fprintf(stderr, "error: --mig-geometry: %s\n", geometry.status().message().c_str());
+    return 2;
+  }
+  auto nvml = agent::NvmlMig::Open(nvml_library);
+  Status s = nvml.ok() ? agent::ApplyMigGeometry(**nvml, *geometry) : nvml.status();
+  if (!s.ok()) {
+    std::fprintf(stderr, "error: --mig-geometry: %s\n", s.message().c_str());
+    return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  return 0;
+}
+
 int RunAgent(const Args& args) {
   FlagSet flags("xpool agent",
                 "The node agent: discovers this machine's accelerators and runs the tasks assigned to it.\n"
                 "With --server it registers with the server (gRPC, docs/agent.md) and runs what it assigns; it also\n"
                 "prints the devices (--print-devices) or runs one task locally (--run -- CMD ARGS...).");
   std::string simulate, node_file, nvml_library = "libnvidia-ml.so.1", name, devices_list;
-  std::string discovery = "auto", vendor_tool, mps, mps_control = "nvidia-cuda-mps-control";
+  std::string discovery = "auto", vendor_tool, mps, mps_control = "nvidia-cuda-mps-control", mig_geometry;
   int64_t discovery_timeout = 10;
   std::string state_dir = "var/agent", workdir = ".", server, token, token_file, address;
   bool print_devices = false, run = false, stop_tasks = false;
@@ -343,6 +362,9 @@ int RunAgent(const Args& args) {
   flags.String("mps", &mps,
                "CUDA MPS mode for these devices: all (every NVIDIA device) or indexes like 0,2; the agent runs an MPS "
                "control daemon per device (docs/agent.md)");
+  flags.String("mig-geometry", &mig_geometry,
+               "MIG instances to hold before discovery, e.g. 0=2x1g.10gb,3g.40gb;1=7g.80gb: MIG mode on and the "
+               "GPU repartitioned where it differs (through NVML; needs root; docs/mig.md)");
   flags.String("mps-control", &mps_control, "the MPS control program: a path, or a name on PATH");
   flags.String("name", &name, "node name (default: host name)");
   flags.Bool("print-devices", &print_devices, "print the discovered devices and exit");
@@ -393,6 +415,9 @@ int RunAgent(const Args& args) {
   if (run && flags.positional().empty()) {
     std::fprintf(stderr, "error: --run needs a command after --, e.g. --run -- python3 train.py\n");
     return 2;
+  }
+  if (!mig_geometry.empty()) {
+    if (int failed = ApplyMigGeometryFlag(mig_geometry, nvml_library); failed != 0) return failed;
   }
   agent::DiscoveryOptions options;
   options.simulate = simulate;

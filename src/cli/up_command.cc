@@ -17,6 +17,7 @@
 #include "agent/discovery.h"
 #include "agent/launcher.h"
 #include "agent/node_agent.h"
+#include "agent/task_env.h"
 #include "cli/agent_command.h"
 #include "cli/server_flags.h"
 #include "cli/stop_signals.h"
@@ -129,6 +130,7 @@ int RunUp(const Args& args) {
     std::fprintf(stderr, "agent: not running as root: tasks run as this user (uid %d), not isolated\n",
                  static_cast<int>(::geteuid()));
   }
+  launcher_options.visible_names = agent::VisibleDeviceNames(report->node);
   agent::Launcher launcher(launcher_options);
   for (const std::string& n : launcher.TakeNotices()) std::fprintf(stderr, "agent: %s\n", n.c_str());
   // The server's own agent service (it keeps the reports' log chunks in the server's relay, as for remote agents).

@@ -178,6 +178,33 @@ while read -r cmd; do echo "$cmd" >> "$CUDA_MPS_LOG_DIRECTORY/calls"; done
   std::filesystem::remove_all(dir);
 }
 
+// MIG through NVML (the fake driver keeps its MIG state in a file, as the real one keeps it on the GPU): the
+// agent partitions GPU 0, offers its instances as devices and gives a task its instance's MIG uuid.
+TEST(AgentCliTest, MigGeometryOffersInstancesAndTasksGetTheirUuid) {
+  const std::string mig_state = testing::TempDir() + "xpool_agent_cli_mig_state";
+  const std::string state = testing::TempDir() + "xpool_agent_cli_mig_tasks";
+  std::filesystem::remove(mig_state);
+  setenv("FAKE_NVML_MIG_STATE", mig_state.c_str(), 1);
+  const std::string nvml = std::string("agent --discovery nvml --nvml-library ") + XPOOL_FAKE_NVML_PATH;
+  CliRun r = Xpool(nvml + " --mig-geometry '0=2x1g.10gb,3g.40gb' --print-devices");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("A100-SXM4-80GB MIG 3g.40gb"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("MIG-fake-0000-0002"), std::string::npos) << r.output;
+  CliRun run = Xpool(nvml + " --run --devices 1 --state-dir " + state + " -- sh -c 'echo dev=$CUDA_VISIBLE_DEVICES'");
+  EXPECT_EQ(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("dev=MIG-fake-0000-0002"), std::string::npos) << run.output;
+  CliRun too_much = Xpool(nvml + " --mig-geometry 0=4x3g.40gb --print-devices");
+  EXPECT_EQ(too_much.code, 2) << too_much.output;
+  EXPECT_NE(too_much.output.find("do not fit"), std::string::npos) << too_much.output;
+  setenv("FAKE_NVML_MIG_DENIED", "1", 1);
+  CliRun denied = Xpool(nvml + " --mig-geometry 1=7g.80gb --print-devices");
+  EXPECT_EQ(denied.code, 1) << denied.output;
+  EXPECT_NE(denied.output.find("needs root"), std::string::npos) << denied.output;
+  unsetenv("FAKE_NVML_MIG_DENIED");
+  unsetenv("FAKE_NVML_MIG_STATE");
+  std::filesystem::remove(mig_state);
+}
+
 TEST(AgentCliTest, UnreachableServerAndBadTokenAreClear) {
   // A bad token file is a usage error before any connection.
   CliRun r = Xpool("agent --simulate 1xT4-16GB --server http://127.0.0.1:1 --token-file /nonexistent/token");

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# GPU checks of libxpool-vgpu.so (ctest label "gpu"). Exits 77 (skipped) when there is no GPU.
-#   run_gpu_checks.sh <libxpool-vgpu.so> <gpu_check binary>
+# GPU checks of libxpool-vgpu.so and the agent (ctest label "gpu"). Exits 77 (skipped) when there is no GPU.
+#   run_gpu_checks.sh <libxpool-vgpu.so> <gpu_check binary> [<xpool binary>]
 # Checks: (1) a raw driver-API program stops at the memory limit with CUDA_ERROR_OUT_OF_MEMORY; (2) PyTorch does,
 # with and without expandable segments (skipped without torch); (3) two processes limited to 30 % and 70 % of the
-# SMs get shares within +-5 points (XPOOL_GPU_SHARE_SECONDS, default 30 s).
+# SMs get shares within +-5 points (XPOOL_GPU_SHARE_SECONDS, default 30 s); with the xpool binary, (4) NVML
+# discovery finds every GPU nvidia-smi lists, and (5) MIG: the agent partitions GPU 0 into two of its smallest
+# instances and a task is given one by uuid, then GPU 0 is put back as it was. (5) changes the GPU's MIG mode, so
+# it runs only as root with XPOOL_GPU_MIG=1 and says why it skipped otherwise.
 set -u
 lib=$1
 check=$2
+xpool=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
   echo "no GPU: skipped"
@@ -47,4 +51,5 @@ if ! awk -v a="${share_a:-0}" -v b="${share_b:-0}" 'BEGIN { exit !((a-30)^2 <= 2
 else
   echo "shares ${share_a} / ${share_b}: within +-5 points"
 fi
+[ -n "$xpool" ] && . "$here/agent_gpu_checks.sh"
 exit $fail

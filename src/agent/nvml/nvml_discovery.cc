@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "agent/internal/nvml_api.h"
+#include "agent/nvml/nvml_mig.h"
 
 namespace xpool::agent {
 namespace {
@@ -202,6 +203,21 @@ LinkTable ProbeLinks(const NvmlApi& api, const std::vector<Probed>& devices) {
 
 }  // namespace
 
+void NvmlDiscovery::ExpandMig(DiscoveryReport* report) const {
+  auto nvml = NvmlMig::Open(library_);
+  if (!nvml.ok()) return;  // a driver without MIG calls: no GPU is in MIG mode
+  auto gpus = (*nvml)->ReadGpus();
+  if (!gpus.ok()) {
+    report->note += "; MIG state unreadable: " + gpus.status().message();
+    return;
+  }
+  int mig_gpus = 0;
+  for (const MigGpuInfo& gpu : *gpus) mig_gpus += gpu.mig_enabled && gpu.model != nullptr ? 1 : 0;
+  if (mig_gpus == 0) return;
+  report->node = ExpandMigDevices(report->node, *gpus);
+  report->note += "; " + std::to_string(mig_gpus) + " GPU(s) in MIG mode, offered as their instances";
+}
+
 NvmlDiscovery::NvmlDiscovery(std::string library, std::string pci_sysfs, std::string node_name)
     : library_(std::move(library)), pci_sysfs_(std::move(pci_sysfs)), node_name_(std::move(node_name)) {}
 
@@ -241,6 +257,7 @@ Result<DiscoveryReport> NvmlDiscovery::Discover() {
   if (probed.size() > 1) report.node.links = ProbeLinks(api, probed);
   (void)api.shutdown();
   report.note = "NVML: " + std::to_string(count) + " device(s)";
+  ExpandMig(&report);
   if (!problems.empty()) report.note += "; problems: " + problems.substr(0, problems.size() - 2);
   RETURN_IF_ERROR(ValidateNode(report.node));
   return report;

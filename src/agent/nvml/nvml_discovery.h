@@ -3,6 +3,9 @@
 // and runs on machines without a driver. No library → available = false with a note ("no NVML
 // found: ..."), not an error.
 //
+// A GPU in MIG mode is offered as its MIG instances (nvml_mig.h ExpandMigDevices): one device per instance, with
+// its MIG uuid, memory and compute share, mode kMig.
+//
 // Per device: uuid, name, total memory, NUMA node (nvmlDeviceGetNumaNodeId, else the PCI device's
 // sysfs numa_node; -1 or unknown → 0), health (a device NVML reports lost or cannot query is
 // unhealthy). Per pair: NVLink lanes between them (kLinkNvlinkPerLane each), else the PCIe common
@@ -24,6 +27,9 @@ class NvmlDiscovery final : public DeviceDiscovery {
   Result<DiscoveryReport> Discover() override;
 
  private:
+  // Replaces the GPUs in MIG mode by their instances and says so in the note.
+  void ExpandMig(DiscoveryReport* report) const;
+
   std::string library_;
   std::string pci_sysfs_;
   std::string node_name_;

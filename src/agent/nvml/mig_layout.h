@@ -1,0 +1,62 @@
+#pragma once
+// The pure side of MIG on a node: what a GPU's instances look like to the agent (MigGpuInfo, filled by
+// nvml_mig.h's NvmlMig), the devices they offer tasks, and the `--mig-geometry` flag — parsed, and laid out on a
+// model's placement rules (model/mig_profile.h). Free functions over value types; thread-safe.
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "model/device.h"
+#include "model/mig_profile.h"
+
+namespace xpool::agent {
+
+// `count` instances of the profile named `profile` ("1g.10gb"), as --mig-geometry asks for them.
+struct MigWanted {
+  std::string profile;
+  int count = 0;
+  friend bool operator==(const MigWanted&, const MigWanted&) = default;
+};
+
+// One GPU instance as the driver reports it.
+struct MigInstanceInfo {
+  MigPlacement placement;  // profile index into the GPU's MigModel and start slot
+  unsigned int gpu_instance_id = 0;
+  std::string uuid;        // "MIG-...": what CUDA_VISIBLE_DEVICES takes; empty while it has no compute instance
+  int64_t memory_mib = 0;  // as the driver reports it (a little below the profile's nominal memory)
+};
+
+// One GPU and its MIG state.
+struct MigGpuInfo {
+  int index = 0;
+  std::string uuid;
+  std::string model_name;           // NVML's name without "NVIDIA "
+  const MigModel* model = nullptr;  // the profile table; null when xpool has none for this GPU
+  bool mig_capable = false;         // NVML reports a MIG mode for it
+  bool mig_enabled = false;
+  std::vector<MigInstanceInfo> instances;  // by start slot
+};
+
+// The devices a GPU in MIG mode offers tasks, one per instance that has a compute instance: the parent's vendor,
+// index, NUMA node and health; the instance's uuid and memory; model "<parent model> MIG <profile>"; compute share
+// of the model's slices; mode kMig; held whole by one task (max_sharers 1).
+std::vector<Device> MigInstanceDevices(const MigGpuInfo& gpu, const Device& parent);
+
+// A node's devices with every GPU in MIG mode replaced by its instances (MigInstanceDevices), in order; links
+// between devices keep their GPUs' scores, instances of one GPU score kLinkSameBoard. `gpus` by index as
+// ReadGpus returns them; GPUs it does not name stay as they are.
+Node ExpandMigDevices(const Node& node, std::span<const MigGpuInfo> gpus);
+
+// `--mig-geometry`: "0=2x1g.10gb,3g.40gb;1=7g.80gb" → GPU index → the instances wanted on it (an optional "<N>x"
+// repeats a profile). InvalidArgument naming the part that is wrong.
+Result<std::map<int, std::vector<MigWanted>>> ParseMigGeometry(std::string_view text);
+
+// A geometry holding `demand` on `model`: profiles taken largest first, each at the lowest start that still lets
+// the rest fit (a search; at most 8 instances). InvalidArgument naming a profile the model lacks, or when the
+// demand does not fit on one GPU.
+Result<std::vector<MigPlacement>> PlaceMigWanted(const MigModel& model, std::span<const MigWanted> demand);
+
+}  // namespace xpool::agent

@@ -1,0 +1,52 @@
+# Sourced by run_gpu_checks.sh with $xpool (the xpool binary), $tmp and $fail set: the agent's checks on a real
+# GPU, one summary line each.
+
+echo "== NVML discovery"
+want=$(nvidia-smi -L | grep -c '^GPU ')
+if "$xpool" agent --discovery nvml --print-devices >"$tmp/devices" 2>&1; then
+  found=$(grep -c 'GPU-' "$tmp/devices")
+  if [ "$found" -eq "$want" ]; then echo "discovery: $found GPU(s), as nvidia-smi lists"; else
+    echo "FAIL discovery: $found GPU(s), nvidia-smi lists $want"; cat "$tmp/devices"; fail=1
+  fi
+else
+  echo "FAIL discovery:"; cat "$tmp/devices"; fail=1
+fi
+
+echo "== MIG"
+mig_mode=$(nvidia-smi -i 0 --query-gpu=mig.mode.current --format=csv,noheader 2>/dev/null)
+gpu_name=$(nvidia-smi -i 0 --query-gpu=name --format=csv,noheader 2>/dev/null)
+case "$gpu_name" in
+  *H200*) profile=1g.18gb ;;
+  *H100*NVL* | *H100*94GB*) profile=1g.12gb ;;
+  *H100* | *A100*80GB*) profile=1g.10gb ;;
+  *A100*) profile=1g.5gb ;;
+  *A30*) profile=1g.6gb ;;
+  *) profile= ;;
+esac
+if [ -z "$mig_mode" ] || [ "$mig_mode" = "[N/A]" ] || [ -z "$profile" ]; then
+  echo "MIG: skipped ($gpu_name has no MIG mode or no profile table)"
+elif [ "${XPOOL_GPU_MIG:-0}" != 1 ]; then
+  echo "MIG: skipped (it repartitions GPU 0 and changes its MIG mode: set XPOOL_GPU_MIG=1 to allow)"
+elif [ "$(id -u)" != 0 ]; then
+  echo "MIG: skipped (changing MIG mode needs root)"
+else
+  "$xpool" agent --discovery nvml --mig-geometry "0=2x$profile" --print-devices >"$tmp/mig" 2>&1
+  rc=$?
+  if [ $rc -ne 0 ] && grep -qE 'needs root|pending until the GPU is reset|In use' "$tmp/mig"; then
+    echo "MIG: skipped ($(grep -oE 'needs root|pending until the GPU is reset|In use[^)]*' "$tmp/mig" | head -1))"
+  elif [ $rc -ne 0 ] || [ "$(grep -c "MIG $profile" "$tmp/mig")" -ne 2 ]; then
+    echo "FAIL MIG: two $profile instances on GPU 0 expected:"; cat "$tmp/mig"; fail=1
+  else
+    "$xpool" agent --discovery nvml --run --devices 0 --state-dir "$tmp/mig-tasks" \
+      -- sh -c 'echo visible=$CUDA_VISIBLE_DEVICES' >"$tmp/mig-run" 2>&1
+    uuid=$(sed -n 's/^visible=\(MIG-[^ ]*\)$/\1/p' "$tmp/mig-run")
+    if [ -n "$uuid" ] && nvidia-smi -L | grep -q "$uuid"; then
+      echo "MIG: MIG mode on, two $profile instances created, a task given $uuid"
+    else
+      echo "FAIL MIG: the task did not get a MIG instance nvidia-smi lists:"; cat "$tmp/mig-run"; fail=1
+    fi
+  fi
+  nvidia-smi mig -i 0 -dci >/dev/null 2>&1
+  nvidia-smi mig -i 0 -dgi >/dev/null 2>&1
+  [ "$mig_mode" = "Disabled" ] && nvidia-smi -i 0 -mig 0 >/dev/null 2>&1
+fi
