@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -108,6 +109,41 @@ TEST_F(UpTest, EightHalfGpuJobsRunTwoPerDeviceExit3FailsCancelStops) {
     if (out.find("failing") == std::string::npos) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_NE(out.find("failing"), std::string::npos) << out;
+}
+
+// MIG on `xpool up` through the fake NVML (its MIG state in a file, as the real one lives on the GPU): `xpool agent
+// --mig-geometry` partitions GPU 0, `xpool up` discovers the instances, and a job selecting one by model runs on it
+// with the instance's uuid as its only visible device.
+TEST(UpMigTest, AJobSelectingAMigInstanceRunsOnItByUuid) {
+  const fs::path dir = xpool::testing::TempDir("up-mig");
+  const std::string mig_state = (dir / "mig-state").string();
+  setenv("FAKE_NVML_MIG_STATE", mig_state.c_str(), 1);
+  const char* bin = std::getenv("XPOOL_BINARY_DIR");
+  const std::string partition = std::string(bin ? bin : ".") + "/bin/xpool agent --discovery nvml --nvml-library " +
+                                XPOOL_FAKE_NVML_PATH +
+                                " --mig-geometry '0=3g.40gb,2x1g.10gb' --print-devices >/dev/null";
+  ASSERT_EQ(std::system(partition.c_str()), 0);
+  {
+    xpool::testing::UpProcess up(dir);
+    ASSERT_TRUE(up.Start({"--nvml-library", XPOOL_FAKE_NVML_PATH, "--node-name", "mig-node"})) << up.Log();
+    xpool::testing::RestClient rest(up.port(), up.token());
+    rest.set_diagnostics([&up] { return "log:\n" + up.Log(); });
+    const Json spec = {{"name", "on-a-3g"},
+                       {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"gpu", 1}, {"gpu-type", "MIG 3g.40gb"}}},
+                       {"command", "echo visible=$CUDA_VISIBLE_DEVICES; sleep 2"}};
+    const int64_t id = rest.Submit(spec);
+    Json job = rest.WaitState(id, "running");
+    ASSERT_EQ(job["placement"].size(), 1u) << job.dump();
+    EXPECT_EQ(job["placement"][0]["devices"][0]["uuid"], "MIG-fake-0000-0001") << job.dump();
+    rest.WaitState(id, "succeeded");
+    auto log = rest.http().Get(("/api/v1/jobs/" + std::to_string(id) + "/logs").c_str(), rest.Auth());
+    ASSERT_TRUE(log && log->status == 200);
+    EXPECT_NE(Json::parse(log->body)["data"].get<std::string>().find("visible=MIG-fake-0000-0001"), std::string::npos)
+        << log->body;
+  }
+  unsetenv("FAKE_NVML_MIG_STATE");
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 }  // namespace
