@@ -260,10 +260,7 @@ def grafana_to_promql(expr):
 
 
 def check_prometheus(server, dashboard, tmp):
-    prometheus = shutil.which("prometheus")
-    if prometheus is None:
-        print("SKIP: prometheus is not installed (Debian package `prometheus`, scripts/debian-packages.txt)")
-        return SKIP
+    prometheus = shutil.which("prometheus")  # main() skipped the test without it
     config = os.path.join(tmp, "prometheus.yml")
     with open(config, "w") as f:
         f.write("global: {scrape_interval: 1s, evaluation_interval: 1s}\nscrape_configs:\n"
