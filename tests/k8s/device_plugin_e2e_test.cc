@@ -31,6 +31,7 @@
 #include "k8s/internal/prometheus.h"
 #include "k8s/scheduler_service.h"
 #include "model/node_builder.h"
+#include "promtool_check.h"
 
 namespace xpool::k8s {
 namespace {
@@ -341,6 +342,7 @@ TEST_F(DevicePluginE2eTest, ServesUsageFromTheSharedRegionsOnItsMetricsPort) {
   const std::string& text = reply->body;
   const Status valid = internal::CheckExposition(text);
   EXPECT_TRUE(valid.ok()) << valid.message() << "\n" << text;
+  EXPECT_EQ(testing::PromtoolCheck(text).value_or(""), "") << text;  // "": accepted, or no promtool
   auto has = [&](const std::string& line) {
     EXPECT_NE(text.find(line + "\n"), std::string::npos) << line << "\n" << text;
   };

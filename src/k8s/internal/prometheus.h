@@ -29,8 +29,8 @@ std::string PromHeader(const std::string& name, const std::string& help, const s
 // Checks text against the exposition format's rules that Prometheus (and `promtool check metrics`) enforce:
 // every line a HELP, a TYPE or a sample `name{label="value",...} number`; names and label names well formed;
 // label values properly escaped; each family's TYPE given once, before its samples; no series twice.
-// InvalidArgument naming the line otherwise. For the k8s tests, which do not run promtool (tests/metrics runs it
-// on the server's scrape).
+// InvalidArgument naming the line otherwise. For tests: it needs no promtool (the e2e tests also run promtool
+// where it is installed, tests/k8s/promtool_check.h).
 Status CheckExposition(std::string_view text);
 
 }  // namespace xpool::k8s::internal
