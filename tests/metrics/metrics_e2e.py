@@ -139,7 +139,9 @@ def populate(server):
     running_low = [j for j in low if state(j) == "running"]
     server.want(200, "POST", "/api/v1/jobs/%d/suspend" % running_low[0])
     submit(alice, "name: huge\ncommand: [sleep, '1']\nresources: {gpu: 1, gpumem: 200Gi}\n")
-    server.want(200, "GET", "/api/v1/nodes")
+    # The victim went back to the queue and runs again beside the other A100 job: only `huge` stays queued.
+    wait_for("the preempted job to run again",
+             lambda: all(state(j) in ("running", "suspended") for j in low) and state(high) == "running")
 
 
 def families(text):
