@@ -35,7 +35,7 @@ void DeviceMetrics(const KubeCluster& cluster, std::string* out) {
   };
   constexpr int64_t kMiB = 1 << 20;
   const Family families[] = {
-      {"xpool_device_memory_bytes", "device memory (capacity)",
+      {"xpool_device_memory_capacity_bytes", "device memory (capacity)",
        [](const DeviceBooking& d) { return std::to_string(d.memory_mib * kMiB); }},
       {"xpool_device_memory_allocated_bytes", "device memory granted to pods",
        [](const DeviceBooking& d) { return std::to_string(d.allocated_memory_mib * kMiB); }},

@@ -298,7 +298,7 @@ TEST_F(ExtenderTest, MetricsExportPerDeviceAllocationInBaseUnits) {
   auto has = [&](const std::string& needle) {
     EXPECT_NE(text.find(needle), std::string::npos) << needle << "\n" << text;
   };
-  has("xpool_device_memory_bytes{" + labels(used));
+  has("xpool_device_memory_capacity_bytes{" + labels(used));
   has("xpool_device_memory_allocated_bytes{" + labels(used));
   has("} " + std::to_string(4000LL << 20) + "\n");
   has("xpool_device_core_allocated_ratio{" + labels(used));

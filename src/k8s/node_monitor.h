@@ -4,9 +4,9 @@
 // Allocate; device_plugin_core.h), matched to the pods bound to the node through their xpool.io/allocation.
 //
 //   UsageMetrics     Prometheus text, base units, labelled like the extender's allocation series so they join
-//                    (node/nodeid/Hostname, UUID/deviceuuid, deviceidx, model; pods by podnamespace/podname/
-//                    poduid/container): the device memory really in use per device (every device present, at
-//                    zero when nothing runs on it) and per container and device.
+//                    (node/nodeid/Hostname, UUID/deviceuuid, deviceidx/gpu, device, model; pods by
+//                    podnamespace/podname/ poduid/container): the device memory really in use per device (every device
+//                    present, at zero when nothing runs on it) and per container and device.
 //   StaleRegionDirs  the region directories whose pod is gone from the node (or has terminated), to remove.
 //
 // Reading the region files needs vgpu's region reader, which k8s does not link (docs/ARCHITECTURE.md: k8s uses

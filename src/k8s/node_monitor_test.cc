@@ -40,7 +40,8 @@ std::vector<Device> TwoGpus() {
 
 std::string DeviceLabels(int i) {
   return "node=\"n1\",nodeid=\"n1\",Hostname=\"n1\",deviceuuid=\"GPU-" + std::to_string(i) + "\",UUID=\"GPU-" +
-         std::to_string(i) + "\",deviceidx=\"" + std::to_string(i) + "\",model=\"A100-SXM4-80GB\"";
+         std::to_string(i) + "\",deviceidx=\"" + std::to_string(i) + "\",model=\"A100-SXM4-80GB\",gpu=\"" +
+         std::to_string(i) + "\",device=\"nvidia" + std::to_string(i) + "\"";
 }
 
 // Region usage goes to the devices of the container whose directory it is, by CUDA ordinal; every device has

@@ -170,6 +170,53 @@ TEST_F(ApiTest, MetricsSeriesArePresentAtZero) {
   EXPECT_NE(text.find("xpool_queue_length{tenant=\"alice\"} 0\n"), std::string::npos) << text;
 }
 
+// Device series in base units with DCGM's and HAMi's labels; preemptions and suspensions counted by cause.
+TEST_F(ApiTest, MetricsAreInBaseUnitsAndCountPreemptions) {
+  ASSERT_EQ(Call("POST", "/api/v1/nodes", admin_token_,
+                 R"({"name":"n1","cpu":32,"memory":"128Gi","gpus":{"count":1,"model":"A100","memory":"80Gi"}})")
+                .status,
+            201);
+  const std::string uuid = Body(Call("GET", "/api/v1/nodes/n1", admin_token_))["devices"][0]["uuid"];
+  ASSERT_FALSE(uuid.empty());
+  const std::string labels = "{node=\"n1\",Hostname=\"n1\",UUID=\"" + uuid +
+                             "\",gpu=\"0\",device=\"nvidia0\",model=\"A100\",deviceuuid=\"" + uuid +
+                             "\",deviceidx=\"0\",nodeid=\"n1\"} ";
+  std::string text = Call("GET", "/metrics", "").body;
+  EXPECT_NE(text.find("xpool_device_memory_capacity_bytes" + labels + "85899345920\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("xpool_device_memory_allocated_bytes" + labels + "0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("xpool_device_core_capacity_ratio" + labels + "1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("xpool_device_core_allocated_ratio" + labels + "0\n"), std::string::npos) << text;
+  for (const char* zero :
+       {"\nxpool_preemptions_total 0\n", "\nxpool_moves_total 0\n", "xpool_suspensions_total{cause=\"scheduler\"} 0\n",
+        "xpool_suspensions_total{cause=\"user\"} 0\n"}) {
+    EXPECT_NE(text.find(zero), std::string::npos) << zero << text;
+  }
+
+  ApiResponse low = Call("POST", "/api/v1/jobs", admin_token_,
+                         "name: low\ncommand: [sleep, '99']\nresources: {gpu: 1, gpucores: 25, gpumem: 20Gi}\n"
+                         "priority: low\npreemptible: true\n");
+  ASSERT_EQ(low.status, 201) << low.body;
+  control_->RunPass(true);
+  text = Call("GET", "/metrics", "").body;
+  EXPECT_NE(text.find("xpool_device_memory_allocated_bytes" + labels + "21474836480\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("xpool_device_core_allocated_ratio" + labels + "0.25\n"), std::string::npos) << text;
+
+  clock_.Advance(601 * kMicrosPerSecond);  // past the victim's minimum runtime
+  ApiResponse high = Call("POST", "/api/v1/jobs", admin_token_,
+                          "name: high\ncommand: [sleep, '99']\nresources: {gpu: 1, gpumem: 70Gi}\npriority: high\n");
+  ASSERT_EQ(high.status, 201) << high.body;
+  control_->RunPass(true);
+  control_->RunPass(true);
+  const std::string high_path = "/api/v1/jobs/" + std::to_string(Body(high)["id"].get<int64_t>());
+  ASSERT_EQ(Body(Call("GET", high_path, admin_token_))["state"], "running");
+  ASSERT_EQ(Call("POST", high_path + "/suspend", admin_token_).status, 200);
+  text = Call("GET", "/metrics", "").body;
+  EXPECT_NE(text.find("\nxpool_preemptions_total 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("xpool_suspensions_total{cause=\"scheduler\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("xpool_suspensions_total{cause=\"user\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nxpool_moves_total 0\n"), std::string::npos) << text;
+}
+
 TEST_F(ApiTest, MetricsCountRequestsPerRoute) {
   Call("GET", "/api/v1/jobs", admin_token_);
   Call("GET", "/api/v1/jobs", "");

@@ -553,6 +553,8 @@ void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vect
         for (const SuspendDecision& sd : result.suspensions) {
           if (sd.for_job != d.job) continue;
           const JobId v = ids[sd.job];
+          // The server restarts a moved job through the queue, as any victim: a move is a suspension here.
+          if (!sd.move_to.empty() && metrics_ != nullptr) metrics_->CounterAdd("xpool_moves_total", {});
           auto released = SuspendLocked(v, sd.reason, /*requeue=*/true, now);
           if (!released.ok()) {
             std::fprintf(stderr, "xpool server: suspending job %s for job %s: %s\n", v.ToString().c_str(),
@@ -564,6 +566,7 @@ void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vect
             victims.push_back(v);
           }
         }
+        if (metrics_ != nullptr) metrics_->CounterAdd("xpool_preemptions_total", {});
         EventRecord e;
         e.time_us = now;
         e.job = id;

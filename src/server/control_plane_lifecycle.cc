@@ -116,6 +116,7 @@ Result<JobRecord> ControlPlane::Suspend(JobId id) {
 Result<bool> ControlPlane::SuspendLocked(JobId id, std::string_view reason, bool requeue, TimeMicros now) {
   RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kSuspending, reason, now, JobState::kRunning));
   suspended_at_[id].push_back(now);
+  if (metrics_ != nullptr) metrics_->CounterAdd("xpool_suspensions_total", {{"cause", requeue ? "scheduler" : "user"}});
   auto it = held_.find(id);
   bool all_simulated = it != held_.end();
   if (it != held_.end()) {

@@ -4,23 +4,61 @@
 #include <string>
 #include <vector>
 
+#include "model/vendor.h"
 #include "server/control_plane.h"
 
 namespace xpool::server {
+namespace {
+
+// Quantities are integers inside; they become base units only here, at rendering.
+double MibToBytes(int64_t mib) { return double(mib) * double(int64_t{1} << 20); }
+double MilliToRatio(int64_t milli) { return double(milli) / double(kWholeDeviceMilli); }
+
+// DCGM exporter's device labels (UUID, gpu = the index, device = "nvidia<index>" — the vendor's name for others —,
+// Hostname) and HAMi's (deviceuuid, deviceidx, nodeid), with `node` and `model`: the same values under each's
+// names, so each joins without label_replace. `Hostname` is the xpool node name (DCGM's is the exporter's host
+// name: equal when nodes are named after their hosts); UUIDs are unique across a cluster, so `on(UUID)` is the
+// join to use. DCGM's `modelName` is left out: camelCase fails `promtool check metrics`; a join brings it in
+// (group_left(modelName)).
+Labels DeviceLabels(const std::string& node, const Device& device) {
+  const std::string index = std::to_string(device.index);
+  return {{"node", node},
+          {"Hostname", node},
+          {"UUID", device.uuid},
+          {"gpu", index},
+          {"device", std::string(VendorName(device.vendor)) + index},
+          {"model", device.model},
+          {"deviceuuid", device.uuid},
+          {"deviceidx", index},
+          {"nodeid", node}};
+}
+
+}  // namespace
 
 void ControlPlane::DeclareMetrics(MetricsRegistry& m) {
   m.DeclareCounter("xpool_jobs_submitted_total", "Jobs accepted (committed) through the API.");
   m.DeclareCounter("xpool_placements_total", "Jobs placed by the scheduling loop (all replicas at once).");
   m.CounterAdd("xpool_jobs_submitted_total", {}, 0);
   m.CounterAdd("xpool_placements_total", {}, 0);
-  m.DeclareHistogram("xpool_scheduling_latency_seconds", "Time to place (or fail to place) one job.",
+  m.DeclareHistogram("xpool_scheduling_latency_seconds", "Time of one scheduling pass over the waiting jobs.",
                      MetricsRegistry::LatencyBuckets());
   m.DeclareGauge("xpool_queue_length", "Queued jobs per tenant.");
   m.DeclareGauge("xpool_nodes", "Nodes by condition.");
-  m.DeclareGauge("xpool_device_memory_capacity_mib", "Device memory capacity (MiB).");
-  m.DeclareGauge("xpool_device_memory_allocated_mib", "Device memory allocated to tasks (MiB).");
-  m.DeclareGauge("xpool_device_cores_capacity_milli", "Device compute capacity (milli-devices; 1000 = whole).");
-  m.DeclareGauge("xpool_device_cores_allocated_milli", "Device compute allocated to tasks (milli-devices).");
+  // Device series in base units (bytes; compute as a ratio of one device), labelled as DCGM exporter and HAMi
+  // label theirs (DeviceLabels below), so that PromQL joins them `on(UUID)` or `on(deviceuuid)`.
+  m.DeclareGauge("xpool_device_memory_capacity_bytes", "Device memory capacity (bytes).");
+  m.DeclareGauge("xpool_device_memory_allocated_bytes", "Device memory allocated to tasks (bytes).");
+  m.DeclareGauge("xpool_device_core_capacity_ratio", "Device compute capacity, in devices (1 = the whole device).");
+  m.DeclareGauge("xpool_device_core_allocated_ratio", "Device compute allocated to tasks, in devices.");
+  m.DeclareCounter("xpool_preemptions_total", "Waiting jobs for which the scheduler suspended running jobs.");
+  m.DeclareCounter("xpool_suspensions_total",
+                   "Running jobs asked to suspend; cause: scheduler (a preemption or a move) or user (by hand).");
+  m.DeclareCounter("xpool_moves_total",
+                   "Running jobs the scheduler moved to make room (a suspension, then a restart).");
+  m.CounterAdd("xpool_preemptions_total", {}, 0);
+  m.CounterAdd("xpool_suspensions_total", {{"cause", "scheduler"}}, 0);
+  m.CounterAdd("xpool_suspensions_total", {{"cause", "user"}}, 0);
+  m.CounterAdd("xpool_moves_total", {}, 0);
 }
 
 void ControlPlane::ExportGauges(MetricsRegistry& m) const {
@@ -34,8 +72,8 @@ void ControlPlane::ExportGauges(MetricsRegistry& m) const {
   for (const auto& [id, job] : queued_) per_tenant[TenantName(job.tenant)]++;
   m.GaugeClear("xpool_queue_length");
   for (const auto& [tenant, n] : per_tenant) m.GaugeSet("xpool_queue_length", {{"tenant", tenant}}, double(n));
-  for (const char* g : {"xpool_device_memory_capacity_mib", "xpool_device_memory_allocated_mib",
-                        "xpool_device_cores_capacity_milli", "xpool_device_cores_allocated_milli"}) {
+  for (const char* g : {"xpool_device_memory_capacity_bytes", "xpool_device_memory_allocated_bytes",
+                        "xpool_device_core_capacity_ratio", "xpool_device_core_allocated_ratio"}) {
     m.GaugeClear(g);
   }
   int64_t ready = 0, not_ready = 0, cordoned = 0;
@@ -44,12 +82,13 @@ void ControlPlane::ExportGauges(MetricsRegistry& m) const {
     (n.ready ? ready : not_ready)++;
     if (n.cordoned) cordoned++;
     for (size_t d = 0; d < n.devices.size(); ++d) {
-      Labels l = {{"node", n.name}, {"device", std::to_string(d)}, {"model", n.devices[d].model}};
+      const Device& device = n.devices[d];
+      const Labels l = DeviceLabels(n.name, device);
       const DeviceUsage& u = state_.usage(i).devices[d];
-      m.GaugeSet("xpool_device_memory_capacity_mib", l, double(n.devices[d].memory_mib));
-      m.GaugeSet("xpool_device_memory_allocated_mib", l, double(u.memory_mib));
-      m.GaugeSet("xpool_device_cores_capacity_milli", l, double(n.devices[d].compute_milli));
-      m.GaugeSet("xpool_device_cores_allocated_milli", l, double(u.compute_milli));
+      m.GaugeSet("xpool_device_memory_capacity_bytes", l, MibToBytes(device.memory_mib));
+      m.GaugeSet("xpool_device_memory_allocated_bytes", l, MibToBytes(u.memory_mib));
+      m.GaugeSet("xpool_device_core_capacity_ratio", l, MilliToRatio(device.compute_milli));
+      m.GaugeSet("xpool_device_core_allocated_ratio", l, MilliToRatio(u.compute_milli));
     }
   }
   m.GaugeSet("xpool_nodes", {{"condition", "ready"}}, double(ready));

@@ -31,6 +31,7 @@
 #include "k8s/internal/prometheus.h"
 #include "k8s/scheduler_service.h"
 #include "model/node_builder.h"
+#include "promtool_check.h"
 
 namespace xpool::k8s {
 namespace {
@@ -341,15 +342,16 @@ TEST_F(DevicePluginE2eTest, ServesUsageFromTheSharedRegionsOnItsMetricsPort) {
   const std::string& text = reply->body;
   const Status valid = internal::CheckExposition(text);
   EXPECT_TRUE(valid.ok()) << valid.message() << "\n" << text;
+  EXPECT_EQ(testing::PromtoolCheck(text).value_or(""), "") << text;  // "": accepted, or no promtool
   auto has = [&](const std::string& line) {
     EXPECT_NE(text.find(line + "\n"), std::string::npos) << line << "\n" << text;
   };
   const std::string device1 =
       "node=\"n1\",nodeid=\"n1\",Hostname=\"n1\",deviceuuid=\"GPU-1\",UUID=\"GPU-1\",deviceidx=\"1\","
-      "model=\"A100-SXM4-80GB\"";
+      "model=\"A100-SXM4-80GB\",gpu=\"1\",device=\"nvidia1\"";
   has("xpool_device_memory_used_bytes{" + device1 + "} " + std::to_string(123 << 20));
   has("xpool_device_memory_used_bytes{node=\"n1\",nodeid=\"n1\",Hostname=\"n1\",deviceuuid=\"GPU-0\",UUID=\"GPU-0\","
-      "deviceidx=\"0\",model=\"A100-SXM4-80GB\"} 0");
+      "deviceidx=\"0\",model=\"A100-SXM4-80GB\",gpu=\"0\",device=\"nvidia0\"} 0");
   has("xpool_pod_device_memory_used_bytes{podnamespace=\"ml\",podname=\"p\",poduid=\"uid-p\",container=\"main\"," +
       device1 + "} " + std::to_string(123 << 20));
   has("xpool_device_plugin_api_up{node=\"n1\"} 1");

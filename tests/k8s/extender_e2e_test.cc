@@ -19,6 +19,7 @@
 #include "k8s/time_share.h"
 #include "k8s/webhook.h"
 #include "model/node_builder.h"
+#include "promtool_check.h"
 
 namespace xpool::k8s {
 namespace {
@@ -294,6 +295,7 @@ TEST_F(ExtenderE2eTest, TimeSharingSuspendsLowJobPodsForAHighPodAndTheyComeBack)
   auto m = c.Get("/metrics");
   ASSERT_TRUE(m);
   EXPECT_NE(m->body.find("xpool_timeshare_suspended_total 2"), std::string::npos) << m->body;
+  EXPECT_EQ(testing::PromtoolCheck(m->body).value_or(""), "") << m->body;  // "": accepted, or no promtool
 }
 
 TEST_F(ExtenderE2eTest, MetricsAndHealth) {
@@ -308,6 +310,7 @@ TEST_F(ExtenderE2eTest, MetricsAndHealth) {
   ASSERT_TRUE(m);
   EXPECT_NE(m->body.find("xpool_extender_synced 1"), std::string::npos) << m->body;
   EXPECT_NE(m->body.find("xpool_extender_nodes 2"), std::string::npos) << m->body;
+  EXPECT_EQ(testing::PromtoolCheck(m->body).value_or(""), "") << m->body;  // "": accepted, or no promtool
   auto bad = c.Post("/scheduler/filter", "{not json", "application/json");
   ASSERT_TRUE(bad);
   EXPECT_NE(json::parse(bad->body)["Error"].get<std::string>().find("bad ExtenderArgs"), std::string::npos);

@@ -23,7 +23,8 @@ std::string DeviceLabels(const std::string& node, const std::string& uuid, int i
   const std::string n = PromLabel(node);
   const std::string u = PromLabel(uuid);
   return "node=\"" + n + "\",nodeid=\"" + n + "\",Hostname=\"" + n + "\",deviceuuid=\"" + u + "\",UUID=\"" + u +
-         "\",deviceidx=\"" + std::to_string(index) + "\",model=\"" + PromLabel(model) + "\"";
+         "\",deviceidx=\"" + std::to_string(index) + "\",model=\"" + PromLabel(model) + "\",gpu=\"" +
+         std::to_string(index) + "\",device=\"nvidia" + std::to_string(index) + "\"";
 }
 
 std::string PodLabels(const std::string& pod_key, const std::string& pod_uid, const std::string& container) {

@@ -13,7 +13,8 @@ namespace xpool::k8s::internal {
 // A label value with Prometheus' escapes (\\, \", \n).
 std::string PromLabel(const std::string& value);
 
-// node, nodeid (HAMi), Hostname (DCGM), deviceuuid (HAMi), UUID (DCGM), deviceidx, model — without braces.
+// node, nodeid (HAMi), Hostname (DCGM), deviceuuid (HAMi), UUID (DCGM), deviceidx (HAMi), model, gpu (DCGM: the
+// index), device (DCGM: "nvidia<index>") — without braces. The server's device series carry the same labels.
 std::string DeviceLabels(const std::string& node, const std::string& uuid, int index, const std::string& model);
 
 // podnamespace, podname, poduid, container — without braces; `pod_key` is "namespace/name".
@@ -28,7 +29,8 @@ std::string PromHeader(const std::string& name, const std::string& help, const s
 // Checks text against the exposition format's rules that Prometheus (and `promtool check metrics`) enforce:
 // every line a HELP, a TYPE or a sample `name{label="value",...} number`; names and label names well formed;
 // label values properly escaped; each family's TYPE given once, before its samples; no series twice.
-// InvalidArgument naming the line otherwise. For tests (promtool is not installed where they run).
+// InvalidArgument naming the line otherwise. For tests: it needs no promtool (the e2e tests also run promtool
+// where it is installed, tests/k8s/promtool_check.h).
 Status CheckExposition(std::string_view text);
 
 }  // namespace xpool::k8s::internal
