@@ -35,9 +35,8 @@ std::map<int, std::string> VisibleDeviceNames(const Node& node) {
   bool any_mig = false;
   for (size_t i = 0; i < node.devices.size(); ++i) {
     const Device& d = node.devices[i];
-    const bool mig = d.mode == DeviceMode::kMig && d.uuid.rfind("MIG-", 0) == 0;
-    any_mig = any_mig || mig;
-    names[static_cast<int>(i)] = mig ? d.uuid : std::to_string(d.index);
+    any_mig = any_mig || (d.mode == DeviceMode::kMig && d.uuid.rfind("MIG-", 0) == 0);
+    names[static_cast<int>(i)] = d.uuid;
   }
   if (!any_mig) names.clear();
   return names;

@@ -29,9 +29,9 @@ struct TaskPaths {
   std::map<int, std::string> visible_names;
 };
 
-// For a node with MIG instances among its devices (nvml/mig_layout.h): each device position → a MIG instance's
-// uuid ("MIG-..."), or a whole GPU's driver index. Empty when no device is a MIG instance (positions are the
-// driver's numbers).
+// For a node with MIG instances among its devices (nvml/mig_layout.h): each device position → its uuid ("MIG-..."
+// for an instance, "GPU-..." for a whole GPU; CUDA takes both in CUDA_VISIBLE_DEVICES), since positions are no
+// longer the driver's numbers there. Empty when no device is a MIG instance.
 std::map<int, std::string> VisibleDeviceNames(const Node& node);
 
 // xpool's variables for the task: visible devices (the vendor's variable; for NVIDIA also

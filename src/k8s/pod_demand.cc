@@ -1,8 +1,10 @@
 #include "k8s/pod_demand.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "k8s/quantity.h"
+#include "model/mig_profile.h"
 #include "model/vendor.h"
 
 namespace xpool::k8s {
@@ -50,6 +52,52 @@ Result<std::vector<std::string>> SplitList(std::string_view annotation, std::str
     start = end + 1;
   }
   return out;
+}
+
+bool NamesAny(const ContainerResources& c, const VendorProfile& p);
+Status ApplyAnnotations(const PodInfo& pod, const VendorProfile& p, TaskRequest* r);
+
+constexpr std::string_view kMigResourcePrefix = "nvidia.com/mig-";
+
+// The container's NVIDIA MIG resource (nvidia.com/mig-<profile>, as NVIDIA's device plugin names instances in its
+// mixed strategy): its name and quantity, limits first; nullptr when it names none.
+const std::pair<const std::string, std::string>* MigResource(const ContainerResources& c) {
+  for (const auto* map : {&c.limits, &c.requests}) {
+    for (const auto& entry : *map) {
+      if (entry.first.starts_with(kMigResourcePrefix)) return &entry;
+    }
+  }
+  return nullptr;
+}
+
+// A container asking for a MIG instance: one instance of the profile, held whole (the type and uuid annotations
+// still apply). Mixing it with the count or share resources is an error, as is more than one instance.
+Result<TaskRequest> MigContainerRequest(const PodInfo& pod, const ContainerResources& c,
+                                        const std::pair<const std::string, std::string>& resource) {
+  const VendorProfile& nvidia = ProfileFor(Vendor::kNvidia);
+  if (NamesAny(c, nvidia)) {
+    return InvalidArgumentError("container \"" + c.name + "\": give " + resource.first + " or " +
+                                std::string(nvidia.count_resource) + " and its shares, not both");
+  }
+  Result<std::string> profile = MigProfileFromResourceName(resource.first);
+  if (!profile.ok()) return InvalidArgumentError("container \"" + c.name + "\": " + profile.status().message());
+  ASSIGN_OR_RETURN(int64_t n, WholeNumber(c, resource.first, resource.second, "MIG instances"));
+  if (n == 0) return TaskRequest{};
+  if (n > 1) {
+    return InvalidArgumentError(Where(c, resource.first, resource.second) +
+                                ": one MIG instance per container (a task runs on one instance)");
+  }
+  TaskRequest r;
+  r.vendor = Vendor::kNvidia;
+  r.device_count = 1;
+  r.device_memory_percent = 100;
+  r.device_compute_milli = kWholeDeviceMilli;
+  r.mig_profile = *profile;
+  RETURN_IF_ERROR(ApplyAnnotations(pod, nvidia, &r));
+  if (Status s = ValidateTaskRequest(r); !s.ok()) {
+    return InvalidArgumentError("container \"" + c.name + "\": " + s.message());
+  }
+  return r;
 }
 
 bool NamesAny(const ContainerResources& c, const VendorProfile& p) {
@@ -136,6 +184,7 @@ Result<TaskRequest> ContainerRequest(const PodInfo& pod, const ContainerResource
 bool RequestsManagedResources(const PodInfo& pod) {
   for (const auto* list : {&pod.init_containers, &pod.containers}) {
     for (const ContainerResources& c : *list) {
+      if (MigResource(c) != nullptr) return true;
       for (const VendorProfile& p : AllVendorProfiles()) {
         if (NamesAny(c, p)) return true;
       }
@@ -151,6 +200,12 @@ std::vector<std::string> ManagedResourceNames() {
       if (!r.empty()) out.emplace_back(r);
     }
   }
+  for (const MigModel& model : AllMigModels()) {
+    for (const MigProfile& profile : model.profiles) {
+      std::string name = MigResourceName(profile.name);
+      if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
+    }
+  }
   return out;
 }
 
@@ -163,6 +218,11 @@ Result<PodDemand> PodToDemand(const PodInfo& pod) {
   for (const ContainerResources& c : pod.containers) all.emplace_back(&c, ContainerPhase::kApp);
   for (const auto& [container, phase] : all) {
     const ContainerResources& c = *container;
+    if (const auto* mig = MigResource(c)) {
+      ASSIGN_OR_RETURN(TaskRequest r, MigContainerRequest(pod, c, *mig));
+      if (r.device_count > 0) demand.containers.push_back({c.name, std::move(r), phase});
+      continue;
+    }
     const VendorProfile* vendor = nullptr;
     for (const VendorProfile& p : AllVendorProfiles()) {
       if (!NamesAny(c, p)) continue;

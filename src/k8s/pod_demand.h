@@ -53,10 +53,12 @@ struct PodDemand {
   bool managed() const { return !containers.empty(); }
 };
 
-// True when any container names any managed resource (of any vendor), even with a malformed value.
+// True when any container names any managed resource (of any vendor, or an NVIDIA MIG instance
+// nvidia.com/mig-<profile>), even with a malformed value.
 bool RequestsManagedResources(const PodInfo& pod);
 
-// Every managed resource name of every vendor profile (for managedResources and the webhook).
+// Every managed resource name of every vendor profile, and nvidia.com/mig-<profile> for every tabled MIG profile
+// (for managedResources and the webhook).
 std::vector<std::string> ManagedResourceNames();
 
 // Quantities are read as Kubernetes reads them (k8s/quantity.h: "8k", "3Ki", "1e2", "4000000m" are whole numbers).

@@ -144,6 +144,47 @@ TEST(PodDemandTest, ManagedResourceNamesCoverEveryVendor) {
   EXPECT_NE(std::find(names.begin(), names.end(), "nvidia.com/gpumem-percentage"), names.end());
 }
 
+TEST(PodDemandTest, MigResourcesAskForOneInstanceOfTheirProfile) {
+  PodInfo pod = PodWith({{"nvidia.com/mig-1g.10gb", "1"}, {"cpu", "2"}}, {{"nvidia.com/use-gputype", "A100"}});
+  EXPECT_TRUE(RequestsManagedResources(pod));
+  Result<PodDemand> d = PodToDemand(pod);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->containers.size(), 1u);
+  const TaskRequest& r = d->containers[0].request;
+  EXPECT_EQ(r.mig_profile, "1g.10gb");
+  EXPECT_EQ(r.device_count, 1);
+  EXPECT_TRUE(r.exclusive());
+  EXPECT_EQ(r.vendor, Vendor::kNvidia);
+  EXPECT_EQ(r.type_include, (std::vector<std::string>{"A100"}));
+  // The plugin writes "+me" as ".me".
+  d = PodToDemand(PodWith({{"nvidia.com/mig-1g.10gb.me", "1"}}));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->containers[0].request.mig_profile, "1g.10gb+me");
+  d = PodToDemand(PodWith({{"nvidia.com/mig-1g.10gb", "0"}}));
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->managed());
+  const struct {
+    std::map<std::string, std::string> limits;
+    std::string says;
+  } bad[] = {
+      {{{"nvidia.com/mig-1g.10gb", "2"}}, "one MIG instance per container"},
+      {{{"nvidia.com/mig-1g.10gb", "1"}, {"nvidia.com/gpu", "1"}}, "not both"},
+      {{{"nvidia.com/mig-1g.11gb", "1"}}, "unknown MIG profile"},
+      {{{"nvidia.com/mig-", "1"}}, "does not name a MIG profile"},
+      {{{"nvidia.com/mig-1g.10gb", "500m"}}, "container \"main\""},
+  };
+  for (const auto& b : bad) {
+    SCOPED_TRACE(b.says);
+    Result<PodDemand> r = PodToDemand(PodWith(b.limits));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(b.says), std::string::npos) << r.status().message();
+  }
+  std::vector<std::string> names = ManagedResourceNames();
+  EXPECT_NE(std::find(names.begin(), names.end(), "nvidia.com/mig-3g.40gb"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "nvidia.com/mig-1g.18gb.me"), names.end());
+}
+
 TEST(PodDemandTest, ParsesPodJsonWithoutCrashingOnBadShapes) {
   Result<PodInfo> pod = ParsePod(R"({"metadata":{"name":"p","namespace":"ns","uid":"u",
       "annotations":{"nvidia.com/use-gputype":"A100"}},

@@ -264,4 +264,11 @@ bool MigPlacementFits(const MigModel& model, std::span<const MigPlacement> geome
   return same < p.max_count && compute <= model.compute_slices;
 }
 
+std::string_view MigProfileOfDevice(const Device& device) {
+  if (device.mode != DeviceMode::kMig) return {};
+  const std::string_view model = device.model;
+  const size_t at = model.rfind(" MIG ");
+  return at == std::string_view::npos ? std::string_view() : model.substr(at + 5);
+}
+
 }  // namespace xpool

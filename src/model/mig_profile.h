@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "model/device.h"
 
 namespace xpool {
 
@@ -75,6 +76,10 @@ std::string MigResourceName(std::string_view profile_name);
 // least memory) with at least `memory_mib` of memory and at least `compute_milli` of the device's compute; 0
 // means no requirement. Media-extension profiles are never chosen. nullptr when no profile covers the request.
 const MigProfile* SmallestCoveringMigProfile(const MigModel& model, int64_t memory_mib, int64_t compute_milli);
+
+// The profile of a device that is a MIG instance: mode kMig and a model named as NVML names MIG devices, "<GPU>
+// MIG <profile>" ("A100-SXM4-80GB MIG 1g.10gb" → "1g.10gb"). Empty for any other device.
+std::string_view MigProfileOfDevice(const Device& device);
 
 // One instance on a GPU: a profile (index into MigModel::profiles) at a start slot.
 struct MigPlacement {

@@ -203,5 +203,19 @@ TEST(MigProfileTest, GeometryRules) {
   }
 }
 
+TEST(MigProfileOfDeviceTest, ReadsTheProfileFromAnInstancesModel) {
+  Device d;
+  d.mode = DeviceMode::kMig;
+  d.model = "A100-SXM4-80GB MIG 1g.10gb+me";
+  EXPECT_EQ(MigProfileOfDevice(d), "1g.10gb+me");
+  d.model = "H200 MIG 7g.141gb";
+  EXPECT_EQ(MigProfileOfDevice(d), "7g.141gb");
+  d.model = "A100-SXM4-80GB";
+  EXPECT_EQ(MigProfileOfDevice(d), "");
+  d.model = "A100-SXM4-80GB MIG 1g.10gb";
+  d.mode = DeviceMode::kShared;  // named like an instance, but not one
+  EXPECT_EQ(MigProfileOfDevice(d), "");
+}
+
 }  // namespace
 }  // namespace xpool

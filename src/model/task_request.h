@@ -28,8 +28,8 @@ struct TaskRequest {
   std::vector<std::string> uuid_exclude;
   bool numa_bind = false;  // all devices of the replica on one NUMA node
   // A MIG instance of this profile ("1g.10gb", model/mig_profile.h) instead of a device or a share of one; then
-  // device_count is 1 and the instance is held whole. "" = no MIG. The scheduler does not read it yet: such a
-  // request is placed as one whole device (docs/mig.md).
+  // device_count is 1 and the instance is held whole: only a device that is an instance of this profile fits
+  // (MigProfileOfDevice, docs/mig.md). "" = no MIG.
   std::string mig_profile;
 
   bool wants_devices() const { return device_count > 0; }

@@ -4,6 +4,8 @@
 #include <array>
 #include <cctype>
 
+#include "model/mig_profile.h"
+
 namespace xpool {
 namespace {
 
@@ -58,7 +60,7 @@ bool NumaGroupLargeEnough(const Node& node, const std::vector<int>& fitting, int
 // True when the request asks for devices by nothing but count and compute: no vendor, type, uuid or device memory.
 bool PlainDeviceRequest(const TaskRequest& r) {
   return !r.vendor.has_value() && r.type_include.empty() && r.type_exclude.empty() && r.uuid_include.empty() &&
-         r.uuid_exclude.empty() && r.device_memory_mib == 0 && r.device_memory_percent == 0;
+         r.uuid_exclude.empty() && r.device_memory_mib == 0 && r.device_memory_percent == 0 && r.mig_profile.empty();
 }
 
 // FitDevice(device, &usage, request) == kFits for a plain request (PlainDeviceRequest), inlined: the grant is the
@@ -109,6 +111,9 @@ FitReason FitDevice(const Device& device, const DeviceUsage* usage, const TaskRe
   }
   if (!request.uuid_exclude.empty() && AnyEquals(device.uuid, request.uuid_exclude)) {
     return FitReason::kUuidExcluded;
+  }
+  if (!request.mig_profile.empty() && MigProfileOfDevice(device) != request.mig_profile) {
+    return FitReason::kMigProfileMismatch;
   }
   if (usage != nullptr) {
     if (!device.healthy) return FitReason::kDeviceUnhealthy;
@@ -207,6 +212,8 @@ std::string DescribeReason(FitReason reason, std::string_view detail, const Task
       return "no device with a requested uuid";
     case FitReason::kUuidExcluded:
       return "device uuids excluded";
+    case FitReason::kMigProfileMismatch:
+      return "no MIG instance of the requested profile";
     case FitReason::kDeviceUnhealthy:
       return "devices unhealthy";
     case FitReason::kDeviceCordoned:

@@ -5,7 +5,8 @@
 // Rules, in the order they are checked (a device that fails a later rule came closer to fitting):
 //   node: ready, not cordoned, CPU, memory, enough devices on the node;
 //   device: vendor, type include / exclude (case-insensitive substring of Device::model, as HAMi's
-//   use-gputype / nouse-gputype), uuid include / exclude (exact), healthy, not cordoned, static capacity
+//   use-gputype / nouse-gputype), uuid include / exclude (exact), the MIG profile a request names (the device must
+//   be an instance of it: model/mig_profile.h MigProfileOfDevice), healthy, not cordoned, static capacity
 //   (the grant is larger than the device), held exclusively by another task, busy (an exclusive grant needs an
 //   idle device), max sharers, free memory, free compute;
 //   node again: at least device_count fitting devices, all on one NUMA node when numa_bind.
@@ -38,6 +39,7 @@ enum class FitReason : uint8_t {
   kTypeExcluded,
   kUuidNotIncluded,
   kUuidExcluded,
+  kMigProfileMismatch,  // the request names a MIG profile; the device is not an instance of it
   kDeviceUnhealthy,
   kDeviceCordoned,
   kDeviceMemoryTooSmall,   // the grant exceeds the device's total memory

@@ -337,6 +337,33 @@ std::vector<FitCase> Cases() {
          FitReason::kFits,
          {0}});
   }
+  {
+    // GPU 0 partitioned (instances named as NVML names MIG devices), GPU 1 whole.
+    Node n = MakeNode("n").WithGpus(4, "A100-SXM4-80GB", 81920).Build();
+    const char* models[] = {"A100-SXM4-80GB MIG 3g.40gb", "A100-SXM4-80GB MIG 1g.10gb",
+                            "A100-SXM4-80GB MIG 1g.10gb+me"};
+    for (int i = 0; i < 3; ++i) {
+      n.devices[i].model = models[i];
+      n.devices[i].mode = DeviceMode::kMig;
+      n.devices[i].max_sharers = 1;
+      n.devices[i].compute_milli = i == 0 ? 428 : 142;
+      n.devices[i].memory_mib = i == 0 ? 40192 : 9856;
+    }
+    TaskRequest one_g = Gpu(1, 1000);
+    one_g.mig_profile = "1g.10gb";
+    add({"mig request takes only an instance of its profile", n, {}, nullptr, one_g, FitReason::kFits, {1}});
+    add({"mig request: its instance busy",
+         n,
+         {OnDevices({{1, 9856, 142}})},
+         nullptr,
+         one_g,
+         FitReason::kDeviceHeldExclusively,
+         {}});
+    TaskRequest seven_g = Gpu(1, 1000);
+    seven_g.mig_profile = "7g.80gb";
+    add({"mig request without such an instance", n, {}, nullptr, seven_g, FitReason::kMigProfileMismatch, {}, false});
+    add({"a plain request may take an instance whole", n, {}, nullptr, Gpu(1, 1000), FitReason::kFits, {0, 1, 2, 3}});
+  }
   add({"too few fitting devices",
        FourA100(),
        {OnDevices({{0, 0, 1000}}), OnDevices({{1, 0, 1000}}), OnDevices({{2, 0, 1000}})},

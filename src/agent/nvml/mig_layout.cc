@@ -82,6 +82,7 @@ Node ExpandMigDevices(const Node& node, std::span<const MigGpuInfo> gpus) {
     });
     std::vector<Device> replacement = gpu == gpus.end() ? std::vector<Device>{d} : MigInstanceDevices(*gpu, d);
     for (Device& r : replacement) {
+      r.index = static_cast<int>(out.devices.size());  // the scheduler's grants name devices by position
       out.devices.push_back(std::move(r));
       origin.push_back(static_cast<int>(i));
     }

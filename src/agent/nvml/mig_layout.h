@@ -41,13 +41,14 @@ struct MigGpuInfo {
 };
 
 // The devices a GPU in MIG mode offers tasks, one per instance that has a compute instance: the parent's vendor,
-// index, NUMA node and health; the instance's uuid and memory; model "<parent model> MIG <profile>"; compute share
+// NUMA node and health; the instance's uuid and memory; model "<parent model> MIG <profile>"; compute share
 // of the model's slices; mode kMig; held whole by one task (max_sharers 1).
 std::vector<Device> MigInstanceDevices(const MigGpuInfo& gpu, const Device& parent);
 
-// A node's devices with every GPU in MIG mode replaced by its instances (MigInstanceDevices), in order; links
-// between devices keep their GPUs' scores, instances of one GPU score kLinkSameBoard. `gpus` by index as
-// ReadGpus returns them; GPUs it does not name stay as they are.
+// A node's devices with every GPU in MIG mode replaced by its instances (MigInstanceDevices), in order, and every
+// device's index renumbered to its position (the scheduler's grants name devices by position; tasks then see
+// their devices by uuid, task_env.h VisibleDeviceNames). Links between devices keep their GPUs' scores, instances
+// of one GPU score kLinkSameBoard. `gpus` by index as ReadGpus returns them; GPUs it does not name stay.
 Node ExpandMigDevices(const Node& node, std::span<const MigGpuInfo> gpus);
 
 // `--mig-geometry`: "0=2x1g.10gb,3g.40gb;1=7g.80gb" → GPU index → the instances wanted on it (an optional "<N>x"

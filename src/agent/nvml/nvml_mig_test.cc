@@ -85,22 +85,23 @@ TEST_F(NvmlMigTest, AppliesAGeometryAndDiscoveryOffersTheInstances) {
   EXPECT_EQ(node.devices[0].compute_milli, 428);
   EXPECT_EQ(node.devices[0].max_sharers, 1);
   EXPECT_EQ(node.devices[1].uuid, gpu.instances[1].uuid);
-  EXPECT_EQ(node.devices[1].index, 0);
+  EXPECT_EQ(node.devices[1].index, 1);  // renumbered by position
+  EXPECT_EQ(node.devices[3].index, 3);
   EXPECT_EQ(node.devices[3].model, "A100-SXM4-80GB");
   EXPECT_EQ(node.devices[3].mode, DeviceMode::kShared);
   EXPECT_EQ(node.links.Score(0, 1), kLinkSameBoard);
   EXPECT_EQ(node.links.Score(0, 3), 2 * kLinkNvlinkPerLane);  // GPU 0 ↔ GPU 1 as before
   EXPECT_NE(report->note.find("MIG"), std::string::npos) << report->note;
 
-  // Tasks see a MIG instance by its uuid and a whole GPU by its driver index.
+  // Tasks see their devices by uuid: a MIG instance's, a whole GPU's.
   std::map<int, std::string> names = VisibleDeviceNames(node);
   EXPECT_EQ(names[2], gpu.instances[2].uuid);
-  EXPECT_EQ(names[3], "1");
+  EXPECT_EQ(names[3], "GPU-fake-0001");
   LaunchSpec spec;
   spec.devices = {TaskDevice{2, 0, 0}, TaskDevice{3, 0, 0}};
   TaskPaths paths;
   paths.visible_names = names;
-  EXPECT_EQ(BuildTaskEnv(spec, paths, "")["CUDA_VISIBLE_DEVICES"], gpu.instances[2].uuid + ",1");
+  EXPECT_EQ(BuildTaskEnv(spec, paths, "")["CUDA_VISIBLE_DEVICES"], gpu.instances[2].uuid + ",GPU-fake-0001");
 }
 
 TEST_F(NvmlMigTest, KeepsWhatMatchesAndRepartitionsWhatDiffers) {

@@ -53,7 +53,7 @@ inline bool MayFit(const Capacity& c, const TaskRequest& r) {
 inline bool ExactFor(const TaskRequest& r) {
   return (!r.wants_devices() || (r.device_compute_milli > 0 && (r.exclusive() || r.device_count == 1))) &&
          !r.vendor.has_value() && r.type_include.empty() && r.type_exclude.empty() && r.uuid_include.empty() &&
-         r.uuid_exclude.empty() && r.device_memory_mib == 0 && r.device_memory_percent == 0 &&
+         r.uuid_exclude.empty() && r.device_memory_mib == 0 && r.device_memory_percent == 0 && r.mig_profile.empty() &&
          !(r.numa_bind && r.device_count > 1);
 }
 

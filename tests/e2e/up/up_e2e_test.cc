@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -140,6 +141,28 @@ TEST(UpMigTest, AJobSelectingAMigInstanceRunsOnItByUuid) {
     ASSERT_TRUE(log && log->status == 200);
     EXPECT_NE(Json::parse(log->body)["data"].get<std::string>().find("visible=MIG-fake-0000-0001"), std::string::npos)
         << log->body;
+    // `mig: PROFILE` takes an instance of exactly that profile, held whole; a profile no GPU holds waits, saying so.
+    const Json one_g = {{"name", "on-a-1g"},
+                        {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"mig", "1g.10gb"}}},
+                        {"command", "sleep 30"}};
+    const int64_t a = rest.Submit(one_g), b = rest.Submit(one_g), c = rest.Submit(one_g);
+    std::set<std::string> uuids;
+    for (int64_t running : {a, b}) {
+      Json j = rest.WaitState(running, "running");
+      ASSERT_EQ(j["placement"].size(), 1u) << j.dump();
+      uuids.insert(j["placement"][0]["devices"][0]["uuid"].get<std::string>());
+    }
+    EXPECT_EQ(uuids, (std::set<std::string>{"MIG-fake-0000-0002", "MIG-fake-0000-0003"}));
+    Json third = rest.WaitFor(c, "queued with a reason", [](const Json& j) {
+      return j["state"] == "queued" && !j["reason"].get<std::string>().empty();
+    });
+    EXPECT_NE(third["reason"].get<std::string>().find("held exclusively"), std::string::npos) << third.dump();
+    Json seven_g = one_g;
+    seven_g["resources"]["mig"] = "7g.80gb";
+    const int64_t d = rest.Submit(seven_g);
+    rest.WaitFor(d, "waiting for a 7g.80gb instance", [](const Json& j) {
+      return j["reason"].get<std::string>().find("no MIG instance of the requested profile") != std::string::npos;
+    });
   }
   unsetenv("FAKE_NVML_MIG_STATE");
   std::error_code ec;

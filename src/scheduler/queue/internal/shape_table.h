@@ -22,7 +22,7 @@ class ShapeTable {
  public:
   int IdOf(const TaskRequest& request, int replicas) {
     if (!request.type_include.empty() || !request.type_exclude.empty() || !request.uuid_include.empty() ||
-        !request.uuid_exclude.empty()) {
+        !request.uuid_exclude.empty() || !request.mig_profile.empty()) {
       auto [it, inserted] = ids_.try_emplace(Key{&request, replicas}, size_);
       if (inserted) ++size_;
       return it->second;

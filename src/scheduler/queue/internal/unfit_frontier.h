@@ -21,7 +21,7 @@ class UnfitFrontier {
 
   static bool Eligible(const TaskRequest& r) {
     return !r.vendor && r.type_include.empty() && r.type_exclude.empty() && r.uuid_include.empty() &&
-           r.uuid_exclude.empty() && !r.numa_bind && r.device_memory_percent == 0;
+           r.uuid_exclude.empty() && !r.numa_bind && r.device_memory_percent == 0 && r.mig_profile.empty();
   }
   // A request's numbers as the frontier compares them (callers may keep it instead of the request).
   using Vec = std::array<int64_t, 6>;
