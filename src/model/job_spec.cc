@@ -118,8 +118,8 @@ Status ValidateInteractive(const JobSpec& spec) {
   if (spec.replicas != 1) return InvalidArgumentError("replicas must be 1 for kind: interactive");
   RETURN_IF_ERROR(CheckRange(i.port, 1, 65535, "interactive.port", "1..65535"));
   const std::string range = std::to_string(kMinInteractiveSeconds) + ".." + std::to_string(kMaxInteractiveSeconds);
-  RETURN_IF_ERROR(CheckRange(i.ttl_seconds, kMinInteractiveSeconds, kMaxInteractiveSeconds, "interactive.ttl",
-                             range + " seconds"));
+  RETURN_IF_ERROR(
+      CheckRange(i.ttl_seconds, kMinInteractiveSeconds, kMaxInteractiveSeconds, "interactive.ttl", range + " seconds"));
   if (i.idle_timeout_seconds != 0) {
     RETURN_IF_ERROR(CheckRange(i.idle_timeout_seconds, kMinInteractiveSeconds, kMaxInteractiveSeconds,
                                "interactive.idle-timeout", "0 (never) or " + range + " seconds"));

@@ -33,8 +33,8 @@
 //                                 # server's authenticated proxy (docs/jobs.md, "Interactive jobs"); 1 replica
 //   interactive:                  # only with kind: interactive (all optional)
 //     port: 8888                  # the port the task listens on, 1..65535 (default 8888)
-//     ttl: 8h                     # ended this long after it starts: 60..604800 s, "90m", "8h" (default 8h)
-//     idle-timeout: 30m           # ended after this long without proxied traffic: 0 (never) or 60..604800 s
+//     ttl: 8h                     # ended this long after it starts: 10..604800 s, "90m", "8h" (default 8h)
+//     idle-timeout: 30m           # ended after this long without proxied traffic: 0 (never) or 10..604800 s
 //                                 # (default 30m)
 //
 // Every error names the field path and the reason, e.g. "resources.gpucores must be 1..100" or
@@ -69,7 +69,7 @@ inline constexpr size_t kMaxImageLength = 255;
 inline constexpr int kDefaultInteractivePort = 8888;
 inline constexpr int64_t kDefaultInteractiveTtlSeconds = 8 * 3600;
 inline constexpr int64_t kDefaultInteractiveIdleSeconds = 30 * 60;
-inline constexpr int64_t kMinInteractiveSeconds = 60;
+inline constexpr int64_t kMinInteractiveSeconds = 10;
 inline constexpr int64_t kMaxInteractiveSeconds = 7 * 24 * 3600;
 // Input larger than this is refused before parsing (the HTTP layer should have its own, smaller, body limit).
 inline constexpr size_t kMaxJobSpecBytes = 1 << 20;
@@ -98,7 +98,7 @@ struct ResourceSpec {
 // kind: interactive — a task that serves HTTP (and WebSockets) on `port`, opened through the server's proxy.
 struct InteractiveSpec {
   int port = kDefaultInteractivePort;
-  int64_t ttl_seconds = kDefaultInteractiveTtlSeconds;          // from the start of its run
+  int64_t ttl_seconds = kDefaultInteractiveTtlSeconds;            // from the start of its run
   int64_t idle_timeout_seconds = kDefaultInteractiveIdleSeconds;  // 0 = never ended for idleness
 
   friend bool operator==(const InteractiveSpec&, const InteractiveSpec&) = default;

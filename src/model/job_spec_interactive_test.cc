@@ -12,9 +12,9 @@ namespace {
 constexpr const char* kHead = "name: nb\nresources: {cpu: 1}\ncommand: [jupyter-notebook]\n";
 
 TEST(JobSpecInteractiveTest, ReadsTheBlockWithUnits) {
-  Result<JobSpec> spec =
-      ParseJobSpec(std::string(kHead) + "kind: interactive\ninteractive:\n  port: 9000\n  ttl: 2h\n"
-                                        "  idle-timeout: 15m\n");
+  Result<JobSpec> spec = ParseJobSpec(std::string(kHead) +
+                                      "kind: interactive\ninteractive:\n  port: 9000\n  ttl: 2h\n"
+                                      "  idle-timeout: 15m\n");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   ASSERT_TRUE(spec->interactive.has_value());
   EXPECT_EQ(spec->interactive->port, 9000);
@@ -65,10 +65,10 @@ TEST(JobSpecInteractiveTest, RejectsBadFieldsWithLineAndColumn) {
       {"interactive: {port: 80}\n", "interactive needs kind: interactive", 1},  // about the spec as a whole
       {"kind: interactive\ninteractive:\n  port: 0\n", "interactive.port must be 1..65535", 6},
       {"kind: interactive\ninteractive:\n  port: 70000\n", "interactive.port must be 1..65535", 6},
-      {"kind: interactive\ninteractive:\n  ttl: 10s\n", "interactive.ttl must be 60..604800 seconds", 6},
-      {"kind: interactive\ninteractive:\n  ttl: 0\n", "interactive.ttl must be 60..604800", 6},
+      {"kind: interactive\ninteractive:\n  ttl: 9s\n", "interactive.ttl must be 10..604800 seconds", 6},
+      {"kind: interactive\ninteractive:\n  ttl: 0\n", "interactive.ttl must be 10..604800", 6},
       {"kind: interactive\ninteractive:\n  ttl: 8d\n", "interactive.ttl must be", 6},
-      {"kind: interactive\ninteractive:\n  idle-timeout: 30\n", "interactive.idle-timeout must be 0 (never) or 60", 6},
+      {"kind: interactive\ninteractive:\n  idle-timeout: 5\n", "interactive.idle-timeout must be 0 (never) or 10", 6},
       {"kind: interactive\ninteractive:\n  idle: 5m\n", "unknown field 'interactive.idle'", 6},
       {"kind: interactive\nreplicas: 2\n", "replicas must be 1 for kind: interactive", 5},
   };

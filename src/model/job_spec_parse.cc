@@ -342,9 +342,9 @@ Result<int64_t> ReadDuration(const N& node, const std::string& path, int64_t lo,
   Result<int64_t> n = ParseNonNegativeInt(digits);
   const bool fits = n.ok() && *n <= hi / scale && ((allow_zero && *n == 0) || *n * scale >= lo);
   if (!fits) {
-    return InvalidArgumentError(path + " must be " + (allow_zero ? "0 (never) or " : "") + std::to_string(lo) +
-                                ".." + std::to_string(hi) + " seconds (e.g. 3600, \"90m\", \"8h\"), not '" +
-                                Printable(s) + "'");
+    return InvalidArgumentError(path + " must be " + (allow_zero ? "0 (never) or " : "") + std::to_string(lo) + ".." +
+                                std::to_string(hi) + " seconds (e.g. 3600, \"90m\", \"8h\"), not '" + Printable(s) +
+                                "'");
   }
   return *n * scale;
 }
