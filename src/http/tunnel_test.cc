@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "http/http_client.h"
 #include "http/http_server.h"
 #include "http/testing/raw_client.h"
 
@@ -168,6 +169,55 @@ TEST(TunnelPoolTest, HttpServerHandsAConnectionOverAfter101) {
     EXPECT_EQ(server.stats().taken_over.load(), 1);
     EXPECT_EQ(server.stats().connections_open.load(), 0);  // no longer the server's
   }
+  server.Stop();
+  serving.join();
+}
+
+// SendUpgradeRequest: a 101 leaves the connection open with the bytes after the head; anything else is a whole
+// answer and no connection. The request's own Host header is sent.
+TEST(TunnelPoolTest, SendUpgradeRequestKeepsTheConnectionOn101) {
+  TunnelPool pool;
+  Pair upstream;
+  const int upstream_fd = upstream.theirs;
+  HttpServerOptions options;
+  options.worker_threads = 2;
+  HttpServer server(options, [&](HttpRequest& r) {
+    HttpResponse out;
+    if (r.path != "/ws") {
+      out.status = 426;
+      out.body = "host=" + std::string(r.Header("host"));
+      return out;
+    }
+    out.status = 101;
+    out.headers = {{"Upgrade", "websocket"}, {"Connection", "Upgrade"}};
+    out.take_over = [&pool, upstream_fd](int fd, std::string unread) {
+      (void)pool.Add(fd, std::move(unread), upstream_fd, "first bytes");
+    };
+    return out;
+  });
+  Result<int> port = server.Bind("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+  std::thread serving([&] { (void)server.Serve(); });
+  const std::string url = "http://127.0.0.1:" + std::to_string(*port);
+  HttpRequest request;
+  request.method = "GET";
+  request.target = "/plain";
+  request.headers = {{"Host", "browser.example:8470"}, {"Connection", "Upgrade"}, {"Upgrade", "websocket"}};
+  Result<UpgradeResult> refused = SendUpgradeRequest(url, request);
+  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+  EXPECT_EQ(refused->fd, -1);
+  EXPECT_EQ(refused->response.status, 426);
+  EXPECT_EQ(refused->response.body, "host=browser.example:8470");
+  request.target = "/ws";
+  Result<UpgradeResult> switched = SendUpgradeRequest(url, request);
+  ASSERT_TRUE(switched.ok()) << switched.status().ToString();
+  ASSERT_GE(switched->fd, 0);
+  EXPECT_EQ(switched->response.status, 101);
+  std::string got = switched->unread + ReadSome(switched->fd, 11 - switched->unread.size());
+  EXPECT_EQ(got, "first bytes");
+  Write(switched->fd, "up");
+  EXPECT_EQ(ReadSome(upstream.ours, 2), "up");
+  ::close(switched->fd);
   server.Stop();
   serving.join();
 }

@@ -229,7 +229,7 @@ TEST_F(InteractiveTest, WebSocketEchoThroughTheProxy) {
   ASSERT_EQ(head.rfind("HTTP/1.1 101", 0), 0u) << head << "\n" << up_->Log();
   // RFC 6455's own example key and answer: the task's handshake came through unchanged.
   EXPECT_NE(head.find("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="), std::string::npos) << head;
-  for (const std::string message : {"hello through the proxy", std::string(1000, 'x')}) {
+  for (const std::string& message : {std::string("hello through the proxy"), std::string(1000, 'x')}) {
     ASSERT_TRUE(SendAll(fd, ClientFrame(1, message)));
     auto [opcode, payload] = ReadFrame(fd, &rest);
     EXPECT_EQ(opcode, 1);

@@ -41,7 +41,8 @@ function OpenButton({ job }: { job: Job }) {
     act('Open', async () => {
       try {
         const s = await call<{ url: string }>(token, 'POST', `/api/v1/jobs/${job.id}/proxy-session`);
-        if (tab) tab.location.href = s.url; else window.location.href = s.url;
+        const url = new URL(s.url, window.location.href).href;
+        if (tab) tab.location.href = url; else window.location.href = url;
       } catch (e) {
         tab?.close();
         throw e;
