@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -35,6 +36,14 @@ using xpool::testing::UpProcess;
 
 constexpr const char* kPython = "/usr/bin/python3";
 constexpr const char* kJupyter = "/usr/bin/jupyter-notebook";
+
+bool EqualsIgnoreCase(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  }
+  return true;
+}
 
 // A blocking client socket to 127.0.0.1:port with a 10 s receive timeout; -1 when it cannot connect.
 int Connect(int port) {
@@ -279,8 +288,8 @@ TEST_F(InteractiveTest, JupyterNotebookBehindTheProxy) {
   httplib::Result tree = admin_->http().Get(base + "tree", admin_->Auth(alice_));
   ASSERT_TRUE(tree);
   std::string xsrf;
-  for (const auto& [k, v] : tree->headers) {
-    if (k == "Set-Cookie" && v.rfind("_xsrf=", 0) == 0) xsrf = v.substr(6, v.find(';') - 6);
+  for (const auto& [k, v] : tree->headers) {  // names as the proxy passes them on: lower-cased
+    if (EqualsIgnoreCase(k, "set-cookie") && v.rfind("_xsrf=", 0) == 0) xsrf = v.substr(6, v.find(';') - 6);
   }
   ASSERT_FALSE(xsrf.empty()) << tree->status << " " << tree->body.substr(0, 300);
   httplib::Headers h = admin_->Auth(alice_);
