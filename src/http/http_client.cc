@@ -36,6 +36,7 @@ class Socket {
   Socket& operator=(const Socket&) = delete;
   ~Socket() { Close(); }
   int fd() const { return fd_; }
+  int Release() { return std::exchange(fd_, -1); }
 
  private:
   void Close() {
@@ -118,13 +119,16 @@ Status SendAll(int fd, std::string_view bytes, int64_t timeout_ms) {
   return Status::Ok();
 }
 
-std::string RequestBytes(const ServerAddress& address, const HttpRequest& request) {
-  std::string out = request.method + " " + request.target + " HTTP/1.1\r\nHost: " + address.host_header + "\r\n";
+// With `upgrade` the request's own Connection header is sent (no "Connection: close"). A Host header among
+// request.headers replaces the address's.
+std::string RequestBytes(const ServerAddress& address, const HttpRequest& request, bool upgrade) {
+  std::string out = request.method + " " + request.target + " HTTP/1.1\r\n";
+  if (request.Header("host").empty()) out += "Host: " + address.host_header + "\r\n";
   for (const auto& [name, value] : request.headers) out += name + ": " + value + "\r\n";
   if (!request.body.empty() || request.method == "POST" || request.method == "PUT" || request.method == "PATCH") {
     out += "Content-Length: " + std::to_string(request.body.size()) + "\r\n";
   }
-  out += "Connection: close\r\n\r\n";
+  out += upgrade ? "\r\n" : "Connection: close\r\n\r\n";
   out += request.body;
   return out;
 }
@@ -238,11 +242,11 @@ Result<ServerAddress> ParseServerUrl(std::string_view url) {
   return out;
 }
 
-Result<HttpResponse> SendHttpRequest(std::string_view url, const HttpRequest& request, const ClientOptions& options) {
-  ASSIGN_OR_RETURN(ServerAddress address, ParseServerUrl(url));
-  ASSIGN_OR_RETURN(Socket socket, Connect(address, options.connect_timeout_ms));
-  RETURN_IF_ERROR(SendAll(socket.fd(), RequestBytes(address, request), options.io_timeout_ms));
+namespace {
 
+// Reads the answer to a request sent on `fd`. With `upgrade`, a 101 answer ends at its head: *switched is set and
+// the bytes after the head are left in *rest.
+Result<HttpResponse> ReadAnswer(int fd, const ClientOptions& options, bool upgrade, bool* switched, std::string* rest) {
   HttpResponse response;
   std::string raw;
   std::optional<ResponseHead> head;
@@ -253,6 +257,11 @@ Result<HttpResponse> SendHttpRequest(std::string_view url, const HttpRequest& re
       if (end != std::string::npos) {
         ASSIGN_OR_RETURN(ResponseHead parsed, ParseHead(std::string_view(raw).substr(0, end), &response));
         parsed.body_start = end + 4;
+        if (upgrade && response.status == 101) {
+          *switched = true;
+          *rest = raw.substr(parsed.body_start);
+          return response;
+        }
         if (parsed.content_length > options.max_response_bytes) {
           return ResourceExhaustedError("the answer's body of " + std::to_string(parsed.content_length) +
                                         " bytes is longer than " + std::to_string(options.max_response_bytes));
@@ -274,8 +283,8 @@ Result<HttpResponse> SendHttpRequest(std::string_view url, const HttpRequest& re
       return ResourceExhaustedError("the answer is longer than " + std::to_string(options.max_response_bytes) +
                                     " bytes");
     }
-    RETURN_IF_ERROR(WaitFor(socket.fd(), POLLIN, options.io_timeout_ms, "waiting for the answer"));
-    const ssize_t n = ::recv(socket.fd(), buffer, sizeof(buffer), 0);
+    RETURN_IF_ERROR(WaitFor(fd, POLLIN, options.io_timeout_ms, "waiting for the answer"));
+    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
     if (n > 0) {
       raw.append(buffer, static_cast<size_t>(n));
       continue;
@@ -290,6 +299,29 @@ Result<HttpResponse> SendHttpRequest(std::string_view url, const HttpRequest& re
     return UnavailableError("the server closed the connection before the whole answer (" + std::to_string(raw.size()) +
                             " bytes)");
   }
+}
+
+}  // namespace
+
+Result<HttpResponse> SendHttpRequest(std::string_view url, const HttpRequest& request, const ClientOptions& options) {
+  ASSIGN_OR_RETURN(ServerAddress address, ParseServerUrl(url));
+  ASSIGN_OR_RETURN(Socket socket, Connect(address, options.connect_timeout_ms));
+  RETURN_IF_ERROR(SendAll(socket.fd(), RequestBytes(address, request, false), options.io_timeout_ms));
+  bool switched = false;
+  std::string rest;
+  return ReadAnswer(socket.fd(), options, false, &switched, &rest);
+}
+
+Result<UpgradeResult> SendUpgradeRequest(std::string_view url, const HttpRequest& request,
+                                         const ClientOptions& options) {
+  ASSIGN_OR_RETURN(ServerAddress address, ParseServerUrl(url));
+  ASSIGN_OR_RETURN(Socket socket, Connect(address, options.connect_timeout_ms));
+  RETURN_IF_ERROR(SendAll(socket.fd(), RequestBytes(address, request, true), options.io_timeout_ms));
+  UpgradeResult out;
+  bool switched = false;
+  ASSIGN_OR_RETURN(out.response, ReadAnswer(socket.fd(), options, true, &switched, &out.unread));
+  if (switched) out.fd = socket.Release();
+  return out;
 }
 
 std::string PercentEncode(std::string_view text) {

@@ -36,6 +36,19 @@ Result<ServerAddress> ParseServerUrl(std::string_view url);
 Result<HttpResponse> SendHttpRequest(std::string_view url, const HttpRequest& request,
                                      const ClientOptions& options = {});
 
+// What SendUpgradeRequest got back. A 101 answer leaves the connection open for the new protocol.
+struct UpgradeResult {
+  HttpResponse response;  // the answer; for a 101 its head only
+  int fd = -1;            // a 101: the connection (non-blocking), owned by the caller from here on; else -1
+  std::string unread;     // a 101: what the server sent after the head (the new protocol's first bytes)
+};
+
+// Like SendHttpRequest, for a protocol switch (a WebSocket's "Connection: Upgrade", "Upgrade: websocket"): the
+// request goes with its own Connection header and a 101 answer ends at its head. A Host header among
+// request.headers is sent instead of the URL's (for SendHttpRequest too).
+Result<UpgradeResult> SendUpgradeRequest(std::string_view url, const HttpRequest& request,
+                                         const ClientOptions& options = {});
+
 // `text` percent-encoded for a query value or a path segment: every byte but A-Z a-z 0-9 - . _ ~ as %XX.
 std::string PercentEncode(std::string_view text);
 

@@ -14,6 +14,8 @@ int Hex(char c) {
 
 std::string_view ReasonPhrase(int status) {
   switch (status) {
+    case 101:
+      return "Switching Protocols";
     case 100:
       return "Continue";
     case 200:

@@ -2,6 +2,7 @@
 // HttpRequest and HttpResponse: one HTTP/1.1 exchange as the transport (http_server.h) hands it to a handler and
 // takes the answer back. Plain values: no sockets, no library types, so includers pay for nothing heavy.
 // Not thread-safe to mutate concurrently; each request is owned by the one worker running its handler.
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,6 +42,13 @@ struct HttpResponse {
   HeaderList headers;  // extra headers; the transport writes Content-Type, Content-Length and Connection itself
   std::string body;
   bool close = false;  // close the connection after this answer
+  // A protocol switch ("101 Switching Protocols", a WebSocket): when set, the answer is written as its status
+  // line and `headers` only (Connection and Upgrade included; no Content-Type or Content-Length), and then the
+  // transport gives the connection up: it calls take_over with the socket (non-blocking; the callee owns it
+  // from then on) and the bytes the client sent after the request. Called on the transport's event loop: it
+  // must not block. Not called when the client is gone before the answer is written (the function is then
+  // destroyed unused: whatever it owns must clean up in its destructor).
+  std::function<void(int fd, std::string unread)> take_over;
 };
 
 // The standard reason phrase of `status` ("Not Found"); "Unknown" for codes it does not know.

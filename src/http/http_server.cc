@@ -53,8 +53,16 @@ bool Reserved(const std::string& name) {
          EqualsIgnoreCase(name, "connection") || EqualsIgnoreCase(name, "transfer-encoding");
 }
 
+// A protocol switch's answer: the status line and the handler's headers, nothing else (HttpResponse::take_over).
+std::string SerializeSwitch(const HttpResponse& r) {
+  std::string s = "HTTP/1.1 " + std::to_string(r.status) + " " + std::string(ReasonPhrase(r.status)) + "\r\n";
+  for (const auto& [k, v] : r.headers) s.append(k).append(": ").append(v).append("\r\n");
+  return s.append("\r\n");
+}
+
 // The whole answer in one buffer (one send for most answers).
 std::string Serialize(const HttpResponse& r, bool head, bool close, int version_minor) {
+  if (r.take_over) return SerializeSwitch(r);
   const bool bodyless = r.status == 204 || r.status == 304;
   std::string s;
   s.reserve(128 + r.content_type.size() + r.body.size() + r.headers.size() * 48);
@@ -105,6 +113,7 @@ struct Conn {
   RequestParser parser;
   std::string out;
   size_t out_pos = 0;
+  std::function<void(int, std::string)> take_over;  // set: handed over once `out` is written
 };
 
 struct Job {
@@ -118,6 +127,7 @@ struct Done {
   uint64_t id;
   std::string bytes;
   bool close;
+  std::function<void(int, std::string)> take_over;
 };
 
 }  // namespace
@@ -171,6 +181,7 @@ struct HttpServer::Impl {
   void Sweep();
   void SetEvents(Conn& c, uint32_t events);
   void Close(Conn& c);
+  void HandOver(Conn& c);  // gives c's socket to its take_over (c is destroyed)
   void Work();
   HttpResponse ErrorResponse(int status, const std::string& message) const;
 };
@@ -539,6 +550,10 @@ bool HttpServer::Impl::TryWrite(Conn& c) {
     return false;
   }
   c.out_pos = 0;
+  if (c.take_over) {
+    HandOver(c);
+    return false;
+  }
   if (c.out.capacity() > (1 << 20)) {
     std::string().swap(c.out);
   } else {
@@ -575,6 +590,7 @@ void HttpServer::Impl::OnAnswers() {
     c.out = std::move(d.bytes);
     c.out_pos = 0;
     c.close_after_write = d.close;
+    c.take_over = std::move(d.take_over);
     c.phase = Conn::Phase::kWriting;
     c.deadline = now + options.write_timeout_ms;
     TryWrite(c);
@@ -641,6 +657,25 @@ void HttpServer::Impl::Close(Conn& c) {
   conns.erase(fd);  // destroys c
 }
 
+void HttpServer::Impl::HandOver(Conn& c) {
+  const int fd = c.fd;
+  Release(c);
+  if (c.counted) {
+    --counted_open;
+    auto it = per_client.find(c.peer);
+    if (it != per_client.end() && --it->second <= 0) per_client.erase(it);
+  } else {
+    --lingering;
+  }
+  ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
+  stats.connections_open.fetch_sub(1, std::memory_order_relaxed);
+  stats.taken_over.fetch_add(1, std::memory_order_relaxed);
+  std::function<void(int, std::string)> take_over = std::move(c.take_over);
+  std::string unread = std::move(c.in);
+  conns.erase(fd);  // destroys c
+  take_over(fd, std::move(unread));
+}
+
 void HttpServer::Impl::Work() {
   while (true) {
     Job job;
@@ -659,8 +694,9 @@ void HttpServer::Impl::Work() {
     } catch (...) {
       r = ErrorResponse(500, "unexpected error");
     }
-    const bool close = r.close || !job.request.keep_alive;
-    Done d{job.fd, job.id, Serialize(r, job.request.head, close, job.request.version_minor), close};
+    const bool close = !r.take_over && (r.close || !job.request.keep_alive);
+    Done d{job.fd, job.id, Serialize(r, job.request.head, close, job.request.version_minor), close,
+           std::move(r.take_over)};
     {
       std::lock_guard<std::mutex> lock(done_mu);
       done.push_back(std::move(d));

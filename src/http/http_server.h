@@ -23,6 +23,9 @@
 // - Caps: past max_connections open connections, or max_connections_per_client from one address, a new
 //   connection is answered 503 with "Retry-After" and closed; so is a request whose body would take the bodies
 //   being received past max_buffered_body_bytes.
+// - Protocol switches: an answer with HttpResponse::take_over set (a "101 Switching Protocols" for a WebSocket) is
+//   written as it is, then the connection leaves the server (no longer counted against the caps or deadlines)
+//   and its socket goes to take_over, on the event loop.
 // - HEAD is answered as GET without the body. Errors the transport answers itself (400, 408, 413, 414, 431,
 //   501, 503, 505) get the body ErrorResponder makes (plain text when none is given) and close the connection.
 // No TLS. Thread-safe: Stop() and stats() from any thread; Bind and Serve from one thread, Bind first.
@@ -64,6 +67,7 @@ struct HttpServerStats {
   std::atomic<int64_t> requests{0};             // handed to the handler
   std::atomic<int64_t> bad_requests{0};         // answered by the transport: 400, 413, 414, 431, 501, 505
   std::atomic<int64_t> timeouts{0};             // head, body or write deadline missed (idle closes not counted)
+  std::atomic<int64_t> taken_over{0};           // connections given to a handler's take_over (protocol switch)
 };
 
 class HttpServer {

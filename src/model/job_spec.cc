@@ -113,6 +113,20 @@ Status ValidateEnv(const std::map<std::string, std::string>& env) {
   return Status::Ok();
 }
 
+Status ValidateInteractive(const JobSpec& spec) {
+  const InteractiveSpec& i = *spec.interactive;
+  if (spec.replicas != 1) return InvalidArgumentError("replicas must be 1 for kind: interactive");
+  RETURN_IF_ERROR(CheckRange(i.port, 1, 65535, "interactive.port", "1..65535"));
+  const std::string range = std::to_string(kMinInteractiveSeconds) + ".." + std::to_string(kMaxInteractiveSeconds);
+  RETURN_IF_ERROR(
+      CheckRange(i.ttl_seconds, kMinInteractiveSeconds, kMaxInteractiveSeconds, "interactive.ttl", range + " seconds"));
+  if (i.idle_timeout_seconds != 0) {
+    RETURN_IF_ERROR(CheckRange(i.idle_timeout_seconds, kMinInteractiveSeconds, kMaxInteractiveSeconds,
+                               "interactive.idle-timeout", "0 (never) or " + range + " seconds"));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 TaskRequest ResourceSpec::ToTaskRequest() const {
@@ -169,6 +183,7 @@ Status ValidateJobSpec(const JobSpec& spec) {
   RETURN_IF_ERROR(
       CheckRange(spec.retry_backoff_seconds, 1, kMaxRetryBackoffSeconds, "retry-backoff", "1..3600 seconds"));
   if (!spec.image.empty()) RETURN_IF_ERROR(CheckImage(spec.image));
+  if (spec.interactive) RETURN_IF_ERROR(ValidateInteractive(spec));
   return Status::Ok();
 }
 
@@ -213,6 +228,12 @@ std::string JobSpecToJson(const JobSpec& spec) {
   if (spec.retries != 0) j["retries"] = spec.retries;
   if (spec.retry_backoff_seconds != kDefaultRetryBackoffSeconds) j["retry-backoff"] = spec.retry_backoff_seconds;
   if (!spec.image.empty()) j["image"] = spec.image;
+  if (spec.interactive) {
+    j["kind"] = "interactive";
+    j["interactive"] = json{{"port", spec.interactive->port},
+                            {"ttl", spec.interactive->ttl_seconds},
+                            {"idle-timeout", spec.interactive->idle_timeout_seconds}};
+  }
   // Strings were checked to be UTF-8 when parsed; `replace` keeps a spec built in code from throwing.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -29,6 +29,13 @@
 //   retries: 3                    # 0..10, default 0: a replica exiting non-zero (or killed) runs the job again
 //   retry-backoff: 10             # seconds 1..3600 (or "10s", "1m"), default 10: retry k waits backoff × 2^(k-1)
 //   image: docker.io/library/python:3.12   # run the command in this OCI image (podman); default: on the host
+//   kind: interactive             # batch (default) or interactive: a dev server (Jupyter) reached through the
+//                                 # server's authenticated proxy (docs/jobs.md, "Interactive jobs"); 1 replica
+//   interactive:                  # only with kind: interactive (all optional)
+//     port: 8888                  # the port the task listens on, 1..65535 (default 8888)
+//     ttl: 8h                     # ended this long after it starts: 10..604800 s, "90m", "8h" (default 8h)
+//     idle-timeout: 30m           # ended after this long without proxied traffic: 0 (never) or 10..604800 s
+//                                 # (default 30m)
 //
 // Every error names the field path and the reason, e.g. "resources.gpucores must be 1..100" or
 // "unknown field 'resources.gpus'". Unknown fields and wrong types are rejected.
@@ -59,6 +66,11 @@ inline constexpr int kMaxRetries = 10;
 inline constexpr int kDefaultRetryBackoffSeconds = 10;
 inline constexpr int kMaxRetryBackoffSeconds = 3600;
 inline constexpr size_t kMaxImageLength = 255;
+inline constexpr int kDefaultInteractivePort = 8888;
+inline constexpr int64_t kDefaultInteractiveTtlSeconds = 8 * 3600;
+inline constexpr int64_t kDefaultInteractiveIdleSeconds = 30 * 60;
+inline constexpr int64_t kMinInteractiveSeconds = 10;
+inline constexpr int64_t kMaxInteractiveSeconds = 7 * 24 * 3600;
 // Input larger than this is refused before parsing (the HTTP layer should have its own, smaller, body limit).
 inline constexpr size_t kMaxJobSpecBytes = 1 << 20;
 
@@ -83,6 +95,15 @@ struct ResourceSpec {
   friend bool operator==(const ResourceSpec&, const ResourceSpec&) = default;
 };
 
+// kind: interactive — a task that serves HTTP (and WebSockets) on `port`, opened through the server's proxy.
+struct InteractiveSpec {
+  int port = kDefaultInteractivePort;
+  int64_t ttl_seconds = kDefaultInteractiveTtlSeconds;            // from the start of its run
+  int64_t idle_timeout_seconds = kDefaultInteractiveIdleSeconds;  // 0 = never ended for idleness
+
+  friend bool operator==(const InteractiveSpec&, const InteractiveSpec&) = default;
+};
+
 struct JobSpec {
   std::string name;
   std::string tenant;  // "" = the caller's tenant
@@ -102,6 +123,8 @@ struct JobSpec {
   int retry_backoff_seconds = kDefaultRetryBackoffSeconds;
   // "" = the host's environment; else an OCI image reference the command runs in, through podman.
   std::string image;
+  // Set for kind: interactive (docs/jobs.md); unset = a batch job.
+  std::optional<InteractiveSpec> interactive;
 
   // What to exec: the argv list, or {"/bin/sh", "-c", script}.
   std::vector<std::string> Argv() const;

@@ -329,9 +329,60 @@ Result<int64_t> ReadGrace(const N& node, const std::string& path) {
   return ReadSeconds(node, path, 0, kMaxCheckpointGraceSeconds);
 }
 
+// A duration in seconds: an integer, or with a unit "90s", "30m", "8h"; 0 or lo..hi (allow_zero), else lo..hi.
+template <typename N>
+Result<int64_t> ReadDuration(const N& node, const std::string& path, int64_t lo, int64_t hi, bool allow_zero) {
+  ASSIGN_OR_RETURN(std::string s, ReadScalar(node, path, "a duration"));
+  std::string_view digits = s;
+  int64_t scale = 1;
+  if (!digits.empty() && (digits.back() == 's' || digits.back() == 'm' || digits.back() == 'h')) {
+    scale = digits.back() == 'h' ? 3600 : digits.back() == 'm' ? 60 : 1;
+    digits.remove_suffix(1);
+  }
+  Result<int64_t> n = ParseNonNegativeInt(digits);
+  const bool fits = n.ok() && *n <= hi / scale && ((allow_zero && *n == 0) || *n * scale >= lo);
+  if (!fits) {
+    return InvalidArgumentError(path + " must be " + (allow_zero ? "0 (never) or " : "") + std::to_string(lo) + ".." +
+                                std::to_string(hi) + " seconds (e.g. 3600, \"90m\", \"8h\"), not '" + Printable(s) +
+                                "'");
+  }
+  return *n * scale;
+}
+
+template <typename N>
+Status ReadInteractive(const N& node, const std::string& path, InteractiveSpec* out) {
+  return ForEachField(node, path, [out](const std::string& key, const N& v, const std::string& p) -> Status {
+    if (key == "port") {
+      ASSIGN_OR_RETURN(int64_t port, ReadInt(v, p, 1, 65535, "1..65535"));
+      out->port = static_cast<int>(port);
+    } else if (key == "ttl") {
+      ASSIGN_OR_RETURN(out->ttl_seconds, ReadDuration(v, p, kMinInteractiveSeconds, kMaxInteractiveSeconds, false));
+    } else if (key == "idle-timeout") {
+      ASSIGN_OR_RETURN(out->idle_timeout_seconds,
+                       ReadDuration(v, p, kMinInteractiveSeconds, kMaxInteractiveSeconds, true));
+    } else {
+      return UnknownField(p);
+    }
+    return Status::Ok();
+  });
+}
+
+// kind: batch | interactive, and the interactive block (which needs kind: interactive).
+template <typename N>
+Status ReadKind(const N& node, const std::string& path, bool* interactive) {
+  ASSIGN_OR_RETURN(std::string kind, ReadScalar(node, path, "batch or interactive"));
+  if (kind != "batch" && kind != "interactive") {
+    return InvalidArgumentError("kind must be batch or interactive, not '" + Printable(kind) + "'");
+  }
+  *interactive = kind == "interactive";
+  return Status::Ok();
+}
+
 template <typename N>
 Status ReadTopLevel(const N& root, JobSpec* spec) {
   bool has_name = false, has_command = false, has_resources = false;
+  bool kind_interactive = false;
+  std::optional<InteractiveSpec> interactive;
   RETURN_IF_ERROR(ForEachField(root, "", [&](const std::string& key, const N& v, const std::string& path) -> Status {
     if (key == "name") {
       ASSIGN_OR_RETURN(spec->name, ReadScalar(v, path, "a string"));
@@ -371,6 +422,11 @@ Status ReadTopLevel(const N& root, JobSpec* spec) {
     } else if (key == "image") {
       ASSIGN_OR_RETURN(spec->image, ReadScalar(v, path, "an image reference"));
       RETURN_IF_ERROR(CheckImage(spec->image));
+    } else if (key == "kind") {
+      RETURN_IF_ERROR(ReadKind(v, path, &kind_interactive));
+    } else if (key == "interactive") {
+      interactive.emplace();
+      RETURN_IF_ERROR(ReadInteractive(v, path, &*interactive));
     } else if (key == "checkpoint") {
       RETURN_IF_ERROR(ForEachField(v, path, [spec](const std::string& k, const N& g, const std::string& p) -> Status {
         if (k == "signal") {
@@ -390,6 +446,8 @@ Status ReadTopLevel(const N& root, JobSpec* spec) {
   if (!has_name) return InvalidArgumentError("name is required");
   if (!has_resources) return InvalidArgumentError("resources is required (cpu, memory and/or gpu per replica)");
   if (!has_command) return InvalidArgumentError("command is required (an argv list or a string)");
+  if (interactive && !kind_interactive) return InvalidArgumentError("interactive needs kind: interactive");
+  if (kind_interactive) spec->interactive = interactive.value_or(InteractiveSpec{});
   return Status::Ok();
 }
 

@@ -391,6 +391,11 @@ TEST(JobSpecTest, JsonFastPathAgreesWithYamlOnEveryFieldAndValue) {
                                            "resources.vendor",
                                            "resources.mig",
                                            "resources.modle",
+                                           "kind",
+                                           "interactive",
+                                           "interactive.port",
+                                           "interactive.ttl",
+                                           "interactive.idle-timeout",
                                            "nmae",
                                            "env.A",
                                            "env.1A"};
@@ -425,6 +430,8 @@ TEST(JobSpecTest, JsonFastPathAgreesWithYamlOnEveryFieldAndValue) {
                                            "\"1g.10gb\"",
                                            "\"5m\"",
                                            "\"45s\"",
+                                           "\"8h\"",
+                                           "\"interactive\"",
                                            "\"/data\"",
                                            "\"\\u00e9\\n\\t\\\"\\\\\\/\"",
                                            "\"a\\u0000b\"",
@@ -436,6 +443,7 @@ TEST(JobSpecTest, JsonFastPathAgreesWithYamlOnEveryFieldAndValue) {
                                            "{}",
                                            "{\"A\": \"b\"}",
                                            "{\"grace\": 5}",
+                                           "{\"port\": 80, \"ttl\": \"2h\"}",
                                            "{\"a\": {\"b\": [1, {\"c\": 2}]}}",
                                            "\"" + std::string(300, 'n') + "\""};
   for (const std::string& field : fields) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "model/job_spec.h"
+#include "server/interactive_proxy.h"
 #include "server/internal/distributed_launch.h"
 
 namespace xpool::server {
@@ -236,6 +237,10 @@ Result<std::vector<protocol::TaskAssignment>> AgentService::Wanted(const Node& n
     }
     s.workdir = spec.workdir;  // empty: the task's own directory on the node, never the server's
     s.env = spec.env;
+    if (spec.interactive) {  // docs/jobs.md, "Interactive jobs"
+      s.env["XPOOL_INTERACTIVE_PORT"] = std::to_string(spec.interactive->port);
+      s.env["XPOOL_PROXY_BASE"] = InteractiveProxyBase(a.job);
+    }
     s.cpu_milli = a.cpu_milli;
     s.memory_mib = a.memory_mib;
     for (const DeviceGrantRecord& g : a.devices) {

@@ -386,6 +386,8 @@ const std::vector<Api::Impl::Route>& Api::Impl::Routes() {
       {"GET", "/api/v1/jobs/{id}/events", Access::kTenant, &I::JobEvents, "A job's events, oldest first."},
       {"GET", "/api/v1/jobs/{id}/logs", Access::kTenant, &I::JobLogs,
        "A replica's output (query: replica, offset, limit); `xpool logs`."},
+      {"POST", "/api/v1/jobs/{id}/proxy-session", Access::kTenant, &I::CreateProxySession,
+       "An interactive job's one-time link to its proxy (/api/v1/jobs/{id}/proxy/). 201 {url, path, expires_us}."},
       {"GET", "/api/v1/nodes", Access::kTenant, &I::ListNodes, "Nodes with per-device capacity and allocation."},
       {"POST", "/api/v1/nodes", Access::kNode, &I::RegisterNode,
        "Register or replace a node (admin, or its node token; ?agent=1: run by an agent)."},
@@ -430,7 +432,7 @@ Result<ApiResponse> Api::Impl::OpenApi(const ApiRequest&, const Caller&, const P
     if (std::string(r.method) == "POST" &&
         (std::string(r.pattern) == "/api/v1/jobs" || std::string(r.pattern) == "/api/v1/jobs:batch" ||
          std::string(r.pattern) == "/api/v1/nodes" || std::string(r.pattern) == "/api/v1/tenants" ||
-         std::string(r.pattern).ends_with("/tokens"))) {
+         std::string(r.pattern).ends_with("/tokens") || std::string(r.pattern).ends_with("/proxy-session"))) {
       responses = {{"201", {{"description", "Created"}}}};
     }
     Json err = {{"description", "error"},

@@ -31,6 +31,7 @@ struct HeartbeatReply;
 namespace xpool::server {
 
 class AgentService;
+class ProxySessions;
 class UsageHistory;
 
 struct ApiRequest {
@@ -58,12 +59,19 @@ struct ApiOptions {
   // /api/v1/jobs/{id}/logs. Null (tests): heartbeats only mark the node seen, logs are 404.
   AgentService* agents = nullptr;
   protocol::LogRelay* logs = nullptr;
+  // POST /api/v1/jobs/{id}/proxy-session (interactive jobs, InteractiveProxy); null = 503.
+  ProxySessions* proxy_sessions = nullptr;
 };
 
 class Api {
  public:
   Api(StateStore& store, ControlPlane& control, MetricsRegistry& metrics, Clock& clock, ApiOptions options = {});
   ~Api();
+
+  // The interactive proxy's bearer-token check (InteractiveProxy): the job `id_text` as the caller of
+  // `authorization` may see it — Unauthenticated without a valid token, NotFound for another tenant's job
+  // exactly as for a missing one (GET /api/v1/jobs/{id}'s rules).
+  Result<JobRecord> VisibleJobFor(const std::string& authorization, const std::string& id_text);
 
   // Declares the API's metric families (once per registry, before serving).
   static void DeclareMetrics(MetricsRegistry& metrics);

@@ -13,8 +13,10 @@
 #include "model/job_spec_position.h"
 #include "model/job_state.h"
 #include "protocol/log_relay.h"
+#include "server/interactive_proxy.h"
 #include "server/internal/api_impl.h"
 #include "server/internal/json_codec.h"
+#include "server/proxy_sessions.h"
 
 namespace xpool::server {
 namespace {
@@ -333,6 +335,28 @@ Result<ApiResponse> Api::Impl::JobEvents(const ApiRequest&, const Caller& caller
   Json out = {{"events", Json::array()}};
   for (const EventRecord& e : events) out["events"].push_back(internal::EventToJson(e));
   return JsonResponse(200, out);
+}
+
+Result<ApiResponse> Api::Impl::CreateProxySession(const ApiRequest&, const Caller& caller, const Params& p) {
+  ASSIGN_OR_RETURN(JobRecord job, VisibleJob(caller, p[0]));
+  if (!job.spec.interactive) return FailedPreconditionError("job " + p[0] + " is not interactive (kind: interactive)");
+  if (IsTerminal(job.state)) {
+    return FailedPreconditionError("job " + p[0] + " is " + std::string(JobStateName(job.state)));
+  }
+  if (options.proxy_sessions == nullptr) return UnavailableError("the interactive proxy is not served here");
+  ASSIGN_OR_RETURN(ProxySessions::Code code, options.proxy_sessions->CreateCode(job.id));
+  const std::string path = InteractiveProxyBase(job.id);
+  return JsonResponse(201, Json{{"url", path + "?" + std::string(kProxySessionParam) + "=" + code.code},
+                                {"path", path},
+                                {"expires_us", code.expires_us}});
+}
+
+Result<JobRecord> Api::VisibleJobFor(const std::string& authorization, const std::string& id_text) {
+  ApiRequest request;
+  request.authorization = authorization;
+  ASSIGN_OR_RETURN(Impl::Caller caller, impl_->Authenticate(request));
+  if (!caller.node.empty()) return PermissionDeniedError("a node token cannot open a job's proxy");
+  return impl_->VisibleJob(caller, id_text);
 }
 
 bool Api::Impl::LogComplete(const JobRecord& job, int replica, const Result<protocol::LogSlice>& slice) {

@@ -172,6 +172,10 @@ ControlPlane::JobTerms ControlPlane::JobTerms::Of(const JobRecord& job) {
   t.request = job.spec.ToTaskRequest();
   t.replicas = job.spec.replicas;
   t.preemptible = job.spec.preemptible;
+  if (job.spec.interactive) {
+    t.interactive_ttl = job.spec.interactive->ttl_seconds * kMicrosPerSecond;
+    t.interactive_idle = job.spec.interactive->idle_timeout_seconds * kMicrosPerSecond;
+  }
   return t;
 }
 
@@ -392,6 +396,7 @@ void ControlPlane::Loop() {
       full = true;
       next_tick = std::chrono::steady_clock::now() + std::chrono::microseconds(options_.tick);
       CheckNodeTimeouts();
+      CheckInteractiveLimits();
     }
     RunPass(full);
   }

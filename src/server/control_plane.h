@@ -158,6 +158,16 @@ class ControlPlane {
   // Marks non-simulated nodes silent for `node_timeout` NotReady, and requeues the jobs of those silent for
   // `node_timeout + fence_margin`. The loop calls it on every tick; tests may call it directly.
   void CheckNodeTimeouts();
+  // ---- Interactive jobs (kind: interactive; control_plane_interactive.cc) ----
+  // Traffic through the proxy to the job's task now: its idle clock starts again. Memory only.
+  void NoteInteractiveTraffic(JobId id);
+  // Cancels every running interactive job past its ttl (counted from its last start) or idle for its
+  // idle-timeout (no traffic since the later of its last start, its last NoteInteractiveTraffic and this control
+  // plane's first check: a restart gives every job a full idle-timeout), with the reason as the job's event
+  // ("interactive ttl 8h reached", "idle for 30m ..."). Returns how many it ended. The loop calls it on every
+  // tick; tests may call it directly.
+  int CheckInteractiveLimits();
+
   // Asks the loop for a pass soon.
   void Wake(bool full);
 
@@ -183,6 +193,8 @@ class ControlPlane {
     TaskRequest request;
     int replicas = 1;
     bool preemptible = false;
+    TimeMicros interactive_ttl = 0;   // kind: interactive: its ttl; 0 for a batch job
+    TimeMicros interactive_idle = 0;  // kind: interactive: its idle-timeout; 0 = none
 
     static JobTerms Of(const JobRecord& job);
     // The pass's view with these terms (preemptible as here; state and allocations left to the caller).
@@ -285,6 +297,10 @@ class ControlPlane {
   std::unordered_map<JobId, std::vector<Allocation>> reserved_;
   std::unordered_map<JobId, std::vector<TimeMicros>> suspended_at_;  // suspensions per job; mu_
   mutable std::map<int64_t, std::string> tenant_names_;              // guarded by mu_
+
+  std::mutex traffic_mu_;
+  std::unordered_map<JobId, TimeMicros> last_traffic_;  // interactive jobs' last proxied traffic; traffic_mu_
+  TimeMicros first_interactive_check_ = 0;              // guarded by traffic_mu_
 
   mutable std::mutex seen_mu_;
   std::unordered_map<std::string, TimeMicros> last_seen_;  // guarded by seen_mu_

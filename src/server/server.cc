@@ -23,7 +23,9 @@
 #include "server/api.h"
 #include "server/control_plane.h"
 #include "server/http_status.h"
+#include "server/interactive_proxy.h"
 #include "server/metrics.h"
+#include "server/proxy_sessions.h"
 #include "server/studio.h"
 #include "server/usage_history.h"
 #include "store/caching_state_store.h"
@@ -117,7 +119,10 @@ struct Server::Impl {
   std::unique_ptr<CachingStateStore> jobs;
   MetricsRegistry metrics;
   std::unique_ptr<ControlPlane> control;
+  std::unique_ptr<ProxySessions> proxy_sessions;  // interactive jobs' browser sessions
   std::unique_ptr<Api> api;
+  // Interactive jobs (/api/v1/jobs/{id}/proxy/): after api and control, so it (and its tunnels) go first.
+  std::unique_ptr<InteractiveProxy> proxy;
   std::unique_ptr<AgentService> agents;      // agents over HTTP (heartbeat route)
   std::unique_ptr<protocol::LogRelay> logs;  // task output shipped in heartbeats (GET /jobs/{id}/logs)
   std::unique_ptr<Studio> studio;
@@ -214,7 +219,13 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   impl->usage_history.Start([control = impl->control.get(), &clock] {
     return UsageHistory::Measure(control->Nodes(), static_cast<int64_t>(control->queue_length()), clock.NowMicros());
   });
+  impl->proxy_sessions = std::make_unique<ProxySessions>(clock);
+  api_options.proxy_sessions = impl->proxy_sessions.get();
   impl->api = std::make_unique<Api>(*impl->jobs, *impl->control, m, clock, api_options);
+  InteractiveProxyOptions proxy_options;
+  proxy_options.websockets = options.http_transport == "epoll";
+  impl->proxy =
+      std::make_unique<InteractiveProxy>(*impl->api, *impl->jobs, *impl->control, *impl->proxy_sessions, proxy_options);
   RETURN_IF_ERROR(StartAgentListener(*impl));
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
@@ -259,6 +270,7 @@ void Server::Impl::ExportHttpStats() {
 http::HttpResponse Server::Impl::Respond(http::HttpRequest& request) {
   http::HttpResponse res;
   if (request.path == "/metrics") ExportHttpStats();
+  if (InteractiveProxy::Handles(request.path)) return proxy->Serve(request);
   if (Studio::Handles(request.method, request.path)) {
     StudioResponse r = studio->Serve(request.path);
     res.status = r.status;

@@ -28,6 +28,7 @@ ROUTES = [
     ("POST", "/api/v1/jobs/{id}/resume", TENANT),
     ("GET", "/api/v1/jobs/{id}/events", TENANT),
     ("GET", "/api/v1/jobs/{id}/logs", TENANT),
+    ("POST", "/api/v1/jobs/{id}/proxy-session", TENANT),
     ("GET", "/api/v1/nodes", TENANT),
     ("POST", "/api/v1/nodes", NODE),
     ("GET", "/api/v1/nodes/{name}", TENANT),
@@ -56,6 +57,7 @@ CODES_FOR_STATUS = {
     417: {"INVALID_ARGUMENT"},
     431: {"RESOURCE_EXHAUSTED"},
     501: {"INVALID_ARGUMENT"},
+    502: {"UNAVAILABLE"},  # the interactive proxy: the task does not answer
     505: {"INVALID_ARGUMENT"},
 }
 

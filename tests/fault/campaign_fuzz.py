@@ -421,7 +421,7 @@ class RequestGenerator:
     def next(self):
         r = self.r
         req = FuzzRequest()
-        weights = [1, 1, 1, 1, 1, 12, 3, 4, 4, 4, 2, 2, 2, 2, 2, 2, 2, 2, 3, 2, 5, 1, 1, 1, 1, 2, 2, 2, 1, 1]
+        weights = [1, 1, 1, 1, 1, 12, 3, 4, 4, 4, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 2, 5, 1, 1, 1, 1, 2, 2, 2, 1, 1]
         method, pattern, access = r.choices(ROUTES, weights=weights)[0]
         if r.random() < 0.08:
             method = r.choice(METHODS)

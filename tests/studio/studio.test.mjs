@@ -2,11 +2,13 @@
 // Chromium driven by playwright-core. Signs in, sees the 4 devices, submits a job through the API and watches
 // it appear as a slice on its device, opens its page, reads its log, cancels it and sees it leave the device; a
 // tenant's token does not show another tenant's jobs. Then the workbench (workbench() below): submit from the
-// editor, the log viewer, clone, suspend/resume, priority and quota edits. Saves a screenshot of each page in
+// editor, the log viewer, clone, suspend/resume, priority and quota edits. An interactive job (docs/interactive.md):
+// Open shows its task — tests/e2e/interactive/echo_task.py — in a new tab, its WebSocket echo included. Saves a screenshot of each page in
 // XPOOL_STUDIO_ARTIFACTS. Exit 0 = pass, 1 = fail, 77 = skipped (no Chromium).
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -91,6 +93,44 @@ async function shot(page, name) {
   const file = path.join(artifacts, `${name}.png`);
   await page.screenshot({ path: file, fullPage: true });
   step(`screenshot ${file}`);
+}
+
+// A TCP port free on 127.0.0.1 now.
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+// An interactive job running the echo task (an HTML page whose script echoes a message over a WebSocket): its
+// page's Open button shows the task in a new tab through the proxy; another tenant gets 404 there.
+async function interactive(base, tpage, vision, audio) {
+  const python = '/usr/bin/python3';
+  if (!existsSync(python)) { step(`skipped the interactive job: no ${python}`); return; }
+  const echo = path.join(dir, 'echo_task.py');
+  copyFileSync(new URL('../e2e/interactive/echo_task.py', import.meta.url), echo);
+  chmodSync(echo, 0o755);
+  const port = await freePort();
+  const id = (await must(base, vision, 'POST', '/api/v1/jobs', {
+    name: 'notebook', kind: 'interactive', interactive: { port, 'idle-timeout': 0 }, resources: { cpu: 1 },
+    command: [python, echo] })).id;
+  await until(async () => (await api(base, vision, 'GET', `/api/v1/jobs/${id}/proxy/`)).status === 200,
+    'the interactive task answers through the proxy', 30000);
+  check((await api(base, audio, 'GET', `/api/v1/jobs/${id}/proxy/`)).status === 404, 'another tenant gets 404 from the proxy');
+  await tpage.goto(`${base}/jobs/${id}`);
+  await tpage.waitForSelector('[data-testid=open-interactive]:not([disabled])');
+  const [tab] = await Promise.all([tpage.context().waitForEvent('page'), tpage.click('[data-testid=open-interactive]')]);
+  await tab.waitForSelector('#title:has-text("xpool echo task")', { timeout: 15000 });
+  const url = new URL(tab.url());
+  check(url.pathname === `/api/v1/jobs/${id}/proxy/` && !url.search.includes('xpool-session'),
+    `Open shows the task at its proxy path, the one-time code gone: ${tab.url()}`);
+  await tab.waitForSelector('#ws:has-text("echo: hello from the page")', { timeout: 15000 });
+  check(true, 'the page\'s WebSocket echoes through the proxy');
+  await shot(tab, '13-interactive-open');
+  await tab.close();
+  await must(base, vision, 'POST', `/api/v1/jobs/${id}/cancel`);
 }
 
 async function signIn(page, base, token) {
@@ -259,7 +299,7 @@ async function main() {
   const wpage = await wctx.newPage();
   wpage.on('request', (r) => { if (!r.url().startsWith(base) && !r.url().startsWith('data:')) foreign.push(r.url()); });
   wpage.on('pageerror', (e) => pageErrors.push(String(e)));
-  await workbench(page, wpage, base, admin, vision);
+  await workbench(page, wpage, base, admin, vision, audio);
   await wctx.close();
 
   check(foreign.length === 0, `no external requests (${foreign.join(', ')})`);
@@ -271,7 +311,7 @@ async function main() {
 // The workbench: submit from the editor (checked as you type; bad YAML submits nothing), the log viewer (tail,
 // follow, replicas, ANSI stripped, search, download, auto-scroll), clone, suspend/resume, an admin's priority
 // and quota edits, the slice details, and what a tenant may not do.
-async function workbench(page, tpage, base, admin, vision) {
+async function workbench(page, tpage, base, admin, vision, audio) {
   const jobCount = async () => (await must(base, admin, 'GET', '/api/v1/jobs')).jobs.length;
   const editor = '[data-testid=spec-editor]';
   await page.click('nav >> text=Submit');
@@ -411,6 +451,7 @@ async function workbench(page, tpage, base, admin, vision) {
   await tpage.waitForSelector('[data-testid=spec-error]');
   check((await tpage.textContent('[data-testid=spec-error]')).includes('line 2, column 1'), 'another tenant in the spec is refused at its line');
   check((await must(base, admin, 'GET', '/api/v1/jobs?tenant=audio')).jobs.every((j) => j.name !== 'sneaky'), 'nothing was stored for audio');
+  await interactive(base, tpage, vision, audio);
 }
 
 let code = 0;

@@ -118,6 +118,8 @@ struct Api::Impl {
   // PATCH {"priority": 0..100 | "low" | "normal" | "high"} (admin): an event records old -> new and by whom.
   Result<ApiResponse> PatchJob(const ApiRequest& req, const Caller& caller, const Params& p);
   Result<ApiResponse> JobEvents(const ApiRequest&, const Caller& caller, const Params& p);
+  // An interactive job's one-time link to its proxy (ProxySessions): 201 {url, path, expires_us}.
+  Result<ApiResponse> CreateProxySession(const ApiRequest&, const Caller& caller, const Params& p);
   // Output of one replica, from the agents' log chunks (protocol::LogRelay). Query: replica (default 0), offset
   // (default: the last `limit` bytes), limit (default 1 MiB).
   Result<ApiResponse> JobLogs(const ApiRequest& req, const Caller& caller, const Params& p);

@@ -1,5 +1,6 @@
-// A job: state and why it is not running, actions (suspend, resume, cancel, clone; priority for admins), what it
-// asks for, placement per replica and device, events, its log (pages/logs.tsx) and spec.
+// A job: state and why it is not running, actions (open an interactive job, suspend, resume, cancel, clone;
+// priority for admins), what it asks for, placement per replica and device, events, its log (pages/logs.tsx)
+// and spec.
 import { useContext, useEffect, useState } from 'preact/hooks';
 import { ApiError, call } from '../api';
 import type { Job, JobEvent } from '../api';
@@ -27,6 +28,30 @@ function PriorityForm({ job, onChanged }: { job: Job; onChanged: (j: Job) => voi
       <datalist id="priorities"><option value="low" /><option value="normal" /><option value="high" /></datalist>
       <button type="submit" disabled={value.trim() === String(job.priority)}>Set</button>
     </form>
+  );
+}
+
+// An interactive job's task in a new tab (docs/interactive.md): a one-time link from the API, which the proxy
+// answers with its session cookie. The tab is opened before the call, while the click still counts as the
+// user's (popup blockers), and pointed at the link when it comes.
+function OpenButton({ job }: { job: Job }) {
+  const { token, act } = useContext(AppContext);
+  const open = () => {
+    const tab = window.open('about:blank', '_blank');
+    act('Open', async () => {
+      try {
+        const s = await call<{ url: string }>(token, 'POST', `/api/v1/jobs/${job.id}/proxy-session`);
+        const url = new URL(s.url, window.location.href).href;
+        if (tab) tab.location.href = url; else window.location.href = url;
+      } catch (e) {
+        tab?.close();
+        throw e;
+      }
+    });
+  };
+  return (
+    <button class="primary" data-testid="open-interactive" onClick={open} disabled={job.state !== 'running'}
+      title={job.state === 'running' ? 'Open the task (its port, through the server) in a new tab' : 'Opens while the job runs'}>Open</button>
   );
 }
 
@@ -63,6 +88,7 @@ export function JobPage({ id }: { id: number }) {
         <h2>{job.name || '(unnamed)'} <span class="muted">#{job.id}</span></h2>
         <span class={`state big st-${job.state}`} data-testid="job-state">{job.state}</span>
         <div class="spacer" />
+        {(job.spec as { kind?: string } | null)?.kind === 'interactive' && <OpenButton job={job} />}
         <button onClick={() => run('Suspend', 'suspend', `Job ${id}: suspend requested`)} disabled={job.state !== 'running'}
           title="Only a running job can be suspended (cancel a queued one)">Suspend</button>
         <button onClick={() => run('Resume', 'resume', `Job ${id} resumed`)} disabled={job.state !== 'suspended'}>Resume</button>
