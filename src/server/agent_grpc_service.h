@@ -4,8 +4,10 @@
 // messages (protocol/grpc_codec.h) and the Status codes; the checks and the logic are the Api's
 // (Api::RegisterAgentNode / AgentHeartbeat, the same code as the HTTP agent routes, which ends in AgentService).
 //
-// Owned by the Server; the Api outlives it. gRPC headers stay in the .cc. Thread-safe: calls arrive on gRPC's
-// threads; Shutdown() may be called from any thread (and more than once).
+// Owned by the Server; the Api outlives it. gRPC headers stay in the .cc. Thread-safe: every call is gRPC's
+// callback kind (no thread per call or per connection); Register and Heartbeat run on a fixed pool of
+// max(4, cores) threads, WaitForChange holds no thread while it waits. Shutdown() may be called from any thread
+// (and more than once).
 #include <memory>
 #include <string>
 

@@ -81,10 +81,11 @@ void AgentService::DeclareMetrics(MetricsRegistry& metrics) {
                          "and the agent's next report applies it.");
 }
 
-std::optional<JobRecord> AgentService::Vet(const std::string& node, const protocol::TaskReport& report) {
+std::optional<AgentService::Vetted> AgentService::Vet(const std::string& node, const protocol::TaskReport& report) {
   auto job = store_.GetJob(JobId(report.job_id));
   const std::string task_id = "job" + std::to_string(report.job_id) + "-r" + std::to_string(report.replica);
   std::string foreign;
+  TaskRecord task;
   if (!job.ok()) {
     foreign = "no such job";
   } else if (report.status.task_id != task_id) {
@@ -107,9 +108,11 @@ std::optional<JobRecord> AgentService::Vet(const std::string& node, const protoc
     if (mine == nullptr || mine->node != node) {
       foreign = mine == nullptr || mine->node.empty() ? "the replica is placed on no node"
                                                       : "the replica is placed on another node";
+    } else {
+      task = *mine;
     }
   }
-  if (foreign.empty()) return std::move(*job);
+  if (foreign.empty()) return Vetted{std::move(*job), std::move(task)};
   if (metrics_ != nullptr) metrics_->CounterAdd("xpool_agent_foreign_reports_total", {});
   std::fprintf(stderr, "xpool server: refused a report of task %s (job %lld, replica %d) from node %s: %s\n",
                report.status.task_id.c_str(), static_cast<long long>(report.job_id), report.replica, node.c_str(),
@@ -124,7 +127,8 @@ Status AgentService::Register(const Node& node) {
   return control_.RegisterNode(std::move(agent_node));
 }
 
-Status AgentService::ApplyReport(const protocol::TaskReport& report, const JobRecord& job) {
+Status AgentService::ApplyReport(const protocol::TaskReport& report, const Vetted& vetted) {
+  const JobRecord& job = vetted.job;
   const JobId id = job.id;
   if (IsTerminal(job.state)) return Status::Ok();
   if (report.restart_count != job.restart_count) return Status::Ok();  // a report from an earlier run
@@ -148,6 +152,8 @@ Status AgentService::ApplyReport(const protocol::TaskReport& report, const JobRe
     return control_.SuspendDone(id, SuspendOutcome(job, report.status));
   }
   if (st == protocol::TaskState::kRunning) {
+    const TaskRecord& task = vetted.task;
+    if (task.state == JobState::kRunning && !task.exit_code && task.updated_us == now) return Status::Ok();
     return store_.UpdateTask(id, report.replica, JobState::kRunning, std::nullopt, now);
   }
   if (st == protocol::TaskState::kSucceeded) {
@@ -286,13 +292,13 @@ Result<protocol::HeartbeatReply> AgentService::Heartbeat(const Node& node,
   RETURN_IF_ERROR(control_.Heartbeat(node.name));
   for (const protocol::TaskReport& r : tasks) {
     // Neither the state nor the output of a run the server already gave up, or of a task that is not this node's.
-    const std::optional<JobRecord> job = Vet(node.name, r);
-    if (!job) continue;
+    const std::optional<Vetted> vetted = Vet(node.name, r);
+    if (!vetted) continue;
     if (logs_ != nullptr) {
       logs_->Append(r.status.task_id, r.log_offset, r.log_data);
       logs_->MarkEnd(r.status.task_id, r.log_end);
     }
-    if (Status s = ApplyReport(r, *job); !s.ok()) NoteApplyError(node.name, r, s);
+    if (Status s = ApplyReport(r, *vetted); !s.ok()) NoteApplyError(node.name, r, s);
   }
   protocol::HeartbeatReply reply;
   reply.has_tasks = true;

@@ -47,14 +47,21 @@ class AgentService : public protocol::ControlPlaneClient {
   Result<int64_t> WaitForChange(const Node& node, int64_t seen, TimeMicros timeout) override;
 
  private:
-  // Whether `node` may report `report` (its state and its log chunk): its job's record when it may; nullopt for a
+  // A report Vet accepted: its job's record and its replica's task record, as the store holds them.
+  struct Vetted {
+    JobRecord job;
+    TaskRecord task;
+  };
+  // Whether `node` may report `report` (its state and its log chunk): its job's and task's records when it may;
+  // nullopt for a
   // report of an earlier placement of its job than the current one (stale), or of a task the server did not place
   // on `node` (another node's replica, an unknown job, a task id that is not "job<ID>-r<REPLICA>"). Counts and logs
   // each refusal (xpool_agent_stale_reports_total, xpool_agent_foreign_reports_total).
-  std::optional<JobRecord> Vet(const std::string& node, const protocol::TaskReport& report);
+  std::optional<Vetted> Vet(const std::string& node, const protocol::TaskReport& report);
   // Applies a vetted report to its job (running, ended, suspended, fenced). Errors leave the job as it was.
-  // `job` is the record Vet read (one store read per report).
-  Status ApplyReport(const protocol::TaskReport& report, const JobRecord& job);
+  // `vetted` holds the records Vet read (two store reads per report); a running task's report that repeats its
+  // task record (every heartbeat of a running task) writes nothing.
+  Status ApplyReport(const protocol::TaskReport& report, const Vetted& vetted);
   // Logs and counts (xpool_agent_report_errors_total) an ApplyReport error, except a job that moved on meanwhile.
   void NoteApplyError(const std::string& node, const protocol::TaskReport& report, const Status& error);
   Result<std::vector<protocol::TaskAssignment>> Wanted(const Node& node);

@@ -147,5 +147,37 @@ TEST_F(AgentServiceTest, AReportTheStoreRefusesIsAppliedAtTheNextOne) {
   EXPECT_EQ(Job(id)["state"], "succeeded");
 }
 
+TEST_F(AgentServiceTest, ARunningTasksRepeatedReportWritesNothing) {
+  // Every heartbeat reports every running task; once its task record says so, the store sees no write for it (a
+  // refused write would show here as a refusal and a report error).
+  FaultyStateStore faulty(*store_);
+  MetricsRegistry metrics;
+  AgentService::DeclareMetrics(metrics);
+  AgentService agents(*control_, faulty, nullptr, &metrics);
+  const int64_t id = SubmitAndPlace(kSpec);
+  const protocol::TaskReport running = Report(id, protocol::TaskState::kRunning);
+  ASSERT_TRUE(agents.Heartbeat(node_, {running}).ok());
+  ASSERT_EQ(Job(id)["state"], "running");
+
+  faulty.Fail("UpdateTask", UnavailableError("no write expected"));
+  for (int beat = 0; beat < 3; ++beat) {
+    auto reply = agents.Heartbeat(node_, {running});
+    ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+    EXPECT_EQ(reply->tasks.size(), 1u);
+  }
+  EXPECT_EQ(faulty.refused("UpdateTask"), 0);
+  EXPECT_NE(metrics.Render().find("xpool_agent_report_errors_total 0"), std::string::npos) << metrics.Render();
+
+  // A report that changes the record is written (and refused here: the write was attempted).
+  protocol::TaskReport done = Report(id, protocol::TaskState::kSucceeded);
+  done.status.exit_code = 0;
+  done.status.ended_at = clock_.NowMicros();
+  ASSERT_TRUE(agents.Heartbeat(node_, {done}).ok());
+  EXPECT_EQ(faulty.refused("UpdateTask"), 1);
+  faulty.Heal();
+  ASSERT_TRUE(agents.Heartbeat(node_, {done}).ok());
+  EXPECT_EQ(Job(id)["state"], "succeeded");
+}
+
 }  // namespace
 }  // namespace xpool::server

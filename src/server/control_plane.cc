@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "common/memory.h"
 #include "common/units.h"
 #include "model/job_state.h"
 #include "scheduler/queue/quota_amounts.h"
@@ -397,6 +398,9 @@ void ControlPlane::Loop() {
       next_tick = std::chrono::steady_clock::now() + std::chrono::microseconds(options_.tick);
       CheckNodeTimeouts();
       CheckInteractiveLimits();
+      // After a large batch (SubmitMany), at least one pass and its request are done by now: what they
+      // allocated is free, and held in malloc's free lists until given back.
+      if (release_memory_.exchange(false)) ReleaseFreeMemory();
     }
     RunPass(full);
   }

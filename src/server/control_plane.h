@@ -33,6 +33,7 @@
 // committed under the lock, so no request or other pass ever sees a victim chosen but not yet suspending.
 // Heartbeats of Ready nodes take only a separate small lock. Store calls that acknowledge a submission happen
 // outside the lock too.
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -312,6 +313,9 @@ class ControlPlane {
   bool wake_ = false;       // guarded by loop_mu_
   bool wake_full_ = false;  // guarded by loop_mu_
   bool stop_ = false;       // guarded by loop_mu_
+  // Set by a large batch submission: the loop's next tick gives the free heap back (common/memory.h).
+  static constexpr int64_t kReleaseMemoryAfterJobs = 1000;
+  std::atomic<bool> release_memory_{false};
   std::thread loop_;
 };
 

@@ -49,6 +49,7 @@ Result<std::vector<Result<JobRecord>>> ControlPlane::SubmitMany(const std::vecto
     }
   }
   if (metrics_ != nullptr && accepted > 0) metrics_->CounterAdd("xpool_jobs_submitted_total", {}, double(accepted));
+  if (accepted >= kReleaseMemoryAfterJobs) release_memory_ = true;
   if (accepted > 0) Wake(false);
   return stored;
 }

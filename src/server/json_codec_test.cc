@@ -103,4 +103,34 @@ TEST(JsonCodecTest, DeepBodiesAreRefusedBeforeParsing) {
 }
 
 }  // namespace
+// JsonListItems finds each item of the list as the text it was written, whatever the items hold (brackets and
+// escaped quotes in strings, nested lists), and refuses what ParseJsonObject and CheckKeys refuse.
+TEST(JsonCodecTest, JsonListItemsSplitsTheListWithoutReadingItsItems) {
+  struct Row {
+    std::string body;
+    std::vector<std::string> want;
+  };
+  const std::vector<Row> rows = {
+      {R"({"jobs":[{"a":1},{"b":[1,2]}]})", {R"({"a":1})", R"({"b":[1,2]})"}},
+      {" { \"jobs\" :\n [ {\"s\": \"]},[\\\"{\"} , 7 ,\"x\", [[]] ] } ",
+       {R"({"s": "]},[\"{"})", "7", R"("x")", "[[]]"}},
+      {R"({"jobs":[]})", {}},
+      {R"({"jobs":{"a":1}})", {}},
+      {R"({})", {}},
+      {R"({"jobs":[1],"jobs":[2,3]})", {"2", "3"}},
+      {R"({"jo\u0062s":[true]})", {"true"}},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.body);
+    Result<std::vector<std::string_view>> items = JsonListItems(row.body, "jobs");
+    ASSERT_TRUE(items.ok()) << items.status().ToString();
+    EXPECT_EQ(std::vector<std::string>(items->begin(), items->end()), row.want);
+  }
+  for (const std::string bad : {"", "[1]", "{", R"({"jobs":[1,]})", R"({"jobs":[1]} x)", R"({"jobs":[{}],"x":1})"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_EQ(JsonListItems(bad, "jobs").status().code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ(JsonListItems(R"({"jobs":[{}],"x":1})", "jobs").status().message(), "unknown field 'x'");
+}
+
 }  // namespace xpool::server::internal

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/memory.h"
 #include "store/internal/clip.h"
 
 namespace xpool {
@@ -35,6 +36,7 @@ Result<std::unique_ptr<CachingStateStore>> CachingStateStore::Load(StateStore& b
   ASSIGN_OR_RETURN(std::vector<AllocationRecord> allocations, base.ListAllocations());
   std::lock_guard lock(cache->mu_);
   for (AllocationRecord& a : allocations) cache->allocations_[a.job.value()].push_back(std::move(a));
+  ReleaseFreeMemory();  // the pages of records read and copied into the cache
   return cache;
 }
 

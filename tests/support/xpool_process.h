@@ -167,6 +167,7 @@ class ServerProcess {
 
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   int port() const { return port_; }
+  pid_t pid() const { return process_.pid(); }
   // Contents of STATE_DIR/admin.token without the newline ("" if absent).
   std::string AdminToken() const { return ReadFile(std::filesystem::path(state_dir_) / "admin.token"); }
   std::string Log() const { return process_.Log(); }

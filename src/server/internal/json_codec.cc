@@ -97,6 +97,41 @@ Result<Device> DeviceFromJson(const Json& j, const std::string& path) {
   return d;
 }
 
+// Scanners over text already known to be JSON (Json::accept): they find where values end without reading them.
+size_t SkipSpace(std::string_view t, size_t i) {
+  while (i < t.size() && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r')) ++i;
+  return i;
+}
+
+// `i` is at a string's opening quote; returns the index past its closing quote.
+size_t SkipString(std::string_view t, size_t i) {
+  for (++i; i < t.size() && t[i] != '"'; ++i) {
+    if (t[i] == '\\') ++i;
+  }
+  return i + 1;
+}
+
+// `i` is at a value's first character; returns the index past its last.
+size_t SkipValue(std::string_view t, size_t i) {
+  if (t[i] == '"') return SkipString(t, i);
+  if (t[i] != '{' && t[i] != '[') {
+    while (i < t.size() && std::string_view(",]} \t\r\n").find(t[i]) == std::string_view::npos) ++i;
+    return i;
+  }
+  int depth = 0;
+  while (i < t.size()) {
+    const char c = t[i];
+    if (c == '"') {
+      i = SkipString(t, i);
+      continue;
+    }
+    depth += (c == '{' || c == '[') ? 1 : (c == '}' || c == ']') ? -1 : 0;
+    ++i;
+    if (depth == 0) break;
+  }
+  return i;
+}
+
 }  // namespace
 
 Result<Json> ParseJsonObject(std::string_view body) {
@@ -105,6 +140,34 @@ Result<Json> ParseJsonObject(std::string_view body) {
   if (j.is_discarded()) return InvalidArgumentError("body: malformed JSON");
   if (!j.is_object()) return InvalidArgumentError("body must be a JSON object");
   return j;
+}
+
+Result<std::vector<std::string_view>> JsonListItems(std::string_view body, std::string_view key) {
+  RETURN_IF_ERROR(CheckNesting(body, NestingSyntax::kJson, "body"));
+  if (!Json::accept(body)) return InvalidArgumentError("body: malformed JSON");
+  size_t i = SkipSpace(body, 0);
+  if (body[i] != '{') return InvalidArgumentError("body must be a JSON object");
+  std::string_view list;  // the last `key` field's value
+  for (i = SkipSpace(body, i + 1); body[i] != '}'; i = SkipSpace(body, i + 1)) {
+    const size_t key_end = SkipString(body, i);
+    std::string name(body.substr(i + 1, key_end - i - 2));
+    if (name.find('\\') != std::string::npos) name = Json::parse(body.substr(i, key_end - i)).get<std::string>();
+    const size_t value = SkipSpace(body, SkipSpace(body, key_end) + 1);  // past the ':'
+    i = SkipValue(body, value);
+    if (name != key) return InvalidArgumentError("unknown field '" + name + "'");
+    list = body.substr(value, i - value);
+    i = SkipSpace(body, i);
+    if (body[i] == '}') break;  // else a ','
+  }
+  std::vector<std::string_view> items;
+  if (list.empty() || list[0] != '[') return items;
+  for (size_t j = SkipSpace(list, 1); list[j] != ']'; j = SkipSpace(list, j + 1)) {
+    const size_t end = SkipValue(list, j);
+    items.push_back(list.substr(j, end - j));
+    j = SkipSpace(list, end);
+    if (list[j] == ']') break;  // else a ','
+  }
+  return items;
 }
 
 Status CheckKeys(const Json& object, const std::string& path, std::initializer_list<std::string_view> allowed) {

@@ -18,6 +18,12 @@ using Json = nlohmann::json;
 
 // InvalidArgument "body: malformed JSON: ..." on a parse error; the body must be an object.
 Result<Json> ParseJsonObject(std::string_view body);
+// The items of the list under `key` in a JSON object body (`{"jobs": [...]}`), as spans of `body`, without
+// building the document: the body is checked to be JSON (and an object whose only field is `key`) by a scan that
+// allocates nothing, so each item is parsed once, by its reader (POST /api/v1/jobs:batch hands each to
+// ParseJobSpec). InvalidArgument as ParseJsonObject and CheckKeys word it; no items when the field is missing or not
+// a list. Duplicate keys: the last one counts, as in ParseJsonObject.
+Result<std::vector<std::string_view>> JsonListItems(std::string_view body, std::string_view key);
 // Refuses keys of `object` outside `allowed` ("unknown field 'devices[0].modle'").
 Status CheckKeys(const Json& object, const std::string& path, std::initializer_list<std::string_view> allowed);
 

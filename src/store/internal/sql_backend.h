@@ -55,6 +55,9 @@ class SqlBackend {
   virtual std::string_view ForUpdate() const = 0;  // " FOR UPDATE" or ""
   // Serialises concurrent migrations (inside a transaction). SQLite: nothing (BEGIN IMMEDIATE already does).
   virtual Status LockForMigration() = 0;
+  // Frees what the connection caches and can read again (SQLite: the clean pages of its page cache), after a
+  // large transaction filled it. Default: nothing.
+  virtual void ReleaseMemory() {}
 };
 
 }  // namespace xpool::store_internal

@@ -490,6 +490,12 @@ std::vector<Result<JobRecord>> SqlStore::SubmitJobs(const std::vector<std::pair<
   batch.reserve(pending.size());
   for (PendingSubmit& p : pending) batch.push_back(&p);
   if (!batch.empty()) CommitBatch(batch);
+  if (batch.size() >= kReleaseAfterBatch) {
+    // The batch filled the writer's page cache (up to its limit, 64 MiB for SQLite): give those pages back
+    // rather than hold them until the next batch, so a server's memory follows the jobs it holds.
+    std::lock_guard lock(mu_);
+    db_->ReleaseMemory();
+  }
   for (size_t k = 0; k < pending.size(); ++k) results[index[k]] = std::move(pending[k].result);
   return results;
 }

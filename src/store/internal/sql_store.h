@@ -94,7 +94,8 @@ class SqlStore final : public StateStore {
     Result<JobRecord> result;
     bool done;  // guarded by submit_mu_
   };
-  static constexpr size_t kMaxSubmitBatch = 256;  // submissions group commit puts in one transaction
+  static constexpr size_t kMaxSubmitBatch = 256;      // submissions group commit puts in one transaction
+  static constexpr size_t kReleaseAfterBatch = 1000;  // SubmitJobs of this many frees the writer's cache after
 
   // Inserts one job, its tasks and its event. Caller holds mu_ inside a transaction.
   Status InsertJob(const PendingSubmit& p, JobId* id);

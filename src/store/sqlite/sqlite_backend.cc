@@ -119,6 +119,7 @@ class SqliteBackend final : public SqlBackend {
   std::string_view IdColumn() const override { return "INTEGER PRIMARY KEY AUTOINCREMENT"; }
   std::string_view ForUpdate() const override { return ""; }
   Status LockForMigration() override { return Status::Ok(); }
+  void ReleaseMemory() override { sqlite3_db_release_memory(db_); }
 
  private:
   Status Simple(const char* sql) {
