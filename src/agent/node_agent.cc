@@ -33,7 +33,7 @@ NodeAgent::NodeAgent(Node node, ControlPlaneClient* client, Launcher* launcher)
   // Tasks of an earlier agent on this state dir: reported with the next heartbeat (running ones keep running).
   int running = 0, ended = 0;
   for (const AdoptedTask& t : launcher_->Adopt()) {
-    meta_[t.status.task_id] = Meta{t.job_id, t.replica, t.restart_count, /*adopted=*/true};
+    meta_[t.status.task_id] = Meta{t.job_id, t.replica, t.restart_count, /*adopted=*/true, {}};
     (t.status.running() ? running : ended)++;
   }
   if (running + ended > 0) {
@@ -215,6 +215,7 @@ Status NodeAgent::Tick() {
     resend_tails_ = false;
   }
   std::vector<TaskReport> reports = Reports();
+  MeasureUse(&reports);
   const TimeMicros sent_at = BootTimeMicros();  // the server saw the node alive no earlier than this
   auto answer = client_->Heartbeat(node_, reports);
   if (!answer.ok()) {
@@ -243,6 +244,37 @@ void NodeAgent::RenewLease(TimeMicros sent_at, TimeMicros node_timeout) {
   }
 }
 
+void NodeAgent::MeasureUse(std::vector<TaskReport>* reports) {
+  if (usage_probe_ == nullptr) return;
+  std::vector<TaskOnNode> running;
+  for (const TaskReport& r : *reports) {
+    if (!r.status.running()) continue;
+    TaskOnNode t{r.status.task_id, r.status.pid, {}, launcher_->TaskDir(r.status.task_id) + "/vgpu.region"};
+    if (auto it = meta_.find(t.task_id); it != meta_.end()) t.devices = it->second.devices;
+    running.push_back(std::move(t));
+  }
+  for (Device& d : node_.devices) d.used_memory_mib = d.sm_permille = -1;
+  auto sample = usage_probe_->Sample(node_, running);
+  if (!sample.ok()) {
+    if (!usage_error_noted_) notices_.push_back("cannot measure device use: " + sample.status().message());
+    usage_error_noted_ = true;
+    return;
+  }
+  usage_error_noted_ = false;
+  for (Device& d : node_.devices) {
+    if (auto it = sample->devices.find(d.index); it != sample->devices.end()) {
+      d.used_memory_mib = it->second.used_memory_mib;
+      d.sm_permille = it->second.sm_permille;
+    }
+  }
+  for (TaskReport& r : *reports) {
+    if (!r.status.running()) continue;
+    if (auto it = sample->task_memory.find(r.status.task_id); it != sample->task_memory.end()) {
+      r.used_memory_mib = it->second;
+    }
+  }
+}
+
 bool NodeAgent::HasNews() { return started_unreported_ || !launcher_->Poll().empty(); }
 
 void NodeAgent::StartTask(const TaskAssignment& a) {
@@ -250,7 +282,7 @@ void NodeAgent::StartTask(const TaskAssignment& a) {
   started_unreported_ = true;
   Status s = launcher_->Start(a.spec);
   if (s.ok()) {
-    meta_[id] = Meta{a.spec.job_id, a.spec.replica, a.spec.restart_count, /*adopted=*/false};
+    meta_[id] = Meta{a.spec.job_id, a.spec.replica, a.spec.restart_count, /*adopted=*/false, a.spec.devices};
     start_errors_.erase(id);
     ended_logs_.erase(id);  // the new run's follower reads the stream's tail again, earlier output included
     return;

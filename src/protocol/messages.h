@@ -38,6 +38,9 @@ struct TaskReport {
   // Once the task has ended and its log was read to the end (the exit line included): the length of its whole
   // output stream; the server's copy is complete when it holds bytes up to here. -1 while it may still grow.
   int64_t log_end = -1;
+  // Device memory the task's processes hold, summed over its devices (MiB), as the agent measured it (the runtime
+  // library's shared region, else NVML's per-process accounting); -1 = not measured.
+  int64_t used_memory_mib = -1;
 };
 
 struct HeartbeatReply {
@@ -53,9 +56,17 @@ struct HeartbeatReply {
   int64_t generation = 0;
 };
 
-// What one heartbeat carries: per-device health (by index) and every task report.
+// One device's measured use in a heartbeat (Device::used_memory_mib, Device::sm_permille); -1 = not measured.
+struct DeviceUsageSample {
+  int index = 0;
+  int64_t used_memory_mib = -1;
+  int64_t sm_permille = -1;
+};
+
+// What one heartbeat carries: per-device health (by index), the devices' measured use, and every task report.
 struct HeartbeatRequest {
   std::vector<std::pair<int, bool>> device_health;  // (index, healthy)
+  std::vector<DeviceUsageSample> device_usage;      // only devices with a measurement; old agents send none
   std::vector<TaskReport> tasks;
   // True when the body had a "tasks" list: an agent that takes assignments. A bare `{}` (a load tool, an old
   // agent) only marks the node seen.
