@@ -217,7 +217,7 @@ Status NodeAgent::Tick() {
   std::vector<TaskReport> reports = Reports();
   MeasureUse(&reports);
   const TimeMicros sent_at = BootTimeMicros();  // the server saw the node alive no earlier than this
-  auto answer = client_->Heartbeat(node_, reports);
+  auto answer = client_->Heartbeat(node_, reports, measured_);
   if (!answer.ok()) {
     resend_tails_ = true;
     return answer.status();
@@ -253,7 +253,7 @@ void NodeAgent::MeasureUse(std::vector<TaskReport>* reports) {
     if (auto it = meta_.find(t.task_id); it != meta_.end()) t.devices = it->second.devices;
     running.push_back(std::move(t));
   }
-  for (Device& d : node_.devices) d.used_memory_mib = d.sm_permille = -1;
+  measured_.clear();
   auto sample = usage_probe_->Sample(node_, running);
   if (!sample.ok()) {
     if (!usage_error_noted_) notices_.push_back("cannot measure device use: " + sample.status().message());
@@ -261,11 +261,8 @@ void NodeAgent::MeasureUse(std::vector<TaskReport>* reports) {
     return;
   }
   usage_error_noted_ = false;
-  for (Device& d : node_.devices) {
-    if (auto it = sample->devices.find(d.index); it != sample->devices.end()) {
-      d.used_memory_mib = it->second.used_memory_mib;
-      d.sm_permille = it->second.sm_permille;
-    }
+  for (const auto& [index, use] : sample->devices) {
+    measured_.push_back(protocol::DeviceUsageSample{index, use.used_memory_mib, use.sm_permille});
   }
   for (TaskReport& r : *reports) {
     if (!r.status.running()) continue;

@@ -77,7 +77,7 @@ class NodeAgent {
   void NoteError(const std::string& task_id, const Status& status);
   void StartTask(const TaskAssignment& assignment);
   void RenewLease(TimeMicros sent_at, TimeMicros node_timeout);
-  // Samples the usage probe into node_'s devices and the running tasks' reports (unmeasured on an error).
+  // Samples the usage probe into measured_ and the running tasks' reports (nothing measured on an error).
   void MeasureUse(std::vector<TaskReport>* reports);
 
   struct Meta {
@@ -124,6 +124,7 @@ class NodeAgent {
   bool resend_tails_ = false;
   bool lease_error_noted_ = false;
   UsageProbe* usage_probe_ = nullptr;
+  std::vector<protocol::DeviceUsageSample> measured_;  // the devices' use for the next heartbeat
   bool usage_error_noted_ = false;
 };
 

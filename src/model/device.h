@@ -34,10 +34,6 @@ struct Device {
   DeviceMode mode = DeviceMode::kShared;
   bool healthy = true;
   bool cordoned = false;
-  // Measured by the node's agent for its heartbeat (agent/usage_probe.h), not part of the node's description:
-  // device memory in use (MiB) and SM utilisation (permille). -1 = not measured.
-  int64_t used_memory_mib = -1;
-  int64_t sm_permille = -1;
 };
 
 // Link quality between two devices of a node, as a score: higher = faster. Symmetric; the diagonal is unused.

@@ -130,14 +130,18 @@ Result<Node> NodeFromProto(const v1::Node& in) {
   return n;
 }
 
-void HeartbeatToProto(const Node& node, const std::vector<TaskReport>& tasks, v1::HeartbeatRequest* out) {
+void HeartbeatToProto(const Node& node, const std::vector<TaskReport>& tasks, v1::HeartbeatRequest* out,
+                      const std::vector<DeviceUsageSample>& device_usage) {
   out->set_node(node.name);
   for (const Device& d : node.devices) {
     v1::DeviceHealth* h = out->add_devices();
     h->set_index(d.index);
     h->set_healthy(d.healthy);
-    if (d.used_memory_mib >= 0) h->set_used_memory_mib(d.used_memory_mib);
-    if (d.sm_permille >= 0) h->set_sm_permille(d.sm_permille);
+    for (const DeviceUsageSample& u : device_usage) {
+      if (u.index != d.index) continue;
+      if (u.used_memory_mib >= 0) h->set_used_memory_mib(u.used_memory_mib);
+      if (u.sm_permille >= 0) h->set_sm_permille(u.sm_permille);
+    }
   }
   for (const TaskReport& r : tasks) {
     const TaskStatus& s = r.status;

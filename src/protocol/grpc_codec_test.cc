@@ -104,12 +104,10 @@ TEST(GrpcCodecTest, HeartbeatRoundTripsReportsAndLogs) {
 
 TEST(GrpcCodecTest, HeartbeatCarriesMeasuredUseAndOldAgentsSendNone) {
   Node node = MakeNode("n1").WithGpus(2, "A100", 81920).Build();
-  node.devices[0].used_memory_mib = 1000;
-  node.devices[0].sm_permille = 0;  // measured idle: sent, unlike unmeasured
   TaskReport r = test_data::SampleFailedReport();
   r.used_memory_mib = 512;
   v1::HeartbeatRequest p;
-  HeartbeatToProto(node, {r}, &p);
+  HeartbeatToProto(node, {r}, &p, {DeviceUsageSample{0, 1000, 0}});  // measured idle: sent, unlike unmeasured
   EXPECT_FALSE(p.devices(1).has_used_memory_mib());
   auto back = HeartbeatFromProto(p);
   ASSERT_TRUE(back.ok()) << back.status().ToString();

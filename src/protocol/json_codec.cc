@@ -300,13 +300,17 @@ std::string RegisterBody(const Node& node) {
   return j.dump();
 }
 
-std::string HeartbeatBody(const Node& node, const std::vector<TaskReport>& tasks) {
+std::string HeartbeatBody(const Node& node, const std::vector<TaskReport>& tasks,
+                          const std::vector<DeviceUsageSample>& device_usage) {
   Json j;
   j["devices"] = Json::array();
   for (const Device& d : node.devices) {
     Json entry = {{"index", d.index}, {"healthy", d.healthy}};
-    if (d.used_memory_mib >= 0) entry["used_memory_mib"] = d.used_memory_mib;
-    if (d.sm_permille >= 0) entry["sm_permille"] = d.sm_permille;
+    for (const DeviceUsageSample& u : device_usage) {
+      if (u.index != d.index) continue;
+      if (u.used_memory_mib >= 0) entry["used_memory_mib"] = u.used_memory_mib;
+      if (u.sm_permille >= 0) entry["sm_permille"] = u.sm_permille;
+    }
     j["devices"].push_back(std::move(entry));
   }
   j["tasks"] = Json::array();

@@ -91,11 +91,9 @@ TEST(ProtocolTest, HeartbeatBodyRoundTripsWithLogChunk) {
 
 TEST(ProtocolTest, HeartbeatCarriesMeasuredUseAndOldBodiesHaveNone) {
   Node node = MakeNode("n1").WithGpus(2, "A100", 81920).Build();
-  node.devices[1].used_memory_mib = 20480;
-  node.devices[1].sm_permille = 625;
   TaskReport r = test_data::SampleFailedReport();
   r.used_memory_mib = 4096;
-  auto req = ParseHeartbeatBody(HeartbeatBody(node, {r}));
+  auto req = ParseHeartbeatBody(HeartbeatBody(node, {r}, {DeviceUsageSample{1, 20480, 625}}));
   ASSERT_TRUE(req.ok()) << req.status().ToString();
   ASSERT_EQ(req->device_usage.size(), 1u);  // device 0 was not measured: not sent
   EXPECT_EQ(req->device_usage[0].index, 1);

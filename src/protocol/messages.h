@@ -78,8 +78,15 @@ class ControlPlaneClient {
   virtual ~ControlPlaneClient() = default;
   // Registers (or re-registers) the node with its devices and links.
   virtual Status Register(const Node& node) = 0;
-  // Reports device health and every task; returns the tasks the server wants on this node.
-  virtual Result<HeartbeatReply> Heartbeat(const Node& node, const std::vector<TaskReport>& tasks) = 0;
+  // Reports device health, the devices' measured use (only those measured; empty = none) and every task; returns
+  // the tasks the server wants on this node. Implementations say `using ControlPlaneClient::Heartbeat;` to keep
+  // the two-argument form below.
+  virtual Result<HeartbeatReply> Heartbeat(const Node& node, const std::vector<TaskReport>& tasks,
+                                           const std::vector<DeviceUsageSample>& device_usage) = 0;
+  // The same with nothing measured.
+  Result<HeartbeatReply> Heartbeat(const Node& node, const std::vector<TaskReport>& tasks) {
+    return Heartbeat(node, tasks, {});
+  }
   // Whether the transport holds a working connection to the server now (it may try to connect). Lets the agent
   // cut a backoff short when an unreachable server comes back, before the server's node timeout runs out.
   // False when the transport cannot tell.
