@@ -50,6 +50,7 @@ std::vector<UsageRecorder::Rate> UsageRecorder::RatesLocked(TimeMicros now, cons
   struct Where {
     size_t rate;  // the device's row in `rates`
     int64_t allocated_compute;
+    int64_t allocated_memory;
     const Measure* measure;
   };
   std::map<std::string, Where> by_uuid;
@@ -70,7 +71,7 @@ std::vector<UsageRecorder::Rate> UsageRecorder::RatesLocked(TimeMicros now, cons
         r.used_compute_milli = std::max<int64_t>(0, measure->sm_permille);
         r.used_memory_mib = std::max<int64_t>(0, measure->used_memory_mib);
       }
-      by_uuid[d.uuid] = Where{rates.size(), r.alloc_compute_milli, measure};
+      by_uuid[d.uuid] = Where{rates.size(), r.alloc_compute_milli, r.alloc_memory_mib, measure};
       rates.push_back(std::move(r));
     }
   }
@@ -90,8 +91,12 @@ std::vector<UsageRecorder::Rate> UsageRecorder::RatesLocked(TimeMicros now, cons
       auto w = by_uuid.find(g.device_uuid);
       if (w == by_uuid.end() || w->second.measure == nullptr || w->second.measure->sm_permille < 0) continue;
       job.measured = true;
-      if (w->second.allocated_compute > 0) {
-        job.used_compute_milli += w->second.measure->sm_permille * g.compute_milli / w->second.allocated_compute;
+      // The job's share of the device's SM time: by compute grant; by memory grant where nobody reserved compute.
+      const Where& where = w->second;
+      if (where.allocated_compute > 0) {
+        job.used_compute_milli += where.measure->sm_permille * g.compute_milli / where.allocated_compute;
+      } else if (where.allocated_memory > 0) {
+        job.used_compute_milli += where.measure->sm_permille * g.memory_mib / where.allocated_memory;
       }
     }
     auto t = tasks_.find({a.job.value(), a.replica});

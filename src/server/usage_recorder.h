@@ -8,8 +8,9 @@
 // and what was measured lately (not older than `stale_after`):
 //   1. a device's row: its allocated compute and memory, its measured SM utilisation and memory in use;
 //   2. a job's row (with its tenant): its grants summed over replicas and devices; its used compute is, per
-//      device, the device's measured SM utilisation × the job's share of the compute allocated there; its used
-//      memory is what its tasks reported.
+//      device, the device's measured SM utilisation × the job's share of the compute allocated there (of the
+//      memory allocated there when no grant on the device reserves compute); its used memory is what its tasks
+//      reported.
 // Amounts are integrals (milli-device-seconds, MiB-seconds); a step's interval is split at minute boundaries, and
 // a minute is written once it has passed (a store error keeps it for the next step). A gap longer than `max_step`
 // (a paused server) counts as `max_step`.

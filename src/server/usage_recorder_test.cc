@@ -184,5 +184,22 @@ TEST_F(UsageRecorderTest, MinutesAreWrittenOnceTheyPassAndAStepIsSplitAtTheirEnd
   EXPECT_EQ(store_->ListUsage(filter)->size(), 2u);
 }
 
+TEST_F(UsageRecorderTest, SmTimeOnADeviceWhereNobodyReservedComputeIsSharedByMemoryGrant) {
+  ApiResponse r = Call("POST", "/api/v1/jobs", speech_,
+                       "name: mem-only\nresources: {gpu: 1, gpumem-percentage: 50}\ncommand: sleep 100\n");
+  ASSERT_EQ(r.status, 201) << r.body;
+  const int64_t id = Body(r)["id"].get<int64_t>();
+  control_->RunPass(true);
+  ASSERT_TRUE(Step().ok());
+  clock_.Advance(kMinuteUs);
+  Beat({{DeviceOf(id), {600, 20480}}}, {{id, 20480}});
+  ASSERT_TRUE(Step().ok());
+  UsageFilter filter;
+  auto rows = store_->ListUsage(filter);
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].alloc_compute_milli_s, 0);     // no compute reserved
+  EXPECT_EQ((*rows)[0].used_compute_milli_s, 36000);  // but the device's SM time is its own
+}
+
 }  // namespace
 }  // namespace xpool::server
