@@ -80,7 +80,7 @@ export function UsagePage() {
       .catch((e) => { if (live) setError((e as Error).message); });
     return () => { live = false; };
   }, [token, range, tenant, data.updated]);
-  const tenants = me.admin ? (data.tenants ?? []).map((t) => t.name) : [me.name];
+  const tenants = me.admin ? (data.tenants ?? []).map((t) => t.name).filter((n) => n !== 'xpool-nodes') : [me.name];
   return (
     <section>
       <h2>Usage</h2>
