@@ -95,9 +95,10 @@ Status GrpcControlPlaneClient::Register(const Node& node) {
   return FromGrpc(impl_->stub->Register(&ctx, request, &reply), "Register", impl_->options.target);
 }
 
-Result<HeartbeatReply> GrpcControlPlaneClient::Heartbeat(const Node& node, const std::vector<TaskReport>& tasks) {
+Result<HeartbeatReply> GrpcControlPlaneClient::Heartbeat(const Node& node, const std::vector<TaskReport>& tasks,
+                                                         const std::vector<protocol::DeviceUsageSample>& device_usage) {
   v1::HeartbeatRequest request;
-  protocol::HeartbeatToProto(node, tasks, &request);
+  protocol::HeartbeatToProto(node, tasks, &request, device_usage);
   v1::HeartbeatReply reply;
   grpc::ClientContext ctx;
   impl_->Prepare(&ctx);

@@ -30,7 +30,9 @@ class GrpcControlPlaneClient final : public ControlPlaneClient {
   explicit GrpcControlPlaneClient(GrpcClientOptions options);
   ~GrpcControlPlaneClient() override;
   Status Register(const Node& node) override;
-  Result<HeartbeatReply> Heartbeat(const Node& node, const std::vector<TaskReport>& tasks) override;
+  using ControlPlaneClient::Heartbeat;
+  Result<HeartbeatReply> Heartbeat(const Node& node, const std::vector<TaskReport>& tasks,
+                                   const std::vector<protocol::DeviceUsageSample>& device_usage) override;
   // The channel is READY (asking it to connect when idle).
   bool Connected() override;
   // The WaitForChange RPC with `timeout` as its deadline (then: `seen`, nothing changed); a server without the

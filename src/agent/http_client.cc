@@ -45,9 +45,10 @@ Status HttpControlPlaneClient::Register(const Node& node) {
   return Post("/api/v1/nodes?agent=1", protocol::RegisterBody(node)).status();
 }
 
-Result<HeartbeatReply> HttpControlPlaneClient::Heartbeat(const Node& node, const std::vector<TaskReport>& tasks) {
-  ASSIGN_OR_RETURN(std::string body,
-                   Post("/api/v1/nodes/" + node.name + "/heartbeat", protocol::HeartbeatBody(node, tasks)));
+Result<HeartbeatReply> HttpControlPlaneClient::Heartbeat(const Node& node, const std::vector<TaskReport>& tasks,
+                                                         const std::vector<protocol::DeviceUsageSample>& device_usage) {
+  ASSIGN_OR_RETURN(std::string body, Post("/api/v1/nodes/" + node.name + "/heartbeat",
+                                          protocol::HeartbeatBody(node, tasks, device_usage)));
   return protocol::ParseHeartbeatReply(body);
 }
 

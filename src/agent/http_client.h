@@ -25,7 +25,9 @@ class HttpControlPlaneClient final : public ControlPlaneClient {
  public:
   explicit HttpControlPlaneClient(HttpClientOptions options);
   Status Register(const Node& node) override;
-  Result<HeartbeatReply> Heartbeat(const Node& node, const std::vector<TaskReport>& tasks) override;
+  using ControlPlaneClient::Heartbeat;
+  Result<HeartbeatReply> Heartbeat(const Node& node, const std::vector<TaskReport>& tasks,
+                                   const std::vector<protocol::DeviceUsageSample>& device_usage) override;
 
  private:
   Result<std::string> Post(const std::string& path, const std::string& body);

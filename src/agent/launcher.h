@@ -134,6 +134,8 @@ class Launcher {
 
   Result<TaskStatus> Get(const std::string& task_id) const;
   std::vector<TaskStatus> List() const;
+  // The task's directory (<state_dir>/<task_id>); its runtime library's shared region is "vgpu.region" in it.
+  std::string TaskDir(const std::string& task_id) const;
   // Forgets an ended task: its log files stay, its spec and status go (a later Adopt() does not see it
   // again). FailedPrecondition while it runs.
   Status Forget(const std::string& task_id);
@@ -167,7 +169,6 @@ class Launcher {
   void ShimLostLocked(Task* task);
   void ReapShimLocked(Task* task, bool block);
   TimeMicros Now() const;
-  std::string TaskDir(const std::string& task_id) const;
 
   const LauncherOptions options_;
   std::string vgpu_library_;               // resolved; empty when not found

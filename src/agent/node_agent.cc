@@ -33,7 +33,7 @@ NodeAgent::NodeAgent(Node node, ControlPlaneClient* client, Launcher* launcher)
   // Tasks of an earlier agent on this state dir: reported with the next heartbeat (running ones keep running).
   int running = 0, ended = 0;
   for (const AdoptedTask& t : launcher_->Adopt()) {
-    meta_[t.status.task_id] = Meta{t.job_id, t.replica, t.restart_count, /*adopted=*/true};
+    meta_[t.status.task_id] = Meta{t.job_id, t.replica, t.restart_count, /*adopted=*/true, {}};
     (t.status.running() ? running : ended)++;
   }
   if (running + ended > 0) {
@@ -215,8 +215,9 @@ Status NodeAgent::Tick() {
     resend_tails_ = false;
   }
   std::vector<TaskReport> reports = Reports();
+  MeasureUse(&reports);
   const TimeMicros sent_at = BootTimeMicros();  // the server saw the node alive no earlier than this
-  auto answer = client_->Heartbeat(node_, reports);
+  auto answer = client_->Heartbeat(node_, reports, measured_);
   if (!answer.ok()) {
     resend_tails_ = true;
     return answer.status();
@@ -243,6 +244,34 @@ void NodeAgent::RenewLease(TimeMicros sent_at, TimeMicros node_timeout) {
   }
 }
 
+void NodeAgent::MeasureUse(std::vector<TaskReport>* reports) {
+  if (usage_probe_ == nullptr) return;
+  std::vector<TaskOnNode> running;
+  for (const TaskReport& r : *reports) {
+    if (!r.status.running()) continue;
+    TaskOnNode t{r.status.task_id, r.status.pid, {}, launcher_->TaskDir(r.status.task_id) + "/vgpu.region"};
+    if (auto it = meta_.find(t.task_id); it != meta_.end()) t.devices = it->second.devices;
+    running.push_back(std::move(t));
+  }
+  measured_.clear();
+  auto sample = usage_probe_->Sample(node_, running);
+  if (!sample.ok()) {
+    if (!usage_error_noted_) notices_.push_back("cannot measure device use: " + sample.status().message());
+    usage_error_noted_ = true;
+    return;
+  }
+  usage_error_noted_ = false;
+  for (const auto& [index, use] : sample->devices) {
+    measured_.push_back(protocol::DeviceUsageSample{index, use.used_memory_mib, use.sm_permille});
+  }
+  for (TaskReport& r : *reports) {
+    if (!r.status.running()) continue;
+    if (auto it = sample->task_memory.find(r.status.task_id); it != sample->task_memory.end()) {
+      r.used_memory_mib = it->second;
+    }
+  }
+}
+
 bool NodeAgent::HasNews() { return started_unreported_ || !launcher_->Poll().empty(); }
 
 void NodeAgent::StartTask(const TaskAssignment& a) {
@@ -250,7 +279,7 @@ void NodeAgent::StartTask(const TaskAssignment& a) {
   started_unreported_ = true;
   Status s = launcher_->Start(a.spec);
   if (s.ok()) {
-    meta_[id] = Meta{a.spec.job_id, a.spec.replica, a.spec.restart_count, /*adopted=*/false};
+    meta_[id] = Meta{a.spec.job_id, a.spec.replica, a.spec.restart_count, /*adopted=*/false, a.spec.devices};
     start_errors_.erase(id);
     ended_logs_.erase(id);  // the new run's follower reads the stream's tail again, earlier output included
     return;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "agent/launcher.h"
+#include "agent/usage/usage_probe.h"
 #include "model/device.h"
 #include "protocol/messages.h"
 #include "protocol/task_log.h"
@@ -55,6 +56,9 @@ class NodeAgent {
   // heartbeats so that an exit or a start is reported at once.
   bool HasNews();
   const Node& node() const { return node_; }
+  // Measures the devices' and tasks' actual use for every heartbeat from now on (null: none measured, the
+  // default). `probe` outlives the agent.
+  void SetUsageProbe(UsageProbe* probe) { usage_probe_ = probe; }
 
  private:
   struct LogShip;
@@ -73,12 +77,15 @@ class NodeAgent {
   void NoteError(const std::string& task_id, const Status& status);
   void StartTask(const TaskAssignment& assignment);
   void RenewLease(TimeMicros sent_at, TimeMicros node_timeout);
+  // Samples the usage probe into measured_ and the running tasks' reports (nothing measured on an error).
+  void MeasureUse(std::vector<TaskReport>* reports);
 
   struct Meta {
     int64_t job_id = 0;
     int replica = 0;
     int restart_count = 0;
-    bool adopted = false;  // found running or ended when this agent started (Launcher::Adopt)
+    bool adopted = false;                       // found running or ended when this agent started (Launcher::Adopt)
+    std::vector<protocol::TaskDevice> devices;  // its grants; unknown (empty) when adopted
   };
   Node node_;
   ControlPlaneClient* client_;
@@ -116,6 +123,9 @@ class NodeAgent {
   // server drops what it already has by offset.
   bool resend_tails_ = false;
   bool lease_error_noted_ = false;
+  UsageProbe* usage_probe_ = nullptr;
+  std::vector<protocol::DeviceUsageSample> measured_;  // the devices' use for the next heartbeat
+  bool usage_error_noted_ = false;
 };
 
 }  // namespace xpool::agent

@@ -27,9 +27,13 @@ class FakeControlPlane : public ControlPlaneClient {
     registered = node.name;
     return Status::Ok();
   }
-  Result<HeartbeatReply> Heartbeat(const Node&, const std::vector<TaskReport>& tasks) override {
+  using ControlPlaneClient::Heartbeat;
+  Result<HeartbeatReply> Heartbeat(const Node&, const std::vector<TaskReport>& tasks,
+                                   const std::vector<protocol::DeviceUsageSample>& device_usage) override {
     ++heartbeats;
     if (!reachable) return UnavailableError("server unreachable");
+    last_usage.clear();
+    for (const protocol::DeviceUsageSample& u : device_usage) last_usage[u.index] = u;
     last_reports = tasks;
     for (const TaskReport& r : tasks) {
       logs->Append(r.status.task_id, r.log_offset, r.log_data);
@@ -77,6 +81,7 @@ class FakeControlPlane : public ControlPlaneClient {
   bool ack_ended = false;
   std::vector<TaskAssignment> wanted;
   std::vector<TaskReport> last_reports;
+  std::map<int, protocol::DeviceUsageSample> last_usage;  // by device index, as the last heartbeat sent it
   std::optional<protocol::LogRelay> logs{std::in_place};  // emplace() = a restarted server's empty copy
 };
 
@@ -200,6 +205,26 @@ TEST_F(NodeAgentTest, RunsReportsAndForgetsAfterAck) {
   ASSERT_TRUE(agent_->Tick().ok());
   EXPECT_EQ(server_.Report("job12-r0"), nullptr);
   EXPECT_FALSE(launcher_->Get("job12-r0").ok());
+}
+
+TEST_F(NodeAgentTest, HeartbeatsCarryMeasuredUseOfDevicesAndRunningTasks) {
+  ASSERT_TRUE(agent_->Tick().ok());  // no probe: nothing measured
+  EXPECT_TRUE(server_.last_usage.empty());
+  SimulatedUsageProbe probe;
+  agent_->SetUsageProbe(&probe);
+  TaskAssignment a = Run("job12-r0", "exec sleep 20");
+  protocol::TaskDevice grant;
+  grant.index = 1;
+  grant.memory_mib = 10000;
+  grant.core_percent = 50;
+  a.spec.devices = {grant};
+  server_.wanted = {a};
+  ASSERT_TRUE(TickUntil("job12-r0", TaskState::kRunning));
+  ASSERT_TRUE(agent_->Tick().ok());
+  EXPECT_EQ(server_.Report("job12-r0")->used_memory_mib, 5000);
+  EXPECT_EQ(server_.last_usage[0].used_memory_mib, 0);
+  EXPECT_EQ(server_.last_usage[1].used_memory_mib, 5000);
+  EXPECT_EQ(server_.last_usage[1].sm_permille, 300);
 }
 
 TEST_F(NodeAgentTest, RestartWithHigherCountRunsAgain) {

@@ -158,7 +158,7 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<protocol:
 // a rejected token (the agent keeps trying: an admin may create the token after the agent starts).
 int Serve(const agent::DiscoveryReport& report, const std::string& server, const std::string& token,
           const std::string& state_dir, bool stop_tasks, const TaskIdentityFlags& identity,
-          const std::string& mps_control) {
+          const std::string& mps_control, const std::string& nvml_library) {
   agent::LauncherOptions options;
   options.state_dir = state_dir;
   options.stop_tasks_on_exit = stop_tasks;
@@ -184,6 +184,8 @@ int Serve(const agent::DiscoveryReport& report, const std::string& server, const
     return 2;
   }
   agent::NodeAgent node_agent(node, client->get(), &launcher);
+  std::unique_ptr<agent::UsageProbe> usage_probe = agent::MakeUsageProbe(report.source, nvml_library);
+  node_agent.SetUsageProbe(usage_probe.get());        // measured use in every heartbeat (null: none)
   agent::ChangeWatcher watcher(client->get(), node);  // heartbeats at once on a change (docs/agent.md)
   std::signal(SIGINT, OnInterrupt);
   std::signal(SIGTERM, OnInterrupt);
@@ -442,7 +444,7 @@ int RunAgent(const Args& args) {
   if (!server.empty()) {
     if (!print_devices && !report->note.empty()) std::fprintf(stderr, "agent: %s\n", report->note.c_str());
     report->node.labels[protocol::kNodeAddressLabel] = address.empty() ? agent::DefaultNodeAddress(server) : address;
-    return Serve(*report, server, token, state_dir, stop_tasks, identity, mps_control);
+    return Serve(*report, server, token, state_dir, stop_tasks, identity, mps_control, nvml_library);
   }
   if (!run) return 0;
   auto devices = ParseDevices(devices_list, *report, gpumem, gpucores);

@@ -379,6 +379,34 @@ int RunTop(const Args& args) {
   return 0;
 }
 
+int RunUsage(const Args& args) {
+  FlagSet flags("xpool usage",
+                "GPU-hours allocated and used (measured by the agents) per tenant, and per job with --by-job.\n"
+                "xpool usage [--tenant T] [--since 7d] [--by-job] [-o json|yaml]. A tenant's token sees its own.");
+  ClientFlags cf;
+  cf.Add(flags, true);
+  std::string tenant, since = "7d";
+  bool by_job = false;
+  flags.String("tenant", &tenant, "this tenant only (admin: any; default: every tenant the token may see)");
+  flags.String("since", &since, "how far back: 90m, 24h, 7d (default 7d)");
+  flags.Bool("by-job", &by_job, "per job too");
+  int code = 0;
+  if (!ParseClient(flags, args, &code)) return code;
+  OutputFormat format;
+  if (!OutputOrExit(cf, &format, &code)) return code;
+  if (!flags.positional().empty()) {
+    std::fprintf(stderr, "usage: xpool usage [--tenant T] [--since 7d] [--by-job]\n");
+    return 2;
+  }
+  std::string path = "/api/v1/usage?since=" + since + (by_job ? "&by=job" : "");
+  if (!tenant.empty()) path += "&tenant=" + tenant;
+  auto reply = Call(cf.connection(), "GET", path);
+  if (!reply.ok()) return Fail(reply.status());
+  if (format == OutputFormat::kJson || format == OutputFormat::kYaml) return PrintDocument(*reply, format);
+  PrintUsageTables(*reply);
+  return 0;
+}
+
 int RunTenants(const Args& args) {
   FlagSet flags("xpool tenants",
                 "Manages tenants (admin): xpool tenants create|update NAME [--quota JSON] [--guaranteed JSON];\n"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -162,6 +163,61 @@ void PrintTenantTable(const json& tenants, bool wide) {
       }
       row.insert(row.end(), {bands.empty() ? "-" : bands, Str(t, "created_at", "-")});
     }
+    rows.push_back(std::move(row));
+  }
+  PrintTable(headers, rows);
+}
+
+namespace {
+
+// 1234 milli-hours → "1.234".
+std::string MilliText(int64_t milli) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%s%lld.%03lld", milli < 0 ? "-" : "",
+                static_cast<long long>(std::llabs(milli) / 1000), static_cast<long long>(std::llabs(milli) % 1000));
+  return text;
+}
+
+// A usage entry's columns: GPU-hours allocated and used, used / allocated, memory (GiB-hours), measured time.
+std::vector<std::string> UsageColumns(const json& u) {
+  const int64_t alloc = u.value("allocated_gpu_milli_hours", int64_t{0});
+  const int64_t used = u.value("used_gpu_milli_hours", int64_t{0});
+  const int64_t seconds = u.value("job_seconds", int64_t{0});
+  const int64_t measured = u.value("measured_seconds", int64_t{0});
+  auto percent = [](int64_t part, int64_t whole) {
+    return whole > 0 ? std::to_string((part * 100 + whole / 2) / whole) + "%" : std::string("-");
+  };
+  return {MilliText(alloc),
+          MilliText(used),
+          percent(used, alloc),
+          MilliText(u.value("allocated_memory_mib_hours", int64_t{0}) * 1000 / 1024),
+          MilliText(u.value("used_memory_mib_hours", int64_t{0}) * 1000 / 1024),
+          percent(measured, seconds)};
+}
+
+}  // namespace
+
+void PrintUsageTables(const json& usage) {
+  std::printf("Usage %s .. %s\n", Str(usage, "since").c_str(), Str(usage, "until").c_str());
+  const std::vector<std::string> columns = {"GPU-H ALLOC",     "GPU-H USED",     "USED/ALLOC",
+                                            "MEM GIB-H ALLOC", "MEM GIB-H USED", "MEASURED"};
+  std::vector<std::string> headers = {"TENANT"};
+  headers.insert(headers.end(), columns.begin(), columns.end());
+  std::vector<std::vector<std::string>> rows;
+  for (const json& t : usage.value("tenants", json::array())) {
+    std::vector<std::string> row = {Str(t, "tenant")};
+    for (std::string& c : UsageColumns(t)) row.push_back(std::move(c));
+    rows.push_back(std::move(row));
+  }
+  PrintTable(headers, rows);
+  if (!usage.contains("jobs")) return;
+  std::printf("\n");
+  headers = {"JOB", "NAME", "TENANT"};
+  headers.insert(headers.end(), columns.begin(), columns.end());
+  rows.clear();
+  for (const json& j : usage["jobs"]) {
+    std::vector<std::string> row = {Str(j, "id"), Str(j, "name"), Str(j, "tenant")};
+    for (std::string& c : UsageColumns(j)) row.push_back(std::move(c));
     rows.push_back(std::move(row));
   }
   PrintTable(headers, rows);

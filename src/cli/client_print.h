@@ -26,5 +26,8 @@ void PrintTenantTable(const nlohmann::json& tenants, bool wide);
 void PrintJobDetail(const nlohmann::json& job, const nlohmann::json& events);
 // `xpool top`: one row per device of `nodes`.
 void PrintDeviceTable(const nlohmann::json& nodes);
+// GET /api/v1/usage: GPU-hours allocated and used (and the share of time measured) per tenant, then per job when
+// the reply has "jobs".
+void PrintUsageTables(const nlohmann::json& usage);
 
 }  // namespace xpool::cli

@@ -14,6 +14,7 @@ int RunSuspend(const Args& args);
 int RunResume(const Args& args);
 int RunPriority(const Args& args);
 int RunTop(const Args& args);
+int RunUsage(const Args& args);
 int RunTenants(const Args& args);
 int RunTokens(const Args& args);
 int RunNodes(const Args& args);

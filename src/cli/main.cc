@@ -46,6 +46,8 @@ const Command kCommands[] = {
     {"resume", "resume a suspended job", RunResume},
     {"priority", "change a job's priority (admin): xpool priority JOB 0..100|low|normal|high", RunPriority},
     {"top", "devices: memory (GiB) and compute (%) allocated / capacity", RunTop},
+    {"usage", "GPU-hours allocated and used per tenant and job: xpool usage --tenant T --since 7d [--by-job]",
+     RunUsage},
     {"tenants", "create, update or list tenants (admin)", RunTenants},
     {"tokens", "create a token for a tenant or a node agent (admin)", RunTokens},
     {"nodes", "list nodes; register, cordon or uncordon them (admin)", RunNodes},

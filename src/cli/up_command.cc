@@ -135,6 +135,8 @@ int RunUp(const Args& args) {
   for (const std::string& n : launcher.TakeNotices()) std::fprintf(stderr, "agent: %s\n", n.c_str());
   // The server's own agent service (it keeps the reports' log chunks in the server's relay, as for remote agents).
   agent::NodeAgent node_agent(report->node, &(*server)->agent_service(), &launcher);
+  std::unique_ptr<agent::UsageProbe> usage_probe = agent::MakeUsageProbe(report->source, nvml_library);
+  node_agent.SetUsageProbe(usage_probe.get());
   std::thread agent_thread(AgentLoop, &node_agent, &(*server)->agent_service());
 
   // The hint names the bound port (with --listen HOST:0 that is only known once the server has bound it).

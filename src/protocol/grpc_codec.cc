@@ -130,12 +130,18 @@ Result<Node> NodeFromProto(const v1::Node& in) {
   return n;
 }
 
-void HeartbeatToProto(const Node& node, const std::vector<TaskReport>& tasks, v1::HeartbeatRequest* out) {
+void HeartbeatToProto(const Node& node, const std::vector<TaskReport>& tasks, v1::HeartbeatRequest* out,
+                      const std::vector<DeviceUsageSample>& device_usage) {
   out->set_node(node.name);
   for (const Device& d : node.devices) {
     v1::DeviceHealth* h = out->add_devices();
     h->set_index(d.index);
     h->set_healthy(d.healthy);
+    for (const DeviceUsageSample& u : device_usage) {
+      if (u.index != d.index) continue;
+      if (u.used_memory_mib >= 0) h->set_used_memory_mib(u.used_memory_mib);
+      if (u.sm_permille >= 0) h->set_sm_permille(u.sm_permille);
+    }
   }
   for (const TaskReport& r : tasks) {
     const TaskStatus& s = r.status;
@@ -158,13 +164,32 @@ void HeartbeatToProto(const Node& node, const std::vector<TaskReport>& tasks, v1
       t->set_log_data(r.log_data);
     }
     if (r.log_end >= 0) t->set_log_end(r.log_end);
+    if (r.used_memory_mib >= 0) t->set_used_memory_mib(r.used_memory_mib);
   }
 }
 
 Result<HeartbeatRequest> HeartbeatFromProto(const v1::HeartbeatRequest& in) {
   HeartbeatRequest req;
   req.has_tasks = true;  // a gRPC agent always takes assignments
-  for (const v1::DeviceHealth& d : in.devices()) req.device_health.emplace_back(d.index(), d.healthy());
+  for (int i = 0; i < in.devices_size(); ++i) {
+    const v1::DeviceHealth& d = in.devices(i);
+    req.device_health.emplace_back(d.index(), d.healthy());
+    if (!d.has_used_memory_mib() && !d.has_sm_permille()) continue;
+    const std::string where = "devices[" + std::to_string(i) + "]";
+    DeviceUsageSample sample;
+    sample.index = d.index();
+    if (d.has_used_memory_mib()) {
+      if (d.used_memory_mib() < 0) return InvalidArgumentError("heartbeat: " + where + ".used_memory_mib is negative");
+      sample.used_memory_mib = d.used_memory_mib();
+    }
+    if (d.has_sm_permille()) {
+      if (d.sm_permille() < 0 || d.sm_permille() > 1000) {
+        return InvalidArgumentError("heartbeat: " + where + ".sm_permille is not in [0, 1000]");
+      }
+      sample.sm_permille = d.sm_permille();
+    }
+    req.device_usage.push_back(sample);
+  }
   for (int i = 0; i < in.tasks_size(); ++i) {
     const v1::TaskReport& t = in.tasks(i);
     const std::string where = "tasks[" + std::to_string(i) + "]";
@@ -191,6 +216,10 @@ Result<HeartbeatRequest> HeartbeatFromProto(const v1::HeartbeatRequest& in) {
     if (t.has_log_end()) {
       if (t.log_end() < 0) return InvalidArgumentError("heartbeat: " + where + ".log_end is negative");
       r.log_end = t.log_end();
+    }
+    if (t.has_used_memory_mib()) {
+      if (t.used_memory_mib() < 0) return InvalidArgumentError("heartbeat: " + where + ".used_memory_mib is negative");
+      r.used_memory_mib = t.used_memory_mib();
     }
     req.tasks.push_back(std::move(r));
   }

@@ -24,7 +24,8 @@ namespace v1 = ::xpool::agent::v1;  // the generated messages (package xpool.age
 
 // Agent → server.
 void NodeToProto(const Node& node, v1::Node* out);
-void HeartbeatToProto(const Node& node, const std::vector<TaskReport>& tasks, v1::HeartbeatRequest* out);
+void HeartbeatToProto(const Node& node, const std::vector<TaskReport>& tasks, v1::HeartbeatRequest* out,
+                      const std::vector<DeviceUsageSample>& device_usage = {});
 // Server side. Bad messages (unknown vendor or state, a link table of the wrong size, an invalid node) are
 // InvalidArgument naming the field. Devices are numbered in message order.
 Result<Node> NodeFromProto(const v1::Node& in);

@@ -102,6 +102,38 @@ TEST(GrpcCodecTest, HeartbeatRoundTripsReportsAndLogs) {
   EXPECT_EQ(HeartbeatFromProto(bad)->tasks[0].log_end, -1);
 }
 
+TEST(GrpcCodecTest, HeartbeatCarriesMeasuredUseAndOldAgentsSendNone) {
+  Node node = MakeNode("n1").WithGpus(2, "A100", 81920).Build();
+  TaskReport r = test_data::SampleFailedReport();
+  r.used_memory_mib = 512;
+  v1::HeartbeatRequest p;
+  HeartbeatToProto(node, {r}, &p, {DeviceUsageSample{0, 1000, 0}});  // measured idle: sent, unlike unmeasured
+  EXPECT_FALSE(p.devices(1).has_used_memory_mib());
+  auto back = HeartbeatFromProto(p);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->device_usage.size(), 1u);
+  EXPECT_EQ(back->device_usage[0].index, 0);
+  EXPECT_EQ(back->device_usage[0].used_memory_mib, 1000);
+  EXPECT_EQ(back->device_usage[0].sm_permille, 0);
+  EXPECT_EQ(back->tasks[0].used_memory_mib, 512);
+
+  v1::HeartbeatRequest old = p;  // what an agent without the fields sends
+  old.mutable_devices(0)->clear_used_memory_mib();
+  old.mutable_devices(0)->clear_sm_permille();
+  old.mutable_tasks(0)->clear_used_memory_mib();
+  auto old_back = HeartbeatFromProto(old);
+  ASSERT_TRUE(old_back.ok());
+  EXPECT_TRUE(old_back->device_usage.empty());
+  EXPECT_EQ(old_back->tasks[0].used_memory_mib, -1);
+
+  v1::HeartbeatRequest bad = p;
+  bad.mutable_devices(0)->set_sm_permille(1500);
+  EXPECT_EQ(HeartbeatFromProto(bad).status().code(), StatusCode::kInvalidArgument);
+  bad = p;
+  bad.mutable_tasks(0)->set_used_memory_mib(-2);
+  EXPECT_EQ(HeartbeatFromProto(bad).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(GrpcCodecTest, ReplyRoundTrips) {
   HeartbeatReply reply;
   reply.interval_micros = 750'000;

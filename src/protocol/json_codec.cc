@@ -207,7 +207,32 @@ Result<TaskReport> ReportFromJson(const Json& t, const std::string& where) {
     RETURN_IF_ERROR(Get(t, "log_end", "heartbeat", where, &r.log_end));
     if (r.log_end < 0) return InvalidArgumentError("heartbeat: " + where + ".log_end is negative");
   }
+  if (t.contains("used_memory_mib")) {
+    RETURN_IF_ERROR(Get(t, "used_memory_mib", "heartbeat", where, &r.used_memory_mib));
+    if (r.used_memory_mib < 0) return InvalidArgumentError("heartbeat: " + where + ".used_memory_mib is negative");
+  }
   return r;
+}
+
+// A device entry's measured use; `sample` keeps -1 for what the entry does not carry.
+Status DeviceUsageFromJson(const Json& d, const std::string& where, DeviceUsageSample* sample) {
+  for (const char* key : {"used_memory_mib", "sm_permille"}) {  // quantities are integers (MiB, permille)
+    if (d.contains(key) && !d[key].is_number_integer()) {
+      return InvalidArgumentError("heartbeat: " + where + "." + key + " is not an integer");
+    }
+  }
+  if (d.contains("used_memory_mib")) {
+    RETURN_IF_ERROR(Get(d, "used_memory_mib", "heartbeat", where, &sample->used_memory_mib));
+    if (sample->used_memory_mib < 0)
+      return InvalidArgumentError("heartbeat: " + where + ".used_memory_mib is negative");
+  }
+  if (d.contains("sm_permille")) {
+    RETURN_IF_ERROR(Get(d, "sm_permille", "heartbeat", where, &sample->sm_permille));
+    if (sample->sm_permille < 0 || sample->sm_permille > 1000) {
+      return InvalidArgumentError("heartbeat: " + where + ".sm_permille is not in [0, 1000]");
+    }
+  }
+  return Status::Ok();
 }
 
 // Length of the UTF-8 sequence starting with `lead`, 0 when `lead` cannot start one.
@@ -275,10 +300,19 @@ std::string RegisterBody(const Node& node) {
   return j.dump();
 }
 
-std::string HeartbeatBody(const Node& node, const std::vector<TaskReport>& tasks) {
+std::string HeartbeatBody(const Node& node, const std::vector<TaskReport>& tasks,
+                          const std::vector<DeviceUsageSample>& device_usage) {
   Json j;
   j["devices"] = Json::array();
-  for (const Device& d : node.devices) j["devices"].push_back({{"index", d.index}, {"healthy", d.healthy}});
+  for (const Device& d : node.devices) {
+    Json entry = {{"index", d.index}, {"healthy", d.healthy}};
+    for (const DeviceUsageSample& u : device_usage) {
+      if (u.index != d.index) continue;
+      if (u.used_memory_mib >= 0) entry["used_memory_mib"] = u.used_memory_mib;
+      if (u.sm_permille >= 0) entry["sm_permille"] = u.sm_permille;
+    }
+    j["devices"].push_back(std::move(entry));
+  }
   j["tasks"] = Json::array();
   for (const TaskReport& r : tasks) {
     const TaskStatus& s = r.status;
@@ -297,6 +331,7 @@ std::string HeartbeatBody(const Node& node, const std::vector<TaskReport>& tasks
     if (s.fenced) t["fenced"] = true;
     if (!r.log_data.empty()) t["log"] = {{"offset", r.log_offset}, {"data", r.log_data}};
     if (r.log_end >= 0) t["log_end"] = r.log_end;
+    if (r.used_memory_mib >= 0) t["used_memory_mib"] = r.used_memory_mib;
     j["tasks"].push_back(std::move(t));
   }
   // Task output is not always UTF-8: replace what is not rather than fail the heartbeat.
@@ -318,6 +353,10 @@ Result<HeartbeatRequest> ParseHeartbeatBody(std::string_view body) {
       RETURN_IF_ERROR(Get(d, "index", "heartbeat", where, &index));
       RETURN_IF_ERROR(Get(d, "healthy", "heartbeat", where, &healthy));
       req.device_health.emplace_back(index, healthy);
+      DeviceUsageSample sample;
+      sample.index = index;
+      RETURN_IF_ERROR(DeviceUsageFromJson(d, where, &sample));
+      if (sample.used_memory_mib >= 0 || sample.sm_permille >= 0) req.device_usage.push_back(sample);
     }
   }
   if (!j.contains("tasks")) return req;

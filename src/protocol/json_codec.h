@@ -13,7 +13,8 @@ namespace xpool::protocol {
 
 // Agent → server.
 std::string RegisterBody(const Node& node);
-std::string HeartbeatBody(const Node& node, const std::vector<TaskReport>& tasks);
+std::string HeartbeatBody(const Node& node, const std::vector<TaskReport>& tasks,
+                          const std::vector<DeviceUsageSample>& device_usage = {});
 // Server side: parses a heartbeat body. An empty body is a heartbeat without tasks. Bad bodies are
 // InvalidArgument naming the field.
 Result<HeartbeatRequest> ParseHeartbeatBody(std::string_view body);

@@ -89,6 +89,34 @@ TEST(ProtocolTest, HeartbeatBodyRoundTripsWithLogChunk) {
   EXPECT_EQ(b.log_data, r.log_data);
 }
 
+TEST(ProtocolTest, HeartbeatCarriesMeasuredUseAndOldBodiesHaveNone) {
+  Node node = MakeNode("n1").WithGpus(2, "A100", 81920).Build();
+  TaskReport r = test_data::SampleFailedReport();
+  r.used_memory_mib = 4096;
+  auto req = ParseHeartbeatBody(HeartbeatBody(node, {r}, {DeviceUsageSample{1, 20480, 625}}));
+  ASSERT_TRUE(req.ok()) << req.status().ToString();
+  ASSERT_EQ(req->device_usage.size(), 1u);  // device 0 was not measured: not sent
+  EXPECT_EQ(req->device_usage[0].index, 1);
+  EXPECT_EQ(req->device_usage[0].used_memory_mib, 20480);
+  EXPECT_EQ(req->device_usage[0].sm_permille, 625);
+  EXPECT_EQ(req->tasks[0].used_memory_mib, 4096);
+
+  // An agent that measures nothing (an older one) is still accepted.
+  auto old = ParseHeartbeatBody(R"({"devices": [{"index": 0, "healthy": true}], "tasks": [{"task_id": "t1",
+      "job_id": 1, "replica": 0, "state": "running"}]})");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_TRUE(old->device_usage.empty());
+  EXPECT_EQ(old->tasks[0].used_memory_mib, -1);
+
+  for (const char* body :
+       {R"({"devices": [{"index": 0, "used_memory_mib": -1}]})", R"({"devices": [{"index": 0, "sm_permille": 1001}]})",
+        R"({"devices": [{"index": 0, "sm_permille": 0.5}]})",
+        R"({"tasks": [{"task_id": "t1", "state": "running", "used_memory_mib": -3}]})"}) {
+    SCOPED_TRACE(body);
+    EXPECT_EQ(ParseHeartbeatBody(body).status().code(), StatusCode::kInvalidArgument);
+  }
+}
+
 TEST(ProtocolTest, BareHeartbeatHasNoTasks) {
   for (const char* body : {"", "  ", "{}"}) {
     SCOPED_TRACE(body);

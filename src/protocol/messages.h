@@ -38,6 +38,9 @@ struct TaskReport {
   // Once the task has ended and its log was read to the end (the exit line included): the length of its whole
   // output stream; the server's copy is complete when it holds bytes up to here. -1 while it may still grow.
   int64_t log_end = -1;
+  // Device memory the task's processes hold, summed over its devices (MiB), as the agent measured it (the runtime
+  // library's shared region, else NVML's per-process accounting); -1 = not measured.
+  int64_t used_memory_mib = -1;
 };
 
 struct HeartbeatReply {
@@ -53,9 +56,17 @@ struct HeartbeatReply {
   int64_t generation = 0;
 };
 
-// What one heartbeat carries: per-device health (by index) and every task report.
+// One device's measured use in a heartbeat (Device::used_memory_mib, Device::sm_permille); -1 = not measured.
+struct DeviceUsageSample {
+  int index = 0;
+  int64_t used_memory_mib = -1;
+  int64_t sm_permille = -1;
+};
+
+// What one heartbeat carries: per-device health (by index), the devices' measured use, and every task report.
 struct HeartbeatRequest {
   std::vector<std::pair<int, bool>> device_health;  // (index, healthy)
+  std::vector<DeviceUsageSample> device_usage;      // only devices with a measurement; old agents send none
   std::vector<TaskReport> tasks;
   // True when the body had a "tasks" list: an agent that takes assignments. A bare `{}` (a load tool, an old
   // agent) only marks the node seen.
@@ -67,8 +78,15 @@ class ControlPlaneClient {
   virtual ~ControlPlaneClient() = default;
   // Registers (or re-registers) the node with its devices and links.
   virtual Status Register(const Node& node) = 0;
-  // Reports device health and every task; returns the tasks the server wants on this node.
-  virtual Result<HeartbeatReply> Heartbeat(const Node& node, const std::vector<TaskReport>& tasks) = 0;
+  // Reports device health, the devices' measured use (only those measured; empty = none) and every task; returns
+  // the tasks the server wants on this node. Implementations say `using ControlPlaneClient::Heartbeat;` to keep
+  // the two-argument form below.
+  virtual Result<HeartbeatReply> Heartbeat(const Node& node, const std::vector<TaskReport>& tasks,
+                                           const std::vector<DeviceUsageSample>& device_usage) = 0;
+  // The same with nothing measured.
+  Result<HeartbeatReply> Heartbeat(const Node& node, const std::vector<TaskReport>& tasks) {
+    return Heartbeat(node, tasks, {});
+  }
   // Whether the transport holds a working connection to the server now (it may try to connect). Lets the agent
   // cut a backoff short when an unreachable server comes back, before the server's node timeout runs out.
   // False when the transport cannot tell.

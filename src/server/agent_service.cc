@@ -288,18 +288,28 @@ std::optional<protocol::DistributedEnv> AgentService::Distributed(const std::vec
 }
 
 Result<protocol::HeartbeatReply> AgentService::Heartbeat(const Node& node,
-                                                         const std::vector<protocol::TaskReport>& tasks) {
+                                                         const std::vector<protocol::TaskReport>& tasks,
+                                                         const std::vector<protocol::DeviceUsageSample>& device_usage) {
   RETURN_IF_ERROR(control_.Heartbeat(node.name));
+  std::vector<protocol::TaskReport> measured;  // vetted reports that carry measured use (the usage history)
   for (const protocol::TaskReport& r : tasks) {
     // Neither the state nor the output of a run the server already gave up, or of a task that is not this node's.
     const std::optional<Vetted> vetted = Vet(node.name, r);
     if (!vetted) continue;
+    if (r.used_memory_mib >= 0) {  // without its log chunk
+      protocol::TaskReport& m = measured.emplace_back();
+      m.job_id = r.job_id;
+      m.replica = r.replica;
+      m.status.state = r.status.state;
+      m.used_memory_mib = r.used_memory_mib;
+    }
     if (logs_ != nullptr) {
       logs_->Append(r.status.task_id, r.log_offset, r.log_data);
       logs_->MarkEnd(r.status.task_id, r.log_end);
     }
     if (Status s = ApplyReport(r, *vetted); !s.ok()) NoteApplyError(node.name, r, s);
   }
+  if (usage_ != nullptr) usage_->OnHeartbeat(node.name, device_usage, measured);
   protocol::HeartbeatReply reply;
   reply.has_tasks = true;
   reply.interval_micros = kMicrosPerSecond / 2;

@@ -29,6 +29,7 @@
 #include "protocol/messages.h"
 #include "server/control_plane.h"
 #include "server/metrics.h"
+#include "server/usage_recorder.h"
 #include "store/state_store.h"
 
 namespace xpool::server {
@@ -39,10 +40,15 @@ class AgentService : public protocol::ControlPlaneClient {
   // (tests). A job that names no workdir runs in its task's own directory on the node.
   AgentService(ControlPlane& control, StateStore& store, protocol::LogRelay* logs = nullptr,
                MetricsRegistry* metrics = nullptr);
+  // Hands every heartbeat's measured use (devices' and tasks') to `recorder` (the usage history); set before the
+  // first heartbeat. Null: measurements are dropped.
+  void SetUsageRecorder(UsageRecorder* recorder) { usage_ = recorder; }
   static void DeclareMetrics(MetricsRegistry& metrics);
 
   Status Register(const Node& node) override;
-  Result<protocol::HeartbeatReply> Heartbeat(const Node& node, const std::vector<protocol::TaskReport>& tasks) override;
+  using ControlPlaneClient::Heartbeat;
+  Result<protocol::HeartbeatReply> Heartbeat(const Node& node, const std::vector<protocol::TaskReport>& tasks,
+                                             const std::vector<protocol::DeviceUsageSample>& device_usage) override;
   // In process (`xpool up`): waits on the control plane's ChangeFeed for the node's generation to leave `seen`.
   Result<int64_t> WaitForChange(const Node& node, int64_t seen, TimeMicros timeout) override;
 
@@ -72,6 +78,7 @@ class AgentService : public protocol::ControlPlaneClient {
   StateStore& store_;
   protocol::LogRelay* logs_;
   MetricsRegistry* metrics_;
+  UsageRecorder* usage_ = nullptr;
 };
 
 }  // namespace xpool::server

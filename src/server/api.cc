@@ -178,7 +178,7 @@ Result<protocol::HeartbeatReply> Api::Impl::AgentBeat(const std::string& node, c
   if (options.agents == nullptr) return FailedPreconditionError("this server does not run agents");
   ASSIGN_OR_RETURN(NodeView view, control.GetNode(node));
   // The agent service keeps the log chunks of the reports it accepts (not those of a stale placement).
-  return options.agents->Heartbeat(view.node, beat.tasks);
+  return options.agents->Heartbeat(view.node, beat.tasks, beat.device_usage);
 }
 
 void Api::Impl::Count(const std::string& route, const std::string& method, int code,
@@ -407,6 +407,8 @@ const std::vector<Api::Impl::Route>& Api::Impl::Routes() {
       {"POST", "/api/v1/tenants/{name}/tokens", Access::kAdmin, &I::CreateToken, "Create a token; shown once (admin)."},
       {"GET", "/api/v1/usage/history", Access::kTenant, &I::UsageHistoryRoute,
        "Cluster allocation over time, a point every 10 s (query: since_us)."},
+      {"GET", "/api/v1/usage", Access::kTenant, &I::Usage,
+       "GPU-hours allocated and used per tenant, allocation vs measured use over time (query: tenant, since, by=job)."},
   };
   return routes;
 }

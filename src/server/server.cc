@@ -28,6 +28,7 @@
 #include "server/proxy_sessions.h"
 #include "server/studio.h"
 #include "server/usage_history.h"
+#include "server/usage_recorder.h"
 #include "store/caching_state_store.h"
 #include "store/state_store.h"
 #include "store/token.h"
@@ -127,6 +128,7 @@ struct Server::Impl {
   std::unique_ptr<protocol::LogRelay> logs;  // task output shipped in heartbeats (GET /jobs/{id}/logs)
   std::unique_ptr<Studio> studio;
   UsageHistory usage_history;                   // sampled every 10 s for Studio's Overview chart
+  std::unique_ptr<UsageRecorder> usage;         // the durable usage history (GET /api/v1/usage)
   std::unique_ptr<http::HttpServer> http;       // --http-transport epoll
   httplib::Server threaded_http;                // --http-transport threads
   std::mutex http_mu;                           // guards `http` between Run and Shutdown
@@ -146,6 +148,7 @@ Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Server::~Server() {
   if (impl_) impl_->usage_history.Stop();
+  if (impl_ && impl_->usage) impl_->usage->Stop();
   if (impl_ && impl_->control) impl_->control->Stop();
 }
 
@@ -213,6 +216,10 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   AgentService::DeclareMetrics(m);
   impl->agents = std::make_unique<AgentService>(*impl->control, *impl->jobs, impl->logs.get(), &m);
   api_options.agents = impl->agents.get();
+  impl->usage = std::make_unique<UsageRecorder>(*impl->jobs, clock);
+  impl->agents->SetUsageRecorder(impl->usage.get());
+  impl->usage->Start([control = impl->control.get()] { return control->Nodes(); },
+                     [jobs = impl->jobs.get()] { return jobs->ListAllocations(); });
   api_options.logs = impl->logs.get();
   api_options.usage_history = &impl->usage_history;
   impl->studio = std::make_unique<Studio>(options.web_dir.empty() ? Studio::DefaultWebDir() : options.web_dir);

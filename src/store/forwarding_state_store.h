@@ -98,6 +98,11 @@ class ForwardingStateStore : public StateStore {
   Result<std::vector<EventRecord>> EventsSince(int64_t after_id, int limit = 0) override {
     return base_.EventsSince(after_id, limit);
   }
+  Status AddUsage(const std::vector<UsageRecord>& rows) override { return base_.AddUsage(rows); }
+  Result<std::vector<UsageRecord>> ListUsage(const UsageFilter& filter) override { return base_.ListUsage(filter); }
+  Status CompactUsage(TimeMicros minutes_before, TimeMicros drop_before) override {
+    return base_.CompactUsage(minutes_before, drop_before);
+  }
 
  protected:
   StateStore& base() { return base_; }

@@ -140,6 +140,35 @@ struct EventRecord {
   std::string reason;
 };
 
+// One row of the usage history (server/usage_recorder.h): what a job — or, with `job` and `tenant` unset, one
+// device as a whole — held and used during one bucket of time. Amounts are integrals over the bucket, so rows add
+// up: milli-device-seconds (1000 × 3600 = one GPU-hour) and MiB-seconds. "Used" compute is the device's measured
+// SM utilisation (per job: its share by compute grant); used memory is what the agent measured.
+struct UsageRecord {
+  TimeMicros bucket_us = 0;      // start of the bucket, a multiple of width_s
+  int64_t width_s = 60;          // 60 (minute rows) or 3600 (hour rows, after CompactUsage)
+  TenantId tenant;               // unset on a device's row
+  JobId job;                     // unset on a device's row
+  std::string node;              // "" on a job's row
+  int device = -1;               // the device's index on `node`; -1 on a job's row
+  int64_t seconds = 0;           // seconds observed in the bucket
+  int64_t measured_seconds = 0;  // of those, seconds with a measurement of use
+  int64_t alloc_compute_milli_s = 0;
+  int64_t used_compute_milli_s = 0;
+  int64_t alloc_memory_mib_s = 0;
+  int64_t used_memory_mib_s = 0;
+  friend bool operator==(const UsageRecord&, const UsageRecord&) = default;
+};
+
+// A filter for ListUsage: rows with since_us <= bucket_us < until_us.
+struct UsageFilter {
+  TimeMicros since_us = 0;
+  TimeMicros until_us = 0;  // 0 = no end
+  bool devices = false;     // true: devices' rows; false: jobs' rows
+  TenantId tenant;          // jobs' rows of this tenant only; unset = every tenant
+  JobId job;                // this job's rows only; unset = every job
+};
+
 struct JobFilter {
   std::optional<TenantId> tenant;
   std::vector<JobState> states;  // empty = any
@@ -250,6 +279,17 @@ class StateStore {
   virtual Result<std::vector<EventRecord>> JobEvents(JobId job, int limit = 0) = 0;
   // All events with id > after_id, oldest first (a feed); limit 0 = all.
   virtual Result<std::vector<EventRecord>> EventsSince(int64_t after_id, int limit = 0) = 0;
+
+  // ---- Usage history ----
+  // Adds the rows in one transaction: a row whose key (width, bucket, job, node, device) exists already is added
+  // to it, field by field (a restart within a minute adds to that minute). InvalidArgument for a bucket that is
+  // not a multiple of its width, a width other than 60 or 3600, or a negative amount.
+  virtual Status AddUsage(const std::vector<UsageRecord>& rows) = 0;
+  // Rows matching `filter`, ordered by (bucket, job, node, device); minute and hour rows alike.
+  virtual Result<std::vector<UsageRecord>> ListUsage(const UsageFilter& filter) = 0;
+  // Downsampling and retention, in one transaction: minute rows older than `minutes_before` are added into hour
+  // rows and deleted; rows of either width older than `drop_before` are deleted.
+  virtual Status CompactUsage(TimeMicros minutes_before, TimeMicros drop_before) = 0;
 };
 
 // Opens (creating and migrating as needed) a store:

@@ -12,10 +12,10 @@ const bool kInstalled = (SharedResources::Install(), true);
 TYPED_TEST(StateStoreTest, SchemaIsMigratedOnceAndReopens) {
   Result<int> version = this->store_->SchemaVersion();
   ASSERT_TRUE(version.ok()) << version.status().ToString();
-  EXPECT_EQ(*version, 4);
+  EXPECT_EQ(*version, 5);
   EXPECT_TRUE(this->store_->Ping().ok());
   this->Reopen();
-  EXPECT_EQ(*this->store_->SchemaVersion(), 4);
+  EXPECT_EQ(*this->store_->SchemaVersion(), 5);
   EXPECT_TRUE(this->store_->FindTenant("vision").ok());
 }
 

@@ -42,6 +42,7 @@ ROUTES = [
     ("PATCH", "/api/v1/tenants/{name}", ADMIN),
     ("POST", "/api/v1/tenants/{name}/tokens", ADMIN),
     ("GET", "/api/v1/usage/history", TENANT),
+    ("GET", "/api/v1/usage", TENANT),
 ]
 
 # The error code each status may carry (server/http_status.cc; the transport's own answers: docs/api.md).

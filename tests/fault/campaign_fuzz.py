@@ -195,11 +195,12 @@ QUERY_KEYS = {
     "/api/v1/jobs": ["tenant", "state", "limit", "after"],
     "/api/v1/jobs/{id}/logs": ["replica", "offset", "limit"],
     "/api/v1/usage/history": ["since_us"],
+    "/api/v1/usage": ["tenant", "since", "by"],
     "/api/v1/nodes": ["agent"],
 }
 QUERY_VALUES = ["", "0", "1", "2", "-1", "10", "1000", "100000", "100001", "99999999999999999", "999999999999999999999",
                 "1e3", "0x10", "abc", "%00", "%ff", "%", "+", "queued", "running,queued", "queued,,running", "QUEUED",
-                "suspended,cancelled,failed,succeeded,scheduled,suspending", TENANT_A, TENANT_B, "admin", "xpool-nodes",
+                "suspended,cancelled,failed,succeeded,scheduled,suspending", "7d", "90m", "366d", "job", TENANT_A, TENANT_B, "admin", "xpool-nodes",
                 "../..", "%2e%2e", "a=b", "%26", "1 2", "\u00e9", "\U0001f600"]
 NAME_VALUES = [TENANT_A, TENANT_B, "admin", "xpool-nodes", NODE_1, NODE_2, "fz-node", "fz-tenant", "..", ".", "%2e%2e",
                "%2F", "a%00b", "A" * 300, "n" * 254, "-", "*", "\u00e9t\u00e9", "%ff%fe", "x.y_z-1", "CAMPAIGN-A",
@@ -421,7 +422,7 @@ class RequestGenerator:
     def next(self):
         r = self.r
         req = FuzzRequest()
-        weights = [1, 1, 1, 1, 1, 12, 3, 4, 4, 4, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 2, 5, 1, 1, 1, 1, 2, 2, 2, 1, 1]
+        weights = [1, 1, 1, 1, 1, 12, 3, 4, 4, 4, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 2, 5, 1, 1, 1, 1, 2, 2, 2, 1, 1, 2]
         method, pattern, access = r.choices(ROUTES, weights=weights)[0]
         if r.random() < 0.08:
             method = r.choice(METHODS)

@@ -300,6 +300,7 @@ async function main() {
   wpage.on('request', (r) => { if (!r.url().startsWith(base) && !r.url().startsWith('data:')) foreign.push(r.url()); });
   wpage.on('pageerror', (e) => pageErrors.push(String(e)));
   await workbench(page, wpage, base, admin, vision, audio);
+  await usage(page, wpage, base, vision);
   await wctx.close();
 
   check(foreign.length === 0, `no external requests (${foreign.join(', ')})`);
@@ -452,6 +453,33 @@ async function workbench(page, tpage, base, admin, vision, audio) {
   check((await tpage.textContent('[data-testid=spec-error]')).includes('line 2, column 1'), 'another tenant in the spec is refused at its line');
   check((await must(base, admin, 'GET', '/api/v1/jobs?tenant=audio')).jobs.every((j) => j.name !== 'sneaky'), 'nothing was stored for audio');
   await interactive(base, tpage, vision, audio);
+}
+
+// The Usage page: allocation vs measured use with a time-range picker and a tenant selector (admin: any tenant;
+// a tenant: only itself), and the accounting API's tenant rules.
+async function usage(page, tpage, base, vision) {
+  await page.click('nav >> text=Usage');
+  await page.waitForSelector('[data-testid=usage-range]');
+  await page.waitForSelector('[data-testid=usage-chart], [data-testid=usage-empty]');
+  const options = await page.locator('[data-testid=usage-tenant] option').allTextContents();
+  check(options[0] === 'All tenants' && options.includes('vision') && options.includes('audio'),
+    `the admin may pick any tenant (${options.join(', ')})`);
+  const picked = page.waitForResponse((r) => r.url().includes('/api/v1/usage?since=1h') && r.url().includes('tenant=vision'));
+  await page.selectOption('[data-testid=usage-range]', '1h');
+  await page.selectOption('[data-testid=usage-tenant]', 'vision');
+  check((await picked).status() === 200, 'picking a range and a tenant asks the server for that range and tenant');
+  await page.waitForSelector('[data-testid=usage-tenants]');
+  const shown = await page.locator('[data-testid=usage-tenants] tbody tr td:first-child').allTextContents();
+  check(shown.every((t) => t === 'vision' || t.startsWith('Nothing ran')), `only vision's usage is listed (${shown.join(', ')})`);
+  await shot(page, '20-usage-admin');
+
+  await tpage.click('nav >> text=Usage');
+  await tpage.waitForSelector('[data-testid=usage-tenant]');
+  check(await tpage.locator('[data-testid=usage-tenant]').isDisabled(), 'a tenant cannot pick another tenant');
+  check(await tpage.inputValue('[data-testid=usage-tenant]') === 'vision', 'a tenant sees its own usage');
+  await shot(tpage, '21-usage-tenant');
+  check((await api(base, vision, 'GET', '/api/v1/usage?tenant=audio')).status === 404, 'a tenant asking for another tenant\'s usage gets 404');
+  check((await api(base, '', 'GET', '/api/v1/usage')).status === 401, 'usage without a token is 401');
 }
 
 let code = 0;

@@ -11,6 +11,7 @@ import { Nodes } from './pages/nodes';
 import { Jobs } from './pages/jobs';
 import { JobPage } from './pages/job';
 import { QueuePage } from './pages/queue';
+import { UsagePage } from './pages/usage';
 import { SubmitPage } from './pages/submit';
 import './style.css';
 
@@ -201,7 +202,7 @@ function App() {
   }
 
   const ctx: Ctx = { token, me, data, navigate, refresh: poll, act };
-  const tabs: [string, string][] = [['/', 'Overview'], ['/nodes', 'Nodes'], ['/jobs', 'Jobs'], ['/queue', 'Queue & tenants'], ['/submit', 'Submit']];
+  const tabs: [string, string][] = [['/', 'Overview'], ['/nodes', 'Nodes'], ['/jobs', 'Jobs'], ['/queue', 'Queue & tenants'], ['/usage', 'Usage'], ['/submit', 'Submit']];
   const [pathname, search] = [path.split('?')[0], new URLSearchParams(path.split('?')[1] ?? '')];
   const section = pathname === '/' ? '/' : `/${pathname.split('/')[1]}`;
   let page;
@@ -212,6 +213,7 @@ function App() {
   else if (pathname === '/jobs') page = <Jobs />;
   else if (jobMatch) page = <JobPage id={Number(jobMatch[1])} />;
   else if (pathname === '/queue') page = <QueuePage />;
+  else if (pathname === '/usage') page = <UsagePage />;
   else if (pathname === '/submit') page = <SubmitPage key={clone ?? ''} cloneOf={clone && /^\d+$/.test(clone) ? Number(clone) : null} />;
   else page = <NotFound />;
 

@@ -46,6 +46,20 @@ typedef struct {
   char busId[32]; /* "00000000:3B:00.0" */
 } xpool_nvmlPciInfo_t;
 
+/* nvmlUtilization_t: percent of the last sample period */
+typedef struct {
+  unsigned int gpu;
+  unsigned int memory;
+} xpool_nvmlUtilization_t;
+
+/* nvmlProcessInfo_t (the layout of nvmlDeviceGetComputeRunningProcesses_v2 and _v3) */
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory; /* bytes; NVML_VALUE_NOT_AVAILABLE (all ones) when unknown */
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} xpool_nvmlProcessInfo_t;
+
 /* nvmlGpuTopologyLevel_t */
 #define XPOOL_NVML_TOPOLOGY_INTERNAL 0
 #define XPOOL_NVML_TOPOLOGY_SINGLE 10
@@ -145,6 +159,9 @@ typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetTopologyCommonAncestor_fn)(xpool
 typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetNvLinkState_fn)(xpool_nvmlDevice_t, unsigned int, int*);
 typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetNvLinkRemotePciInfo_v2_fn)(xpool_nvmlDevice_t, unsigned int,
                                                                            xpool_nvmlPciInfo_t*);
+typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetUtilizationRates_fn)(xpool_nvmlDevice_t, xpool_nvmlUtilization_t*);
+typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetComputeRunningProcesses_v3_fn)(xpool_nvmlDevice_t, unsigned int*,
+                                                                               xpool_nvmlProcessInfo_t*);
 
 typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetMigMode_fn)(xpool_nvmlDevice_t, unsigned int*, unsigned int*);
 typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceSetMigMode_fn)(xpool_nvmlDevice_t, unsigned int, xpool_nvmlReturn_t*);

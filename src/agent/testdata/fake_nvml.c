@@ -4,6 +4,11 @@
  *   FAKE_NVML_COUNT     device count (default 4, at most 16)
  *   FAKE_NVML_LOST      index of a device whose memory query says GPU_IS_LOST (default none)
  *   FAKE_NVML_NO_NUMA   1: nvmlDeviceGetNumaNodeId is NOT_SUPPORTED (the agent then reads sysfs)
+ *   FAKE_NVML_USED_MIB  memory in use on device i: (i + 1) × this many MiB (default 0)
+ *   FAKE_NVML_GPU_UTIL  utilisation of device i: this + i percent (default: nvmlDeviceGetUtilizationRates absent
+ *                       in effect, it answers NOT_SUPPORTED)
+ *   FAKE_NVML_PROC_PID, FAKE_NVML_PROC_MIB  one compute process on every device: that pid using that many MiB
+ *                       (default: no processes)
  * Devices: 0,1 "NVIDIA A100-SXM4-80GB" (80 GiB), the rest "NVIDIA T4" (16 GiB); uuid GPU-fake-<i>; PCI bus id
  * 00000000:<i+1 in hex>:00.0; NUMA node i/2. NVLink: device pairs (0,1) with 2 lanes, (2,3) with 4 lanes, plus
  * one disabled link each. PCIe: same pair → SINGLE switch, same parity → HOSTBRIDGE, else SYSTEM.
@@ -28,6 +33,10 @@ static int g_count = 0;
 static int g_lost = -1;
 static int g_no_numa = 0;
 static int g_initialised = 0;
+static int g_used_mib = 0;
+static int g_util = -1;
+static int g_proc_pid = 0;
+static int g_proc_mib = 0;
 
 static int EnvInt(const char* name, int fallback) {
   const char* v = getenv(name);
@@ -50,6 +59,10 @@ xpool_nvmlReturn_t nvmlInit_v2(void) {
   if (g_count > FAKE_MAX) g_count = FAKE_MAX;
   g_lost = EnvInt("FAKE_NVML_LOST", -1);
   g_no_numa = EnvInt("FAKE_NVML_NO_NUMA", 0);
+  g_used_mib = EnvInt("FAKE_NVML_USED_MIB", 0);
+  g_util = EnvInt("FAKE_NVML_GPU_UTIL", -1);
+  g_proc_pid = EnvInt("FAKE_NVML_PROC_PID", 0);
+  g_proc_mib = EnvInt("FAKE_NVML_PROC_MIB", 0);
   for (int i = 0; i < g_count; ++i) {
     g_devices[i].index = i;
     g_devices[i].mig_slot = -1;
@@ -131,8 +144,8 @@ xpool_nvmlReturn_t nvmlDeviceGetMemoryInfo(xpool_nvmlDevice_t d, xpool_nvmlMemor
   if (!Valid(d)) return XPOOL_NVML_ERROR_INVALID_ARGUMENT;
   if (d->index == g_lost) return XPOOL_NVML_ERROR_GPU_IS_LOST;
   m->total = (d->index < 2 ? 80ULL : 16ULL) << 30;
-  m->used = 0;
-  m->free = m->total;
+  m->used = (unsigned long long)(d->index + 1) * (unsigned long long)g_used_mib << 20;
+  m->free = m->total - m->used;
   return XPOOL_NVML_SUCCESS;
 }
 
@@ -537,5 +550,26 @@ xpool_nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(xpool_nvmlDevice_t d, uns
 xpool_nvmlReturn_t nvmlDeviceGetGpuInstanceId(xpool_nvmlDevice_t d, unsigned int* id) {
   if (!ValidMig(d) || !id) return XPOOL_NVML_ERROR_INVALID_ARGUMENT;
   *id = g_gis[d->index][d->mig_slot].id;
+  return XPOOL_NVML_SUCCESS;
+}
+
+xpool_nvmlReturn_t nvmlDeviceGetUtilizationRates(xpool_nvmlDevice_t d, xpool_nvmlUtilization_t* u) {
+  if (!Valid(d)) return XPOOL_NVML_ERROR_INVALID_ARGUMENT;
+  if (g_util < 0) return XPOOL_NVML_ERROR_NOT_SUPPORTED;
+  u->gpu = (unsigned int)(g_util + d->index);
+  u->memory = 0;
+  return XPOOL_NVML_SUCCESS;
+}
+
+xpool_nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(xpool_nvmlDevice_t d, unsigned int* count,
+                                                           xpool_nvmlProcessInfo_t* infos) {
+  if (!Valid(d)) return XPOOL_NVML_ERROR_INVALID_ARGUMENT;
+  unsigned int room = *count;
+  *count = g_proc_pid > 0 ? 1 : 0;
+  if (*count == 0) return XPOOL_NVML_SUCCESS;
+  if (room < 1) return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
+  memset(&infos[0], 0, sizeof(infos[0]));
+  infos[0].pid = (unsigned int)g_proc_pid;
+  infos[0].usedGpuMemory = (unsigned long long)g_proc_mib << 20;
   return XPOOL_NVML_SUCCESS;
 }

@@ -153,6 +153,9 @@ struct Api::Impl {
   Result<ApiResponse> CreateToken(const ApiRequest& req, const Caller&, const Params& p);
   Result<ApiResponse> WhoAmI(const ApiRequest&, const Caller& caller, const Params&);
   Result<ApiResponse> UsageHistoryRoute(const ApiRequest& req, const Caller&, const Params&);
+  // GET /api/v1/usage (api_usage.cc): GPU-hours allocated and used per tenant (by=job: per job too) and allocation
+  // against use over time, from the store's usage history. A tenant token sees its own tenant only.
+  Result<ApiResponse> Usage(const ApiRequest& req, const Caller& caller, const Params&);
 
   // ---- operations (api.cc) ----
   Result<ApiResponse> Healthz(const ApiRequest&, const Caller&, const Params&);

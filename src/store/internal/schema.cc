@@ -127,6 +127,26 @@ CREATE TABLE tenant_priority_quotas (
   memory_mib BIGINT NOT NULL);
 CREATE INDEX tenant_priority_quotas_tenant ON tenant_priority_quotas(tenant_id, min_priority);
 )"},
+      // v5: the usage history (StateStore::AddUsage): minute rows, compacted into hour rows. Jobs' rows have
+      // node '' and device -1; devices' rows have tenant 0 and job 0.
+      {5, R"(
+CREATE TABLE usage_history (
+  width_s INTEGER NOT NULL,
+  bucket_us BIGINT NOT NULL,
+  job_id BIGINT NOT NULL,
+  node TEXT NOT NULL,
+  device INTEGER NOT NULL,
+  tenant_id BIGINT NOT NULL,
+  seconds BIGINT NOT NULL,
+  measured_seconds BIGINT NOT NULL,
+  alloc_compute_milli_s BIGINT NOT NULL,
+  used_compute_milli_s BIGINT NOT NULL,
+  alloc_memory_mib_s BIGINT NOT NULL,
+  used_memory_mib_s BIGINT NOT NULL,
+  PRIMARY KEY (width_s, bucket_us, job_id, node, device));
+CREATE INDEX usage_history_bucket ON usage_history(bucket_us);
+CREATE INDEX usage_history_tenant ON usage_history(tenant_id, bucket_us);
+)"},
   };
   return migrations;
 }

@@ -79,6 +79,10 @@ class SqlStore final : public StateStore {
   Result<std::vector<EventRecord>> JobEvents(JobId job, int limit) override;
   Result<std::vector<EventRecord>> EventsSince(int64_t after_id, int limit) override;
 
+  Status AddUsage(const std::vector<UsageRecord>& rows) override;
+  Result<std::vector<UsageRecord>> ListUsage(const UsageFilter& filter) override;
+  Status CompactUsage(TimeMicros minutes_before, TimeMicros drop_before) override;
+
   // Tests only: runs a statement on the store's own connection (e.g. to make the database full or read-only).
   Result<SqlResult> QueryForTesting(std::string_view sql);
 
