@@ -169,8 +169,9 @@ typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetGpuInstanceProfileInfo_fn)(xpool
                                                                            xpool_nvmlGpuInstanceProfileInfo_t*);
 typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetGpuInstances_fn)(xpool_nvmlDevice_t, unsigned int,
                                                                  xpool_nvmlGpuInstance_t*, unsigned int*);
-typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceCreateGpuInstanceWithPlacement_fn)(
-    xpool_nvmlDevice_t, unsigned int, const xpool_nvmlGpuInstancePlacement_t*, xpool_nvmlGpuInstance_t*);
+typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceCreateGpuInstanceWithPlacement_fn)(xpool_nvmlDevice_t, unsigned int,
+                                                                                const xpool_nvmlGpuInstancePlacement_t*,
+                                                                                xpool_nvmlGpuInstance_t*);
 typedef xpool_nvmlReturn_t (*xpool_nvmlGpuInstanceGetInfo_fn)(xpool_nvmlGpuInstance_t, xpool_nvmlGpuInstanceInfo_t*);
 typedef xpool_nvmlReturn_t (*xpool_nvmlGpuInstanceDestroy_fn)(xpool_nvmlGpuInstance_t);
 typedef xpool_nvmlReturn_t (*xpool_nvmlGpuInstanceGetComputeInstanceProfileInfo_fn)(
