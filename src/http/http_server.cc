@@ -180,6 +180,7 @@ struct HttpServer::Impl {
   void OnAnswers();
   void Sweep();
   void SetEvents(Conn& c, uint32_t events);
+  void Forget(Conn& c);  // drops c's accounting and its epoll registration; the socket stays open
   void Close(Conn& c);
   void HandOver(Conn& c);  // gives c's socket to its take_over (c is destroyed)
   void Work();
@@ -641,8 +642,7 @@ void HttpServer::Impl::SetEvents(Conn& c, uint32_t events) {
   ::epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c.fd, &ev);
 }
 
-void HttpServer::Impl::Close(Conn& c) {
-  const int fd = c.fd;
+void HttpServer::Impl::Forget(Conn& c) {
   Release(c);
   if (c.counted) {
     --counted_open;
@@ -651,24 +651,20 @@ void HttpServer::Impl::Close(Conn& c) {
   } else {
     --lingering;
   }
-  ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
-  ::close(fd);
+  ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c.fd, nullptr);
   stats.connections_open.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void HttpServer::Impl::Close(Conn& c) {
+  const int fd = c.fd;
+  Forget(c);
+  ::close(fd);
   conns.erase(fd);  // destroys c
 }
 
 void HttpServer::Impl::HandOver(Conn& c) {
   const int fd = c.fd;
-  Release(c);
-  if (c.counted) {
-    --counted_open;
-    auto it = per_client.find(c.peer);
-    if (it != per_client.end() && --it->second <= 0) per_client.erase(it);
-  } else {
-    --lingering;
-  }
-  ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
-  stats.connections_open.fetch_sub(1, std::memory_order_relaxed);
+  Forget(c);
   stats.taken_over.fetch_add(1, std::memory_order_relaxed);
   std::function<void(int, std::string)> take_over = std::move(c.take_over);
   std::string unread = std::move(c.in);

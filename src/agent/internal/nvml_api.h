@@ -149,6 +149,7 @@ typedef xpool_nvmlReturn_t (*xpool_nvmlShutdown_fn)(void);
 typedef const char* (*xpool_nvmlErrorString_fn)(xpool_nvmlReturn_t);
 typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetCount_v2_fn)(unsigned int*);
 typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetHandleByIndex_v2_fn)(unsigned int, xpool_nvmlDevice_t*);
+typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetHandleByUUID_fn)(const char*, xpool_nvmlDevice_t*);
 typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetUUID_fn)(xpool_nvmlDevice_t, char*, unsigned int);
 typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetName_fn)(xpool_nvmlDevice_t, char*, unsigned int);
 typedef xpool_nvmlReturn_t (*xpool_nvmlDeviceGetMemoryInfo_fn)(xpool_nvmlDevice_t, xpool_nvmlMemory_t*);

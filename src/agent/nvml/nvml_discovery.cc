@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "agent/internal/nvml_api.h"
+#include "agent/nvml/internal/nvml_symbols.h"
 #include "agent/nvml/nvml_mig.h"
 
 namespace xpool::agent {
@@ -31,10 +32,7 @@ struct NvmlApi {
   xpool_nvmlDeviceGetNvLinkState_fn get_nvlink_state = nullptr;
   xpool_nvmlDeviceGetNvLinkRemotePciInfo_v2_fn get_nvlink_remote = nullptr;
 
-  std::string Error(xpool_nvmlReturn_t rc) const {
-    const char* s = error_string ? error_string(rc) : nullptr;
-    return (s ? std::string(s) : "NVML error") + " (" + std::to_string(rc) + ")";
-  }
+  std::string Error(xpool_nvmlReturn_t rc) const { return nvml_internal::ErrorText(error_string, rc); }
 };
 
 // dlopen handle owner: closes on scope exit.
@@ -52,25 +50,19 @@ class Library {
   void* handle_;
 };
 
-template <typename Fn>
-bool Resolve(void* lib, const char* symbol, Fn* out) {
-  *out = reinterpret_cast<Fn>(dlsym(lib, symbol));
-  return *out != nullptr;
-}
+using nvml_internal::Require;
+using nvml_internal::Resolve;
 
 Status LoadApi(void* lib, NvmlApi* api) {
   std::string missing;
-  auto need = [&](bool found, const char* symbol) {
-    if (!found) missing += (missing.empty() ? "" : ", ") + std::string(symbol);
-  };
-  need(Resolve(lib, "nvmlInit_v2", &api->init), "nvmlInit_v2");
-  need(Resolve(lib, "nvmlShutdown", &api->shutdown), "nvmlShutdown");
-  need(Resolve(lib, "nvmlErrorString", &api->error_string), "nvmlErrorString");
-  need(Resolve(lib, "nvmlDeviceGetCount_v2", &api->get_count), "nvmlDeviceGetCount_v2");
-  need(Resolve(lib, "nvmlDeviceGetHandleByIndex_v2", &api->get_handle), "nvmlDeviceGetHandleByIndex_v2");
-  need(Resolve(lib, "nvmlDeviceGetUUID", &api->get_uuid), "nvmlDeviceGetUUID");
-  need(Resolve(lib, "nvmlDeviceGetName", &api->get_name), "nvmlDeviceGetName");
-  need(Resolve(lib, "nvmlDeviceGetMemoryInfo", &api->get_memory), "nvmlDeviceGetMemoryInfo");
+  Require(lib, "nvmlInit_v2", &api->init, &missing);
+  Require(lib, "nvmlShutdown", &api->shutdown, &missing);
+  Require(lib, "nvmlErrorString", &api->error_string, &missing);
+  Require(lib, "nvmlDeviceGetCount_v2", &api->get_count, &missing);
+  Require(lib, "nvmlDeviceGetHandleByIndex_v2", &api->get_handle, &missing);
+  Require(lib, "nvmlDeviceGetUUID", &api->get_uuid, &missing);
+  Require(lib, "nvmlDeviceGetName", &api->get_name, &missing);
+  Require(lib, "nvmlDeviceGetMemoryInfo", &api->get_memory, &missing);
   if (!missing.empty()) return FailedPreconditionError("NVML library lacks " + missing);
   Resolve(lib, "nvmlDeviceGetNumaNodeId", &api->get_numa);
   Resolve(lib, "nvmlDeviceGetPciInfo_v3", &api->get_pci);

@@ -7,6 +7,7 @@
 
 #include "agent/discovery.h"
 #include "agent/internal/nvml_api.h"
+#include "agent/nvml/internal/nvml_symbols.h"
 
 namespace xpool::agent {
 
@@ -34,46 +35,39 @@ struct NvmlMig::Api {
   xpool_nvmlDeviceGetMigDeviceHandleByIndex_fn mig_device = nullptr;
   xpool_nvmlDeviceGetGpuInstanceId_fn mig_gpu_instance_id = nullptr;
 
-  std::string Error(xpool_nvmlReturn_t rc) const {
-    const char* s = error_string ? error_string(rc) : nullptr;
-    return (s ? std::string(s) : "NVML error") + " (" + std::to_string(rc) + ")";
-  }
+  std::string Error(xpool_nvmlReturn_t rc) const { return nvml_internal::ErrorText(error_string, rc); }
 };
 
 namespace {
 
 using Api = NvmlMig::Api;
 
-template <typename Fn>
-void Resolve(void* lib, const char* symbol, Fn* out, std::string* missing) {
-  *out = reinterpret_cast<Fn>(dlsym(lib, symbol));
-  if (*out == nullptr) *missing += (missing->empty() ? "" : ", ") + std::string(symbol);
-}
+using nvml_internal::Require;
 
 Status LoadApi(void* lib, Api* api) {
   std::string missing;
-  Resolve(lib, "nvmlInit_v2", &api->init, &missing);
-  Resolve(lib, "nvmlShutdown", &api->shutdown, &missing);
-  Resolve(lib, "nvmlErrorString", &api->error_string, &missing);
-  Resolve(lib, "nvmlDeviceGetCount_v2", &api->get_count, &missing);
-  Resolve(lib, "nvmlDeviceGetHandleByIndex_v2", &api->get_handle, &missing);
-  Resolve(lib, "nvmlDeviceGetUUID", &api->get_uuid, &missing);
-  Resolve(lib, "nvmlDeviceGetName", &api->get_name, &missing);
-  Resolve(lib, "nvmlDeviceGetMemoryInfo", &api->get_memory, &missing);
-  Resolve(lib, "nvmlDeviceGetMigMode", &api->get_mig_mode, &missing);
-  Resolve(lib, "nvmlDeviceSetMigMode", &api->set_mig_mode, &missing);
-  Resolve(lib, "nvmlDeviceGetGpuInstanceProfileInfo", &api->gi_profile_info, &missing);
-  Resolve(lib, "nvmlDeviceGetGpuInstances", &api->get_gpu_instances, &missing);
-  Resolve(lib, "nvmlDeviceCreateGpuInstanceWithPlacement", &api->create_gpu_instance, &missing);
-  Resolve(lib, "nvmlGpuInstanceGetInfo", &api->gi_info, &missing);
-  Resolve(lib, "nvmlGpuInstanceDestroy", &api->destroy_gpu_instance, &missing);
-  Resolve(lib, "nvmlGpuInstanceGetComputeInstanceProfileInfo", &api->ci_profile_info, &missing);
-  Resolve(lib, "nvmlGpuInstanceCreateComputeInstance", &api->create_compute_instance, &missing);
-  Resolve(lib, "nvmlGpuInstanceGetComputeInstances", &api->get_compute_instances, &missing);
-  Resolve(lib, "nvmlComputeInstanceDestroy", &api->destroy_compute_instance, &missing);
-  Resolve(lib, "nvmlDeviceGetMaxMigDeviceCount", &api->max_mig_devices, &missing);
-  Resolve(lib, "nvmlDeviceGetMigDeviceHandleByIndex", &api->mig_device, &missing);
-  Resolve(lib, "nvmlDeviceGetGpuInstanceId", &api->mig_gpu_instance_id, &missing);
+  Require(lib, "nvmlInit_v2", &api->init, &missing);
+  Require(lib, "nvmlShutdown", &api->shutdown, &missing);
+  Require(lib, "nvmlErrorString", &api->error_string, &missing);
+  Require(lib, "nvmlDeviceGetCount_v2", &api->get_count, &missing);
+  Require(lib, "nvmlDeviceGetHandleByIndex_v2", &api->get_handle, &missing);
+  Require(lib, "nvmlDeviceGetUUID", &api->get_uuid, &missing);
+  Require(lib, "nvmlDeviceGetName", &api->get_name, &missing);
+  Require(lib, "nvmlDeviceGetMemoryInfo", &api->get_memory, &missing);
+  Require(lib, "nvmlDeviceGetMigMode", &api->get_mig_mode, &missing);
+  Require(lib, "nvmlDeviceSetMigMode", &api->set_mig_mode, &missing);
+  Require(lib, "nvmlDeviceGetGpuInstanceProfileInfo", &api->gi_profile_info, &missing);
+  Require(lib, "nvmlDeviceGetGpuInstances", &api->get_gpu_instances, &missing);
+  Require(lib, "nvmlDeviceCreateGpuInstanceWithPlacement", &api->create_gpu_instance, &missing);
+  Require(lib, "nvmlGpuInstanceGetInfo", &api->gi_info, &missing);
+  Require(lib, "nvmlGpuInstanceDestroy", &api->destroy_gpu_instance, &missing);
+  Require(lib, "nvmlGpuInstanceGetComputeInstanceProfileInfo", &api->ci_profile_info, &missing);
+  Require(lib, "nvmlGpuInstanceCreateComputeInstance", &api->create_compute_instance, &missing);
+  Require(lib, "nvmlGpuInstanceGetComputeInstances", &api->get_compute_instances, &missing);
+  Require(lib, "nvmlComputeInstanceDestroy", &api->destroy_compute_instance, &missing);
+  Require(lib, "nvmlDeviceGetMaxMigDeviceCount", &api->max_mig_devices, &missing);
+  Require(lib, "nvmlDeviceGetMigDeviceHandleByIndex", &api->mig_device, &missing);
+  Require(lib, "nvmlDeviceGetGpuInstanceId", &api->mig_gpu_instance_id, &missing);
   if (!missing.empty()) return FailedPreconditionError("NVML library lacks " + missing);
   return Status::Ok();
 }

@@ -2,11 +2,13 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <vector>
 
 #include "agent/internal/nvml_api.h"
+#include "agent/nvml/internal/nvml_symbols.h"
 
 namespace xpool::agent {
 namespace {
@@ -28,6 +30,7 @@ struct NvmlUsageProbe::Api {
   xpool_nvmlDeviceGetHandleByIndex_v2_fn get_handle = nullptr;
   xpool_nvmlDeviceGetMemoryInfo_fn get_memory = nullptr;
   // Optional.
+  xpool_nvmlDeviceGetHandleByUUID_fn get_handle_by_uuid = nullptr;
   xpool_nvmlDeviceGetUtilizationRates_fn get_utilization = nullptr;
   xpool_nvmlDeviceGetComputeRunningProcesses_v3_fn get_processes = nullptr;
 };
@@ -45,15 +48,13 @@ Status NvmlUsageProbe::Load() {
   if (handle_ == nullptr) handle_ = dlopen(library_.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle_ == nullptr) return UnavailableError("no NVML to measure use: " + std::string(dlerror()));
   auto api = std::make_unique<Api>();
-  auto resolve = [this](const char* symbol, auto* out) {
-    *out = reinterpret_cast<std::remove_pointer_t<decltype(out)>>(dlsym(handle_, symbol));
-    return *out != nullptr;
-  };
+  auto resolve = [this](const char* symbol, auto* out) { return nvml_internal::Resolve(handle_, symbol, out); };
   if (!resolve("nvmlInit_v2", &api->init) || !resolve("nvmlShutdown", &api->shutdown) ||
       !resolve("nvmlDeviceGetHandleByIndex_v2", &api->get_handle) ||
       !resolve("nvmlDeviceGetMemoryInfo", &api->get_memory)) {
     return FailedPreconditionError("NVML library " + library_ + " lacks what measuring use needs");
   }
+  resolve("nvmlDeviceGetHandleByUUID", &api->get_handle_by_uuid);
   resolve("nvmlDeviceGetUtilizationRates", &api->get_utilization);
   if (!resolve("nvmlDeviceGetComputeRunningProcesses_v3", &api->get_processes)) {
     resolve("nvmlDeviceGetComputeRunningProcesses_v2", &api->get_processes);  // the same layout
@@ -90,11 +91,17 @@ Result<UsageSample> NvmlUsageProbe::Sample(const Node& node, const std::vector<T
   }
   UsageSample sample;
   std::map<std::string, int64_t> process_memory;  // per task, from NVML's process lists
+  // With MIG instances among the devices, positions are not NVML's numbers (nvml/mig_layout.h): each device is
+  // found by its uuid (an instance's MIG-... uuid gives its MIG device handle).
+  const bool by_uuid =
+      std::any_of(node.devices.begin(), node.devices.end(), [](const Device& d) { return d.mode == DeviceMode::kMig; });
   for (const Device& d : node.devices) {
     xpool_nvmlDevice_t handle = nullptr;
     xpool_nvmlMemory_t memory{};
-    if (api_->get_handle(static_cast<unsigned int>(d.index), &handle) != XPOOL_NVML_SUCCESS ||
-        api_->get_memory(handle, &memory) != XPOOL_NVML_SUCCESS) {
+    const xpool_nvmlReturn_t found = !by_uuid ? api_->get_handle(static_cast<unsigned int>(d.index), &handle)
+                                     : api_->get_handle_by_uuid ? api_->get_handle_by_uuid(d.uuid.c_str(), &handle)
+                                                                : XPOOL_NVML_ERROR_NOT_SUPPORTED;
+    if (found != XPOOL_NVML_SUCCESS || api_->get_memory(handle, &memory) != XPOOL_NVML_SUCCESS) {
       continue;  // lost or not queryable: not measured
     }
     DeviceUse& use = sample.devices[d.index];

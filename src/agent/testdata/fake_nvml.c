@@ -573,3 +573,23 @@ xpool_nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(xpool_nvmlDevice_t d,
   infos[0].usedGpuMemory = (unsigned long long)g_proc_mib << 20;
   return XPOOL_NVML_SUCCESS;
 }
+
+/* A whole GPU ("GPU-fake-<i>") or a MIG device ("MIG-fake-<gpu>-<gpu instance id>") by its uuid. */
+xpool_nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, xpool_nvmlDevice_t* out) {
+  if (!g_initialised || !uuid || !out) return XPOOL_NVML_ERROR_INVALID_ARGUMENT;
+  int gpu = -1;
+  unsigned int id = 0;
+  if (sscanf(uuid, "GPU-fake-%d", &gpu) == 1 && gpu >= 0 && gpu < g_count) {
+    *out = &g_devices[gpu];
+    return XPOOL_NVML_SUCCESS;
+  }
+  if (sscanf(uuid, "MIG-fake-%d-%u", &gpu, &id) == 2 && gpu >= 0 && gpu < g_count) {
+    for (int s = 0; s < FAKE_MIG_SLOTS; ++s) {
+      if (g_gis[gpu][s].used && g_gis[gpu][s].has_ci && g_gis[gpu][s].id == id) {
+        *out = &g_mig_devices[gpu][s];
+        return XPOOL_NVML_SUCCESS;
+      }
+    }
+  }
+  return XPOOL_NVML_ERROR_NOT_FOUND;
+}

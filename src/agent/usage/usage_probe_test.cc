@@ -5,8 +5,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 
+#include "agent/nvml/nvml_discovery.h"
+#include "agent/nvml/nvml_mig.h"
 #include "agent/nvml/nvml_usage.h"
 #include "common/testing/test_util.h"
 #include "model/node_builder.h"
@@ -96,6 +99,32 @@ TEST_F(NvmlUsageProbeTest, DeviceMemoryUtilisationAndProcessesMappedToTasksByAnc
   EXPECT_EQ(sample->devices[1].sm_permille, 410);
   EXPECT_EQ(sample->task_memory["t1"], 1400);  // 700 MiB on each of the two measured devices
   EXPECT_EQ(sample->task_memory.count("other"), 0u);
+}
+
+// With MIG instances among a node's devices, positions are not NVML's numbers: devices are found by uuid.
+TEST_F(NvmlUsageProbeTest, OnAMigNodeDevicesAreFoundByUuid) {
+  const std::string state = testing::TempDir() + "/xpool_usage_mig_state";
+  std::remove(state.c_str());
+  setenv("FAKE_NVML_MIG_STATE", state.c_str(), 1);
+  setenv("FAKE_NVML_USED_MIB", "1000", 1);
+  setenv("FAKE_NVML_GPU_UTIL", "40", 1);
+  {
+    auto nvml = NvmlMig::Open(XPOOL_FAKE_NVML_PATH);
+    ASSERT_TRUE(nvml.ok()) << nvml.status().ToString();
+    ASSERT_TRUE(ApplyMigGeometry(**nvml, *ParseMigGeometry("0=3g.40gb,2x1g.10gb")).ok());
+  }
+  auto report = NvmlDiscovery(XPOOL_FAKE_NVML_PATH, "/nonexistent", "n1").Discover();
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(report->node.devices.size(), 6u);  // three instances, GPU 1, two T4s
+  NvmlUsageProbe probe(XPOOL_FAKE_NVML_PATH);
+  auto sample = probe.Sample(report->node, {});
+  unsetenv("FAKE_NVML_MIG_STATE");
+  std::remove(state.c_str());
+  ASSERT_TRUE(sample.ok()) << sample.status().ToString();
+  EXPECT_EQ(sample->devices[0].used_memory_mib, 0);     // the 3g.40gb instance: nothing allocated on it
+  EXPECT_EQ(sample->devices[3].used_memory_mib, 2000);  // GPU 1, not NVML's device 3
+  EXPECT_EQ(sample->devices[3].sm_permille, 410);
+  EXPECT_EQ(sample->devices[5].used_memory_mib, 4000);  // NVML's device 3
 }
 
 TEST_F(NvmlUsageProbeTest, NoUtilisationLeavesItUnmeasuredAndNoLibraryIsAnError) {
