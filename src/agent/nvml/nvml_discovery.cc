@@ -16,23 +16,13 @@ namespace {
 
 // The resolved NVML entry points. Required ones fail the load when missing; optional ones may be
 // null.
-struct NvmlApi {
-  xpool_nvmlInit_v2_fn init = nullptr;
-  xpool_nvmlShutdown_fn shutdown = nullptr;
-  xpool_nvmlErrorString_fn error_string = nullptr;
-  xpool_nvmlDeviceGetCount_v2_fn get_count = nullptr;
-  xpool_nvmlDeviceGetHandleByIndex_v2_fn get_handle = nullptr;
-  xpool_nvmlDeviceGetUUID_fn get_uuid = nullptr;
-  xpool_nvmlDeviceGetName_fn get_name = nullptr;
-  xpool_nvmlDeviceGetMemoryInfo_fn get_memory = nullptr;
+struct NvmlApi : nvml_internal::Basics {
   // Optional.
   xpool_nvmlDeviceGetNumaNodeId_fn get_numa = nullptr;
   xpool_nvmlDeviceGetPciInfo_v3_fn get_pci = nullptr;
   xpool_nvmlDeviceGetTopologyCommonAncestor_fn get_ancestor = nullptr;
   xpool_nvmlDeviceGetNvLinkState_fn get_nvlink_state = nullptr;
   xpool_nvmlDeviceGetNvLinkRemotePciInfo_v2_fn get_nvlink_remote = nullptr;
-
-  std::string Error(xpool_nvmlReturn_t rc) const { return nvml_internal::ErrorText(error_string, rc); }
 };
 
 // dlopen handle owner: closes on scope exit.
@@ -50,19 +40,11 @@ class Library {
   void* handle_;
 };
 
-using nvml_internal::Require;
 using nvml_internal::Resolve;
 
 Status LoadApi(void* lib, NvmlApi* api) {
   std::string missing;
-  Require(lib, "nvmlInit_v2", &api->init, &missing);
-  Require(lib, "nvmlShutdown", &api->shutdown, &missing);
-  Require(lib, "nvmlErrorString", &api->error_string, &missing);
-  Require(lib, "nvmlDeviceGetCount_v2", &api->get_count, &missing);
-  Require(lib, "nvmlDeviceGetHandleByIndex_v2", &api->get_handle, &missing);
-  Require(lib, "nvmlDeviceGetUUID", &api->get_uuid, &missing);
-  Require(lib, "nvmlDeviceGetName", &api->get_name, &missing);
-  Require(lib, "nvmlDeviceGetMemoryInfo", &api->get_memory, &missing);
+  nvml_internal::RequireBasics(lib, api, &missing);
   if (!missing.empty()) return FailedPreconditionError("NVML library lacks " + missing);
   Resolve(lib, "nvmlDeviceGetNumaNodeId", &api->get_numa);
   Resolve(lib, "nvmlDeviceGetPciInfo_v3", &api->get_pci);

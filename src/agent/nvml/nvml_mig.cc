@@ -11,15 +11,7 @@
 
 namespace xpool::agent {
 
-struct NvmlMig::Api {
-  xpool_nvmlInit_v2_fn init = nullptr;
-  xpool_nvmlShutdown_fn shutdown = nullptr;
-  xpool_nvmlErrorString_fn error_string = nullptr;
-  xpool_nvmlDeviceGetCount_v2_fn get_count = nullptr;
-  xpool_nvmlDeviceGetHandleByIndex_v2_fn get_handle = nullptr;
-  xpool_nvmlDeviceGetUUID_fn get_uuid = nullptr;
-  xpool_nvmlDeviceGetName_fn get_name = nullptr;
-  xpool_nvmlDeviceGetMemoryInfo_fn get_memory = nullptr;
+struct NvmlMig::Api : nvml_internal::Basics {
   xpool_nvmlDeviceGetMigMode_fn get_mig_mode = nullptr;
   xpool_nvmlDeviceSetMigMode_fn set_mig_mode = nullptr;
   xpool_nvmlDeviceGetGpuInstanceProfileInfo_fn gi_profile_info = nullptr;
@@ -34,8 +26,6 @@ struct NvmlMig::Api {
   xpool_nvmlDeviceGetMaxMigDeviceCount_fn max_mig_devices = nullptr;
   xpool_nvmlDeviceGetMigDeviceHandleByIndex_fn mig_device = nullptr;
   xpool_nvmlDeviceGetGpuInstanceId_fn mig_gpu_instance_id = nullptr;
-
-  std::string Error(xpool_nvmlReturn_t rc) const { return nvml_internal::ErrorText(error_string, rc); }
 };
 
 namespace {
@@ -46,14 +36,7 @@ using nvml_internal::Require;
 
 Status LoadApi(void* lib, Api* api) {
   std::string missing;
-  Require(lib, "nvmlInit_v2", &api->init, &missing);
-  Require(lib, "nvmlShutdown", &api->shutdown, &missing);
-  Require(lib, "nvmlErrorString", &api->error_string, &missing);
-  Require(lib, "nvmlDeviceGetCount_v2", &api->get_count, &missing);
-  Require(lib, "nvmlDeviceGetHandleByIndex_v2", &api->get_handle, &missing);
-  Require(lib, "nvmlDeviceGetUUID", &api->get_uuid, &missing);
-  Require(lib, "nvmlDeviceGetName", &api->get_name, &missing);
-  Require(lib, "nvmlDeviceGetMemoryInfo", &api->get_memory, &missing);
+  nvml_internal::RequireBasics(lib, api, &missing);
   Require(lib, "nvmlDeviceGetMigMode", &api->get_mig_mode, &missing);
   Require(lib, "nvmlDeviceSetMigMode", &api->set_mig_mode, &missing);
   Require(lib, "nvmlDeviceGetGpuInstanceProfileInfo", &api->gi_profile_info, &missing);
