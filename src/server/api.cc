@@ -131,9 +131,7 @@ Result<int64_t> Api::Impl::ParseNonNegativeIntText(const std::string& text) {
 }
 
 Result<ApiResponse> Api::Impl::ListNodes(const ApiRequest&, const Caller&, const Params&) {
-  Json out = {{"nodes", Json::array()}};
-  for (const NodeView& v : control.Nodes()) out["nodes"].push_back(internal::NodeViewToJson(v));
-  return JsonResponse(200, out);
+  return ApiResponse{200, internal::kJsonContentType, node_list.Render(control)};
 }
 
 Result<ApiResponse> Api::Impl::GetNode(const ApiRequest&, const Caller&, const Params& p) {
@@ -358,7 +356,9 @@ Result<ApiResponse> Api::Impl::Readyz(const ApiRequest&, const Caller&, const Pa
 
 Result<ApiResponse> Api::Impl::Metrics(const ApiRequest&, const Caller&, const Params&) {
   control.ExportGauges(metrics);
-  return ApiResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics.Render()};
+  std::string text = metrics.Render();
+  control.AppendDeviceMetrics(&text);
+  return ApiResponse{200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)};
 }
 
 const std::vector<Api::Impl::Route>& Api::Impl::Routes() {

@@ -135,6 +135,10 @@ TEST_F(ApiTest, RegisteredNodeTakesTheJob) {
            R"({"name":"n1","cpu":32,"memory":"128Gi","gpus":{"count":2,"model":"A100","memory":"80Gi"}})");
   ASSERT_EQ(node.status, 201) << node.body;
   EXPECT_EQ(Body(node)["devices"].size(), 2u);
+  // The list keeps each node's text between calls: read it before the placement so that it must be renewed.
+  json before = Body(Call("GET", "/api/v1/nodes", admin_token_));
+  ASSERT_EQ(before["nodes"].size(), 1u);
+  EXPECT_EQ(before["nodes"][0]["devices"][0]["memory_allocated_mib"], 0);
   ApiResponse sub = Call("POST", "/api/v1/jobs", admin_token_, kJob);
   ASSERT_EQ(sub.status, 201);
   control_->RunPass(true);
@@ -146,9 +150,14 @@ TEST_F(ApiTest, RegisteredNodeTakesTheJob) {
   int64_t used = 0;
   for (const json& d : nodes["nodes"][0]["devices"]) used += d["memory_allocated_mib"].get<int64_t>();
   EXPECT_EQ(used, 4096);
+  EXPECT_EQ(nodes["nodes"][0], Body(Call("GET", "/api/v1/nodes/n1", admin_token_)));
   EXPECT_EQ(Call("POST", "/api/v1/nodes/n1/cordon", admin_token_).status, 200);
   EXPECT_TRUE(Body(Call("GET", "/api/v1/nodes/n1", admin_token_))["cordoned"].get<bool>());
+  EXPECT_TRUE(Body(Call("GET", "/api/v1/nodes", admin_token_))["nodes"][0]["cordoned"].get<bool>());
   EXPECT_EQ(Call("POST", "/api/v1/nodes/n1/heartbeat", admin_token_).status, 200);
+  // A heartbeat moves only the last-seen time, which the list writes afresh on every call.
+  EXPECT_EQ(Body(Call("GET", "/api/v1/nodes", admin_token_))["nodes"][0],
+            Body(Call("GET", "/api/v1/nodes/n1", admin_token_)));
 }
 
 TEST_F(ApiTest, MetricsSeriesArePresentAtZero) {

@@ -364,6 +364,15 @@ std::vector<NodeView> ControlPlane::Nodes() const {
   return out;
 }
 
+void ControlPlane::VisitNodes(const std::function<void(const NodeVisit&)>& visit) const {
+  std::lock_guard lock(mu_);
+  std::lock_guard seen(seen_mu_);
+  for (int i = 0; i < state_.node_count(); ++i) {
+    auto it = last_seen_.find(state_.node(i).name);
+    visit(NodeVisit{i, state_.identity(), state_.node(i), state_.usage(i), it == last_seen_.end() ? 0 : it->second});
+  }
+}
+
 Result<NodeView> ControlPlane::GetNode(std::string_view name) const {
   std::lock_guard lock(mu_);
   int i = state_.FindNode(name);

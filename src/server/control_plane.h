@@ -36,6 +36,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -151,6 +152,17 @@ class ControlPlane {
   Status Heartbeat(std::string_view name);
   Status SetCordoned(std::string_view name, bool cordoned);
   std::vector<NodeView> Nodes() const;
+  // One node as VisitNodes shows it: references valid only during the call.
+  struct NodeVisit {
+    int index;                // stable for the state's lifetime
+    uint64_t state_identity;  // with usage.generation: the same pair means the same node contents
+    const Node& node;
+    const NodeUsage& usage;
+    TimeMicros last_seen_us;
+  };
+  // Calls `visit` for every node in index order, under the control plane's locks: keep it short (no I/O, no
+  // other locks). Lets a reader keep per-node results between calls and redo only the nodes that changed.
+  void VisitNodes(const std::function<void(const NodeVisit&)>& visit) const;
   Result<NodeView> GetNode(std::string_view name) const;
 
   // One scheduling pass now: `full` tries every queued job, else only the ones submitted since the last pass.
@@ -175,9 +187,12 @@ class ControlPlane {
   // Declares the metrics a ControlPlane updates (given to its constructor) and ExportGauges sets, with the
   // counters present at 0 before anything happened.
   static void DeclareMetrics(MetricsRegistry& metrics);
-  // Sets the scrape-time gauges (queue length per tenant, 0 for a tenant with nothing queued; per-device capacity
-  // and allocation; nodes).
+  // Sets the scrape-time gauges (queue length per tenant, 0 for a tenant with nothing queued; nodes).
   void ExportGauges(MetricsRegistry& metrics) const;
+  // Appends the per-device families (capacity and allocation of memory and compute, in base units, with DCGM's
+  // and HAMi's labels) in the text exposition format, after MetricsRegistry::Render. Rendered here rather than
+  // kept in the registry: a cluster has thousands of devices and a scrape must not hold mu_ while it formats them.
+  void AppendDeviceMetrics(std::string* out) const;
   // OK when the allocations in the store are exactly what the ClusterState holds (crash tests, /readyz).
   Status CheckConsistency() const;
   size_t queue_length() const;
@@ -302,6 +317,13 @@ class ControlPlane {
   std::mutex traffic_mu_;
   std::unordered_map<JobId, TimeMicros> last_traffic_;  // interactive jobs' last proxied traffic; traffic_mu_
   TimeMicros first_interactive_check_ = 0;              // guarded by traffic_mu_
+
+  // The device series' label text, `{node="...",...}`, per device in node order; rebuilt when the state's
+  // identity or description version moves. Taken before mu_.
+  mutable std::mutex device_metrics_mu_;
+  mutable std::vector<std::string> device_labels_;         // guarded by device_metrics_mu_
+  mutable uint64_t device_labels_identity_ = 0;            // guarded by device_metrics_mu_
+  mutable uint64_t device_labels_version_ = ~uint64_t{0};  // guarded by device_metrics_mu_
 
   mutable std::mutex seen_mu_;
   std::unordered_map<std::string, TimeMicros> last_seen_;  // guarded by seen_mu_

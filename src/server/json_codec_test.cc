@@ -67,6 +67,52 @@ TEST(JsonCodecTest, AppendJobJsonWritesJobToJsonsText) {
   }
 }
 
+// The node list writes each node as AppendNodeJsonHead + last_seen_us + AppendNodeJsonTail; the text must be
+// NodeViewToJson's dump, byte for byte, whatever the names, labels, devices and conditions.
+TEST(JsonCodecTest, AppendNodeJsonWritesNodeViewToJsonsText) {
+  const std::vector<std::string> texts = {
+      "n1", "with \"quotes\" \\", "tab\tnew\nline\x01", "caf\xc3\xa9", "bad \xff utf-8", std::string("nul\0in", 6), ""};
+  int variant = 0;
+  for (const std::string& text : texts) {
+    for (int devices = 0; devices <= 3; ++devices) {
+      ++variant;
+      NodeView v;
+      v.node.name = text;
+      v.node.cpu_milli = 1000 * variant;
+      v.node.memory_mib = int64_t{1} << (10 + variant % 30);
+      v.node.ready = variant % 2 == 0;
+      v.node.cordoned = variant % 3 == 0;
+      v.node.simulated = variant % 5 == 0;
+      if (variant % 2) v.node.labels = {{"zone", text}, {text, "v"}, {"a/b", "c"}};
+      v.usage.cpu_milli = 250 * variant;
+      v.usage.memory_mib = 512 * variant;
+      v.last_seen_us = variant % 4 ? 1'700'000'000'123'456 + variant : 0;
+      for (int d = 0; d < devices; ++d) {
+        Device device;
+        device.index = d;
+        device.uuid = "GPU-" + std::to_string(variant) + "-" + std::to_string(d) + text;
+        device.model = d % 2 ? text : "NVIDIA H200";
+        device.vendor = d == 2 ? Vendor::kAscend : Vendor::kNvidia;
+        device.mode = d == 1 ? DeviceMode::kMig : DeviceMode::kShared;
+        device.memory_mib = 81920 + d;
+        device.compute_milli = 1000 - d;
+        device.max_sharers = 4 + d;
+        device.numa_node = d - 1;
+        device.healthy = (variant + d) % 3 != 0;
+        v.node.devices.push_back(device);
+        v.usage.devices.push_back(DeviceUsage{1024L * d, 250L * d, d, d == 0});
+      }
+      SCOPED_TRACE("variant " + std::to_string(variant));
+      const std::string want = NodeViewToJson(v).dump(-1, ' ', false, Json::error_handler_t::replace);
+      std::string got;
+      AppendNodeJsonHead(&got, v.node, v.usage);
+      got += std::to_string(v.last_seen_us);
+      AppendNodeJsonTail(&got, v.node, v.usage);
+      ASSERT_EQ(got, want);
+    }
+  }
+}
+
 // A device's vendor and mode are parsed from their names; a bad one is an error naming the field, the value and
 // the known names, a wrong type names the field too.
 TEST(JsonCodecTest, NodeDeviceVendorAndModeByName) {

@@ -48,16 +48,33 @@ const char* TypeName(int type) {
 
 }  // namespace
 
-std::string FormatMetricValue(double value) {
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
-  if (value == std::floor(value) && std::fabs(value) < 1e15) {
-    return std::to_string(static_cast<long long>(value));
+void AppendMetricValue(std::string* out, double value) {
+  if (std::isnan(value)) {
+    out->append("NaN");
+    return;
+  }
+  if (std::isinf(value)) {
+    out->append(value > 0 ? "+Inf" : "-Inf");
+    return;
   }
   char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
-  if (ec != std::errc()) return "NaN";
-  return std::string(buf, end);
+  std::to_chars_result r;
+  if (value == std::floor(value) && std::fabs(value) < 1e15) {
+    r = std::to_chars(buf, buf + sizeof(buf), static_cast<long long>(value));
+  } else {
+    r = std::to_chars(buf, buf + sizeof(buf), value);
+  }
+  if (r.ec != std::errc()) {
+    out->append("NaN");
+    return;
+  }
+  out->append(buf, r.ptr);
+}
+
+std::string FormatMetricValue(double value) {
+  std::string out;
+  AppendMetricValue(&out, value);
+  return out;
 }
 
 std::string FormatSeriesName(std::string_view name, const Labels& labels) {

@@ -61,6 +61,8 @@ class MetricsRegistry {
 
 // Formats a sample value the way Prometheus parses it: integers without a fraction, "+Inf", "NaN".
 std::string FormatMetricValue(double value);
+// The same, appended to `out` (no string of its own: for series rendered by the thousand).
+void AppendMetricValue(std::string* out, double value);
 // `name{a="x",b="y"}` with label values escaped (backslash, double quote, newline); no braces when empty.
 std::string FormatSeriesName(std::string_view name, const Labels& labels);
 

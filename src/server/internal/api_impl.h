@@ -15,6 +15,7 @@
 #include "protocol/log_relay.h"
 #include "server/api.h"
 #include "server/internal/json_codec.h"
+#include "server/internal/node_list.h"
 #include "store/caching_state_store.h"
 
 namespace xpool::server {
@@ -59,6 +60,8 @@ struct Api::Impl {
   MetricsRegistry& metrics;
   Clock& clock;
   ApiOptions options;
+
+  internal::NodeListCache node_list;  // GET /api/v1/nodes
 
   std::mutex cache_mu;
   struct CachedAuth {

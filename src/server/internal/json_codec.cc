@@ -461,6 +461,18 @@ class ObjectWriter {
     Key(key);
     AppendString(out_, v);
   }
+  // A member whose key is any text (escaped as a value is), with a string value.
+  void AnyString(std::string_view key, std::string_view v) {
+    out_->push_back(first_ ? '{' : ',');
+    first_ = false;
+    AppendString(out_, key);
+    out_->push_back(':');
+    AppendString(out_, v);
+  }
+  void Bool(std::string_view key, bool v) {
+    Key(key);
+    out_->append(v ? "true" : "false");
+  }
   void End() { out_->append(first_ ? "{}" : "}"); }
 
  private:
@@ -490,6 +502,54 @@ void AppendPlacementJson(std::string* out, const AllocationRecord& a) {
 }
 
 }  // namespace
+
+void AppendNodeJsonHead(std::string* out, const Node& node, const NodeUsage& usage) {
+  // nlohmann's objects keep their keys sorted: the same order here, up to "last_seen_us".
+  ObjectWriter w(out);
+  w.Bool("cordoned", node.cordoned);
+  w.Int("cpu_allocated_milli", usage.cpu_milli);
+  w.Int("cpu_milli", node.cpu_milli);
+  w.Key("devices");
+  out->push_back('[');
+  for (size_t i = 0; i < node.devices.size(); ++i) {
+    const Device& d = node.devices[i];
+    const DeviceUsage& u = usage.devices[i];
+    if (i > 0) out->push_back(',');
+    ObjectWriter dw(out);
+    dw.Int("compute_allocated_milli", u.compute_milli);
+    dw.Int("compute_milli", d.compute_milli);
+    dw.Bool("healthy", d.healthy);
+    dw.Int("index", d.index);
+    dw.Int("max_sharers", d.max_sharers);
+    dw.Int("memory_allocated_mib", u.memory_mib);
+    dw.Int("memory_mib", d.memory_mib);
+    dw.String("mode", DeviceModeName(d.mode));
+    dw.String("model", d.model);
+    dw.Int("numa_node", d.numa_node);
+    dw.Int("sharers", u.sharers);
+    dw.String("uuid", d.uuid);
+    dw.String("vendor", VendorName(d.vendor));
+    dw.End();
+  }
+  out->push_back(']');
+  w.Key("labels");
+  ObjectWriter lw(out);
+  for (const auto& [key, value] : node.labels) lw.AnyString(key, value);
+  lw.End();
+  w.Key("last_seen_us");
+}
+
+void AppendNodeJsonTail(std::string* out, const Node& node, const NodeUsage& usage) {
+  // Continues the head's object: the keys after "last_seen_us".
+  out->append(",\"memory_allocated_mib\":");
+  AppendInt(out, usage.memory_mib);
+  out->append(",\"memory_mib\":");
+  AppendInt(out, node.memory_mib);
+  out->append(",\"name\":");
+  AppendString(out, node.name);
+  out->append(node.ready ? ",\"ready\":true" : ",\"ready\":false");
+  out->append(node.simulated ? ",\"simulated\":true}" : ",\"simulated\":false}");
+}
 
 void AppendJobJson(std::string* out, const JobRecord& job, const std::string& tenant_name, const std::string& reason,
                    const std::vector<AllocationRecord>* placement, std::string_view spec_text) {

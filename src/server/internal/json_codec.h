@@ -32,6 +32,12 @@ Status CheckKeys(const Json& object, const std::string& path, std::initializer_l
 // cpu accepts "500m"/2/"1.5"; memory "8Gi"/integer MiB. `simulated` defaults to true (no agent yet).
 Result<Node> NodeFromJson(const Json& j);
 Json NodeViewToJson(const NodeView& view);
+// The text of NodeViewToJson(view).dump(-1, ' ', false, replace) without building the tree, in two parts around
+// the value of "last_seen_us" (the node list keeps both parts per node and renders them again only when the node
+// changed): the head ends with `"last_seen_us":`, the tail starts with `,"memory_allocated_mib"`.
+// json_codec_test checks that head + last_seen_us + tail agrees with NodeViewToJson.
+void AppendNodeJsonHead(std::string* out, const Node& node, const NodeUsage& usage);
+void AppendNodeJsonTail(std::string* out, const Node& node, const NodeUsage& usage);
 
 // {"devices", "device_memory", "device_compute_milli", "cpu", "memory"}; -1 or null = unlimited. Fields not
 // given keep their value from `base`.
