@@ -40,6 +40,11 @@ Result<std::unique_ptr<CachingStateStore>> CachingStateStore::Load(StateStore& b
   return cache;
 }
 
+void CachingStateStore::DropTasks(JobId id) {
+  std::lock_guard lock(mu_);
+  tasks_.erase(id.value());
+}
+
 void CachingStateStore::InsertLocked(JobRecord job) {
   if (jobs_.contains(job.id.value())) return;
   PutLocked(std::make_shared<const JobRecord>(std::move(job)));
@@ -195,6 +200,31 @@ Result<std::vector<AllocationRecord>> CachingStateStore::JobAllocationsBetween(J
   return out;
 }
 
+Result<std::vector<TaskRecord>> CachingStateStore::ListTasks(JobId job) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = tasks_.find(job.value());
+    if (it != tasks_.end()) return it->second;
+  }
+  // Filled under write_mu_: no change to this job's tasks is between its store call and dropping the entry.
+  std::lock_guard write(write_mu_);
+  Result<std::vector<TaskRecord>> tasks = base().ListTasks(job);
+  // None yet may mean a job being submitted (submissions do not take write_mu_): not kept.
+  if (tasks.ok() && !tasks->empty()) {
+    std::lock_guard lock(mu_);
+    tasks_[job.value()] = *tasks;
+  }
+  return tasks;
+}
+
+Status CachingStateStore::UpdateTask(JobId job, int replica, JobState state, std::optional<int> exit_code,
+                                     TimeMicros now) {
+  std::lock_guard write(write_mu_);
+  Status s = base().UpdateTask(job, replica, state, exit_code, now);
+  DropTasks(job);  // on failure too: a failed write may have committed
+  return s;
+}
+
 // ---- Changes: the store first, then the same change here ----
 
 Result<JobRecord> CachingStateStore::SubmitJob(TenantId tenant, const JobSpec& spec, TimeMicros now) {
@@ -220,6 +250,7 @@ Status CachingStateStore::TransitionJob(JobId id, JobState to, std::string_view 
                                         std::optional<JobState> expected) {
   std::lock_guard write(write_mu_);
   Status s = base().TransitionJob(id, to, reason, now, expected);
+  DropTasks(id);
   if (!s.ok()) {
     if (MayHaveCommitted(s)) Refresh(id);
     return s;
@@ -247,6 +278,7 @@ Status CachingStateStore::CommitPlacement(JobId id, const std::vector<Allocation
                                           std::string_view reason, TimeMicros now) {
   std::lock_guard write(write_mu_);
   Status s = base().CommitPlacement(id, allocations, reason, now);
+  DropTasks(id);
   if (!s.ok()) {
     if (MayHaveCommitted(s)) Refresh(id);
     return s;

@@ -12,7 +12,11 @@
 //   here either. A single-job call that fails with Unavailable or Internal (on PostgreSQL, a connection lost at
 //   COMMIT may hide a commit) reads that job back from the store, best effort.
 // - GetJob, ListJobs, ListAllocations, JobAllocations and JobAllocationsBetween are served from memory; everything
-//   else (tenants, tokens, tasks, nodes, events) passes through.
+//   else (tenants, tokens, nodes, events) passes through.
+// - ListTasks is read through: a job's tasks, once read, are kept until a call that may change them
+//   (TransitionJob, CommitPlacement, UpdateTask) drops them; the read that fills the entry takes write_mu_, so it
+//   cannot keep what such a call is changing. Agents report every task on every heartbeat: the report's checks
+//   read the tasks from here, not from the database.
 // - ListJobs walks an index: jobs by id, and the ids of each tenant and of each state, so a tenant's or a state's
 //   page costs its own jobs, not every job.
 // Every write to jobs and allocations must go through this object once it is loaded (writes made to the wrapped
@@ -72,6 +76,8 @@ class CachingStateStore : public ForwardingStateStore {
   Result<std::vector<AllocationRecord>> ListAllocations() override;
   Result<std::vector<AllocationRecord>> JobAllocations(JobId job) override;
   Result<std::vector<AllocationRecord>> JobAllocationsBetween(JobId first, JobId last) override;
+  Result<std::vector<TaskRecord>> ListTasks(JobId job) override;
+  Status UpdateTask(JobId job, int replica, JobState state, std::optional<int> exit_code, TimeMicros now) override;
 
  private:
   using JobPtr = std::shared_ptr<const JobRecord>;
@@ -79,6 +85,8 @@ class CachingStateStore : public ForwardingStateStore {
 
   explicit CachingStateStore(StateStore& base) : ForwardingStateStore(base) {}
 
+  // Forgets the job's tasks (write_mu_ held): the next ListTasks reads them from the wrapped store.
+  void DropTasks(JobId id);
   // Adds a job the cache does not hold yet; a job it holds already is kept (a newer snapshot won the race).
   void InsertLocked(JobRecord job);
   // Replaces the job's snapshot (or adds it), keeping the indexes in step.
@@ -98,6 +106,7 @@ class CachingStateStore : public ForwardingStateStore {
   std::unordered_map<int64_t, std::set<int64_t>> by_tenant_;      // tenant id → job ids; mu_
   std::array<std::set<int64_t>, kStates> by_state_;               // state → job ids; mu_
   std::map<int64_t, std::vector<AllocationRecord>> allocations_;  // job id → by replica; mu_
+  std::unordered_map<int64_t, std::vector<TaskRecord>> tasks_;    // job id → as last read (never empty); mu_
 };
 
 }  // namespace xpool

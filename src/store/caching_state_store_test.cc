@@ -16,11 +16,16 @@
 namespace xpool::store_test {
 namespace {
 
-// Commits TransitionJob and CommitPlacement, then reports the connection lost: a commit the caller cannot see.
+// Commits TransitionJob, CommitPlacement and UpdateTask, then reports the connection lost: a commit the caller
+// cannot see.
 class LostAckStore : public ForwardingStateStore {
  public:
   using ForwardingStateStore::ForwardingStateStore;
   bool lose = false;
+  Status UpdateTask(JobId job, int replica, JobState state, std::optional<int> exit_code, TimeMicros now) override {
+    Status s = ForwardingStateStore::UpdateTask(job, replica, state, exit_code, now);
+    return lose && s.ok() ? UnavailableError("connection lost at COMMIT") : s;
+  }
   Status TransitionJob(JobId id, JobState to, std::string_view reason, TimeMicros now,
                        std::optional<JobState> expected = std::nullopt) override {
     Status s = ForwardingStateStore::TransitionJob(id, to, reason, now, expected);
@@ -46,6 +51,20 @@ void ExpectSameJob(const JobRecord& a, const JobRecord& b) {
   EXPECT_EQ(a.pending_reason, b.pending_reason);
   EXPECT_EQ(a.state_reason, b.state_reason);
   EXPECT_EQ(a.last_start_us, b.last_start_us);
+}
+
+void ExpectSameTasks(const std::vector<TaskRecord>& a, const std::vector<TaskRecord>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    SCOPED_TRACE("task " + std::to_string(i));
+    EXPECT_EQ(a[i].id, b[i].id);
+    EXPECT_EQ(a[i].job, b[i].job);
+    EXPECT_EQ(a[i].replica, b[i].replica);
+    EXPECT_EQ(a[i].state, b[i].state);
+    EXPECT_EQ(a[i].node, b[i].node);
+    EXPECT_EQ(a[i].exit_code, b[i].exit_code);
+    EXPECT_EQ(a[i].updated_us, b[i].updated_us);
+  }
 }
 
 void ExpectSameJobs(const std::vector<JobRecord>& a, const std::vector<JobRecord>& b) {
@@ -95,6 +114,12 @@ class CachingStateStoreTest : public StateStoreTest<Env> {
       Result<std::vector<AllocationRecord>> held = store.JobAllocations(job.id);
       ASSERT_TRUE(held.ok());
       EXPECT_EQ(*cache_->JobAllocations(job.id), *held);
+      // Read twice: the first read may fill the cache's entry, the second is served from it.
+      for (int read = 0; read < 2; ++read) {
+        Result<std::vector<TaskRecord>> tasks = cache_->ListTasks(job.id);
+        ASSERT_TRUE(tasks.ok()) << tasks.status().ToString();
+        ExpectSameTasks(*tasks, *store.ListTasks(job.id));
+      }
     }
     EXPECT_EQ(cache_->GetJob(JobId(999999)).status().code(), StatusCode::kNotFound);
     EXPECT_EQ(*cache_->ListAllocations(), *store.ListAllocations());
@@ -175,7 +200,11 @@ TYPED_TEST(CachingStateStoreTest, AgreesWithTheStoreAfterEveryKindOfChange) {
   ASSERT_TRUE(c.CommitPlacement(gang, placement, "placed on n1", 20).ok());
   this->ExpectAgrees("placed");
   ASSERT_TRUE(c.TransitionJob(gang, JobState::kRunning, "started", 21).ok());
+  this->ExpectAgrees("running");
+  ASSERT_TRUE(c.UpdateTask(gang, 1, JobState::kRunning, std::nullopt, 21).ok());
+  this->ExpectAgrees("a task reported");
   ASSERT_TRUE(c.TransitionJob(gang, JobState::kSuspending, "for job 9", 22).ok());
+  ASSERT_TRUE(c.UpdateTask(gang, 0, JobState::kSuspended, std::nullopt, 22).ok());
   this->ExpectAgrees("suspending");
   ASSERT_TRUE(c.TransitionJob(gang, JobState::kSuspended, "checkpointed", 23).ok());
   ASSERT_TRUE(c.TransitionJob(gang, JobState::kQueued, "resumed", 24).ok());
@@ -183,6 +212,9 @@ TYPED_TEST(CachingStateStoreTest, AgreesWithTheStoreAfterEveryKindOfChange) {
   EXPECT_EQ(c.GetJob(gang)->restart_count, 1);
   ASSERT_TRUE(c.CommitPlacement(solo, this->PlaceOn(solo, "n1", 1, 1), "placed", 25).ok());
   ASSERT_TRUE(c.TransitionJob(solo, JobState::kRunning, "started", 26).ok());
+  this->ExpectAgrees("solo running");
+  ASSERT_TRUE(c.UpdateTask(solo, 0, JobState::kSucceeded, 0, 27).ok());
+  this->ExpectAgrees("solo's task ended");
   ASSERT_TRUE(c.TransitionJob(solo, JobState::kSucceeded, "exit 0", 27).ok());
   ASSERT_TRUE(c.TransitionJob(s1, JobState::kCancelled, "cancelled by speech", 28).ok());
   this->ExpectAgrees("finished");
@@ -215,6 +247,11 @@ TYPED_TEST(CachingStateStoreTest, AgreesWithTheStoreAfterEveryKindOfChange) {
   EXPECT_FALSE(c.TransitionJob(v3, JobState::kCancelled, "cancelled", 33).ok());
   this->lost_ack_->lose = false;
   EXPECT_EQ(c.GetJob(gang)->state, JobState::kScheduled);
+  this->ExpectAgrees("placed again");
+  // A task update the store applied but reported as failed: the cache drops the tasks all the same.
+  this->lost_ack_->lose = true;
+  EXPECT_FALSE(c.UpdateTask(gang, 0, JobState::kRunning, std::nullopt, 34).ok());
+  this->lost_ack_->lose = false;
   this->ExpectAgrees("lost acknowledgements");
 
   this->Restart();
