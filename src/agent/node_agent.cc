@@ -19,6 +19,8 @@ constexpr TimeMicros kUnwantedGrace = 10 * kMicrosPerSecond;
 constexpr size_t kMaxPendingLog = 4 << 20;
 // All log chunks of one heartbeat together (the server takes bodies up to 1 MiB; JSON escaping can grow text).
 constexpr int64_t kMaxLogBytesPerHeartbeat = 256 << 10;
+// With output left behind, the next heartbeat goes this soon after the last (NodeAgent::HasNews).
+constexpr TimeMicros kLogBacklogBeat = kMicrosPerSecond / 2;
 // Output re-sent after the server was unreachable or asked for a registration (it may have restarted).
 constexpr size_t kResendTailBytes = protocol::kMaxLogChunkBytes;
 // Forgotten tasks whose output is kept to ship or re-send, and the most unshipped output kept for each (what the
@@ -93,6 +95,7 @@ int64_t NodeAgent::LogEnd(const std::string& task_id) const {
 
 void NodeAgent::AttachChunk(LogShip& ship, TaskReport* report) {
   if (ship.pending.empty()) return;
+  if (ship.pending.size() > protocol::kMaxLogChunkBytes) log_backlog_ = true;  // the rest: next heartbeat
   const std::string_view chunk(ship.pending.data(), std::min<size_t>(ship.pending.size(), protocol::kMaxLogChunkBytes));
   size_t consumed = 0;
   report->log_data = protocol::SanitizeUtf8(chunk, /*hold_incomplete_tail=*/report->status.running(), &consumed);
@@ -174,6 +177,7 @@ std::vector<std::string> NodeAgent::TakeNotices() {
 std::vector<TaskReport> NodeAgent::Reports() {
   std::vector<TaskReport> reports;
   int64_t log_budget = kMaxLogBytesPerHeartbeat;
+  log_backlog_ = false;
   for (const TaskStatus& st : launcher_->List()) {
     TaskReport r;
     if (auto it = meta_.find(st.task_id); it != meta_.end()) {
@@ -184,19 +188,31 @@ std::vector<TaskReport> NodeAgent::Reports() {
     r.status = st;
     if (log_budget > 0) {
       AttachLog(&r);
-      if (static_cast<int64_t>(r.log_data.size()) > log_budget) r.log_data.clear();  // next heartbeat
+      if (static_cast<int64_t>(r.log_data.size()) > log_budget) {
+        r.log_data.clear();  // next heartbeat
+        log_backlog_ = true;
+      }
       log_budget -= static_cast<int64_t>(r.log_data.size());
       if (!st.running()) r.log_end = LogEnd(st.task_id);
+    } else {
+      log_backlog_ = true;  // its output, if any, waits for the next heartbeat
     }
     reports.push_back(std::move(r));
   }
   for (const auto& [id, report] : start_errors_) reports.push_back(report);
   for (auto& [id, ended] : ended_logs_) {
-    if (ended.ship.pending.empty() || log_budget <= 0) continue;
+    if (ended.ship.pending.empty()) continue;
+    if (log_budget <= 0) {
+      log_backlog_ = true;  // next heartbeat
+      continue;
+    }
     TaskReport r = ended.report;
     AttachChunk(ended.ship, &r);
     r.log_end = ended.ship.offset + static_cast<int64_t>(ended.ship.pending.size());  // no follower: complete
-    if (static_cast<int64_t>(r.log_data.size()) > log_budget) continue;               // next heartbeat
+    if (static_cast<int64_t>(r.log_data.size()) > log_budget) {
+      log_backlog_ = true;  // next heartbeat
+      continue;
+    }
     log_budget -= static_cast<int64_t>(r.log_data.size());
     reports.push_back(std::move(r));
   }
@@ -217,6 +233,7 @@ Status NodeAgent::Tick() {
   std::vector<TaskReport> reports = Reports();
   MeasureUse(&reports);
   const TimeMicros sent_at = BootTimeMicros();  // the server saw the node alive no earlier than this
+  last_beat_us_ = sent_at;
   auto answer = client_->Heartbeat(node_, reports, measured_);
   if (!answer.ok()) {
     resend_tails_ = true;
@@ -272,7 +289,11 @@ void NodeAgent::MeasureUse(std::vector<TaskReport>* reports) {
   }
 }
 
-bool NodeAgent::HasNews() { return started_unreported_ || !launcher_->Poll().empty(); }
+bool NodeAgent::HasNews() {
+  if (started_unreported_) return true;
+  if (log_backlog_ && BootTimeMicros() - last_beat_us_ >= kLogBacklogBeat) return true;
+  return !launcher_->Poll().empty();
+}
 
 void NodeAgent::StartTask(const TaskAssignment& a) {
   const std::string& id = a.spec.task_id;

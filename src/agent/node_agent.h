@@ -64,8 +64,9 @@ class NodeAgent {
   struct LogShip;
   std::vector<TaskReport> Reports();
   void AttachLog(TaskReport* report);
-  // Puts the next chunk of `ship`'s unacknowledged output into `report` (nothing when there is none).
-  static void AttachChunk(LogShip& ship, TaskReport* report);
+  // Puts the next chunk of `ship`'s unacknowledged output into `report` (nothing when there is none); notes a
+  // backlog (log_backlog_) when more is left.
+  void AttachChunk(LogShip& ship, TaskReport* report);
   // An ended task's whole log length (TaskReport::log_end) once AttachLog has read it to the end; else -1.
   int64_t LogEnd(const std::string& task_id) const;
   // Moves a task the agent forgets into ended_logs_ when its output may still be wanted.
@@ -95,6 +96,10 @@ class NodeAgent {
   TimeMicros interval_micros_ = 2 * kMicrosPerSecond;
   int64_t generation_ = 0;
   bool started_unreported_ = false;  // the last Tick started a task: report it running at once
+  // The last heartbeat left output behind (more than a chunk of one task, or past the heartbeat's budget): the
+  // next one goes at most kLogBacklogBeat after it, not a whole interval later, so a chatty task's output keeps up.
+  bool log_backlog_ = false;
+  TimeMicros last_beat_us_ = 0;  // BootTimeMicros() when the last heartbeat was sent
   // Per task: its log read from the start and what is not yet acknowledged by a heartbeat.
   struct LogShip {
     std::unique_ptr<LogFollower> follower;

@@ -302,6 +302,47 @@ TEST_F(NodeAgentTest, ShipsLogsOnceEvenWhenHeartbeatsFail) {
   EXPECT_EQ(log->first_offset, 0);
 }
 
+// A task writing more than one heartbeat carries (a chunk per task) leaves a backlog: the agent has news half a
+// second after its heartbeat instead of waiting a whole interval. A quiet running task is no news.
+TEST_F(NodeAgentTest, ALogBacklogBringsTheNextHeartbeatForward) {
+  server_.wanted = {Run("quiet", "echo hello; exec sleep 30")};
+  ASSERT_TRUE(TickUntilShipped("quiet", "hello\n"));
+  ASSERT_TRUE(agent_->Tick().ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  EXPECT_FALSE(agent_->HasNews()) << "a running task with nothing to send";
+
+  // Over two chunks of output (lines of 3 to 7 bytes), all written before the agent reads any of it.
+  const std::string printed = dir_ + "/printed";
+  const int lines = static_cast<int>(3 * protocol::kMaxLogChunkBytes / 8);
+  const std::string last = "x" + std::to_string(lines) + "\n";
+  server_.wanted.push_back(Run("chatty", "i=1; while [ $i -le " + std::to_string(lines) +
+                                             " ]; do echo x$i; i=$((i+1)); done; touch " + printed +
+                                             "; exec sleep 30"));
+  ASSERT_TRUE(agent_->Tick().ok());  // starts it
+  for (int i = 0; i < 3000 && !std::filesystem::exists(printed); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(std::filesystem::exists(printed));
+  std::string shipped;
+  bool backlog_seen = false;
+  for (int i = 0; i < 50 && shipped.find(last) == std::string::npos; ++i) {
+    ASSERT_TRUE(agent_->Tick().ok());
+    shipped = Shipped("chatty");
+    if (shipped.find(last) == std::string::npos) {
+      // Part of the output went, the rest waits: news within a second, without any task starting or ending.
+      bool news = false;
+      for (int wait = 0; wait < 100 && !news; ++wait) {
+        news = agent_->HasNews();
+        if (!news) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      EXPECT_TRUE(news) << shipped.size() << " bytes shipped";
+      backlog_seen = backlog_seen || news;
+    }
+  }
+  EXPECT_TRUE(backlog_seen);
+  EXPECT_NE(shipped.find(last), std::string::npos);
+}
+
 TEST_F(NodeAgentTest, ResendsLogTailsAfterTheServerWasAway) {
   server_.wanted = {Run("tail", "echo before-restart; sleep 30")};
   ASSERT_TRUE(TickUntil("tail", TaskState::kRunning));

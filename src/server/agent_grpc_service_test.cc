@@ -109,6 +109,20 @@ TEST_F(AgentGrpcTest, TokensAreCheckedLikeTheHttpRoutes) {
   }
 }
 
+// gRPC agents hear of changes through WaitForChange and beat at the server's interval (1 s with the default node
+// timeout); agents over the HTTP fallback have no change feed and are kept at 0.5 s.
+TEST_F(AgentGrpcTest, PushedAgentsBeatEverySecondPollingOnesTwiceASecond) {
+  const Node n1 = MakeNode("n1").WithCpu(8000).WithMemory(16384).WithGpus(1, "A100", 81920).Build();
+  auto client = Client(NodeToken("n1"));
+  ASSERT_TRUE(client.Register(n1).ok());
+  auto reply = client.Heartbeat(n1, {});
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->interval_micros, kMicrosPerSecond);
+  ApiResponse http = Call("POST", "/api/v1/nodes/n1/heartbeat", NodeToken("n1"), R"({"tasks": []})");
+  ASSERT_EQ(http.status, 200) << http.body;
+  EXPECT_EQ(Body(http)["heartbeat_interval_ms"], 500) << http.body;
+}
+
 TEST_F(AgentGrpcTest, HeartbeatAnswersWithTheWantedTaskAndKeepsLogs) {
   const Node n1 = MakeNode("n1").WithCpu(8000).WithMemory(16384).WithGpus(1, "A100", 81920).Build();
   auto client = Client(NodeToken("n1"));

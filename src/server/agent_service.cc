@@ -1,5 +1,6 @@
 #include "server/agent_service.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -58,6 +59,10 @@ std::string SuspendOutcome(const JobRecord& job, const protocol::TaskStatus& st)
 }
 
 }  // namespace
+
+TimeMicros HeartbeatInterval(TimeMicros node_timeout) {
+  return std::clamp<TimeMicros>(node_timeout / 4, kMicrosPerSecond / 20, kMicrosPerSecond);
+}
 
 AgentService::AgentService(ControlPlane& control, StateStore& store, protocol::LogRelay* logs, MetricsRegistry* metrics)
     : control_(control), store_(store), logs_(logs), metrics_(metrics) {
@@ -312,7 +317,7 @@ Result<protocol::HeartbeatReply> AgentService::Heartbeat(const Node& node,
   if (usage_ != nullptr) usage_->OnHeartbeat(node.name, device_usage, measured);
   protocol::HeartbeatReply reply;
   reply.has_tasks = true;
-  reply.interval_micros = kMicrosPerSecond / 2;
+  reply.interval_micros = HeartbeatInterval(control_.node_timeout());
   reply.node_timeout_micros = control_.node_timeout();
   // Read before the task list: a change while it is built moves the generation on, so the agent's wait for a
   // generation other than this one returns at once (ChangeFeed).

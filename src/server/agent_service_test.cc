@@ -147,6 +147,21 @@ TEST_F(AgentServiceTest, AReportTheStoreRefusesIsAppliedAtTheNextOne) {
   EXPECT_EQ(Job(id)["state"], "succeeded");
 }
 
+// Agents are asked to beat every quarter of the node timeout, at most every second (they report starts and exits
+// and hear of changes without waiting for it); the HTTP fallback, which has no change feed, keeps 0.5 s.
+TEST(HeartbeatIntervalTest, AQuarterOfTheNodeTimeoutAtMostASecond) {
+  EXPECT_EQ(HeartbeatInterval(30 * kMicrosPerSecond), kMicrosPerSecond);
+  EXPECT_EQ(HeartbeatInterval(2 * kMicrosPerSecond), kMicrosPerSecond / 2);
+  EXPECT_EQ(HeartbeatInterval(kMicrosPerSecond), kMicrosPerSecond / 4);
+  EXPECT_EQ(HeartbeatInterval(1000), kMicrosPerSecond / 20);
+}
+
+TEST_F(AgentServiceTest, TheReplyAsksForTheHeartbeatInterval) {
+  auto reply = agents_->Heartbeat(node_, {});
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->interval_micros, HeartbeatInterval(control_->node_timeout()));
+}
+
 TEST_F(AgentServiceTest, ARunningTasksRepeatedReportWritesNothing) {
   // Every heartbeat reports every running task; once its task record says so, the store sees no write for it (a
   // refused write would show here as a refusal and a report error).

@@ -1,5 +1,6 @@
 #include "server/api.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -162,6 +163,8 @@ Result<ApiResponse> Api::Impl::Heartbeat(const ApiRequest& req, const Caller& ca
     return JsonResponse(200, Json{{"name", p[0]}, {"ok", true}});
   }
   ASSIGN_OR_RETURN(protocol::HeartbeatReply reply, AgentBeat(p[0], beat));
+  // No change feed over HTTP: these agents learn of new work only by heartbeating, so they keep the 0.5 s pace.
+  reply.interval_micros = std::min<TimeMicros>(reply.interval_micros, kMicrosPerSecond / 2);
   return ApiResponse{200, kJsonContentType, protocol::HeartbeatReplyBody(reply)};
 }
 
