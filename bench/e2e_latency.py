@@ -6,8 +6,9 @@ Starts `xpool up` on a simulated 4xA100-80GB node and measures:
     1 ms) shows it running, which the agent's report of its start causes; and from the job's "submitted" event to
     the start the agent stamped on its "running" transition;
   - preemption, from the server's event times: 4 low-priority preemptible jobs fill the node, each exiting 0 on
-    its suspend signal; a high-priority job arrives: its "preempt" decision -> the victim's "suspended" (signal
-    delivered, the task exited, the exit reported) -> the high job's "running". R rounds.
+    its suspend signal; a high-priority job arrives: its "preempt" decision -> the victim's signal (the time its
+    handler wrote) -> the victim's "suspended" (the task exited, the exit reported) -> the high job's "running".
+    R rounds.
 Prints medians and p99 (nearest rank) in milliseconds.
 
   bench/e2e_latency.py --xpool build/bin/xpool [--jobs 50] [--rounds 10]
@@ -128,15 +129,27 @@ def main():
         report("submit -> running (client sees it)", starts)
         report("submit -> agent started it (events)", server_side)
 
-        decide_to_victim_out, victim_out_to_high_running, submit_to_high_running = [], [], []
-        loop = "trap 'exit 0' USR1; while :; do sleep 0.01; done"
+        decide_to_signalled, decide_to_victim_out, victim_out_to_high_running, submit_to_high_running = [], [], [], []
+        # The victim stamps the moment its suspend signal arrives (a Python handler runs at once; a shell trap only
+        # after its current command) in its working directory, then exits 0.
+        victim = ("/usr/bin/python3 -c \"import os, signal, time\n"
+                  "def out(*_):\n"
+                  "    open('signalled', 'w').write(str(time.time_ns() // 1000))\n"
+                  "    os._exit(0)\n"
+                  "signal.signal(signal.SIGUSR1, out)\n"
+                  "open('ready', 'w').write('1')\n"
+                  "while True: time.sleep(1)\"")
+        work = lambda job, name: os.path.join(state + "-tasks", f"job{job}-r0", "work", name)
         for r in range(args.rounds):
             lows = [api.submit({"name": f"low{r}-{i}", "priority": 10, "preemptible": True,
-                                "resources": {"gpu": 1}, "checkpoint": {"grace": 30}, "command": loop})
+                                "resources": {"gpu": 1}, "checkpoint": {"grace": 30}, "command": victim})
                     for i in range(4)]
             for j in lows:
                 api.wait(j, ("running",))
-            time.sleep(0.1)  # the traps are installed
+            for j in lows:  # the handlers are installed
+                deadline = time.time() + 30
+                while not os.path.exists(work(j, "ready")) and time.time() < deadline:
+                    time.sleep(0.01)
             high = api.submit({"name": f"high{r}", "priority": 90, "resources": {"gpu": 1}, "command": "sleep 0.2"})
             api.wait(high, ("running", "succeeded"))
             hev = api.events(high)
@@ -147,6 +160,8 @@ def main():
                 for e in api.events(j):
                     if e.get("to") == "suspended" and e["time_us"] >= decided:
                         victim_out = e["time_us"] if victim_out is None else min(victim_out, e["time_us"])
+            signalled = [int(open(work(j, "signalled")).read()) for j in lows if os.path.exists(work(j, "signalled"))]
+            decide_to_signalled.append(min(signalled) - decided)
             decide_to_victim_out.append(victim_out - decided)
             victim_out_to_high_running.append(high_running - victim_out)
             submit_to_high_running.append(high_running - event_time(hev, kind="submitted"))
@@ -155,6 +170,7 @@ def main():
                 api.call("POST", f"/api/v1/jobs/{j}/cancel")
             for j in lows:
                 api.wait(j, ("cancelled", "succeeded", "failed"))
+        report("preempt decision -> victim signalled", decide_to_signalled)
         report("preempt decision -> victim suspended", decide_to_victim_out)
         report("victim suspended -> high running", victim_out_to_high_running)
         report("high submit -> high running", submit_to_high_running)
