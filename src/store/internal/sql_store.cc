@@ -379,8 +379,6 @@ Result<JobRecord> SqlStore::LoadJob(SqlBackend& db, JobId id) {
 
 Status SqlStore::InsertJob(const PendingSubmit& p, JobId* id) {
   const JobSpec& spec = *p.spec;
-  ASSIGN_OR_RETURN(SqlResult t, db_->Query("SELECT id FROM tenants WHERE id = $1", {Int(p.tenant.value())}));
-  if (t.rows.empty()) return NotFoundError("no tenant with id " + p.tenant.ToString());
   ASSIGN_OR_RETURN(SqlResult r, db_->Query("INSERT INTO jobs (tenant_id, name, spec, state, priority, submitted_us, "
                                            "updated_us) VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING id",
                                            {Int(p.tenant.value()), Text(spec.name), Text(p.spec_json),
@@ -400,26 +398,35 @@ Status SqlStore::InsertJob(const PendingSubmit& p, JobId* id) {
   return InsertEvent(e, nullptr);
 }
 
-// One transaction for the whole batch; each job inside its own savepoint, so one refused job does not take the
-// others down. Results are published only after COMMIT returned.
+Status SqlStore::InsertBatch(const std::vector<PendingSubmit*>& batch, std::vector<Status>* results,
+                             std::vector<JobId>* ids) {
+  std::map<int64_t, bool> tenant_exists;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const TenantId tenant = batch[i]->tenant;
+    auto [known, added] = tenant_exists.try_emplace(tenant.value(), false);
+    if (added) {
+      ASSIGN_OR_RETURN(SqlResult t, db_->Query("SELECT id FROM tenants WHERE id = $1", {Int(tenant.value())}));
+      known->second = !t.rows.empty();
+    }
+    if (!known->second) {
+      (*results)[i] = NotFoundError("no tenant with id " + tenant.ToString());
+      continue;
+    }
+    RETURN_IF_ERROR(InsertJob(*batch[i], &(*ids)[i]));
+    (*results)[i] = Status::Ok();
+  }
+  return Status::Ok();
+}
+
+// One transaction for the whole batch, three statements a job (no savepoint each: what a job may be refused for,
+// an unknown tenant, is checked before its rows are written; specs were validated before). An insert that fails
+// anyway is the database refusing writes, and every job of the batch fails with it. Results are published only
+// after COMMIT returned.
 void SqlStore::CommitBatch(const std::vector<PendingSubmit*>& batch) {
   std::lock_guard lock(mu_);
   std::vector<Status> results(batch.size());
   std::vector<JobId> ids(batch.size());
-  Status commit = InTransaction([&]() -> Status {
-    for (size_t i = 0; i < batch.size(); ++i) {
-      RETURN_IF_ERROR(db_->Query("SAVEPOINT submit", {}));
-      results[i] = InsertJob(*batch[i], &ids[i]);
-      if (results[i].ok()) {
-        RETURN_IF_ERROR(db_->Query("RELEASE SAVEPOINT submit", {}));
-      } else {
-        if (IsStoreUnavailable(results[i])) return results[i];  // the database refuses writes: all fail
-        RETURN_IF_ERROR(db_->Query("ROLLBACK TO SAVEPOINT submit", {}));
-        RETURN_IF_ERROR(db_->Query("RELEASE SAVEPOINT submit", {}));
-      }
-    }
-    return Status::Ok();
-  });
+  Status commit = InTransaction([&] { return InsertBatch(batch, &results, &ids); });
   for (size_t i = 0; i < batch.size(); ++i) {
     PendingSubmit& p = *batch[i];
     if (!commit.ok()) {

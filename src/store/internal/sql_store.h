@@ -101,8 +101,11 @@ class SqlStore final : public StateStore {
   static constexpr size_t kMaxSubmitBatch = 256;      // submissions group commit puts in one transaction
   static constexpr size_t kReleaseAfterBatch = 1000;  // SubmitJobs of this many frees the writer's cache after
 
-  // Inserts one job, its tasks and its event. Caller holds mu_ inside a transaction.
+  // Inserts one job, its tasks and its event (its tenant is known to exist). Caller holds mu_ inside a transaction.
   Status InsertJob(const PendingSubmit& p, JobId* id);
+  // Every job of `batch` into the open transaction: each tenant is looked up once and a job of an unknown tenant
+  // is refused in `results`; the first failed insert is returned (the caller rolls everything back).
+  Status InsertBatch(const std::vector<PendingSubmit*>& batch, std::vector<Status>* results, std::vector<JobId>* ids);
   void CommitBatch(const std::vector<PendingSubmit*>& batch);
 
   // Runs `body` between Begin and Commit; rolls back when it fails. Caller holds mu_.

@@ -168,6 +168,40 @@ TEST_F(SqliteStoreTest, SizeCapMakesWritesUnavailableAndKeepsReads) {
   EXPECT_TRUE((*again)->SubmitJob(t->id, spec, 2).ok());
 }
 
+// A batch is one transaction: when the database refuses part of it (here the size cap, midway through), every job
+// of the batch fails with the reason and none of them is left behind, nor its tasks or events.
+TEST_F(SqliteStoreTest, ABatchTheDatabaseRefusesMidwayLeavesNothing) {
+  Result<std::unique_ptr<StateStore>> store = OpenStateStore("sqlite:" + path_ + "?max_size_mib=1");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  Result<TenantRecord> t = (*store)->CreateTenant("t", false, TenantQuota{}, 1);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  JobSpec small;
+  small.name = "small";
+  small.command = {"true"};
+  small.resources.cpu_milli = 100;
+  Result<JobRecord> first = (*store)->SubmitJob(t->id, small, 1);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  JobSpec big = small;
+  big.name = "big";
+  for (int i = 0; i < 4; ++i) big.env["PAD" + std::to_string(i)] = std::string(30000, static_cast<char>('a' + i));
+  std::vector<std::pair<TenantId, JobSpec>> batch(20, {t->id, small});
+  for (size_t i = 5; i < batch.size(); ++i) batch[i].second = big;  // ~120 KB each from the 6th on: past 1 MiB
+  std::vector<Result<JobRecord>> results = (*store)->SubmitJobs(batch, 2);
+  ASSERT_EQ(results.size(), batch.size());
+  for (const Result<JobRecord>& r : results) {
+    EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
+  }
+  Result<std::vector<JobRecord>> jobs = (*store)->ListJobs({});
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ(jobs->front().spec.name, "small");
+  Result<std::vector<EventRecord>> events = (*store)->EventsSince(0);
+  ASSERT_TRUE(events.ok()) << events.status().ToString();
+  for (const EventRecord& e : *events) EXPECT_EQ(e.job, jobs->front().id);
+  Result<std::vector<TaskRecord>> tasks = (*store)->ListTasks(JobId(jobs->front().id.value() + 1));
+  EXPECT_TRUE(!tasks.ok() || tasks->empty());
+}
+
 TEST_F(SqliteStoreTest, BadStoreOptionsAreRefused) {
   for (const std::string bad : {"?max_size_mib=0", "?max_size_mib=x", "?max_size_mib=", "?size=5", "?max_size_mib=5&x",
                                 "?max_size_mib=99999999999999999999"}) {
