@@ -1,8 +1,9 @@
-// The API's two largest answers on a big cluster, CPU per call, through Api::Handle (no HTTP): GET /api/v1/nodes
-// and GET /metrics with N nodes of 8 GPUs each, every GPU shared by a placed job, and one node's usage changed
-// between calls (as a placement or a finished job changes it under load). The node list keeps each node's text
-// between calls (server/internal/node_list.h) and /metrics renders the device series from label text kept between
-// calls (ControlPlane::AppendDeviceMetrics): what a call costs is copies, plus renewing what changed.
+// The API's largest answers on a big cluster, CPU per call, through Api::Handle (no HTTP): GET /api/v1/nodes,
+// GET /metrics and GET /api/v1/jobs (its default page, 1,000 jobs) with N nodes of 8 GPUs each, every GPU shared by a
+// placed job, and one node's usage changed between calls (as a placement or a finished job changes it under load). The
+// node list keeps each node's text between calls (server/internal/node_list.h) and /metrics renders the device series
+// from label text kept between calls (ControlPlane::AppendDeviceMetrics): what a call costs is copies, plus renewing
+// what changed.
 //
 //   build/bin/xpool_bench --benchmark_filter=ApiRoutes
 #include <benchmark/benchmark.h>
@@ -104,9 +105,11 @@ void RunRoute(benchmark::State& state, const std::string& path) {
 
 void BM_ApiRoutesListNodes(benchmark::State& state) { RunRoute(state, "/api/v1/nodes"); }
 void BM_ApiRoutesMetrics(benchmark::State& state) { RunRoute(state, "/metrics"); }
+void BM_ApiRoutesListJobs(benchmark::State& state) { RunRoute(state, "/api/v1/jobs"); }
 
 BENCHMARK(BM_ApiRoutesListNodes)->Arg(1500)->Unit(benchmark::kMillisecond)->Iterations(30);
 BENCHMARK(BM_ApiRoutesMetrics)->Arg(1500)->Unit(benchmark::kMillisecond)->Iterations(30);
+BENCHMARK(BM_ApiRoutesListJobs)->Arg(1500)->Unit(benchmark::kMillisecond)->Iterations(30);
 
 }  // namespace
 }  // namespace xpool
