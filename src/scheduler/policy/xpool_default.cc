@@ -326,47 +326,87 @@ int64_t DefaultPolicy::reserve_per_mille(std::string_view model) const {
 }
 
 bool DefaultPolicy::RecomputeReserve() {
-  std::vector<int64_t> exclusive(reserve_.size(), 0);
+  const size_t models = reserve_.size();
+  std::vector<ReserveSet> sets;  // the strict subsets of the cluster's models that some demand is confined to
   int64_t demand = 0, free_total = 0;
+  std::vector<bool> allowed(models);
   for (const WeightedShape& w : target().shapes()) {
     const int64_t gpu = w.count * w.shape.gpu_count * w.shape.gpu_milli;
     if (gpu <= 0) continue;
     demand += gpu;
     if (w.shape.type_include.empty() && w.shape.type_exclude.empty()) continue;
-    int allowed = 0;
-    size_t only = 0;
-    for (size_t i = 0; i < reserve_.size(); ++i) {
-      if (ShapeAllowsModel(w.shape, reserve_[i].model)) {
-        ++allowed;
-        only = i;
-      }
+    size_t count = 0;
+    for (size_t i = 0; i < models; ++i) {
+      allowed[i] = ShapeAllowsModel(w.shape, reserve_[i].model);
+      count += allowed[i] ? 1 : 0;
     }
-    if (allowed == 1) exclusive[only] += gpu;
+    if (count == 0 || count == models) continue;  // no model, or every one: nothing to keep for it
+    auto it = std::find_if(sets.begin(), sets.end(), [&](const ReserveSet& s) { return s.models == allowed; });
+    if (it == sets.end()) it = sets.insert(sets.end(), ReserveSet{allowed, 0, 0});
+    it->demand += gpu;
   }
   for (const ModelReserve& r : reserve_) free_total += r.free_milli;
-  bool changed = false;
-  for (size_t i = 0; i < reserve_.size(); ++i) {
-    const int64_t per_mille = ReservePerMille(exclusive[i], demand, reserve_[i].free_milli, free_total);
+  std::vector<int64_t> per_model(models, 0);
+  for (ReserveSet& set : sets) {
+    int64_t free_set = 0;
+    for (size_t i = 0; i < models; ++i) free_set += set.models[i] ? reserve_[i].free_milli : 0;
+    set.per_mille = ReservePerMille(set.demand, demand, free_set, free_total);
+    for (size_t i = 0; i < models; ++i) per_model[i] += set.models[i] ? set.per_mille : 0;
+  }
+  // Only the sets and their per-mille enter a score (a demand that moved with the same r_S keeps every score).
+  bool changed = sets.size() != reserve_sets_.size();
+  for (size_t k = 0; !changed && k < sets.size(); ++k) {
+    changed = sets[k].models != reserve_sets_[k].models || sets[k].per_mille != reserve_sets_[k].per_mille;
+  }
+  for (size_t i = 0; i < models; ++i) {
+    const int64_t per_mille = std::min<int64_t>(1000, per_model[i]);
     changed |= per_mille != reserve_[i].per_mille;
     reserve_[i].per_mille = per_mille;
   }
+  reserve_sets_ = std::move(sets);
+  if (changed) ++reserve_version_;
   return changed;
 }
 
-int64_t DefaultPolicy::ReserveCost(const TaskRequest& request, const NodeFree& node,
-                                   const std::vector<int>& devices) const {
+const std::vector<int64_t>& DefaultPolicy::ReserveCharge(const TaskRequest& request) {
+  if (charge_version_ == reserve_version_ && charge_models_ == reserve_.size() &&
+      request.type_include == charge_include_ && request.type_exclude == charge_exclude_) {
+    return charge_;
+  }
+  charge_version_ = reserve_version_;
+  charge_models_ = reserve_.size();
+  charge_include_ = request.type_include;
+  charge_exclude_ = request.type_exclude;
+  const PodShape shape = ShapeOf(request);
+  const size_t models = reserve_.size();
+  std::vector<bool> allowed(models);
+  for (size_t i = 0; i < models; ++i) allowed[i] = ShapeAllowsModel(shape, reserve_[i].model);
+  charge_.assign(models, 0);
+  for (const ReserveSet& set : reserve_sets_) {
+    bool within = true;  // the request may use only models of the set: it is (part of) the demand kept for
+    for (size_t i = 0; within && i < models; ++i) within = !allowed[i] || set.models[i];
+    if (within) continue;
+    for (size_t i = 0; i < models; ++i) charge_[i] += set.models[i] ? set.per_mille : 0;
+  }
+  for (int64_t& c : charge_) c = std::min<int64_t>(1000, c);
+  return charge_;
+}
+
+int64_t DefaultPolicy::ReserveCost(const TaskRequest& request, const NodeFree& node, const std::vector<int>& devices) {
+  if (reserve_sets_.empty()) return 0;
+  const std::vector<int64_t>& charge = ReserveCharge(request);
   int64_t cost = 0;
-  int confined = -1;  // whether the request may use one model alone: unknown until a reserved device asks
-  for (int d : devices) {
-    const int64_t per_mille = reserve_per_mille(node.gpu_model[d]);
-    if (per_mille == 0) continue;
-    if (confined < 0) {
-      const PodShape shape = ShapeOf(request);
-      int allowed = 0;
-      for (const ModelReserve& r : reserve_) allowed += ShapeAllowsModel(shape, r.model) ? 1 : 0;
-      confined = allowed == 1 ? 1 : 0;
+  std::string_view model;
+  int64_t per_mille = 0;
+  for (size_t k = 0; k < devices.size(); ++k) {
+    const int d = devices[k];
+    if (k == 0 || node.gpu_model[d] != model) {
+      model = node.gpu_model[d];
+      per_mille = 0;
+      for (size_t i = 0; i < reserve_.size(); ++i) {
+        if (reserve_[i].model == model) per_mille = charge[i];
+      }
     }
-    if (confined == 1) return 0;
     cost += kReserveWeight * request.device_compute_milli * per_mille / 1000;
   }
   return cost;

@@ -360,7 +360,31 @@ TEST(DefaultPolicyTest, UnconstrainedPodLeavesTheModelItsConfinedPodsNeedMost) {
   EXPECT_EQ(PlaceOn(state, &policy, t4_only), 0);  // a confined pod takes its own model's reserve
 }
 
-TEST(DefaultPolicyTest, NothingIsReservedWithoutPodsConfinedToOneModel) {
+TEST(DefaultPolicyTest, UnconstrainedPodLeavesTheModelsAListOfThemNeeds) {
+  // 4 T4 GPUs, 2 V100M32 and 8 G2; the workload: 8 unconstrained whole-GPU pods, 4 that may use T4 or V100M32 and 4
+  // only G2. The fragment gained is the same on every node (each side's idle GPU is fragment for the pods confined
+  // to the other), and a reserve for single models alone keeps G2 (r = 4/16 · 14/8): the pod would take T4. The
+  // list's demand needs 7/12 of its 6 free GPUs (r = 4/16 · 14/6), more than G2's pods need of G2: it goes to "g2".
+  ClusterState state;
+  ASSERT_TRUE(state.AddNode(MakeNode("t4").WithCpu(96000).WithGpus(4, "T4", 16384).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("v100").WithCpu(96000).WithGpus(2, "V100M32", 32768).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("g2").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
+  TaskRequest listed = Pod(4000, 1, 1000);
+  listed.type_include = {"T4", "V100M32"};
+  TaskRequest g2_only = Pod(4000, 1, 1000);
+  g2_only.type_include = {"G2"};
+  DefaultPolicy policy;
+  Learn(&policy, Pod(4000, 1, 1000), 8);
+  Learn(&policy, listed, 4);
+  Learn(&policy, g2_only, 4);
+  EXPECT_EQ(PlaceOn(state, &policy, Pod(4000, 1, 1000)), 2);
+  EXPECT_EQ(policy.reserve_per_mille("T4"), 583);
+  EXPECT_EQ(policy.reserve_per_mille("V100M32"), 583);
+  EXPECT_EQ(policy.reserve_per_mille("G2"), 437);
+  EXPECT_EQ(PlaceOn(state, &policy, listed), 1);  // within its list it pays nothing: the tighter node
+}
+
+TEST(DefaultPolicyTest, NothingIsReservedForPodsThatMayUseEveryModel) {
   ClusterState state;
   ASSERT_TRUE(state.AddNode(MakeNode("t4").WithCpu(96000).WithGpus(4, "T4", 16384).Build()).ok());
   ASSERT_TRUE(state.AddNode(MakeNode("g2").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
