@@ -292,21 +292,46 @@ void DefaultPolicy::OnPlaced(const ClusterState& state, const TaskRequest& reque
   }
 }
 
-void DefaultPolicy::ReadModelFree(const ClusterState& state) {
-  for (ModelReserve& r : reserve_) r.free_milli = 0;
+namespace {
+// Whether a node of `kind` can host one pod of `shape` asking `memory_mib` (0: unknown) when idle: a one-device
+// shape needs only an allowed model, a multi-device one also the devices, CPU and memory.
+bool KindHosts(const DefaultPolicy::NodeKind& kind, const PodShape& shape, int64_t memory_mib) {
+  if (!ShapeAllowsModel(shape, kind.model)) return false;
+  if (shape.gpu_count < 2) return true;
+  return kind.devices >= shape.gpu_count && kind.cpu_milli >= shape.cpu_milli && kind.memory_mib >= memory_mib;
+}
+}  // namespace
+
+int DefaultPolicy::KindOf(const Node& node) const {
+  if (node.devices.empty()) return -1;
+  for (size_t i = 0; i < reserve_.size(); ++i) {
+    const NodeKind& k = reserve_[i];
+    if (k.devices == static_cast<int>(node.devices.size()) && k.cpu_milli == node.cpu_milli &&
+        k.memory_mib == node.memory_mib && k.model == node.devices.front().model) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+void DefaultPolicy::ReadKindFree(const ClusterState& state) {
+  for (NodeKind& r : reserve_) r.free_milli = 0;
   NodeFree free;
   for (int n = 0; n < state.node_count(); ++n) {
-    ReadNodeFree(state, n, &free);
-    for (size_t d = 0; d < free.gpu_milli.size(); ++d) {
-      auto it = std::find_if(reserve_.begin(), reserve_.end(),
-                             [&](const ModelReserve& r) { return r.model == free.gpu_model[d]; });
-      if (it == reserve_.end()) {
-        ModelReserve added;
-        added.model = std::string(free.gpu_model[d]);
-        it = reserve_.insert(reserve_.end(), std::move(added));
-      }
-      it->free_milli += free.gpu_milli[d];
+    const Node& node = state.node(n);
+    if (node.devices.empty()) continue;
+    int kind = KindOf(node);
+    if (kind < 0) {
+      NodeKind added;
+      added.model = node.devices.front().model;
+      added.devices = static_cast<int>(node.devices.size());
+      added.cpu_milli = node.cpu_milli;
+      added.memory_mib = node.memory_mib;
+      reserve_.push_back(std::move(added));
+      kind = static_cast<int>(reserve_.size()) - 1;
     }
+    ReadNodeFree(state, n, &free);
+    for (int64_t g : free.gpu_milli) reserve_[kind].free_milli += g;
   }
 }
 
@@ -319,57 +344,96 @@ int64_t DefaultPolicy::ReservePerMille(int64_t exclusive, int64_t demand, int64_
 }
 
 int64_t DefaultPolicy::reserve_per_mille(std::string_view model) const {
-  for (const ModelReserve& r : reserve_) {
-    if (r.model == model) return r.per_mille;
+  int64_t most = 0;
+  for (const NodeKind& r : reserve_) {
+    if (r.model == model) most = std::max(most, r.per_mille);
   }
-  return 0;
+  return most;
 }
 
-bool DefaultPolicy::RecomputeReserve() {
-  std::vector<int64_t> exclusive(reserve_.size(), 0);
+bool DefaultPolicy::RecomputeReserve(const std::vector<int64_t>& shape_memory_mib) {
+  const size_t kinds = reserve_.size();
+  std::vector<ReserveSet> sets;  // the strict subsets of the cluster's kinds that some demand is confined to
   int64_t demand = 0, free_total = 0;
-  for (const WeightedShape& w : target().shapes()) {
+  std::vector<bool> allowed(kinds);
+  const std::vector<WeightedShape>& shapes = target().shapes();
+  for (size_t m = 0; m < shapes.size(); ++m) {
+    const WeightedShape& w = shapes[m];
     const int64_t gpu = w.count * w.shape.gpu_count * w.shape.gpu_milli;
     if (gpu <= 0) continue;
     demand += gpu;
-    if (w.shape.type_include.empty() && w.shape.type_exclude.empty()) continue;
-    int allowed = 0;
-    size_t only = 0;
-    for (size_t i = 0; i < reserve_.size(); ++i) {
-      if (ShapeAllowsModel(w.shape, reserve_[i].model)) {
-        ++allowed;
-        only = i;
-      }
+    // Every kind hosts an unconstrained one-device shape.
+    if (w.shape.type_include.empty() && w.shape.type_exclude.empty() && w.shape.gpu_count < 2) continue;
+    const int64_t memory = m < shape_memory_mib.size() ? shape_memory_mib[m] : 0;
+    size_t count = 0;
+    for (size_t i = 0; i < kinds; ++i) {
+      allowed[i] = KindHosts(reserve_[i], w.shape, memory);
+      count += allowed[i] ? 1 : 0;
     }
-    if (allowed == 1) exclusive[only] += gpu;
+    if (count == 0 || count == kinds) continue;  // no kind, or every one: nothing to keep for it
+    auto it = std::find_if(sets.begin(), sets.end(), [&](const ReserveSet& s) { return s.kinds == allowed; });
+    if (it == sets.end()) it = sets.insert(sets.end(), ReserveSet{allowed, 0, 0});
+    it->demand += gpu;
   }
-  for (const ModelReserve& r : reserve_) free_total += r.free_milli;
-  bool changed = false;
-  for (size_t i = 0; i < reserve_.size(); ++i) {
-    const int64_t per_mille = ReservePerMille(exclusive[i], demand, reserve_[i].free_milli, free_total);
+  for (const NodeKind& r : reserve_) free_total += r.free_milli;
+  std::vector<int64_t> per_kind(kinds, 0);
+  for (ReserveSet& set : sets) {
+    int64_t free_set = 0;
+    for (size_t i = 0; i < kinds; ++i) free_set += set.kinds[i] ? reserve_[i].free_milli : 0;
+    set.per_mille = ReservePerMille(set.demand, demand, free_set, free_total);
+    for (size_t i = 0; i < kinds; ++i) per_kind[i] += set.kinds[i] ? set.per_mille : 0;
+  }
+  // Only the sets and their per-mille enter a score (a demand that moved with the same r_S keeps every score).
+  bool changed = sets.size() != reserve_sets_.size();
+  for (size_t k = 0; !changed && k < sets.size(); ++k) {
+    changed = sets[k].kinds != reserve_sets_[k].kinds || sets[k].per_mille != reserve_sets_[k].per_mille;
+  }
+  for (size_t i = 0; i < kinds; ++i) {
+    const int64_t per_mille = std::min<int64_t>(1000, per_kind[i]);
     changed |= per_mille != reserve_[i].per_mille;
     reserve_[i].per_mille = per_mille;
   }
+  reserve_sets_ = std::move(sets);
+  if (changed) ++reserve_version_;
   return changed;
 }
 
-int64_t DefaultPolicy::ReserveCost(const TaskRequest& request, const NodeFree& node,
-                                   const std::vector<int>& devices) const {
-  int64_t cost = 0;
-  int confined = -1;  // whether the request may use one model alone: unknown until a reserved device asks
-  for (int d : devices) {
-    const int64_t per_mille = reserve_per_mille(node.gpu_model[d]);
-    if (per_mille == 0) continue;
-    if (confined < 0) {
-      const PodShape shape = ShapeOf(request);
-      int allowed = 0;
-      for (const ModelReserve& r : reserve_) allowed += ShapeAllowsModel(shape, r.model) ? 1 : 0;
-      confined = allowed == 1 ? 1 : 0;
-    }
-    if (confined == 1) return 0;
-    cost += kReserveWeight * request.device_compute_milli * per_mille / 1000;
+const std::vector<int64_t>& DefaultPolicy::ReserveCharge(const TaskRequest& request) {
+  const bool multi = request.device_count >= 2;  // its host set depends on its devices, CPU and memory
+  if (charge_version_ == reserve_version_ && charge_kinds_ == reserve_.size() &&
+      request.type_include == charge_include_ && request.type_exclude == charge_exclude_ &&
+      charge_devices_ == (multi ? request.device_count : 1) && charge_cpu_ == (multi ? request.cpu_milli : 0) &&
+      charge_memory_ == (multi ? request.memory_mib : 0)) {
+    return charge_;
   }
-  return cost;
+  charge_version_ = reserve_version_;
+  charge_kinds_ = reserve_.size();
+  charge_include_ = request.type_include;
+  charge_exclude_ = request.type_exclude;
+  charge_devices_ = multi ? request.device_count : 1;
+  charge_cpu_ = multi ? request.cpu_milli : 0;
+  charge_memory_ = multi ? request.memory_mib : 0;
+  const PodShape shape = ShapeOf(request);
+  const size_t kinds = reserve_.size();
+  std::vector<bool> allowed(kinds);
+  for (size_t i = 0; i < kinds; ++i) allowed[i] = KindHosts(reserve_[i], shape, request.memory_mib);
+  charge_.assign(kinds, 0);
+  for (const ReserveSet& set : reserve_sets_) {
+    bool within = true;  // the request may use only kinds of the set: it is (part of) the demand kept for
+    for (size_t i = 0; within && i < kinds; ++i) within = !allowed[i] || set.kinds[i];
+    if (within) continue;
+    for (size_t i = 0; i < kinds; ++i) charge_[i] += set.kinds[i] ? set.per_mille : 0;
+  }
+  for (int64_t& c : charge_) c = std::min<int64_t>(1000, c);
+  return charge_;
+}
+
+int64_t DefaultPolicy::ReserveCost(const TaskRequest& request, const Node& node, size_t devices) {
+  if (reserve_sets_.empty() || devices == 0) return 0;
+  const int kind = KindOf(node);
+  if (kind < 0) return 0;
+  const int64_t per_mille = ReserveCharge(request)[kind];
+  return static_cast<int64_t>(devices) * (kReserveWeight * request.device_compute_milli * per_mille / 1000);
 }
 
 bool DefaultPolicy::RefreshShapeMemory(const ClusterState& state) {
@@ -377,8 +441,6 @@ bool DefaultPolicy::RefreshShapeMemory(const ClusterState& state) {
   const WeightedShape* key = shapes.empty() ? nullptr : shapes.data();
   const bool target_changed = key != target_key_ || target().total_count() != target_total_;
   if (!target_changed && placed_at_refresh_ >= 0 && placed_ - placed_at_refresh_ < kMemoryRefresh) return false;
-  ReadModelFree(state);
-  const bool reserve_changed = RecomputeReserve();
   target_key_ = key;
   target_total_ = target().total_count();
   placed_at_refresh_ = placed_;
@@ -387,6 +449,8 @@ bool DefaultPolicy::RefreshShapeMemory(const ClusterState& state) {
     auto seen = memory_seen_.find(shapes[m].shape);
     if (seen != memory_seen_.end()) memory[m] = seen->second.sum_mib / seen->second.count;
   }
+  ReadKindFree(state);
+  const bool reserve_changed = RecomputeReserve(memory);
   // Step 2's weight: the target's memory per GPU (learned means) against the cluster's. Step 3's CPU per GPU.
   double asked_mib = 0, gpu = 0, cpu_all = 0, cpu_gpu_shapes = 0;
   for (size_t m = 0; m < shapes.size(); ++m) {
@@ -473,6 +537,16 @@ void DefaultPolicy::MemoryRange(const ClusterState& state, int node, const TaskR
   x_lo = std::max(x_lo, surely_fed);
   *lo = x_hi >= memory ? 0 : memory - x_hi;
   *hi = memory - x_lo;
+  // Step 7: a multi-device request's hosts, and so what it pays, change where its memory passes a kind's.
+  if (request.device_count >= 2 && !reserve_sets_.empty()) {
+    for (const NodeKind& k : reserve_) {
+      if (request.memory_mib <= k.memory_mib) {
+        *hi = std::min(*hi, k.memory_mib);
+      } else {
+        *lo = std::max(*lo, k.memory_mib + 1);
+      }
+    }
+  }
 }
 
 int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& request, int node,
@@ -508,8 +582,8 @@ int64_t DefaultPolicy::Evaluate(const ClusterState& state, const TaskRequest& re
   gpu_after -= static_cast<int64_t>(devices.size()) * request.device_compute_milli;
   const int64_t cpu_after = free.cpu_milli - request.cpu_milli;
 
-  // Step 7: the reserve the request would take from models others depend on, for every target shape (× Σcount).
-  const int64_t reserve = request.device_count > 0 ? total * ReserveCost(request, free, devices) : 0;
+  // Step 7: the reserve the request would take from nodes others depend on, for every target shape (× Σcount).
+  const int64_t reserve = request.device_count > 0 ? total * ReserveCost(request, state.node(node), devices.size()) : 0;
   // Step 4 + 5 (Δ and score): FGD's bounded score of Δ.
   const int64_t score = FgdSigmoidScore(before.weighted + cpu_before - after - reserve, total);
 

@@ -27,13 +27,16 @@
 //      step 3 covers what it was for.
 //   6. Among equal scores: the node left with the least free GPU, then the least free CPU (below the score);
 //      a sharing pod's equal devices go to the tightest device; then the first node.
-//   7. Reserve the models that demand depends on: for each GPU model M, E_M = the target's GPU demand whose shapes
-//      allow M alone, and r_M = min(1, (E_M / all GPU demand) · free GPU of the cluster / free GPU of M), the
-//      share of M's free GPU that demand is expected to need if arrivals keep their mix until the cluster is
-//      full. A request that may also use another model loses, per device of M it takes, 2 × its grant × r_M
-//      from Δ (before the score in step 5), so it goes elsewhere unless the fragment gained there is larger. r_M is
-//      recomputed with step 2's means (every 256 placements and when the target is rebuilt); 0 everywhere when
-//      no shape is confined to one model.
+//   7. Reserve the nodes that demand depends on. Nodes fall into kinds (first device's model, device count, CPU,
+//      memory); a shape's hosts are the kinds that could host one of its pods when idle (one device: the kinds of
+//      its models; k devices: also ≥ k devices, its CPU and mean memory). For each set S of kinds (not every
+//      kind) that is the hosts of some target shapes, D_S = their GPU demand and r_S = min(1, (D_S / all GPU
+//      demand) · free GPU of the cluster / free GPU of S's nodes), the share of S's free GPU that demand is
+//      expected to need if arrivals keep their mix until the cluster is full. A GPU request pays, per device it
+//      takes on a node of kind K, 2 × its grant × min(1, Σ r_S over the sets S ∋ K that do not hold every kind
+//      that could host the request), from Δ (before the score in step 5), so it goes elsewhere unless the
+//      fragment gained there is larger; a request confined within S pays nothing for S. The r_S are recomputed
+//      with step 2's means (every 256 placements and when the target is rebuilt).
 // Cacheable: the Scheduler keeps each verdict until the node or the learned state (ScoreEpoch) changes.
 // Not thread-safe.
 #include <cstdint>
@@ -107,13 +110,24 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   // Step 3: the node's idle GPU (milli) beyond what its free CPU can feed at `cpu_per_gpu_milli` CPU milli per
   // GPU milli, max(0, Σ g_i − free CPU / c̄); 0 when c̄ ≤ 0.
   static int64_t CpuStrandedGpu(const NodeFree& node, double cpu_per_gpu_milli);
-  // Step 7's share (per mille) of each GPU of a model that the demand only it can serve is expected to need:
-  // min(1000, 1000 · (exclusive / demand) · free_total / free_model), where exclusive / demand is the share of the
-  // target's GPU demand whose shapes allow this model alone, and free_* the free GPU of the model and the cluster
-  // (1000 when the model has none free).
+  // Step 7's share (per mille) of each GPU of a set of node kinds that the demand only it can serve is expected
+  // to need: min(1000, 1000 · (exclusive / demand) · free_total / free_model), where exclusive / demand is the
+  // share of the target's GPU demand whose shapes exactly these kinds can host, and free_* the free GPU of the
+  // set and the cluster (1000 when the set has none free).
   static int64_t ReservePerMille(int64_t exclusive, int64_t demand, int64_t free_model, int64_t free_total);
-  // Step 7's per-mille for `model` as of the last refresh (0 for a model never seen).
+  // Step 7's per-mille for the kinds of `model` as of the last refresh, min(1000, Σ r_S over the sets that hold
+  // a kind), the largest over its kinds (0 for a model never seen).
   int64_t reserve_per_mille(std::string_view model) const;
+  // Step 7: a kind of GPU node (the first device's model, the device count, CPU and memory), with its free GPU
+  // and per-mille as of the last refresh.
+  struct NodeKind {
+    std::string model;
+    int devices = 0;
+    int64_t cpu_milli = 0;
+    int64_t memory_mib = 0;
+    int64_t free_milli = 0;
+    int64_t per_mille = 0;
+  };
   // Step 3's c̄ (0 before anything was learned) and whether the CPU binds (then CPU-only requests see it too).
   double cpu_per_gpu() const { return cpu_per_gpu_; }
   bool cpu_binds() const { return cpu_binds_; }
@@ -133,13 +147,19 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   }
   // shape_memory_ (and step 7's reserve, from `state`) for the current target; true when it was recomputed.
   bool RefreshShapeMemory(const ClusterState& state);
-  // Step 7: reserve_'s free GPU per model, read from the cluster (with each refresh).
-  void ReadModelFree(const ClusterState& state);
-  // Step 7: reserve_'s per-mille from the target and the free GPU last read; true when one changed.
-  bool RecomputeReserve();
-  // Step 7: GPU milli of `devices` (on a node whose free state is `node`) that `request` would take from the
-  // reserve of models it is not confined to, each device's grant × its model's per-mille / 1000.
-  int64_t ReserveCost(const TaskRequest& request, const NodeFree& node, const std::vector<int>& devices) const;
+  // Step 7: reserve_'s free GPU per node kind, read from the cluster (with each refresh; new kinds appended).
+  void ReadKindFree(const ClusterState& state);
+  // Step 7: reserve_'s per-mille from the target (with its mean memory per shape) and the free GPU last read;
+  // true when one changed.
+  bool RecomputeReserve(const std::vector<int64_t>& shape_memory_mib);
+  // The index in reserve_ of the node's kind, -1 if none (no device, or not read yet).
+  int KindOf(const Node& node) const;
+  // Step 7: GPU milli that `request` would take, on `devices` devices of `node`, from the reserve of the sets it
+  // is not confined to: each device's grant × the node kind's ReserveCharge per-mille / 1000.
+  int64_t ReserveCost(const TaskRequest& request, const Node& node, size_t devices);
+  // Step 7: per kind of reserve_, the per-mille `request` pays on its devices: the reserves of the sets it is not
+  // confined to (cached for the last request's model constraints and, for a multi-device one, its size).
+  const std::vector<int64_t>& ReserveCharge(const TaskRequest& request);
   // Step 2 with the learned target and means: FGD's weighted fragment (meter()) + MemoryStranded.
   int64_t Fragment(const NodeFree& node, int64_t memory_mib) {
     return meter().Weighted(node) + MemoryStranded(node, memory_mib, groups_, strand_percent_);
@@ -169,14 +189,24 @@ class DefaultPolicy final : public FragmentationPolicyBase {
     int64_t weighted = 0;
   };
   std::vector<Before> before_memo_;
-  struct ModelReserve {
-    std::string model;
-    int64_t free_milli = 0;
-    int64_t per_mille = 0;
+  std::vector<NodeKind> reserve_;  // step 7, per kind of GPU node of the cluster
+  // Step 7, per set of kinds (a strict subset of reserve_) that alone can host some target demand.
+  struct ReserveSet {
+    std::vector<bool> kinds;  // the kinds, by reserve_ index
+    int64_t demand = 0;       // the target's GPU demand confined to exactly these kinds
+    int64_t per_mille = 0;    // r_S
   };
-  std::vector<ModelReserve> reserve_;  // step 7, per GPU model of the cluster (by name)
-  uint64_t measure_version_ = 0;       // moves whenever groups_ or strand_percent_ change
-  NodeFree range_free_;                // MemoryRange's scratch
+  std::vector<ReserveSet> reserve_sets_;
+  uint64_t reserve_version_ = 0;  // moves whenever reserve_sets_ or a per-mille changes
+  // ReserveCharge's cache: the constraints and the reserve it was computed for.
+  std::vector<std::string> charge_include_, charge_exclude_;
+  uint64_t charge_version_ = ~uint64_t{0};
+  size_t charge_kinds_ = 0;
+  int charge_devices_ = 0;
+  int64_t charge_cpu_ = 0, charge_memory_ = 0;
+  std::vector<int64_t> charge_;
+  uint64_t measure_version_ = 0;  // moves whenever groups_ or strand_percent_ change
+  NodeFree range_free_;           // MemoryRange's scratch
 };
 
 }  // namespace xpool

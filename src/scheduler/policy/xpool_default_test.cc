@@ -360,7 +360,66 @@ TEST(DefaultPolicyTest, UnconstrainedPodLeavesTheModelItsConfinedPodsNeedMost) {
   EXPECT_EQ(PlaceOn(state, &policy, t4_only), 0);  // a confined pod takes its own model's reserve
 }
 
-TEST(DefaultPolicyTest, NothingIsReservedWithoutPodsConfinedToOneModel) {
+TEST(DefaultPolicyTest, UnconstrainedPodLeavesTheModelsAListOfThemNeeds) {
+  // 4 T4 GPUs, 2 V100M32 and 8 G2; the workload: 8 unconstrained whole-GPU pods, 4 that may use T4 or V100M32 and 4
+  // only G2. The fragment gained is the same on every node (each side's idle GPU is fragment for the pods confined
+  // to the other), and a reserve for single models alone keeps G2 (r = 4/16 · 14/8): the pod would take T4. The
+  // list's demand needs 7/12 of its 6 free GPUs (r = 4/16 · 14/6), more than G2's pods need of G2: it goes to "g2".
+  ClusterState state;
+  ASSERT_TRUE(state.AddNode(MakeNode("t4").WithCpu(96000).WithGpus(4, "T4", 16384).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("v100").WithCpu(96000).WithGpus(2, "V100M32", 32768).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("g2").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
+  TaskRequest listed = Pod(4000, 1, 1000);
+  listed.type_include = {"T4", "V100M32"};
+  TaskRequest g2_only = Pod(4000, 1, 1000);
+  g2_only.type_include = {"G2"};
+  DefaultPolicy policy;
+  Learn(&policy, Pod(4000, 1, 1000), 8);
+  Learn(&policy, listed, 4);
+  Learn(&policy, g2_only, 4);
+  EXPECT_EQ(PlaceOn(state, &policy, Pod(4000, 1, 1000)), 2);
+  EXPECT_EQ(policy.reserve_per_mille("T4"), 583);
+  EXPECT_EQ(policy.reserve_per_mille("V100M32"), 583);
+  EXPECT_EQ(policy.reserve_per_mille("G2"), 437);
+  EXPECT_EQ(PlaceOn(state, &policy, listed), 1);  // within its list it pays nothing: the tighter node
+}
+
+TEST(DefaultPolicyTest, CpuHeavyPodLeavesTheOnlyNodeKindAWholeNodePodFits) {
+  // "g3": 8 GPUs and 128 cores, "g2": 8 GPUs and 96 cores; the workload: 15 one-GPU 12-core pods and one 8-GPU pod
+  // of 120 cores, which only g3 can host. A 24-core one-GPU pod strands GPU on g2 by CPU (step 3, c̄ = 13 cores
+  // per GPU), more than it costs the one 8-GPU pod on g3: without a reserve it takes g3. That pod's demand needs
+  // 7/10 of g3's free GPU (r = 8/23 · 16/8): it goes to g2.
+  ClusterState state;
+  ASSERT_TRUE(state.AddNode(MakeNode("g3").WithCpu(128000).WithGpus(8, "G3", 16384).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("g2").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
+  DefaultPolicy policy;
+  Learn(&policy, Pod(12000, 1, 1000), 15);
+  Learn(&policy, Pod(120000, 8, 1000), 1);
+  EXPECT_EQ(PlaceOn(state, &policy, Pod(24000, 1, 1000)), 1);
+  EXPECT_EQ(policy.reserve_per_mille("G3"), 695);
+  EXPECT_EQ(policy.reserve_per_mille("G2"), 0);
+  EXPECT_EQ(PlaceOn(state, &policy, Pod(120000, 8, 1000)), 0);
+}
+
+TEST(DefaultPolicyTest, MemoryRangeStopsWhereAMultiGpuPodsHostsChange) {
+  // With a reserve for the 8-GPU pods only "g3" hosts, an 8-GPU pod that also fits g2's 384 GiB pays it on g3 and
+  // one that does not fit g2 pays nothing: a score on g3 must not be reused across g2's memory.
+  ClusterState state;
+  ASSERT_TRUE(state.AddNode(MakeNode("g3").WithCpu(128000).WithMemory(786432).WithGpus(8, "G3", 16384).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("g2").WithCpu(96000).WithMemory(393216).WithGpus(8, "G2", 16384).Build()).ok());
+  DefaultPolicy policy;
+  Learn(&policy, Pod(12000, 1, 1000), 15);
+  Learn(&policy, Pod(120000, 8, 1000), 1);
+  int64_t lo = 0, hi = 0;
+  policy.MemoryRange(state, 0, Pod(64000, 8, 1000, 300000), &lo, &hi);
+  EXPECT_LE(lo, 300000);
+  EXPECT_EQ(hi, 393216);
+  policy.MemoryRange(state, 0, Pod(64000, 8, 1000, 500000), &lo, &hi);
+  EXPECT_EQ(lo, 393217);
+  EXPECT_GE(hi, 500000);
+}
+
+TEST(DefaultPolicyTest, NothingIsReservedForPodsThatMayUseEveryModel) {
   ClusterState state;
   ASSERT_TRUE(state.AddNode(MakeNode("t4").WithCpu(96000).WithGpus(4, "T4", 16384).Build()).ok());
   ASSERT_TRUE(state.AddNode(MakeNode("g2").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
