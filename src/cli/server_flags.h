@@ -24,12 +24,15 @@ inline void AddHttpServerFlags(FlagSet& flags, server::ServerOptions* options) {
             "an answer the client reads none of for this long is dropped with its connection (default 10000)");
 }
 
-// --node-timeout, --min-runtime, --max-suspensions-per-hour, --web-dir and the HTTP flags, into `options`.
+// --node-timeout, --min-runtime, --max-suspensions-per-hour, --agent-nice, --web-dir and the HTTP flags, into
+// `options`.
 inline void AddSharedServerFlags(FlagSet& flags, server::ServerOptions* options) {
   flags.Int("node-timeout", &options->node_timeout_s, "seconds without a heartbeat before a node is lost (default 30)");
   flags.Int("min-runtime", &options->min_runtime_s,
             "seconds a job runs before it may be suspended for others (default 600)");
   flags.Int("max-suspensions-per-hour", &options->max_suspensions_per_hour, "suspensions per job per hour (default 3)");
+  flags.Int("agent-nice", &options->agent_nice,
+            "nice value 0..19 of the agents' gRPC calls, below the API's requests (default 10; 0 = the same)");
   flags.String("web-dir", &options->web_dir, "Studio's built web UI (default: BIN/../web, else the build's web/)");
   AddHttpServerFlags(flags, options);
 }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -16,6 +17,7 @@
 
 #include "agent/v1/agent.grpc.pb.h"
 #include "common/grpc_status.h"
+#include "common/thread_priority.h"
 #include "protocol/grpc_codec.h"
 #include "server/api.h"
 #include "server/change_feed.h"
@@ -167,15 +169,23 @@ AgentGrpcServer::AgentGrpcServer(std::unique_ptr<Impl> impl) : impl_(std::move(i
 
 AgentGrpcServer::~AgentGrpcServer() { Shutdown(); }
 
-Result<std::unique_ptr<AgentGrpcServer>> AgentGrpcServer::Start(const std::string& listen, Api& api) {
-  auto impl = std::make_unique<Impl>(api);
-  grpc::ServerBuilder builder;
-  // SO_REUSEPORT would let a second server bind the same port silently.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetMaxReceiveMessageSize(16 << 20);
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &impl->port);
-  builder.RegisterService(&impl->service);
-  impl->server = builder.BuildAndStart();
+Result<std::unique_ptr<AgentGrpcServer>> AgentGrpcServer::Start(const std::string& listen, Api& api, int nice) {
+  // Everything is created on a thread at `nice`: the call pool's threads and the threads gRPC starts for the
+  // server inherit its value (common/thread_priority.h).
+  std::unique_ptr<Impl> impl;
+  Status niced = RunNiced(nice, [&] {
+    impl = std::make_unique<Impl>(api);
+    grpc::ServerBuilder builder;
+    // SO_REUSEPORT would let a second server bind the same port silently.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    builder.SetMaxReceiveMessageSize(16 << 20);
+    builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &impl->port);
+    builder.RegisterService(&impl->service);
+    impl->server = builder.BuildAndStart();
+  });
+  if (niced.code() == StatusCode::kInvalidArgument) return InvalidArgumentError("--agent-nice: " + niced.message());
+  if (!niced.ok())
+    std::fprintf(stderr, "xpool server: agents' calls run at the API's priority: %s\n", niced.ToString().c_str());
   if (!impl->server || impl->port == 0) {
     return UnavailableError("cannot listen for agents (gRPC) on " + listen +
                             " (address in use? give --agent-listen HOST:PORT, or off)");

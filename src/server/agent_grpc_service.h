@@ -8,6 +8,11 @@
 // callback kind (no thread per call or per connection); Register and Heartbeat run on a fixed pool of
 // max(4, cores) threads, WaitForChange holds no thread while it waits. Shutdown() may be called from any thread
 // (and more than once).
+//
+// Priority: those threads and gRPC's own (which read, parse and answer the calls) run at the nice value given to
+// Start (`xpool server --agent-nice`, 10 by default; common/thread_priority.h), below the API's workers and the
+// scheduling loop. An agent's heartbeat may wait a few hundred ms on a busy server (the node timeout is 30 s);
+// a person's request should not wait behind 1,500 of them.
 #include <memory>
 #include <string>
 
@@ -19,8 +24,9 @@ class Api;
 
 class AgentGrpcServer {
  public:
-  // Binds `listen` (HOST:PORT; port 0 = any free port) and serves until Shutdown() or destruction.
-  static Result<std::unique_ptr<AgentGrpcServer>> Start(const std::string& listen, Api& api);
+  // Binds `listen` (HOST:PORT; port 0 = any free port) and serves until Shutdown() or destruction; the calls run
+  // at nice value `nice` (0..19; 0 = the caller's).
+  static Result<std::unique_ptr<AgentGrpcServer>> Start(const std::string& listen, Api& api, int nice = 0);
   ~AgentGrpcServer();
 
   int port() const;  // the bound port

@@ -8,10 +8,13 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "agent/grpc_client.h"
+#include "common/thread_priority.h"
 #include "model/node_builder.h"
 #include "protocol/log_relay.h"
 #include "server/agent_service.h"
@@ -387,6 +390,42 @@ TEST_F(AgentGrpcTest, WaitForChangeAnswersWhenTheNodesTasksChange) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(control_->changes().waiting(), 0u);
+}
+
+// This process's threads whose nice value is `nice` (/proc/self/task/*/stat, field 19).
+int ThreadsAtNice(int nice) {
+  int count = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t comm_end = stat.rfind(')');
+    if (comm_end == std::string::npos) continue;
+    std::istringstream fields(stat.substr(comm_end + 2));  // from field 3 (state) on
+    std::string field;
+    for (int i = 3; i <= 19 && fields >> field; ++i) {
+      if (i == 19 && std::stoi(field) == nice) ++count;
+    }
+  }
+  return count;
+}
+
+TEST_F(AgentGrpcTest, AgentCallsRunAtTheNiceValueGivenAndTheCallerKeepsItsOwn) {
+  const int base = ThisThreadNice();
+  if (base > 12) GTEST_SKIP() << "this test runs at nice " << base;
+  const int before = ThreadsAtNice(base + 6);
+  auto niced = AgentGrpcServer::Start("127.0.0.1:0", *api_, base + 6);
+  ASSERT_TRUE(niced.ok()) << niced.status().ToString();
+  EXPECT_GE(ThreadsAtNice(base + 6) - before, 4);  // at least the call pool's threads
+  EXPECT_EQ(ThisThreadNice(), base);
+  // And it serves: a node registers through it.
+  agent::GrpcControlPlaneClient client(
+      {"127.0.0.1:" + std::to_string((*niced)->port()), admin_token_, 5 * kMicrosPerSecond});
+  const Node n1 = MakeNode("n1").WithCpu(8000).WithMemory(16384).WithGpus(1, "A100", 81920).Simulated().Build();
+  EXPECT_TRUE(client.Register(n1).ok());
+
+  auto refused = AgentGrpcServer::Start("127.0.0.1:0", *api_, 20);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("--agent-nice"), std::string::npos) << refused.status().ToString();
 }
 
 }  // namespace

@@ -162,8 +162,8 @@ Status Server::StartAgentListener(Impl& impl) {
   }
   auto host_port = ParseListen(listen);
   if (!host_port.ok()) return InvalidArgumentError("--agent-listen must be HOST:PORT or off, got \"" + listen + "\"");
-  ASSIGN_OR_RETURN(impl.agent_grpc,
-                   AgentGrpcServer::Start(host_port->first + ":" + std::to_string(host_port->second), *impl.api));
+  ASSIGN_OR_RETURN(impl.agent_grpc, AgentGrpcServer::Start(host_port->first + ":" + std::to_string(host_port->second),
+                                                           *impl.api, static_cast<int>(impl.options.agent_nice)));
   std::fprintf(stderr, "xpool server: agents (gRPC) on grpc://%s:%d\n", host_port->first.c_str(),
                impl.agent_grpc->port());
   return Status::Ok();
@@ -173,6 +173,9 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   if (options.state_dir.empty()) return InvalidArgumentError("--state-dir is required");
   RETURN_IF_ERROR(ParseListen(options.listen).status());
   RETURN_IF_ERROR(CheckHttpOptions(options));
+  if (options.agent_nice < 0 || options.agent_nice > 19) {
+    return InvalidArgumentError("--agent-nice must be 0..19, got " + std::to_string(options.agent_nice));
+  }
   std::error_code ec;
   std::filesystem::create_directories(options.state_dir, ec);
   if (ec) return InvalidArgumentError("cannot create --state-dir " + options.state_dir + ": " + ec.message());

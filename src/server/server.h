@@ -30,6 +30,9 @@ struct ServerOptions {
   // Agents over gRPC (docs/agent.md): host:port, or "off". "" = the API's host with port 8471 when the API is on
   // 8470, else any free port (printed).
   std::string agent_listen;
+  // The nice value (0..19) the agents' calls run at, below the API's workers and the scheduling loop
+  // (AgentGrpcServer; 0 = the same as the API).
+  int64_t agent_nice = 10;
   std::string state_dir;           // required: admin.token lives here (and xpool.db for SQLite)
   std::string store;               // "" = SQLite at STATE_DIR/xpool.db; or postgres://...
   std::string policy = "default";  // the fragmentation-aware policy (docs/scheduling.md)

@@ -244,6 +244,18 @@ TEST_F(CliTest, BadInputIsAClearErrorWithExitCode2) {
   }
 }
 
+// The server's own flags refuse what they cannot use before anything starts (the agents' priority here).
+TEST_F(CliTest, ServerRefusesAnAgentNiceOutsideItsRange) {
+  for (const char* nice : {"20", "-1"}) {
+    SCOPED_TRACE(nice);
+    int code = -1;
+    const std::string out = Cli(
+        {"server", "--listen", "127.0.0.1:0", "--state-dir", (*dir_ / "nice").string(), "--agent-nice", nice}, &code);
+    EXPECT_NE(code, 0) << out;
+    EXPECT_NE(out.find("--agent-nice must be 0..19, got " + std::string(nice)), std::string::npos) << out;
+  }
+}
+
 // GET /jobs/{id} (which now carries the replicas' exits and nodes) as the CLI reads it: no token is refused,
 // another tenant's job is not found, exactly like a missing one.
 TEST_F(CliTest, NoTokenAndAnotherTenantsJob) {

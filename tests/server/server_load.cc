@@ -13,7 +13,9 @@
 //    server's interval with device health and task reports, a WaitForChange long-poll) run the jobs a submitter
 //    posts at `job-rate` per second (5-15 s each) while a probe client times the API routes one after another,
 //    a round every 100 ms (job lists, queued jobs, a job, submit, nodes, a node, /metrics) after a 5 s warm-up;
-//    reports the Heartbeat RPC's p50/p99 and p50/p99/max per route.
+//    reports the Heartbeat RPC's p50/p99 and p50/p99/max per route. The simulated agents run at nice
+//    --agents-nice (19 by default): they stand for other machines, so they take only the CPU the server and the
+//    probe leave; the server's own agent calls run at its --agent-nice (10 by default).
 // 4. heartbeat: the HTTP fallback's bare heartbeat: `nodes` nodes registered over HTTP each POST `{}` once per
 //    second over 8 shared connections (no tasks, no device health) while the probe client times get job, list
 //    jobs (default page and 20), submit and get node.
@@ -45,6 +47,7 @@
 #include <vector>
 
 #include "common/flags.h"
+#include "common/thread_priority.h"
 #include "http/testing/raw_client.h"
 #include "load_agents.h"
 #include "support/xpool_process.h"
@@ -272,10 +275,16 @@ double Heartbeat(const std::string& url, const std::string& token, int nodes, in
 
 // Returns the highest per-route p99 (ms); a negative value when the agents could not register.
 double Agents(const std::string& url, const std::string& token, pid_t server, int agent_port, int agents, int job_rate,
-              int seconds) {
+              int seconds, int agents_nice) {
   xpool::load::SimulatedAgents sim({"127.0.0.1:" + std::to_string(agent_port), token, agents});
   const auto reg_start = Clock::now();
-  if (!sim.Start()) return -1;
+  // The simulated agents stand for 1,500 other machines: on this one they take only the CPU the server and the
+  // probe leave (their pacing thread and gRPC's threads inherit the nice value; common/thread_priority.h).
+  bool started = false;
+  if (xpool::Status s = xpool::RunNiced(agents_nice, [&] { started = sim.Start(); }); !s.ok()) {
+    std::fprintf(stderr, "agents: %s\n", s.ToString().c_str());
+  }
+  if (!started) return -1;
   std::printf("agents: %d agents registered over their own gRPC connections in %.1f s\n", agents,
               std::chrono::duration<double>(Clock::now() - reg_start).count());
   // The scheduler's work: jobs arrive at job_rate per second (one GPU's share each; the agents run them 5-15 s).
@@ -450,7 +459,7 @@ std::vector<std::string> SplitComma(const std::string& text) {
 
 int main(int argc, char** argv) {
   std::string xpool = "build/bin/xpool", mode = "all", server_flags, transports = "epoll";
-  int64_t seconds = 10, clients = 0, nodes = 1500, runs = 1, slow = 500, job_rate = 100, batch = 1000;
+  int64_t seconds = 10, clients = 0, nodes = 1500, runs = 1, slow = 500, job_rate = 100, batch = 1000, agents_nice = 19;
   xpool::FlagSet flags("xpool_server_load", "Load benchmarks of xpool server through HTTP.");
   flags.String("xpool", &xpool, "the xpool binary");
   flags.String("mode", &mode,
@@ -459,6 +468,8 @@ int main(int argc, char** argv) {
   flags.Int("clients", &clients, "submit (default 64) and keepalive (default 32): concurrent connections");
   flags.Int("nodes", &nodes, "agents and heartbeat: simulated nodes");
   flags.Int("job-rate", &job_rate, "agents: jobs submitted per second while the agents run them");
+  flags.Int("agents-nice", &agents_nice,
+            "agents: nice value 0..19 of the simulated agents (default 19: they stand for other machines)");
   flags.Int("batch", &batch, "batch: jobs per POST /api/v1/jobs:batch");
   flags.Int("slow", &slow, "slow: connections trickling a request head");
   flags.Int("runs", &runs, "repeat each scenario this many times (fresh server each) and print the median");
@@ -515,7 +526,8 @@ int main(int argc, char** argv) {
         } else if (scenario == "batch") {
           result = Batch(url, token, server.pid(), int(n_clients), int(batch), int(seconds));
         } else if (scenario == "agents") {
-          result = Agents(url, token, server.pid(), agent_port, int(nodes), int(job_rate), int(seconds));
+          result =
+              Agents(url, token, server.pid(), agent_port, int(nodes), int(job_rate), int(seconds), int(agents_nice));
         } else if (scenario == "heartbeat") {
           result = Heartbeat(url, token, int(nodes), int(seconds));
         } else if (scenario == "slow") {
