@@ -221,7 +221,9 @@ int RunFillCommand(const Args& args) {
   int64_t jobs = 1, tune = 130;
   flags.String("cluster", &cluster_path, "node list CSV (sn,cpu_milli,memory_mib,gpu,model)");
   flags.String("workload", &workload_list, "pod list CSV(s), comma-separated");
-  flags.String("policy", &policy_list, "policy name(s), comma-separated (e.g. fgd,best-fit,default)");
+  flags.String("policy", &policy_list,
+               "policy name(s), comma-separated (e.g. fgd,best-fit,default); mig or mig:MODEL runs every GPU in "
+               "dynamic-MIG mode instead of shared slices (docs/mig.md)");
   flags.String("seeds", &seeds_text, "seeds: 42-51, or a comma list");
   flags.Int("jobs", &jobs, "runs in parallel");
   flags.Int("tune", &tune, "arrived workload to reach, % of GPU capacity");
@@ -239,7 +241,8 @@ int RunFillCommand(const Args& args) {
   int64_t variant_count = 30, family_seed = 1;
   flags.String("vary", &vary,
                "run variants of each workload instead: families (spec-uniform, spec-fleet, spec-one, spec-small, "
-               "spec-lists, spec-mixed, multi) or variant names (spec:share=25:pop=fleet:lists=0:seed=7), "
+               "spec-lists, spec-mixed, multi) or variant names (spec:share=25:pop=fleet:lists=0:seed=7, "
+               "multi:share=20:gpus=8:seed=3, mig:share=100:model=A100-80GB:seed=1), "
                "comma-separated; prints each policy's mean and worst difference to the first per family");
   flags.Int("variants", &variant_count, "variants drawn per family (--vary)");
   flags.Int("family-seed", &family_seed, "seed the family's variants are drawn with (--vary)");
@@ -260,8 +263,7 @@ int RunFillCommand(const Args& args) {
   m.seeds = *seeds;
   m.policies = SplitList(policy_list);
   for (const std::string& p : m.policies) {
-    Result<std::unique_ptr<PlacementPolicy>> made = sim::MakeFillPolicy(p, TargetWorkload());
-    if (!made.ok()) return Fail(made.status().WithContext("--policy"));
+    if (Status s = sim::CheckFillPolicyName(p); !s.ok()) return Fail(s.WithContext("--policy"));
   }
   Result<std::vector<sim::TraceNode>> nodes = sim::LoadNodeList(cluster_path);
   if (!nodes.ok()) return Fail(nodes.status());
@@ -353,8 +355,7 @@ int RunValidateCommand(const Args& args) {
   m.policies = SplitList(policy_list);
   for (const std::string& p : SplitList(extra)) m.policies.push_back(p);
   for (const std::string& p : m.policies) {
-    Result<std::unique_ptr<PlacementPolicy>> made = sim::MakeFillPolicy(p, TargetWorkload());
-    if (!made.ok()) return Fail(made.status().WithContext("--policy"));
+    if (Status s = sim::CheckFillPolicyName(p); !s.ok()) return Fail(s.WithContext("--policy"));
   }
   std::set<std::string> filter;
   for (const std::string& w : SplitList(workload_filter)) filter.insert(w);

@@ -9,6 +9,8 @@
 #include "scheduler/policy/fgd.h"
 #include "scheduler/schedule.h"
 #include "scheduler/scheduler.h"
+#include "sim/internal/fill_points.h"
+#include "sim/mig_fill.h"
 
 namespace xpool::sim {
 
@@ -150,7 +152,16 @@ Result<std::unique_ptr<PlacementPolicy>> MakeFillPolicy(const std::string& name,
     return std::unique_ptr<PlacementPolicy>(std::make_unique<TieBreakOverride>(std::move(inner), gpu_tie, cpu_tie));
   }
   if (name == "fgd") return std::unique_ptr<PlacementPolicy>(std::make_unique<FgdPolicy>(target));
+  if (IsMigFillPolicy(name)) {
+    return InvalidArgumentError("policy \"" + name + "\" is a MIG run, not a placement policy: only `xpool sim fill` " +
+                                "takes it (sim/mig_fill.h)");
+  }
   return MakePolicy(name);
+}
+
+Status CheckFillPolicyName(const std::string& name) {
+  if (IsMigFillPolicy(name)) return MigFillModel(name).status();
+  return MakeFillPolicy(name, TargetWorkload()).status();
 }
 
 namespace {
@@ -203,6 +214,7 @@ Result<FillCurve> RunFill(const ClusterState& cluster, const std::vector<TracePo
   if (options.tune_percent <= 0 || options.tune_percent > 1000) {
     return InvalidArgumentError("tune must be between 1 and 1000 percent");
   }
+  if (IsMigFillPolicy(options.policy)) return RunMigFill(cluster, pods, options);
   ClusterState state = OrderNodes(cluster, options.node_order, options.seed);
   FillCurve curve;
   curve.gpu_capacity_milli = state.totals().device_compute_capacity_milli;
@@ -246,13 +258,8 @@ Result<FillCurve> RunFill(const ClusterState& cluster, const std::vector<TracePo
   int64_t arrived_milli = 0;
   for (size_t i = 0; i < sample.size(); ++i) {
     const TaskRequest& request = requests[i];
-    // Every whole percent p this pod's arrival passes (arrived before ≤ p < arrived after) is recorded with the
-    // state before it, so allocation at p never exceeds p.
     const int64_t arrived_after = arrived_milli + PodGpuMilli(*sample[i]);
-    while (static_cast<int>(curve.allocation_pct.size()) < points &&
-           static_cast<int64_t>(curve.allocation_pct.size()) * curve.gpu_capacity_milli < arrived_after * 100) {
-      record();
-    }
+    internal::RecordPassedPoints(curve, points, arrived_after, record);
     arrived_milli = arrived_after;
     policy->OnArrival(request);
     ScheduleOutcome out = scheduler.Schedule(request, rng);

@@ -81,6 +81,10 @@ bool ParseComposition(std::string_view text, Composition* out);
 // policy breaks equal scores (for ablations).
 Result<std::unique_ptr<PlacementPolicy>> MakeFillPolicy(const std::string& name, const TargetWorkload& target);
 
+// OK when `name` can be given to RunFill: a policy MakeFillPolicy makes, or a MIG run ("mig[:MODEL]",
+// sim/mig_fill.h); otherwise the reason.
+Status CheckFillPolicyName(const std::string& name);
+
 // The cluster's nodes (descriptions only) in the order a run with `options` uses.
 ClusterState OrderNodes(const ClusterState& cluster, NodeOrder order, uint64_t seed);
 

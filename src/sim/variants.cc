@@ -5,6 +5,7 @@
 #include <random>
 
 #include "common/units.h"
+#include "model/mig_profile.h"
 #include "scheduler/policy.h"
 
 namespace xpool::sim {
@@ -182,6 +183,24 @@ std::vector<TracePod> ApplyMulti(const std::vector<TracePod>& pods, const std::v
   return out;
 }
 
+// S % of the fractional pods (seeded choice) ask for their covering MIG profile's compute share instead.
+Result<std::vector<TracePod>> ApplyMigSized(const std::vector<TracePod>& pods, const Variant& v, Rng& rng) {
+  const MigModel* model = MigModelNamed(v.mig_model);
+  if (model == nullptr) return InvalidArgumentError("variant: model=" + v.mig_model + " has no MIG table");
+  std::vector<TracePod> out = pods;
+  const std::vector<size_t> order = ShuffledIndices(
+      pods, [](const TracePod& p) { return p.num_gpu > 0 && p.gpu_milli > 0 && p.gpu_milli < 1000; }, rng);
+  int64_t left = Percent(static_cast<int64_t>(order.size()), v.share_percent);
+  for (size_t idx : order) {
+    if (left-- == 0) break;
+    TracePod& pod = out[idx];
+    const MigProfile* profile = SmallestCoveringMigProfile(*model, 0, pod.gpu_milli);
+    if (profile == nullptr) continue;
+    pod.gpu_milli = profile->compute_slices == model->compute_slices ? 1000 : MigComputeMilli(*model, *profile);
+  }
+  return out;
+}
+
 std::string_view PopularityName(Popularity p) {
   switch (p) {
     case Popularity::kUniform:
@@ -229,6 +248,16 @@ Result<int> PercentValue(std::string_view key, std::string_view value, int low) 
 // Sets one key of `v` from its text.
 Status SetKey(Variant* v, std::string_view key, std::string_view value) {
   const bool spec = v->kind == VariantKind::kSpec;
+  if (v->kind == VariantKind::kMigSized && key == "model") {
+    if (MigModelNamed(value) == nullptr) {
+      return InvalidArgumentError("variant: model=" + std::string(value) + " has no MIG table");
+    }
+    v->mig_model = std::string(value);
+    return Status::Ok();
+  }
+  if (v->kind == VariantKind::kMigSized && key != "share" && key != "seed") {
+    return InvalidArgumentError("variant: unknown key \"" + std::string(key) + "\" for mig");
+  }
   if (key == "share") {
     ASSIGN_OR_RETURN(v->share_percent, PercentValue(key, value, 0));
   } else if (key == "seed") {
@@ -268,8 +297,10 @@ std::string VariantName(const Variant& v) {
     name = "spec:share=" + std::to_string(v.share_percent) + ":pop=" + std::string(PopularityName(v.popularity));
     if (v.popularity == Popularity::kOne) name += ":focus=" + v.focus + ":skew=" + std::to_string(v.skew_percent);
     name += ":lists=" + std::to_string(v.lists_percent);
-  } else {
+  } else if (v.kind == VariantKind::kMulti) {
     name = "multi:share=" + std::to_string(v.share_percent) + ":gpus=" + (v.gpus == 0 ? "mix" : std::to_string(v.gpus));
+  } else {
+    name = "mig:share=" + std::to_string(v.share_percent) + ":model=" + v.mig_model;
   }
   return name + ":seed=" + std::to_string(v.seed);
 }
@@ -284,8 +315,11 @@ Result<Variant> ParseVariant(std::string_view name) {
   } else if (parts[0] == "multi") {
     v.kind = VariantKind::kMulti;
     required = {"share", "gpus", "seed"};
+  } else if (parts[0] == "mig") {
+    v.kind = VariantKind::kMigSized;
+    required = {"share", "model", "seed"};
   } else {
-    return InvalidArgumentError("variant \"" + std::string(name) + "\": must start with spec: or multi:");
+    return InvalidArgumentError("variant \"" + std::string(name) + "\": must start with spec:, multi: or mig:");
   }
   std::vector<std::string> seen;
   for (size_t i = 1; i < parts.size(); ++i) {
@@ -320,6 +354,7 @@ Result<std::vector<TracePod>> ApplyVariant(const std::vector<TracePod>& pods, co
   if (fleets.empty()) return InvalidArgumentError("variant: the node list has no GPU");
   Rng rng(variant.seed);
   if (variant.kind == VariantKind::kMulti) return ApplyMulti(pods, nodes, variant, rng);
+  if (variant.kind == VariantKind::kMigSized) return ApplyMigSized(pods, variant, rng);
   return ApplySpec(pods, fleets, variant, rng);
 }
 

@@ -20,6 +20,11 @@
 //     mix: each drawn from 2, 4, 8), with CPU and memory multiplied by G and capped at the node with the most CPU
 //     among those with ≥ G GPUs (its memory likewise), so every converted pod fits an empty node. The list's GPU
 //     demand grows accordingly.
+//   mig:share=S:model=M:seed=N
+//     S % of the pods asking for part of a GPU (0 < gpu_milli < 1000) ask for the compute share of the smallest
+//     MIG profile of M (a table of model/mig_profile.h, e.g. A100-80GB) that covers their request instead (0.3 of
+//     a GPU becomes 3/7 = 428 milli; the full-size profile, a whole GPU): a workload sized to MIG profiles, on
+//     which MIG and shared slices can be compared without MIG's rounding (sim/mig_fill.h).
 //
 // A family is a set of variants whose parameters are drawn from fixed ranges (FamilyVariants): spec-uniform,
 // spec-fleet, spec-one, spec-small (single-model specs, S in 5–40), spec-lists (2–5-model lists, popularity
@@ -37,12 +42,12 @@
 
 namespace xpool::sim {
 
-enum class VariantKind : uint8_t { kSpec, kMulti };
+enum class VariantKind : uint8_t { kSpec, kMulti, kMigSized };
 enum class Popularity : uint8_t { kUniform, kFleet, kOne, kSmall };
 
 struct Variant {
   VariantKind kind = VariantKind::kSpec;
-  int share_percent = 25;  // spec: GPU pods constrained; multi: 1 × 1000 pods made multi-GPU
+  int share_percent = 25;  // spec: GPU pods constrained; multi: 1 × 1000 pods made multi-GPU; mig: pods resized
   // spec only.
   Popularity popularity = Popularity::kFleet;
   std::string focus;      // kOne: the favoured model
@@ -50,6 +55,7 @@ struct Variant {
   int lists_percent = 0;  // constrained pods naming 2–5 models
   // multi only: 2, 4 or 8; 0 = each pod draws one of them.
   int gpus = 0;
+  std::string mig_model;  // mig only: the MIG table's name
   uint64_t seed = 1;
 };
 

@@ -230,6 +230,58 @@ TEST(VariantsTest, MultiCapsCpuAndMemoryAtTheLargestHost) {
   }
 }
 
+TEST(VariantsTest, MigSizesSharedPodsToTheirCoveringProfile) {
+  std::vector<TracePod> pods = Pods();
+  for (int64_t milli : {50, 300, 500, 900}) {
+    TracePod p = pods.front();
+    p.gpu_milli = milli;
+    pods.push_back(p);
+  }
+  Result<Variant> all = ParseVariant("mig:share=100:model=A100-80GB:seed=3");
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(VariantName(*all), "mig:share=100:model=A100-80GB:seed=3");
+  Result<std::vector<TracePod>> sized = ApplyVariant(pods, Nodes(), *all);
+  ASSERT_TRUE(sized.ok()) << sized.status().ToString();
+  const std::vector<TracePod>& out = *sized;
+  // 1/7 = 142 (1g), 3/7 = 428 (3g), 4/7 = 571 (4g), and 0.9 needs the whole GPU (there is no 6g).
+  const size_t n = out.size();
+  EXPECT_EQ(out[n - 4].gpu_milli, 142);
+  EXPECT_EQ(out[n - 3].gpu_milli, 428);
+  EXPECT_EQ(out[n - 2].gpu_milli, 571);
+  EXPECT_EQ(out[n - 1].gpu_milli, 1000);
+  for (size_t i = 0; i < n; ++i) {
+    if (pods[i].gpu_milli == 100) {
+      EXPECT_EQ(out[i].gpu_milli, 142) << i;  // every sharing pod at share=100
+    }
+    if (pods[i].gpu_milli == 0 || pods[i].gpu_milli == 1000) {
+      EXPECT_EQ(out[i].gpu_milli, pods[i].gpu_milli) << i;
+    }
+    EXPECT_EQ(out[i].num_gpu, pods[i].num_gpu) << i;
+  }
+  // share=S resizes S % of the sharing pods, chosen by the seed; the A30's 4 slices round 0.1 up to 1/4.
+  auto resized = [&](const std::string& name) {  // the pods whose request changed
+    Result<Variant> v = ParseVariant(name);
+    EXPECT_TRUE(v.ok()) << v.status().ToString();
+    Result<std::vector<TracePod>> r = ApplyVariant(pods, Nodes(), *v);
+    EXPECT_TRUE(r.ok());
+    std::vector<int> which;
+    for (size_t i = 0; i < pods.size() && r.ok(); ++i) {
+      if ((*r)[i].gpu_milli != pods[i].gpu_milli) which.push_back(static_cast<int>(i));
+    }
+    return which;
+  };
+  EXPECT_EQ(resized("mig:share=25:model=A100-80GB:seed=3").size(), 251u);  // 25 % of 1,004 sharing pods
+  EXPECT_NE(resized("mig:share=25:model=A100-80GB:seed=3"), resized("mig:share=25:model=A100-80GB:seed=4"));
+  Result<Variant> a30 = ParseVariant("mig:share=100:model=A30-24GB:seed=3");
+  ASSERT_TRUE(a30.ok()) << a30.status().ToString();
+  Result<std::vector<TracePod>> quarters = ApplyVariant(pods, Nodes(), *a30);
+  ASSERT_TRUE(quarters.ok());
+  EXPECT_EQ(quarters->front().gpu_milli, 250);
+  EXPECT_EQ(ParseVariant("mig:share=10:model=T4:seed=1").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseVariant("mig:share=10:model=A30-24GB:gpus=2:seed=1").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseVariant("mig:share=10:seed=1").status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(VariantsTest, FamiliesDrawTheirParametersAndReproduce) {
   for (const std::string& family : FamilyNames()) {
     SCOPED_TRACE(family);
