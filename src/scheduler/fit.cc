@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <tuple>
 
 #include "model/mig_profile.h"
 
@@ -132,6 +133,35 @@ FitReason FitDevice(const Device& device, const DeviceUsage* usage, const TaskRe
   return FitReason::kFits;
 }
 
+namespace {
+
+// HAMi's dynamic-mig rule for a request not naming a profile: of the MIG instances that fit, only those of the
+// smallest kind (least compute, then memory, then without media extensions) are offered, so no policy gives a task
+// that asks 8 GiB a 3g.40gb while a 1g.10gb is free. Other devices stay offered. Left as it is when that would
+// leave fewer devices than the request asks for.
+void KeepSmallestMigInstances(const Node& node, const TaskRequest& request, std::vector<int>* fitting) {
+  if (!request.mig_profile.empty()) return;
+  auto key = [&](int d) {
+    const Device& device = node.devices[static_cast<size_t>(d)];
+    const bool media = MigProfileOfDevice(device).ends_with("+me");
+    return std::tuple(device.compute_milli, device.memory_mib, media);
+  };
+  int instances = 0, smallest = -1;
+  for (int d : *fitting) {
+    if (node.devices[static_cast<size_t>(d)].mode != DeviceMode::kMig) continue;
+    ++instances;
+    if (smallest < 0 || key(d) < key(smallest)) smallest = d;
+  }
+  if (instances < 2) return;
+  std::vector<int> kept;
+  for (int d : *fitting) {
+    if (node.devices[static_cast<size_t>(d)].mode != DeviceMode::kMig || key(d) == key(smallest)) kept.push_back(d);
+  }
+  if (static_cast<int>(kept.size()) >= request.device_count) fitting->swap(kept);
+}
+
+}  // namespace
+
 bool FitNode(const ClusterState& state, int node_index, const TaskRequest& request, bool ignore_usage,
              NodeCandidate* candidate, NodeVerdict* verdict) {
   const Node& node = state.node(node_index);
@@ -176,6 +206,7 @@ bool FitNode(const ClusterState& state, int node_index, const TaskRequest& reque
       closest_device = d;
     }
   }
+  KeepSmallestMigInstances(node, request, &candidate->fitting_devices);
   const int fitting = static_cast<int>(candidate->fitting_devices.size());
   if (fitting == 0) return fail(closest, closest_device);
   if (fitting < request.device_count) return fail(FitReason::kTooFewFittingDevices, -1);

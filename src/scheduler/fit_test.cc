@@ -362,7 +362,31 @@ std::vector<FitCase> Cases() {
     TaskRequest seven_g = Gpu(1, 1000);
     seven_g.mig_profile = "7g.80gb";
     add({"mig request without such an instance", n, {}, nullptr, seven_g, FitReason::kMigProfileMismatch, {}, false});
-    add({"a plain request may take an instance whole", n, {}, nullptr, Gpu(1, 1000), FitReason::kFits, {0, 1, 2, 3}});
+    // A plain request is offered the smallest instances (a 1g.10gb, not its +me twin nor the 3g.40gb) and the
+    // whole GPU; asking more memory than a 1g holds, the 3g.40gb.
+    add({"a plain request may take the smallest instance whole",
+         n,
+         {},
+         nullptr,
+         Gpu(1, 1000),
+         FitReason::kFits,
+         {1, 3}});
+    TaskRequest fifteen_gib = Gpu(1, 200);
+    fifteen_gib.device_memory_mib = 15360;
+    add({"a plain request: the smallest instance that covers it",
+         n,
+         {},
+         nullptr,
+         fifteen_gib,
+         FitReason::kFits,
+         {0, 3}});
+    add({"the 1g.10gb busy: its +me twin is the smallest left",
+         n,
+         {OnDevices({{1, 9856, 142}})},
+         nullptr,
+         Gpu(1, 100),
+         FitReason::kFits,
+         {2, 3}});
   }
   add({"too few fitting devices",
        FourA100(),

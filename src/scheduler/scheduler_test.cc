@@ -476,5 +476,44 @@ TEST(SchedulerTest, RandomTieBreakInTheScoreCacheIsUniform) {
   for (int n : {0, 1, 3}) EXPECT_GT(seen[n], 150) << n;
 }
 
+// HAMi's dynamic-mig rule holds whatever the policy: a request given as memory and cores takes the smallest free
+// MIG instance that covers it (fit.cc, KeepSmallestMigInstances), here on a GPU cut into 3g.40gb, 1g.10gb, 2g.20gb.
+TEST(SchedulerTest, EveryPolicyGivesAPlainRequestTheSmallestCoveringMigInstance) {
+  Node n = MakeNode("n").WithGpus(3, "A100-SXM4-80GB", 81920).Build();
+  const struct {
+    const char* profile;
+    int64_t compute_milli, memory_mib;
+  } instances[] = {{"3g.40gb", 428, 40192}, {"1g.10gb", 142, 9856}, {"2g.20gb", 285, 19968}};
+  for (int i = 0; i < 3; ++i) {
+    n.devices[i].model = std::string("A100-SXM4-80GB MIG ") + instances[i].profile;
+    n.devices[i].mode = DeviceMode::kMig;
+    n.devices[i].max_sharers = 1;
+    n.devices[i].compute_milli = instances[i].compute_milli;
+    n.devices[i].memory_mib = instances[i].memory_mib;
+  }
+  for (std::string_view name : PolicyNames()) {
+    SCOPED_TRACE(name);
+    auto policy = MakePolicy(name);
+    ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+    ClusterState state;
+    ASSERT_TRUE(state.AddNode(n).ok());
+    Rng rng(1);
+    TaskRequest r;
+    r.cpu_milli = 100;
+    r.memory_mib = 100;
+    r.device_count = 1;
+    r.device_memory_mib = 8192;
+    r.device_compute_milli = 100;
+    ScheduleOutcome small = Schedule(state, r, **policy, rng);
+    ASSERT_EQ(small.kind, OutcomeKind::kPlaced);
+    EXPECT_EQ(small.allocation.devices.at(0).device, 1);  // the 1g.10gb
+    r.device_memory_mib = 15360;
+    r.device_compute_milli = 200;
+    ScheduleOutcome medium = Schedule(state, r, **policy, rng);
+    ASSERT_EQ(medium.kind, OutcomeKind::kPlaced);
+    EXPECT_EQ(medium.allocation.devices.at(0).device, 2);  // the 2g.20gb
+  }
+}
+
 }  // namespace
 }  // namespace xpool
