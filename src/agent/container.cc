@@ -6,7 +6,7 @@ namespace xpool::agent {
 
 ContainerCommand PodmanArgv(const std::string& podman, const LaunchSpec& spec,
                             const std::map<std::string, std::string>& env, const std::string& task_dir,
-                            const std::string& vgpu_library) {
+                            const std::string& vgpu_library, const std::map<int, std::string>& visible_names) {
   ContainerCommand out;
   std::vector<std::string>& a = out.argv;
   a = {podman, "run", "--rm", "--name", "xpool-" + spec.task_id, "--network", "host", "--ipc", "host"};
@@ -22,8 +22,11 @@ ContainerCommand PodmanArgv(const std::string& podman, const LaunchSpec& spec,
   const std::string visible(ProfileFor(spec.vendor).visible_devices_env);
   if (!spec.devices.empty()) {
     if (spec.vendor == Vendor::kNvidia) {
-      for (const TaskDevice& d : spec.devices)
-        a.insert(a.end(), {"--device", "nvidia.com/gpu=" + std::to_string(d.index)});
+      for (const TaskDevice& d : spec.devices) {
+        const auto uuid = visible_names.find(d.index);
+        a.insert(a.end(), {"--device",
+                           "nvidia.com/gpu=" + (uuid != visible_names.end() ? uuid->second : std::to_string(d.index))});
+      }
     } else {
       out.notes.push_back("image: " + std::string(VendorName(spec.vendor)) +
                           " devices are not passed into containers; the task sees none");

@@ -29,10 +29,13 @@ struct ContainerCommand {
 };
 
 // The podman command line for `spec` (spec.image set) with the task's final environment `env` (BuildTaskEnv's
-// variables included), its directory `task_dir` and the runtime library `vgpu_library` ("" = none).
+// variables included), its directory `task_dir` and the runtime library `vgpu_library` ("" = none). NVIDIA devices
+// are passed as CDI devices: `nvidia.com/gpu=INDEX`, or, on a node with MIG instances (`visible_names`, the
+// uuid of each device position: TaskPaths::visible_names), `nvidia.com/gpu=MIG-...` / `nvidia.com/gpu=GPU-...`,
+// the names a CDI spec generated with uuid device names carries (positions there are not NVML's indices).
 ContainerCommand PodmanArgv(const std::string& podman, const LaunchSpec& spec,
                             const std::map<std::string, std::string>& env, const std::string& task_dir,
-                            const std::string& vgpu_library);
+                            const std::string& vgpu_library, const std::map<int, std::string>& visible_names = {});
 
 // Why a task with an image cannot start on this node when podman is not found: a reason that says it never will.
 std::string NoPodmanReason(const LaunchSpec& spec, const std::string& path_list);

@@ -66,6 +66,21 @@ TEST(ContainerTest, ThePodmanCommandLine) {
   for (const std::string& arg : c.argv) EXPECT_EQ(arg.find("s3cr3t"), std::string::npos) << "values stay off argv";
 }
 
+// On a node with MIG instances device positions are not NVML's indices: every device is named by its uuid.
+TEST(ContainerTest, OnAMigNodeDevicesArePassedByUuid) {
+  LaunchSpec spec = ImageSpec();
+  spec.devices = {{1, 0, 0}, {3, 0, 0}};
+  const std::map<int, std::string> names = {{0, "MIG-aaaa"}, {1, "MIG-bbbb"}, {2, "MIG-cccc"}, {3, "GPU-dddd"}};
+  ContainerCommand c = PodmanArgv("podman", spec, {{"CUDA_VISIBLE_DEVICES", "MIG-bbbb,GPU-dddd"}}, "/t", "", names);
+  std::vector<std::string> devices, envs;
+  for (size_t i = 0; i + 1 < c.argv.size(); ++i) {
+    if (c.argv[i] == "--device") devices.push_back(c.argv[i + 1]);
+    if (c.argv[i] == "--env") envs.push_back(c.argv[i + 1]);
+  }
+  EXPECT_EQ(devices, (std::vector<std::string>{"nvidia.com/gpu=MIG-bbbb", "nvidia.com/gpu=GPU-dddd"}));
+  EXPECT_EQ(envs, (std::vector<std::string>{"CUDA_VISIBLE_DEVICES=0,1"}));  // inside, its devices are 0..n-1
+}
+
 TEST(ContainerTest, NoDevicesNoLibraryAndOtherVendors) {
   LaunchSpec spec = ImageSpec();
   spec.devices.clear();

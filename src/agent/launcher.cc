@@ -296,7 +296,8 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
     const std::string path_list = env.count("PATH") ? env["PATH"] : "/usr/local/bin:/usr/bin:/bin";
     program = SearchPath("podman", path_list, identity.isolated);
     if (program.empty()) return fail(NoPodmanReason(spec, path_list));
-    ContainerCommand container = PodmanArgv(program, spec, env, TaskDir(spec.task_id), vgpu_library_);
+    ContainerCommand container =
+        PodmanArgv(program, spec, env, TaskDir(spec.task_id), vgpu_library_, options_.visible_names);
     argv = std::move(container.argv);
     for (std::string& note : container.notes) notices_.push_back(std::move(note));
   } else if (program.find('/') == std::string::npos) {
