@@ -12,6 +12,10 @@ PodShape ShapeOf(const TaskRequest& request) {
   if (request.device_count > 0) {
     s.gpu_count = request.device_count;
     s.gpu_milli = request.device_compute_milli;
+    if (!request.mig_profile.empty()) {
+      s.mig_profile = request.mig_profile;
+      s.gpu_milli = 1;
+    }
   }
   s.type_include = request.type_include;
   s.type_exclude = request.type_exclude;
@@ -68,10 +72,15 @@ size_t PodShapeHash::operator()(const PodShape& shape) const {
     mix(list->size());
     for (const std::string& s : *list) mix(std::hash<std::string>()(s));
   }
+  mix(std::hash<std::string>()(shape.mig_profile));
   return static_cast<size_t>(h);
 }
 
 bool ShapeAllowsModel(const PodShape& shape, std::string_view model) {
+  if (!shape.mig_profile.empty()) {
+    const size_t at = model.rfind(" MIG ");
+    if (at == std::string_view::npos || model.substr(at + 5) != shape.mig_profile) return false;
+  }
   if (shape.type_include.empty() && shape.type_exclude.empty()) return true;
   if (!shape.type_include.empty()) {
     bool any = false;
@@ -136,7 +145,7 @@ void TargetWorkload::BuildGroups() {
     while (g < groups_.size()) {
       const PodShape& r = shapes_[groups_[g].shape].shape;
       if (r.gpu_count == m.gpu_count && r.gpu_milli == m.gpu_milli && r.type_include == m.type_include &&
-          r.type_exclude == m.type_exclude) {
+          r.type_exclude == m.type_exclude && r.mig_profile == m.mig_profile) {
         break;
       }
       ++g;

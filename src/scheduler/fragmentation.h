@@ -27,6 +27,9 @@ struct PodShape {
   int64_t gpu_milli = 0;                  // per GPU; 0 when the shape asks for no GPU
   std::vector<std::string> type_include;  // allowed models (substring match, as the scheduler's filter)
   std::vector<std::string> type_exclude;
+  // A `mig:` request: only an idle MIG instance of this profile serves it, whole (gpu_milli is then 1: any free
+  // compute of such an instance will do).
+  std::string mig_profile;
   bool operator==(const PodShape&) const = default;
 };
 PodShape ShapeOf(const TaskRequest& request);
@@ -34,7 +37,8 @@ PodShape ShapeOf(const TaskRequest& request);
 struct PodShapeHash {
   size_t operator()(const PodShape& shape) const;
 };
-// True when a device of `model` may serve `shape` (include list empty or matching, no exclude matching).
+// True when a device of `model` may serve `shape` (include list empty or matching, no exclude matching; for a
+// MIG shape, a model naming an instance of its profile, "<GPU> MIG <profile>").
 bool ShapeAllowsModel(const PodShape& shape, std::string_view model);
 
 struct WeightedShape {

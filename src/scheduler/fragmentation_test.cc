@@ -110,6 +110,34 @@ TEST(FragmentationTest, ModelMatchIsCaseInsensitiveSubstring) {
 // WeightedNodeFragment groups the target's shapes (GPU count, share, models; CPU thresholds): it must equal the
 // per-shape definition Σ count · ShapeFragment on any node, including CPU exactly at a threshold, model rules
 // and a mixed-model node.
+// A `mig:` request is served only by an idle instance of its profile, whole: every other device's idle compute is
+// fragment to it (here a 3g.40gb, a 1g.10gb+me and a whole GPU beside the 1g.10gb it may take).
+TEST(FragmentationTest, AMigShapeIsServedOnlyByAnIdleInstanceOfItsProfile) {
+  TaskRequest request;
+  request.cpu_milli = 1000;
+  request.device_count = 1;
+  request.device_compute_milli = 1000;
+  request.mig_profile = "1g.10gb";
+  const PodShape shape = ShapeOf(request);
+  EXPECT_EQ(shape.mig_profile, "1g.10gb");
+  EXPECT_EQ(shape.gpu_milli, 1);
+  NodeFree node = Free(8000, {428, 142, 142, 1000});
+  node.gpu_model = {"A100-SXM4-80GB MIG 3g.40gb", "A100-SXM4-80GB MIG 1g.10gb", "A100-SXM4-80GB MIG 1g.10gb+me",
+                    "A100-SXM4-80GB"};
+  EXPECT_EQ(ShapeFragment(node, shape), 428 + 142 + 1000);
+  node.gpu_milli[1] = 0;  // the 1g.10gb held: nothing serves the shape
+  EXPECT_EQ(ShapeFragment(node, shape), 428 + 142 + 1000);
+  // The same shape without the profile is served by every device.
+  request.mig_profile.clear();
+  request.device_compute_milli = 100;
+  EXPECT_EQ(ShapeFragment(node, ShapeOf(request)), 0);
+  // Profiles make shapes differ (hash and equality), so a target keeps them apart.
+  PodShape other = shape;
+  other.mig_profile = "3g.40gb";
+  EXPECT_FALSE(other == shape);
+  EXPECT_NE(PodShapeHash()(other), PodShapeHash()(shape));
+}
+
 TEST(FragmentationTest, GroupedSumEqualsThePerShapeSum) {
   std::mt19937_64 rng(31);
   auto pick = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };

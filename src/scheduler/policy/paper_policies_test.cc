@@ -100,9 +100,9 @@ TEST_F(PaperPoliciesTest, FgdScoreCacheDoesNotFollowACopiedState) {
 // ScoreBound bounds every request's score on the node, and a policy that memoised measures over many calls scores
 // as a fresh one: random usage on the two nodes, requests of several shapes.
 TEST_F(PaperPoliciesTest, FgdScoreBoundAndMemoisedScoresHold) {
-  PodShape whole{2000, 1, 1000, {}, {}};
-  PodShape half{1000, 1, 500, {}, {}};
-  PodShape pair{4000, 2, 1000, {}, {}};
+  PodShape whole{2000, 1, 1000, {}, {}, {}};
+  PodShape half{1000, 1, 500, {}, {}, {}};
+  PodShape pair{4000, 2, 1000, {}, {}, {}};
   const TargetWorkload target = TargetWorkload::FromCounts({{whole, 3}, {half, 5}, {pair, 1}}, 100);
   FgdPolicy cached(target);
   Rng rng(11);
