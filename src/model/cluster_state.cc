@@ -47,14 +47,22 @@ Status ClusterState::UpdateNode(int index, Node node) {
   RETURN_IF_ERROR(ValidateNode(node));
   Node& old = nodes_[index];
   if (node.name != old.name) return InvalidArgumentError("node " + old.name + " cannot be renamed");
-  if (node.devices.size() != old.devices.size()) {
-    return FailedPreconditionError("node " + old.name + " cannot change its device count while in use");
+  NodeUsage& u = usage_[index];
+  const bool new_device_list = node.devices.size() != old.devices.size();
+  if (new_device_list) {
+    // Positions name devices in allocations: another list is taken only while no device holds one.
+    for (size_t d = 0; d < u.devices.size(); ++d) {
+      if (u.devices[d].sharers > 0 || u.devices[d].memory_mib > 0 || u.devices[d].compute_milli > 0) {
+        return FailedPreconditionError(
+            "node " + old.name + " cannot change its device count (" + std::to_string(old.devices.size()) + " to " +
+            std::to_string(node.devices.size()) + ") while " + DeviceWhere(old, static_cast<int>(d)) + " is allocated");
+      }
+    }
   }
-  const NodeUsage& u = usage_[index];
   if (node.cpu_milli < u.cpu_milli || node.memory_mib < u.memory_mib) {
     return FailedPreconditionError("node " + old.name + " would have less capacity than is allocated");
   }
-  for (size_t d = 0; d < node.devices.size(); ++d) {
+  for (size_t d = 0; d < node.devices.size() && !new_device_list; ++d) {
     if (node.devices[d].memory_mib < u.devices[d].memory_mib ||
         node.devices[d].compute_milli < u.devices[d].compute_milli) {
       return FailedPreconditionError(DeviceWhere(old, static_cast<int>(d)) +
@@ -62,9 +70,17 @@ Status ClusterState::UpdateNode(int index, Node node) {
     }
   }
   totals_.cpu_capacity_milli += node.cpu_milli - old.cpu_milli;
-  for (size_t d = 0; d < node.devices.size(); ++d) {
-    totals_.device_compute_capacity_milli += node.devices[d].compute_milli - old.devices[d].compute_milli;
-    totals_.device_memory_capacity_mib += node.devices[d].memory_mib - old.devices[d].memory_mib;
+  for (const Device& d : old.devices) {
+    totals_.device_compute_capacity_milli -= d.compute_milli;
+    totals_.device_memory_capacity_mib -= d.memory_mib;
+  }
+  for (const Device& d : node.devices) {
+    totals_.device_compute_capacity_milli += d.compute_milli;
+    totals_.device_memory_capacity_mib += d.memory_mib;
+  }
+  if (new_device_list) {
+    totals_.device_count += static_cast<int64_t>(node.devices.size()) - static_cast<int64_t>(old.devices.size());
+    u.devices.assign(node.devices.size(), DeviceUsage{});
   }
   old = std::move(node);
   ++description_version_;

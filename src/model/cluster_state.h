@@ -67,7 +67,7 @@ class ClusterState {
 
   // Adds a node (validated); its name must be new. Returns its index, stable for the state's lifetime.
   Result<int> AddNode(Node node);
-  // Replaces a node's description keeping its usage; the device list must keep its length.
+  // Replaces a node's description keeping its usage; the device list may change length only while unallocated.
   Status UpdateNode(int index, Node node);
   Status SetNodeReady(int index, bool ready);
   Status SetNodeCordoned(int index, bool cordoned);

@@ -97,6 +97,33 @@ TEST(ClusterStateTest, UpdateNodeKeepsUsageAndRefusesShrinkBelowIt) {
   EXPECT_TRUE(s.CheckInvariants().ok());
 }
 
+TEST(ClusterStateTest, UpdateNodeTakesAnotherDeviceListOnlyWhileNoDeviceIsAllocated) {
+  // A GPU cut into MIG instances comes back as another device list.
+  ClusterState s;
+  ASSERT_TRUE(s.AddNode(MakeNode("a").WithCpu(8000).WithGpus(1, "A100", 81920).Build()).ok());
+  ASSERT_TRUE(s.Apply(Grant(0, 4000, {})).ok());  // CPU only: no device position is named
+  ASSERT_TRUE(s.UpdateNode(0, MakeNode("a").WithCpu(8000).WithGpus(3, "A100 MIG 2g.20gb", 20480).Build()).ok());
+  EXPECT_EQ(s.totals().device_count, 3);
+  EXPECT_EQ(s.totals().device_memory_capacity_mib, 3 * 20480);
+  EXPECT_EQ(s.totals().device_compute_capacity_milli, 3000);
+  EXPECT_EQ(s.usage(0).devices.size(), 3u);
+  EXPECT_EQ(s.FreeCpu(0), 4000);
+  EXPECT_TRUE(s.CheckInvariants().ok());
+  ASSERT_TRUE(s.Apply(Grant(0, 0, {{2, 1024, 285}})).ok());
+  const Status refused = s.UpdateNode(0, MakeNode("a").WithCpu(8000).WithGpus(1, "A100", 81920).Build());
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("device count (3 to 1) while node a device 2 is allocated"), std::string::npos)
+      << refused.message();
+  EXPECT_EQ(s.node(0).devices.size(), 3u);  // nothing changed
+  EXPECT_EQ(s.totals().device_count, 3);
+  EXPECT_TRUE(s.CheckInvariants().ok());
+  ASSERT_TRUE(s.Release(Grant(0, 0, {{2, 1024, 285}})).ok());
+  ASSERT_TRUE(s.UpdateNode(0, MakeNode("a").WithCpu(8000).WithGpus(1, "A100", 81920).Build()).ok());
+  EXPECT_EQ(s.totals().device_count, 1);
+  EXPECT_EQ(s.totals().device_memory_capacity_mib, 81920);
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
 TEST(ClusterStateTest, ChangeJournalAndLargestNode) {
   ClusterState s;
   ASSERT_TRUE(s.AddNode(MakeNode("a").WithCpu(8000).WithGpus(1, "A100", 40960).Build()).ok());

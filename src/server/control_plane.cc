@@ -294,20 +294,20 @@ Status ControlPlane::RegisterNode(Node node) {
   {
     std::lock_guard lock(mu_);
     int index = state_.FindNode(node.name);
-    if (index >= 0 && state_.node(index).devices.size() != node.devices.size()) {
-      return FailedPreconditionError("node " + node.name + " is registered with " +
-                                     std::to_string(state_.node(index).devices.size()) +
-                                     " devices; changing the device count of a node is not supported");
-    }
-    if (index < 0) {
+    if (index >= 0) {
+      // A node known before may come back changed (another MIG geometry, a GPU more or less): ClusterState takes
+      // the new description only where nothing allocated is lost, then it is persisted (or the old one restored).
+      Node before = state_.node(index);
+      RETURN_IF_ERROR(state_.UpdateNode(index, node));
+      if (Status stored = store_.UpsertNode(node, now); !stored.ok()) {
+        (void)state_.UpdateNode(index, std::move(before));  // the description it held a moment ago fits
+        return stored;
+      }
+    } else {
       // Check it can join before persisting it (ClusterState validates names and capacities).
       ClusterState probe;
       RETURN_IF_ERROR(probe.AddNode(node).status());
-    }
-    RETURN_IF_ERROR(store_.UpsertNode(node, now));
-    if (index >= 0) {
-      RETURN_IF_ERROR(state_.UpdateNode(index, node));
-    } else {
+      RETURN_IF_ERROR(store_.UpsertNode(node, now));
       RETURN_IF_ERROR(state_.AddNode(node).status());
     }
     std::lock_guard seen(seen_mu_);

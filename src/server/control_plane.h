@@ -145,8 +145,8 @@ class ControlPlane {
   std::vector<std::string> PendingReasons(const std::vector<JobId>& ids) const;
 
   // ---- Nodes ----
-  // Inserts or replaces a node (persisted). A replaced node must keep its device count while it holds
-  // allocations.
+  // Inserts or replaces a node (persisted). A replaced node may change its device list (count included) only
+  // while none of its devices is allocated; refused, it keeps its old description.
   Status RegisterNode(Node node);
   // An agent's report: marks the node seen (and Ready again). Memory only.
   Status Heartbeat(std::string_view name);

@@ -116,6 +116,39 @@ TEST_F(ControlPlaneTest, QueuedWithAReasonWhenThereAreNoNodes) {
   EXPECT_EQ(control_->PendingReason(j.id), "no nodes in the cluster yet");
 }
 
+TEST_F(ControlPlaneTest, ANodeComesBackWithAnotherDeviceListOnlyWhileNoDeviceIsAllocated) {
+  // An agent restarted with another MIG geometry reports another device list.
+  const auto devices_of_n1 = [&] {
+    for (const NodeView& n : control_->Nodes()) {
+      if (n.node.name == "n1") return n.node.devices.size();
+    }
+    return size_t{0};
+  };
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(1, "A100", 81920).Simulated().Build()).ok());
+  JobRecord a = Submit(Spec("a", 1));
+  EXPECT_EQ(control_->RunPass(true), 1);
+  const Node cut = MakeNode("n1").WithGpus(3, "A100 MIG 2g.20gb", 20480).Simulated().Build();
+  const Status refused = control_->RegisterNode(cut);
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("device count (1 to 3) while node n1 device 0 is allocated"), std::string::npos)
+      << refused.message();
+  EXPECT_EQ(devices_of_n1(), 1u);
+  Open();  // nothing of the refused description was persisted
+  EXPECT_EQ(devices_of_n1(), 1u);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+  ASSERT_TRUE(control_->Cancel(a.id, "done").ok());
+  ASSERT_TRUE(control_->RegisterNode(cut).ok());
+  EXPECT_EQ(devices_of_n1(), 3u);
+  JobRecord b = Submit(Spec("b", 3));
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(b.id), JobState::kRunning);
+  EXPECT_EQ(DeviceMemoryUsed(), 3 * 1024);
+  Open();  // the new description and what it holds come back from the store
+  EXPECT_EQ(devices_of_n1(), 3u);
+  EXPECT_EQ(DeviceMemoryUsed(), 3 * 1024);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+}
+
 TEST_F(ControlPlaneTest, PlacesOnARegisteredNodeAndCommitsToTheStore) {
   JobRecord j = Submit(Spec("a", 1));
   ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(2, "A100", 81920).Simulated().Build()).ok());
@@ -465,8 +498,8 @@ TEST_F(ControlPlaneTest, NodeChecks) {
   EXPECT_EQ(control_->Heartbeat("nope").code(), StatusCode::kNotFound);
   EXPECT_EQ(control_->SetCordoned("nope", true).code(), StatusCode::kNotFound);
   ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(1, "A100", 81920).Build()).ok());
-  EXPECT_EQ(control_->RegisterNode(MakeNode("n1").WithGpus(2, "A100", 81920).Build()).code(),
-            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(control_->RegisterNode(MakeNode("n1").WithGpus(1, "A100", -1).Build()).code(),
+            StatusCode::kInvalidArgument);  // ValidateNode: negative memory
   ASSERT_TRUE(control_->SetCordoned("n1", true).ok());
   JobRecord j = Submit(Spec("a", 1));
   EXPECT_EQ(control_->RunPass(true), 0);
