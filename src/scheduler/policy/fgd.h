@@ -27,7 +27,7 @@ class FragmentationPolicyBase : public PlacementPolicy {
  public:
   bool Score(const ClusterState& state, const TaskRequest& request, const NodeCandidate& candidate, Rng& rng,
              int64_t* score, std::vector<int>* chosen_devices) final;
-  void OnArrival(const TaskRequest& request) final;
+  void OnArrival(const TaskRequest& request) override;  // subclasses that override it call it first
   const TargetWorkload& target() const { return target_; }
   FragmentationPolicyBase(const FragmentationPolicyBase&) = delete;  // meter_ points at target_
   FragmentationPolicyBase& operator=(const FragmentationPolicyBase&) = delete;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_set>
 #include <utility>
 
 #include "scheduler/policy/share_choice.h"
@@ -351,31 +352,47 @@ int64_t DefaultPolicy::reserve_per_mille(std::string_view model) const {
   return most;
 }
 
-bool DefaultPolicy::RecomputeReserve(const std::vector<int64_t>& shape_memory_mib) {
+void DefaultPolicy::OnArrival(const TaskRequest& request) {
+  FragmentationPolicyBase::OnArrival(request);
+  const int64_t gpu = request.device_count * request.device_compute_milli;
+  if (gpu <= 0) return;
+  arrived_gpu_milli_ += gpu;
+  const bool multi = request.device_count >= 2;
+  if (!multi && request.type_include.empty() && request.type_exclude.empty()) return;  // any kind hosts it
+  PodShape shape = ShapeOf(request);
+  auto [at, added] = confined_index_.try_emplace(shape, confined_.size());
+  if (added) confined_.push_back({std::move(shape), {}});
+  ++confined_[at->second].by_memory[multi ? request.memory_mib : 0];
+}
+
+bool DefaultPolicy::RecomputeReserve() {
   const size_t kinds = reserve_.size();
   std::vector<ReserveSet> sets;  // the strict subsets of the cluster's kinds that some demand is confined to
-  int64_t demand = 0, free_total = 0;
-  std::vector<bool> allowed(kinds);
-  const std::vector<WeightedShape>& shapes = target().shapes();
-  for (size_t m = 0; m < shapes.size(); ++m) {
-    const WeightedShape& w = shapes[m];
-    const int64_t gpu = w.count * w.shape.gpu_count * w.shape.gpu_milli;
-    if (gpu <= 0) continue;
-    demand += gpu;
-    // Every kind hosts an unconstrained one-device shape.
-    if (w.shape.type_include.empty() && w.shape.type_exclude.empty() && w.shape.gpu_count < 2) continue;
-    const int64_t memory = m < shape_memory_mib.size() ? shape_memory_mib[m] : 0;
-    size_t count = 0;
-    for (size_t i = 0; i < kinds; ++i) {
-      allowed[i] = KindHosts(reserve_[i], w.shape, memory);
-      count += allowed[i] ? 1 : 0;
-    }
-    if (count == 0 || count == kinds) continue;  // no kind, or every one: nothing to keep for it
-    auto it = std::find_if(sets.begin(), sets.end(), [&](const ReserveSet& s) { return s.kinds == allowed; });
-    if (it == sets.end()) it = sets.insert(sets.end(), ReserveSet{allowed, 0, 0});
-    it->demand += gpu;
-  }
+  const int64_t demand = arrived_gpu_milli_;
+  int64_t free_total = 0;
   for (const NodeKind& r : reserve_) free_total += r.free_milli;
+  std::unordered_set<PodShape, PodShapeHash> in_target;
+  for (const WeightedShape& w : target().shapes()) in_target.insert(w.shape);
+  std::vector<bool> allowed(kinds);
+  for (const ConfinedArrivals& c : confined_) {
+    const int64_t per_pod = c.shape.gpu_count * c.shape.gpu_milli;
+    const bool rare = !in_target.contains(c.shape);
+    for (const auto& [memory, count] : c.by_memory) {
+      size_t hosts = 0;
+      int64_t free_hosts = 0;
+      for (size_t i = 0; i < kinds; ++i) {
+        allowed[i] = KindHosts(reserve_[i], c.shape, memory);
+        hosts += allowed[i] ? 1 : 0;
+        free_hosts += allowed[i] ? reserve_[i].free_milli : 0;
+      }
+      if (hosts == 0 || hosts == kinds) continue;  // no kind, or every one: nothing to keep for it
+      // A shape too rare for the target is kept room for only where its hosts hold at most half the free GPU.
+      if (rare && 2 * free_hosts > free_total) continue;
+      auto it = std::find_if(sets.begin(), sets.end(), [&](const ReserveSet& s) { return s.kinds == allowed; });
+      if (it == sets.end()) it = sets.insert(sets.end(), ReserveSet{allowed, 0, 0});
+      it->demand += count * per_pod;
+    }
+  }
   std::vector<int64_t> per_kind(kinds, 0);
   for (ReserveSet& set : sets) {
     int64_t free_set = 0;
@@ -450,7 +467,7 @@ bool DefaultPolicy::RefreshShapeMemory(const ClusterState& state) {
     if (seen != memory_seen_.end()) memory[m] = seen->second.sum_mib / seen->second.count;
   }
   ReadKindFree(state);
-  const bool reserve_changed = RecomputeReserve(memory);
+  const bool reserve_changed = RecomputeReserve();
   // Step 2's weight: the target's memory per GPU (learned means) against the cluster's. Step 3's CPU per GPU.
   double asked_mib = 0, gpu = 0, cpu_all = 0, cpu_gpu_shapes = 0;
   for (size_t m = 0; m < shapes.size(); ++m) {

@@ -28,18 +28,23 @@
 //   6. Among equal scores: the node left with the least free GPU, then the least free CPU (below the score);
 //      a sharing pod's equal devices go to the tightest device; then the first node.
 //   7. Reserve the nodes that demand depends on. Nodes fall into kinds (first device's model, device count, CPU,
-//      memory); a shape's hosts are the kinds that could host one of its pods when idle (one device: the kinds of
-//      its models; k devices: also ≥ k devices, its CPU and mean memory). For each set S of kinds (not every
-//      kind) that is the hosts of some target shapes, D_S = their GPU demand and r_S = min(1, (D_S / all GPU
-//      demand) · free GPU of the cluster / free GPU of S's nodes), the share of S's free GPU that demand is
-//      expected to need if arrivals keep their mix until the cluster is full. A GPU request pays, per device it
-//      takes on a node of kind K, 2 × its grant × min(1, Σ r_S over the sets S ∋ K that do not hold every kind
-//      that could host the request), from Δ (before the score in step 5), so it goes elsewhere unless the
-//      fragment gained there is larger; a request confined within S pays nothing for S. The r_S are recomputed
-//      with step 2's means (every 256 placements and when the target is rebuilt).
+//      memory); a request's hosts are the kinds that could host it when idle (one device: the kinds of its
+//      models; k devices: also ≥ k devices, its CPU and its memory). For each set S of kinds (not every kind)
+//      that is the hosts of some arrivals, D_S = the GPU they asked and r_S = min(1, (D_S / all GPU asked) · free
+//      GPU of the cluster / free GPU of S's nodes), the share of S's free GPU that demand is expected to need if
+//      arrivals keep their mix until the cluster is full. Every arrival counts, not only the target's shapes:
+//      pods of the shapes too rare for the target, and the few pods of a multi-device shape whose memory only
+//      the largest nodes have, are skipped with their whole request when those nodes are full. A shape outside
+//      the target counts only for a set whose nodes hold at most half the cluster's free GPU: on most of the
+//      cluster its pods find room without a reserve, which the common pods would pay there. A GPU request
+//      pays, per device it takes on a node of kind K, 2 × its grant × min(1, Σ r_S over the sets S ∋ K that do
+//      not hold every kind that could host the request), from Δ (before the score in step 5), so it goes
+//      elsewhere unless the fragment gained there is larger; a request confined within S pays nothing for S.
+//      The r_S are recomputed with step 2's means (every 256 placements and when the target is rebuilt).
 // Cacheable: the Scheduler keeps each verdict until the node or the learned state (ScoreEpoch) changes.
 // Not thread-safe.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -55,6 +60,8 @@ class DefaultPolicy final : public FragmentationPolicyBase {
  public:
   DefaultPolicy() : FragmentationPolicyBase(TargetWorkload(), /*learn=*/true, 256) {}
   std::string_view name() const override { return "default"; }
+  // Step 1, and step 7's demand (what the arrivals ask, skipped ones included).
+  void OnArrival(const TaskRequest& request) override;
   void OnPlaced(const ClusterState& state, const TaskRequest& request, const Allocation& allocation) override;
   // Scores are a function of the node, the request and the learned state (target, per-shape memory), which
   // changes only in OnArrival / OnPlaced; ScoreEpoch moves with it.
@@ -149,9 +156,8 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   bool RefreshShapeMemory(const ClusterState& state);
   // Step 7: reserve_'s free GPU per node kind, read from the cluster (with each refresh; new kinds appended).
   void ReadKindFree(const ClusterState& state);
-  // Step 7: reserve_'s per-mille from the target (with its mean memory per shape) and the free GPU last read;
-  // true when one changed.
-  bool RecomputeReserve(const std::vector<int64_t>& shape_memory_mib);
+  // Step 7: reserve_'s per-mille from the arrivals' demand and the free GPU last read; true when one changed.
+  bool RecomputeReserve();
   // The index in reserve_ of the node's kind, -1 if none (no device, or not read yet).
   int KindOf(const Node& node) const;
   // Step 7: GPU milli that `request` would take, on `devices` devices of `node`, from the reserve of the sets it
@@ -166,8 +172,19 @@ class DefaultPolicy final : public FragmentationPolicyBase {
   }
 
   std::unordered_map<PodShape, ShapeMemory, PodShapeHash> memory_seen_;  // per placed shape
-  std::vector<int64_t> shape_memory_;                                    // per target shape (mean MiB)
-  ShapeGroups groups_;  // the target with shape_memory_, grouped (rebuilt with it)
+  // Step 7's demand, from every arrival (skipped ones and shapes outside the target included: a pod skipped for
+  // want of a host costs its whole request): the GPU asked in all, and per shape that not every kind may host
+  // (a model constraint, or several devices), in first-arrival order, the arrivals per memory asked (MiB; 0 for a
+  // one-device shape, whose hosts do not depend on it).
+  struct ConfinedArrivals {
+    PodShape shape;
+    std::map<int64_t, int64_t> by_memory;
+  };
+  std::vector<ConfinedArrivals> confined_;
+  std::unordered_map<PodShape, size_t, PodShapeHash> confined_index_;
+  int64_t arrived_gpu_milli_ = 0;
+  std::vector<int64_t> shape_memory_;  // per target shape (mean MiB)
+  ShapeGroups groups_;                 // the target with shape_memory_, grouped (rebuilt with it)
   const WeightedShape* target_key_ = nullptr;
   int64_t target_total_ = -1;
   int64_t placed_ = 0;

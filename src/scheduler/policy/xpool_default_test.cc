@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/node_builder.h"
@@ -399,6 +400,65 @@ TEST(DefaultPolicyTest, CpuHeavyPodLeavesTheOnlyNodeKindAWholeNodePodFits) {
   EXPECT_EQ(policy.reserve_per_mille("G3"), 695);
   EXPECT_EQ(policy.reserve_per_mille("G2"), 0);
   EXPECT_EQ(PlaceOn(state, &policy, Pod(120000, 8, 1000)), 0);
+}
+
+TEST(DefaultPolicyTest, ReservesForTheMultiGpuPodsWhoseMemoryOnlyOneKindHas) {
+  // "v32": 8 GPUs, 768 GiB, first in node order; "g2": 8 GPUs, 384 GiB. The workload: 8 one-GPU pods and 8-GPU
+  // pods of 300 GiB (7) and 600 GiB (1, only v32 hosts it). Their mean, 337.5 GiB, fits g2: step 7 split by the
+  // mean keeps nothing, and a one-GPU pod, which costs both nodes the same fragment, takes the tie's first node,
+  // v32. Split by the memory each arrival asked, 8 of the 72 GPUs asked need v32 (r = 8/72 · 16/8): it goes to g2.
+  ClusterState state;
+  ASSERT_TRUE(
+      state.AddNode(MakeNode("v32").WithCpu(96000).WithMemory(786432).WithGpus(8, "V100M32", 32768).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("g2").WithCpu(96000).WithMemory(393216).WithGpus(8, "G2", 16384).Build()).ok());
+  DefaultPolicy policy;
+  const TaskRequest one = Pod(8000, 1, 1000, 16384);
+  const TaskRequest small = Pod(64000, 8, 1000, 307200);
+  const TaskRequest big = Pod(64000, 8, 1000, 614400);
+  for (const auto& [r, count] : std::vector<std::pair<TaskRequest, int>>{{one, 8}, {small, 7}, {big, 1}}) {
+    Learn(&policy, r, count);
+    for (int i = 0; i < count; ++i) policy.OnPlaced(state, r, Allocation{});  // learns the mean memory
+  }
+  EXPECT_EQ(PlaceOn(state, &policy, one), 1);
+  EXPECT_EQ(policy.reserve_per_mille("V100M32"), 222);
+  EXPECT_EQ(policy.reserve_per_mille("G2"), 0);
+  EXPECT_EQ(PlaceOn(state, &policy, big), 0);
+}
+
+TEST(DefaultPolicyTest, ReservesForConfinedPodsTooRareForTheTarget) {
+  // "t4": 2 GPUs, "g2": 8. The workload: 31 unconstrained one-GPU pods and one that may use only T4, too rare
+  // (1/32 of the pods) for the target's 95 %. The tie-break alone sends an unconstrained pod to the node left
+  // with less free GPU, t4; step 7 counts every arrival, so the T4-only pod's demand keeps t4 (r = 1/32 · 10/2).
+  ClusterState state;
+  ASSERT_TRUE(state.AddNode(MakeNode("t4").WithCpu(96000).WithGpus(2, "T4", 16384).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("g2").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
+  TaskRequest t4_only = Pod(4000, 1, 1000);
+  t4_only.type_include = {"T4"};
+  DefaultPolicy policy;
+  Learn(&policy, Pod(4000, 1, 1000), 31);
+  Learn(&policy, t4_only, 1);
+  EXPECT_EQ(policy.target().shapes().size(), 1u);  // the T4-only shape is outside the target
+  EXPECT_EQ(PlaceOn(state, &policy, Pod(4000, 1, 1000)), 1);
+  EXPECT_EQ(policy.reserve_per_mille("T4"), 156);
+  EXPECT_EQ(PlaceOn(state, &policy, t4_only), 0);
+}
+
+TEST(DefaultPolicyTest, NoReserveForRarePodsWhoseHostsAreMostOfTheCluster) {
+  // As above, but the rare pod may use only G2, 8 of the 10 free GPUs: its pods find room there without a
+  // reserve, which the common pods would pay on the common nodes (r would be 1/32 · 10/8 = 39 per mille).
+  ClusterState state;
+  ASSERT_TRUE(state.AddNode(MakeNode("t4").WithCpu(96000).WithGpus(2, "T4", 16384).Build()).ok());
+  ASSERT_TRUE(state.AddNode(MakeNode("g2").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
+  TaskRequest g2_only = Pod(4000, 1, 1000);
+  g2_only.type_include = {"G2"};
+  DefaultPolicy policy;
+  Learn(&policy, Pod(4000, 1, 1000), 31);
+  Learn(&policy, g2_only, 1);
+  EXPECT_EQ(PlaceOn(state, &policy, Pod(4000, 1, 1000)), 0);
+  EXPECT_EQ(policy.reserve_per_mille("G2"), 0);
+  Learn(&policy, g2_only, 32);  // now a third of the pods: in the target, and kept room for
+  EXPECT_EQ(PlaceOn(state, &policy, Pod(4000, 1, 1000)), 0);
+  EXPECT_EQ(policy.reserve_per_mille("G2"), 644);  // 33/64 · 10/8
 }
 
 TEST(DefaultPolicyTest, MemoryRangeStopsWhereAMultiGpuPodsHostsChange) {
