@@ -242,6 +242,7 @@ Status NodeAgent::Tick() {
   started_unreported_ = false;
   HeartbeatReply reply = std::move(*answer);
   generation_ = reply.generation;
+  wanted_mig_geometry_ = std::move(reply.mig_geometry);
   if (reply.node_timeout_micros > 0) RenewLease(sent_at, reply.node_timeout_micros);
   LogsAcknowledged(reports);
   if (reply.interval_micros > 0) interval_micros_ = reply.interval_micros;

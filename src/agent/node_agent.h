@@ -51,6 +51,9 @@ class NodeAgent {
   TimeMicros interval_micros() const { return interval_micros_; }
   // The generation of the task list in the server's last reply (0: none announced).
   int64_t generation() const { return generation_; }
+  // The MIG geometry the server's last reply asked this node's GPUs to take (--mig-geometry's syntax; empty:
+  // keep them), for an agent run with --mig-dynamic (docs/mig.md, "Dynamic geometry").
+  const std::string& wanted_mig_geometry() const { return wanted_mig_geometry_; }
   // Whether the next Tick has news for the server now: a task ended (reaped here), or the last Tick started tasks
   // whose start it has not reported yet. Cheap (reads the shims' status files); the agent's loop calls it between
   // heartbeats so that an exit or a start is reported at once.
@@ -95,6 +98,7 @@ class NodeAgent {
   std::map<std::string, TaskReport> start_errors_;  // specs the launcher refused, reported until acknowledged
   TimeMicros interval_micros_ = 2 * kMicrosPerSecond;
   int64_t generation_ = 0;
+  std::string wanted_mig_geometry_;
   bool started_unreported_ = false;  // the last Tick started a task: report it running at once
   // The last heartbeat left output behind (more than a chunk of one task, or past the heartbeat's budget): the
   // next one goes at most kLogBacklogBeat after it, not a whole interval later, so a chatty task's output keeps up.

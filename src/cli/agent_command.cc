@@ -153,12 +153,59 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<protocol:
   }
 }
 
+// --mig-geometry: parses it and brings the GPUs to it through NVML. 0, or the exit code after saying why not.
+int ApplyMigGeometryFlag(const std::string& text, const std::string& nvml_library) {
+  auto geometry = agent::ParseMigGeometry(text);
+  if (!geometry.ok()) {
+    std::fprintf(stderr, "error: --mig-geometry: %s\n", geometry.status().message().c_str());
+    return 2;
+  }
+  auto nvml = agent::NvmlMig::Open(nvml_library);
+  Status s = nvml.ok() ? agent::ApplyMigGeometry(**nvml, *geometry) : nvml.status();
+  if (!s.ok()) {
+    std::fprintf(stderr, "error: --mig-geometry: %s\n", s.message().c_str());
+    return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  return 0;
+}
+
+// Serve's answer when the node's MIG geometry changed: discover the node again and serve it anew.
+constexpr int kDiscoverAgain = -1;
+
+// --mig-dynamic: labels the node with the GPUs in MIG mode the server may repartition (model/mig_label.h).
+Status LabelMigDynamic(const std::string& nvml_library, Node* node) {
+  ASSIGN_OR_RETURN(std::unique_ptr<agent::NvmlMig> nvml, agent::NvmlMig::Open(nvml_library));
+  ASSIGN_OR_RETURN(std::vector<agent::MigGpuInfo> gpus, nvml->ReadGpus());
+  const std::vector<MigGpuGeometry> dynamic = agent::MigGeometries(gpus);
+  if (dynamic.empty()) {
+    return FailedPreconditionError(
+        "--mig-dynamic: no GPU is in MIG mode (turn it on with --mig-geometry, e.g. "
+        "0=7g.80gb)");
+  }
+  node->labels[std::string(kMigDynamicLabel)] = FormatMigDynamicLabel(dynamic);
+  return Status::Ok();
+}
+
+// --mig-dynamic: brings the GPUs to the geometry the server asked for, unless a task runs here (it may hold an
+// instance the new geometry destroys; the server's plan then expires). True when the node must be discovered and
+// registered again: applied, or refused by the driver (the server learns the geometry as it is).
+bool TakeMigGeometry(const std::string& geometry, agent::Launcher& launcher, const std::string& nvml_library) {
+  for (const protocol::TaskStatus& t : launcher.List()) {
+    if (t.running()) return false;
+  }
+  std::fprintf(stderr, "agent: the server asks for MIG geometry %s\n", geometry.c_str());
+  if (ApplyMigGeometryFlag(geometry, nvml_library) != 0) {
+    std::fprintf(stderr, "agent: MIG geometry %s not taken; registering the GPUs as they are\n", geometry.c_str());
+  }
+  return true;
+}
+
 // Registers, then heartbeats and reconciles until interrupted. Every error is retried with a backoff (1 s
 // doubling to 30 s; the tasks keep running meanwhile) and said once, in words: an unreachable or unknown server,
 // a rejected token (the agent keeps trying: an admin may create the token after the agent starts).
 int Serve(const agent::DiscoveryReport& report, const std::string& server, const std::string& token,
           const std::string& state_dir, bool stop_tasks, const TaskIdentityFlags& identity,
-          const std::string& mps_control, const std::string& nvml_library) {
+          const std::string& mps_control, const std::string& nvml_library, bool mig_dynamic) {
   agent::LauncherOptions options;
   options.state_dir = state_dir;
   options.stop_tasks_on_exit = stop_tasks;
@@ -226,6 +273,11 @@ int Serve(const agent::DiscoveryReport& report, const std::string& server, const
     for (const std::string& n : node_agent.TakeNotices()) std::fprintf(stderr, "agent: %s\n", n.c_str());
     if (s.ok()) {
       if (registering) continue;  // the first heartbeat at once
+      if (mig_dynamic && !node_agent.wanted_mig_geometry().empty() &&
+          TakeMigGeometry(node_agent.wanted_mig_geometry(), launcher, nvml_library)) {
+        StopMps(*mps);
+        return kDiscoverAgain;
+      }
       watcher.Seen(node_agent.generation());
       watcher.WaitForWork(node_agent, node_agent.interval_micros(), [] { return g_interrupted != 0; });
       continue;
@@ -324,22 +376,6 @@ Status TaskIdentityFlags::Apply(agent::LauncherOptions* options, const std::stri
   return agent::Launcher::CheckOptions(*options);
 }
 
-// --mig-geometry: parses it and brings the GPUs to it through NVML. 0, or the exit code after saying why not.
-int ApplyMigGeometryFlag(const std::string& text, const std::string& nvml_library) {
-  auto geometry = agent::ParseMigGeometry(text);
-  if (!geometry.ok()) {
-    std::fprintf(stderr, "error: --mig-geometry: %s\n", geometry.status().message().c_str());
-    return 2;
-  }
-  auto nvml = agent::NvmlMig::Open(nvml_library);
-  Status s = nvml.ok() ? agent::ApplyMigGeometry(**nvml, *geometry) : nvml.status();
-  if (!s.ok()) {
-    std::fprintf(stderr, "error: --mig-geometry: %s\n", s.message().c_str());
-    return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
-  }
-  return 0;
-}
-
 int RunAgent(const Args& args) {
   FlagSet flags("xpool agent",
                 "The node agent: discovers this machine's accelerators and runs the tasks assigned to it.\n"
@@ -349,7 +385,7 @@ int RunAgent(const Args& args) {
   std::string discovery = "auto", vendor_tool, mps, mps_control = "nvidia-cuda-mps-control", mig_geometry;
   int64_t discovery_timeout = 10;
   std::string state_dir = "var/agent", workdir = ".", server, token, token_file, address;
-  bool print_devices = false, run = false, stop_tasks = false;
+  bool print_devices = false, run = false, stop_tasks = false, mig_dynamic = false;
   int64_t gpumem = 0, gpucores = 0, grace = 10;
   TaskIdentityFlags identity;
   flags.String("simulate", &simulate, "simulated devices, e.g. 4xA100-80GB or 2xA100-80GB,2xT4-16GB");
@@ -367,6 +403,9 @@ int RunAgent(const Args& args) {
   flags.String("mig-geometry", &mig_geometry,
                "MIG instances to hold before discovery, e.g. 0=2x1g.10gb,3g.40gb;1=7g.80gb: MIG mode on and the "
                "GPU repartitioned where it differs (through NVML; needs root; docs/mig.md)");
+  flags.Bool("mig-dynamic", &mig_dynamic,
+             "with --server: the server may repartition this node's GPUs in MIG mode while they are idle, for the "
+             "mig: requests waiting (through NVML; needs root; docs/mig.md)");
   flags.String("mps-control", &mps_control, "the MPS control program: a path, or a name on PATH");
   flags.String("name", &name, "node name (default: host name)");
   flags.Bool("print-devices", &print_devices, "print the discovered devices and exit");
@@ -418,6 +457,10 @@ int RunAgent(const Args& args) {
     std::fprintf(stderr, "error: --run needs a command after --, e.g. --run -- python3 train.py\n");
     return 2;
   }
+  if (mig_dynamic && server.empty()) {
+    std::fprintf(stderr, "error: --mig-dynamic goes with --server\n");
+    return 2;
+  }
   if (!mig_geometry.empty()) {
     if (int failed = ApplyMigGeometryFlag(mig_geometry, nvml_library); failed != 0) return failed;
   }
@@ -429,30 +472,41 @@ int RunAgent(const Args& args) {
   options.vendor_tool = vendor_tool;
   options.tool_timeout_ms = discovery_timeout * 1000;
   options.node_name = name;
-  auto report = agent::DiscoverNode(options);
-  if (!report.ok()) {
-    std::fprintf(stderr, "error: %s\n", report.status().message().c_str());
-    return report.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
-  }
-  if (!mps.empty()) {
-    if (Status s = agent::SetMpsMode(mps, &report->node); !s.ok()) {
-      std::fprintf(stderr, "error: %s\n", s.message().c_str());
-      return 2;
+  for (;;) {  // once, unless a new MIG geometry (--mig-dynamic) makes the node's devices change
+    auto report = agent::DiscoverNode(options);
+    if (!report.ok()) {
+      std::fprintf(stderr, "error: %s\n", report.status().message().c_str());
+      return report.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
     }
-  }
-  if (print_devices) std::fputs(agent::FormatDeviceTable(*report).c_str(), stdout);
-  if (!server.empty()) {
+    if (!mps.empty()) {
+      if (Status s = agent::SetMpsMode(mps, &report->node); !s.ok()) {
+        std::fprintf(stderr, "error: %s\n", s.message().c_str());
+        return 2;
+      }
+    }
+    if (mig_dynamic) {
+      if (Status s = LabelMigDynamic(nvml_library, &report->node); !s.ok()) {
+        std::fprintf(stderr, "error: %s\n", s.message().c_str());
+        return s.code() == StatusCode::kFailedPrecondition ? 2 : 1;
+      }
+    }
+    if (print_devices) std::fputs(agent::FormatDeviceTable(*report).c_str(), stdout);
+    if (server.empty()) {
+      if (!run) return 0;
+      auto devices = ParseDevices(devices_list, *report, gpumem, gpucores);
+      if (!devices.ok()) {
+        std::fprintf(stderr, "error: %s\n", devices.status().message().c_str());
+        return 2;
+      }
+      return RunOneTask(*report, *devices, flags.positional(), state_dir, workdir, grace, mps_control);
+    }
     if (!print_devices && !report->note.empty()) std::fprintf(stderr, "agent: %s\n", report->note.c_str());
     report->node.labels[protocol::kNodeAddressLabel] = address.empty() ? agent::DefaultNodeAddress(server) : address;
-    return Serve(*report, server, token, state_dir, stop_tasks, identity, mps_control, nvml_library);
+    const int served =
+        Serve(*report, server, token, state_dir, stop_tasks, identity, mps_control, nvml_library, mig_dynamic);
+    if (served != kDiscoverAgain) return served;
+    print_devices = false;
   }
-  if (!run) return 0;
-  auto devices = ParseDevices(devices_list, *report, gpumem, gpucores);
-  if (!devices.ok()) {
-    std::fprintf(stderr, "error: %s\n", devices.status().message().c_str());
-    return 2;
-  }
-  return RunOneTask(*report, *devices, flags.positional(), state_dir, workdir, grace, mps_control);
 }
 
 }  // namespace xpool::cli

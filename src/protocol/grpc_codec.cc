@@ -230,6 +230,7 @@ void ReplyToProto(const HeartbeatReply& reply, v1::HeartbeatReply* out) {
   out->set_heartbeat_interval_ms(reply.interval_micros / 1000);
   out->set_node_timeout_ms(reply.node_timeout_micros / 1000);
   out->set_generation(reply.generation);
+  out->set_mig_geometry(reply.mig_geometry);
   for (const TaskAssignment& a : reply.tasks) {
     const LaunchSpec& s = a.spec;
     v1::TaskAssignment* t = out->add_tasks();
@@ -284,6 +285,7 @@ Result<HeartbeatReply> ReplyFromProto(const v1::HeartbeatReply& in) {
   if (in.heartbeat_interval_ms() > 0) reply.interval_micros = in.heartbeat_interval_ms() * 1000;
   if (in.node_timeout_ms() > 0) reply.node_timeout_micros = in.node_timeout_ms() * 1000;
   reply.generation = in.generation();
+  reply.mig_geometry = in.mig_geometry();
   for (int i = 0; i < in.tasks_size(); ++i) {
     const v1::TaskAssignment& t = in.tasks(i);
     const std::string where = "heartbeat reply: tasks[" + std::to_string(i) + "]";

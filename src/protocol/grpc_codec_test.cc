@@ -138,6 +138,7 @@ TEST(GrpcCodecTest, ReplyRoundTrips) {
   HeartbeatReply reply;
   reply.interval_micros = 750'000;
   reply.node_timeout_micros = 6'000'000;
+  reply.mig_geometry = "0=2x1g.10gb;1=7g.80gb";
   TaskAssignment a = test_data::SampleSharedSuspend();
   a.spec.vendor = Vendor::kAscend;
   TaskAssignment whole;
@@ -152,6 +153,7 @@ TEST(GrpcCodecTest, ReplyRoundTrips) {
   EXPECT_TRUE(back->has_tasks);
   EXPECT_EQ(back->interval_micros, 750'000);
   EXPECT_EQ(back->node_timeout_micros, 6'000'000);
+  EXPECT_EQ(back->mig_geometry, "0=2x1g.10gb;1=7g.80gb");
   ASSERT_EQ(back->tasks.size(), 2u);
   const TaskAssignment& b = back->tasks[0];
   test_data::ExpectSameAssignment(b, a);

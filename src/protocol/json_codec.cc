@@ -372,6 +372,7 @@ Result<HeartbeatRequest> ParseHeartbeatBody(std::string_view body) {
 std::string HeartbeatReplyBody(const HeartbeatReply& reply) {
   Json j = {{"heartbeat_interval_ms", reply.interval_micros / 1000}};
   if (reply.node_timeout_micros > 0) j["node_timeout_ms"] = reply.node_timeout_micros / 1000;
+  if (!reply.mig_geometry.empty()) j["mig_geometry"] = reply.mig_geometry;
   if (reply.has_tasks) {
     j["tasks"] = Json::array();
     for (const TaskAssignment& a : reply.tasks) j["tasks"].push_back(AssignmentToJson(a));
@@ -388,6 +389,7 @@ Result<HeartbeatReply> ParseHeartbeatReply(std::string_view body) {
   int64_t node_timeout_ms = 0;
   RETURN_IF_ERROR(ReplyField(j, "node_timeout_ms", "reply", &node_timeout_ms));
   if (node_timeout_ms > 0) reply.node_timeout_micros = node_timeout_ms * 1000;
+  RETURN_IF_ERROR(ReplyField(j, "mig_geometry", "reply", &reply.mig_geometry));
   if (!j.contains("tasks")) {
     reply.has_tasks = false;
     return reply;

@@ -67,6 +67,20 @@ TEST(ProtocolTest, NodeTimeoutIsOptional) {
   EXPECT_FALSE(ParseHeartbeatReply(body.dump()).ok());
 }
 
+TEST(ProtocolTest, MigGeometryIsOptional) {
+  HeartbeatReply reply;
+  reply.mig_geometry = "0=3g.40gb,3g.40gb";
+  auto back = ParseHeartbeatReply(HeartbeatReplyBody(reply));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->mig_geometry, "0=3g.40gb,3g.40gb");
+  reply.mig_geometry.clear();  // nothing to change, or an older server
+  Json body = Json::parse(HeartbeatReplyBody(reply));
+  EXPECT_FALSE(body.contains("mig_geometry"));
+  EXPECT_EQ(ParseHeartbeatReply(body.dump())->mig_geometry, "");
+  body["mig_geometry"] = 7;
+  EXPECT_FALSE(ParseHeartbeatReply(body.dump()).ok());
+}
+
 TEST(ProtocolTest, ReplyWithoutTaskListSaysSo) {
   HeartbeatReply reply;
   reply.has_tasks = false;

@@ -54,6 +54,9 @@ struct HeartbeatReply {
   TimeMicros node_timeout_micros = 0;
   // The generation of the task list (ControlPlaneClient::WaitForChange); 0 = the server announces no changes.
   int64_t generation = 0;
+  // For an agent run with --mig-dynamic (node label kMigDynamicLabel): the MIG geometry to bring its GPUs to, in
+  // --mig-geometry's syntax; empty = keep them as they are.
+  std::string mig_geometry;
 };
 
 // One device's measured use in a heartbeat (Device::used_memory_mib, Device::sm_permille); -1 = not measured.

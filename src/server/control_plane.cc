@@ -8,6 +8,7 @@
 #include "common/memory.h"
 #include "common/units.h"
 #include "model/job_state.h"
+#include "model/mig_label.h"
 #include "scheduler/queue/quota_amounts.h"
 #include "scheduler/queue/scheduler_job_placer.h"
 #include "scheduler/queue/scheduling_pass.h"
@@ -290,10 +291,18 @@ std::vector<std::string> ControlPlane::PendingReasons(const std::vector<JobId>& 
 
 Status ControlPlane::RegisterNode(Node node) {
   RETURN_IF_ERROR(ValidateNode(node));
+  if (auto mig = node.labels.find(std::string(kMigDynamicLabel)); mig != node.labels.end()) {
+    RETURN_IF_ERROR(ParseMigDynamicLabel(mig->second).status().WithContext("label " + mig->first));
+  }
   const TimeMicros now = clock_.NowMicros();
   {
     std::lock_guard lock(mu_);
     int index = state_.FindNode(node.name);
+    if (auto plan = mig_plans_.find(node.name); index >= 0 && plan != mig_plans_.end()) {
+      // Back after a MIG plan (applied or not): the description from before it (devices not cordoned) first.
+      CheckOk(state_.UpdateNode(index, std::move(plan->second.before)), "the node's description before the plan");
+      mig_plans_.erase(plan);
+    }
     if (index >= 0) {
       // A node known before may come back changed (another MIG geometry, a GPU more or less): ClusterState takes
       // the new description only where nothing allocated is lost, then it is persisted (or the old one restored).
@@ -471,6 +480,7 @@ void ControlPlane::BookPass(bool full, std::vector<PendingCommit>* commits,
       std::fprintf(stderr, "xpool server: scheduling pass skipped: %s\n", tenant_records.status().ToString().c_str());
     } else if (!waiting.empty()) {
       PassLocked(waiting, *tenant_records, commits);
+      PlanMigGeometryLocked(waiting, now);
     }
     for (JobId id : waiting) {
       auto it = queued_.find(id);

@@ -171,6 +171,11 @@ class ControlPlane {
   // Marks non-simulated nodes silent for `node_timeout` NotReady, and requeues the jobs of those silent for
   // `node_timeout + fence_margin`. The loop calls it on every tick; tests may call it directly.
   void CheckNodeTimeouts();
+  // ---- Dynamic MIG (control_plane_mig.cc; docs/mig.md, "Dynamic geometry") ----
+  // The MIG geometry the node's agent is asked to bring its GPUs to (--mig-geometry's syntax), "" for none: a
+  // plan a pass made for the `mig:` demand it left waiting, on a node whose agent runs with --mig-dynamic.
+  std::string WantedMigGeometry(std::string_view node) const;
+
   // ---- Interactive jobs (kind: interactive; control_plane_interactive.cc) ----
   // Traffic through the proxy to the job's task now: its idle clock starts again. Memory only.
   void NoteInteractiveTraffic(JobId id);
@@ -312,7 +317,19 @@ class ControlPlane {
   // there (server/internal/reservation.h). Memory only: after a restart the preemptor is scheduled afresh. mu_
   std::unordered_map<JobId, std::vector<Allocation>> reserved_;
   std::unordered_map<JobId, std::vector<TimeMicros>> suspended_at_;  // suspensions per job; mu_
-  mutable std::map<int64_t, std::string> tenant_names_;              // guarded by mu_
+  // Dynamic MIG: after a pass, the `mig:` demand it left waiting is planned (scheduler/mig) onto the GPUs of
+  // idle nodes labelled kMigDynamicLabel; a node with a plan out has its devices cordoned in state_ (memory only)
+  // until its agent registers again with the new geometry, or the plan expires and its description comes back.
+  void PlanMigGeometryLocked(const std::vector<JobId>& waiting, TimeMicros now);
+  struct MigPlanOut {
+    std::string geometry;               // --mig-geometry's syntax, sent in the node's heartbeat replies
+    Node before;                        // the node's description when planned (restored if the plan expires)
+    std::map<std::string, int> served;  // profile → instances the plan adds for the waiting demand
+    TimeMicros expires = 0;
+  };
+  std::unordered_map<std::string, MigPlanOut> mig_plans_;      // by node name; mu_
+  std::unordered_map<std::string, TimeMicros> mig_next_plan_;  // node → no new plan before then; mu_
+  mutable std::map<int64_t, std::string> tenant_names_;        // guarded by mu_
 
   std::mutex traffic_mu_;
   std::unordered_map<JobId, TimeMicros> last_traffic_;  // interactive jobs' last proxied traffic; traffic_mu_

@@ -1,34 +1,17 @@
 #include "agent/nvml/mig_layout.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include "agent/discovery.h"
+#include "common/text.h"
 
 namespace xpool::agent {
 namespace {
 
-// Parses a whole decimal int (no sign, no spaces).
-bool ParseCount(std::string_view text, int* out) {
-  if (text.empty()) return false;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && end == text.data() + text.size();
-}
-
-std::vector<std::string_view> Split(std::string_view text, char sep) {
-  std::vector<std::string_view> parts;
-  size_t begin = 0;
-  while (true) {
-    size_t end = text.find(sep, begin);
-    parts.push_back(text.substr(begin, end == std::string_view::npos ? std::string_view::npos : end - begin));
-    if (end == std::string_view::npos) return parts;
-    begin = end + 1;
-  }
-}
-
 Result<MigWanted> ParseWanted(std::string_view item) {
   MigWanted wanted{std::string(item), 1};
-  if (size_t x = item.find('x'); x != std::string_view::npos && x > 0 && ParseCount(item.substr(0, x), &wanted.count)) {
+  if (size_t x = item.find('x');
+      x != std::string_view::npos && x > 0 && ParseWholeInt(item.substr(0, x), &wanted.count)) {
     wanted.profile = std::string(item.substr(x + 1));
     if (wanted.count < 1 || wanted.count > 8) {
       return InvalidArgumentError("\"" + std::string(item) + "\": a count from 1 to 8");
@@ -98,18 +81,30 @@ Node ExpandMigDevices(const Node& node, std::span<const MigGpuInfo> gpus) {
   return out;
 }
 
+std::vector<MigGpuGeometry> MigGeometries(std::span<const MigGpuInfo> gpus) {
+  std::vector<MigGpuGeometry> out;
+  for (const MigGpuInfo& gpu : gpus) {
+    if (!gpu.mig_enabled || gpu.model == nullptr) continue;
+    MigGpuGeometry& g = out.emplace_back();
+    g.gpu = gpu.index;
+    g.model = gpu.model;
+    for (const MigInstanceInfo& i : gpu.instances) g.instances.push_back(i.placement);
+  }
+  return out;
+}
+
 Result<std::map<int, std::vector<MigWanted>>> ParseMigGeometry(std::string_view text) {
   std::map<int, std::vector<MigWanted>> geometry;
   if (text.empty()) return InvalidArgumentError("empty MIG geometry: expected e.g. 0=2x1g.10gb,3g.40gb;1=7g.80gb");
-  for (std::string_view part : Split(text, ';')) {
+  for (std::string_view part : SplitText(text, ';')) {
     const size_t eq = part.find('=');
     int gpu = -1;
-    if (eq == std::string_view::npos || !ParseCount(part.substr(0, eq), &gpu) || gpu < 0 || gpu > 255) {
+    if (eq == std::string_view::npos || !ParseWholeInt(part.substr(0, eq), &gpu) || gpu < 0 || gpu > 255) {
       return InvalidArgumentError("\"" + std::string(part) + "\": expected GPU=PROFILE[,PROFILE...], e.g. 0=2x1g.10gb");
     }
     if (geometry.count(gpu) != 0) return InvalidArgumentError("GPU " + std::to_string(gpu) + " is named twice");
     std::vector<MigWanted>& wanted = geometry[gpu];
-    for (std::string_view item : Split(part.substr(eq + 1), ',')) {
+    for (std::string_view item : SplitText(part.substr(eq + 1), ',')) {
       ASSIGN_OR_RETURN(MigWanted w, ParseWanted(item));
       wanted.push_back(std::move(w));
     }

@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "model/device.h"
+#include "model/mig_label.h"
 #include "model/mig_profile.h"
 
 namespace xpool::agent {
@@ -50,6 +51,10 @@ std::vector<Device> MigInstanceDevices(const MigGpuInfo& gpu, const Device& pare
 // their devices by uuid, task_env.h VisibleDeviceNames). Links between devices keep their GPUs' scores, instances
 // of one GPU score kLinkSameBoard. `gpus` by index as ReadGpus returns them; GPUs it does not name stay.
 Node ExpandMigDevices(const Node& node, std::span<const MigGpuInfo> gpus);
+
+// The GPUs in MIG mode that have a profile table, with their instances: what `--mig-dynamic` lets the server
+// repartition (model/mig_label.h's label).
+std::vector<MigGpuGeometry> MigGeometries(std::span<const MigGpuInfo> gpus);
 
 // `--mig-geometry`: "0=2x1g.10gb,3g.40gb;1=7g.80gb" → GPU index → the instances wanted on it (an optional "<N>x"
 // repeats a profile). InvalidArgument naming the part that is wrong.

@@ -46,6 +46,20 @@ class NvmlMigTest : public testing::Test {
 const MigModel& A100() { return *MigModelNamed("A100-80GB"); }
 MigPlacement At(std::string_view profile, int start) { return {MigProfileIndex(A100(), profile), start}; }
 
+TEST_F(NvmlMigTest, TheDynamicLabelListsTheGpusInMigModeWithTheirInstances) {
+  auto nvml = Open();
+  auto before = nvml->ReadGpus();
+  ASSERT_TRUE(before.ok());
+  EXPECT_TRUE(MigGeometries(*before).empty());  // no GPU in MIG mode yet
+  auto geometry = ParseMigGeometry("1=3g.40gb,1g.10gb");
+  ASSERT_TRUE(geometry.ok());
+  ASSERT_TRUE(ApplyMigGeometry(*nvml, *geometry).ok());
+  auto gpus = nvml->ReadGpus();
+  ASSERT_TRUE(gpus.ok());
+  const std::vector<MigGpuGeometry> dynamic = MigGeometries(*gpus);
+  EXPECT_EQ(FormatMigDynamicLabel(dynamic), "1=A100-80GB:3g.40gb@0,1g.10gb@4");
+}
+
 TEST_F(NvmlMigTest, ReadsMigModesAndModels) {
   auto nvml = Open();
   auto gpus = nvml->ReadGpus();

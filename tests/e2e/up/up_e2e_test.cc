@@ -169,4 +169,68 @@ TEST(UpMigTest, AJobSelectingAMigInstanceRunsOnItByUuid) {
   fs::remove_all(dir, ec);
 }
 
+// Dynamic MIG: an agent run with --mig-dynamic (fake NVML, GPU 0 in MIG mode as one 7g.80gb instance) joins
+// `xpool up`; two `mig: 3g.40gb` jobs wait, the server plans GPU 0 as two 3g.40gb instances, the agent applies it,
+// registers the new instances and both jobs run on them, each seeing its own instance's uuid.
+TEST(UpMigTest, WaitingMigJobsRepartitionAnIdleGpuOfADynamicAgent) {
+  const fs::path dir = xpool::testing::TempDir("up-mig-dynamic");
+  const std::string mig_state = (dir / "mig-state").string();
+  setenv("FAKE_NVML_MIG_STATE", mig_state.c_str(), 1);
+  int code = 0;
+  const std::string nvml = XPOOL_FAKE_NVML_PATH;
+  const std::string printed = xpool::testing::RunCli(
+      {"agent", "--discovery", "nvml", "--nvml-library", nvml, "--mig-geometry", "0=7g.80gb", "--print-devices"},
+      &code);
+  ASSERT_EQ(code, 0) << printed;
+  {
+    xpool::testing::UpProcess up(dir);
+    const int agent_port = xpool::testing::FreePort();
+    ASSERT_TRUE(up.Start({"--simulate", "1xT4-16GB", "--node-name", "cpu-node", "--agent-listen",
+                          "127.0.0.1:" + std::to_string(agent_port)}))
+        << up.Log();
+    xpool::testing::XpoolProcess agent;
+    ASSERT_TRUE(agent.Start({"agent", "--server", "grpc://127.0.0.1:" + std::to_string(agent_port), "--token",
+                             up.token(), "--discovery", "nvml", "--nvml-library", nvml, "--mig-dynamic", "--name",
+                             "mig-node", "--state-dir", (dir / "agent").string()},
+                            dir, dir / "agent.log"));
+    xpool::testing::RestClient rest(up.port(), up.token());
+    rest.set_diagnostics([&] { return "up log:\n" + up.Log() + "\nagent log:\n" + ReadFile(dir / "agent.log"); });
+    const Json spec = {{"name", "on-a-3g"},
+                       {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"mig", "3g.40gb"}}},
+                       {"command", "echo visible=$CUDA_VISIBLE_DEVICES; sleep 3"}};
+    const int64_t a = rest.Submit(spec), b = rest.Submit(spec);
+    std::map<int64_t, std::string> uuid_of;
+    for (int64_t id : {a, b}) {  // both run at once, each on an instance of its own
+      Json j = rest.WaitState(id, "running", 60);
+      ASSERT_EQ(j["placement"].size(), 1u) << j.dump();
+      EXPECT_EQ(j["placement"][0]["node"], "mig-node") << j.dump();
+      uuid_of[id] = j["placement"][0]["devices"][0]["uuid"].get<std::string>();
+      EXPECT_EQ(uuid_of[id].rfind("MIG-", 0), 0u) << j.dump();
+    }
+    std::set<std::string> uuids;
+    for (const auto& [id, uuid] : uuid_of) {
+      uuids.insert(uuid);
+      rest.WaitState(id, "succeeded");
+      auto log = rest.http().Get(("/api/v1/jobs/" + std::to_string(id) + "/logs").c_str(), rest.Auth());
+      ASSERT_TRUE(log && log->status == 200);
+      EXPECT_NE(Json::parse(log->body)["data"].get<std::string>().find("visible=" + uuid), std::string::npos)
+          << log->body;
+    }
+    EXPECT_EQ(uuids.size(), 2u);  // two instances, one each
+    const Json nodes = rest.Get("/api/v1/nodes");
+    int three_g = 0;
+    for (const Json& n : nodes["nodes"]) {
+      if (n["name"] != "mig-node") continue;
+      for (const Json& d : n["devices"]) three_g += d["model"].get<std::string>().ends_with("MIG 3g.40gb") ? 1 : 0;
+    }
+    EXPECT_EQ(three_g, 2) << nodes.dump();
+    const std::string agent_log = ReadFile(dir / "agent.log");
+    EXPECT_NE(agent_log.find("the server asks for MIG geometry 0=3g.40gb,3g.40gb"), std::string::npos) << agent_log;
+    agent.Stop();
+  }
+  unsetenv("FAKE_NVML_MIG_STATE");
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
 }  // namespace

@@ -1,0 +1,122 @@
+// ControlPlane's dynamic MIG (docs/mig.md, "Dynamic geometry"): the `mig:` demand a pass leaves waiting is planned
+// onto the GPUs of idle nodes whose agents let the server repartition them, and sent to those agents.
+#include <algorithm>
+#include <cstdio>
+
+#include "model/mig_label.h"
+#include "scheduler/mig/geometry_planner.h"
+#include "server/control_plane.h"
+
+namespace xpool::server {
+namespace {
+
+// How long an agent has to apply a plan and register again before the node gets its old description back, and
+// how long a node waits after a plan before it is planned for again (a plan its agent could not apply is not
+// resent at once).
+constexpr TimeMicros kMigPlanTimeout = 60 * kMicrosPerSecond;
+constexpr TimeMicros kMigReplanDelay = 30 * kMicrosPerSecond;
+
+bool AnyDeviceAllocated(const NodeUsage& usage) {
+  return std::any_of(usage.devices.begin(), usage.devices.end(),
+                     [](const DeviceUsage& d) { return d.sharers > 0 || d.memory_mib > 0 || d.compute_milli > 0; });
+}
+
+// Takes `served` off `demand` (profile by profile, first entries first).
+void TakeServed(const std::map<std::string, int>& served, std::vector<MigDemand>* demand) {
+  for (const auto& [profile, count] : served) {
+    int left = count;
+    for (MigDemand& d : *demand) {
+      if (d.profile != profile || left == 0) continue;
+      const int take = std::min(left, d.count);
+      d.count -= take;
+      left -= take;
+    }
+  }
+  std::erase_if(*demand, [](const MigDemand& d) { return d.count == 0; });
+}
+
+}  // namespace
+
+std::string ControlPlane::WantedMigGeometry(std::string_view node) const {
+  std::lock_guard lock(mu_);
+  auto it = mig_plans_.find(std::string(node));
+  return it == mig_plans_.end() ? "" : it->second.geometry;
+}
+
+void ControlPlane::PlanMigGeometryLocked(const std::vector<JobId>& waiting, TimeMicros now) {
+  // Plans whose agent did not come back in time: the node takes its old description again.
+  for (auto it = mig_plans_.begin(); it != mig_plans_.end();) {
+    const int index = state_.FindNode(it->first);
+    if (now < it->second.expires && index >= 0) {
+      ++it;
+      continue;
+    }
+    if (index >= 0) {
+      std::fprintf(
+          stderr, "xpool server: node %s did not take MIG geometry %s within %llds; its old description is back\n",
+          it->first.c_str(), it->second.geometry.c_str(), static_cast<long long>(kMigPlanTimeout / kMicrosPerSecond));
+      CheckOk(state_.UpdateNode(index, std::move(it->second.before)), "the node's description before the plan");
+    }
+    it = mig_plans_.erase(it);
+  }
+  // The waiting `mig:` demand in queue order, less what the plans out already serve.
+  std::vector<MigDemand> demand;
+  for (JobId id : waiting) {
+    auto q = queued_.find(id);
+    if (q == queued_.end() || q->second.request.mig_profile.empty() || awaiting_.contains(id)) continue;
+    auto same = std::find_if(demand.begin(), demand.end(),
+                             [&](const MigDemand& d) { return d.profile == q->second.request.mig_profile; });
+    if (same == demand.end()) same = demand.insert(demand.end(), MigDemand{q->second.request.mig_profile, 0});
+    same->count += q->second.replicas;
+  }
+  for (const auto& [name, plan] : mig_plans_) TakeServed(plan.served, &demand);
+  for (int i = 0; i < state_.node_count() && !demand.empty(); ++i) {
+    const Node& node = state_.node(i);
+    auto label = node.labels.find(std::string(kMigDynamicLabel));
+    if (label == node.labels.end() || !node.ready || node.cordoned || mig_plans_.contains(node.name) ||
+        AnyDeviceAllocated(state_.usage(i))) {
+      continue;
+    }
+    if (auto next = mig_next_plan_.find(node.name); next != mig_next_plan_.end() && now < next->second) continue;
+    auto gpus = ParseMigDynamicLabel(label->second);
+    if (!gpus.ok()) continue;  // checked when the node registered
+    std::vector<MigGpu> planner_gpus;
+    for (const MigGpuGeometry& g : *gpus) {
+      MigGpu& p = planner_gpus.emplace_back();
+      p.model = g.model;
+      for (const MigPlacement& placement : g.instances) p.instances.push_back({placement, /*busy=*/false});
+    }
+    auto plan = PlanMigGeometry(planner_gpus, demand);
+    if (!plan.ok() || plan->create.empty()) continue;
+    MigPlanOut out;
+    std::vector<MigGpuGeometry> changed;
+    for (size_t g = 0; g < gpus->size(); ++g) {
+      const bool touched = std::any_of(plan->create.begin(), plan->create.end(),
+                                       [&](const MigInstanceRef& r) { return r.gpu == static_cast<int>(g); });
+      if (!touched) continue;
+      MigGpuGeometry after{(*gpus)[g].gpu, (*gpus)[g].model, {}};
+      for (const MigInstance& m : InstancesAfter(planner_gpus[g], static_cast<int>(g), *plan)) {
+        after.instances.push_back(m.placement);
+      }
+      changed.push_back(std::move(after));
+    }
+    for (const MigInstanceRef& r : plan->create) {
+      ++out.served[std::string(planner_gpus[r.gpu].model->profiles[r.placement.profile].name)];
+    }
+    out.geometry = FormatMigGeometryText(changed);
+    out.before = node;
+    out.expires = now + kMigPlanTimeout;
+    std::fprintf(stderr, "xpool server: node %s: MIG geometry %s for the waiting demand\n", node.name.c_str(),
+                 out.geometry.c_str());
+    // Nothing is placed on the node's devices until its agent registers the new ones.
+    Node cordoned = node;
+    for (Device& d : cordoned.devices) d.cordoned = true;
+    CheckOk(state_.UpdateNode(i, std::move(cordoned)), "the same node with its devices cordoned");
+    demand = plan->unmet;
+    mig_next_plan_[out.before.name] = now + kMigReplanDelay;
+    changes_.Bump(out.before.name);  // the agent hears at once
+    mig_plans_.emplace(out.before.name, std::move(out));
+  }
+}
+
+}  // namespace xpool::server
