@@ -50,3 +50,28 @@ else
   nvidia-smi mig -i 0 -dgi >/dev/null 2>&1
   [ "$mig_mode" = "Disabled" ] && nvidia-smi -i 0 -mig 0 >/dev/null 2>&1
 fi
+
+echo "== MPS"
+if ! command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+  echo "MPS: skipped (nvidia-cuda-mps-control not on PATH)"
+else
+  # The agent runs GPU 0's MPS control daemon; the task (without the runtime library, so MPS alone limits it)
+  # prints the MPS variables it was given, then allocates 64 MiB chunks until the driver refuses.
+  "$xpool" agent --discovery nvml --mps 0 --run --devices 0 --gpumem 4096 --gpucores 30 \
+    --state-dir "$tmp/mps-tasks" -- sh -c 'echo "mps threads=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" \
+      "mem=$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT pipe=$CUDA_MPS_PIPE_DIRECTORY"; unset LD_PRELOAD; \
+      exec "$0" memory 4096 0' "$check" >"$tmp/mps-run" 2>&1
+  threads=$(sed -n 's/^mps threads=\([0-9]*\) .*/\1/p' "$tmp/mps-run")
+  mem=$(sed -n 's/^mps .* mem=\([^ ]*\) .*/\1/p' "$tmp/mps-run")
+  allocated=$(sed -n 's/^allocated \([0-9]*\) MiB, then error \([0-9]*\)$/\1 \2/p' "$tmp/mps-run")
+  if grep -q 'MPS refused' "$tmp/mps-run"; then
+    echo "MPS: skipped ($(grep -o 'MPS refused[^)]*' "$tmp/mps-run" | head -1))"
+  elif [ "$threads" != 30 ] || [ "$mem" != "0=4096M" ]; then
+    echo "FAIL MPS: the task's MPS limits (want 30 % and 0=4096M):"; cat "$tmp/mps-run"; fail=1
+  elif ! awk -v r="$allocated" 'BEGIN { split(r, a, " "); exit !(a[2] == 2 && a[1] <= 4096 && a[1] >= 3072) }'; then
+    echo "FAIL MPS: allocations past CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=4096M (want out of memory at 3072-4096 MiB):"
+    cat "$tmp/mps-run"; fail=1
+  else
+    echo "MPS: daemon started, task limited to 30 % of threads and 4096 MiB (out of memory after ${allocated% *} MiB)"
+  fi
+fi
