@@ -425,18 +425,24 @@ TEST(DefaultPolicyTest, ReservesForTheMultiGpuPodsWhoseMemoryOnlyOneKindHas) {
   EXPECT_EQ(PlaceOn(state, &policy, big), 0);
 }
 
+// "t4": 2 GPUs, "g2": 8; a policy that saw 31 unconstrained one-GPU pods and one that may use only `model`, too
+// rare (1/32 of the pods) for the target's 95 %. Returns that constrained pod.
+TaskRequest LearnOneRareConfinedPod(ClusterState* state, DefaultPolicy* policy, const std::string& model) {
+  EXPECT_TRUE(state->AddNode(MakeNode("t4").WithCpu(96000).WithGpus(2, "T4", 16384).Build()).ok());
+  EXPECT_TRUE(state->AddNode(MakeNode("g2").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
+  TaskRequest only = Pod(4000, 1, 1000);
+  only.type_include = {model};
+  Learn(policy, Pod(4000, 1, 1000), 31);
+  Learn(policy, only, 1);
+  return only;
+}
+
 TEST(DefaultPolicyTest, ReservesForConfinedPodsTooRareForTheTarget) {
-  // "t4": 2 GPUs, "g2": 8. The workload: 31 unconstrained one-GPU pods and one that may use only T4, too rare
-  // (1/32 of the pods) for the target's 95 %. The tie-break alone sends an unconstrained pod to the node left
-  // with less free GPU, t4; step 7 counts every arrival, so the T4-only pod's demand keeps t4 (r = 1/32 · 10/2).
+  // The tie-break alone sends an unconstrained pod to the node left with less free GPU, t4; step 7 counts every
+  // arrival, so the T4-only pod's demand keeps t4 (r = 1/32 · 10/2).
   ClusterState state;
-  ASSERT_TRUE(state.AddNode(MakeNode("t4").WithCpu(96000).WithGpus(2, "T4", 16384).Build()).ok());
-  ASSERT_TRUE(state.AddNode(MakeNode("g2").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
-  TaskRequest t4_only = Pod(4000, 1, 1000);
-  t4_only.type_include = {"T4"};
   DefaultPolicy policy;
-  Learn(&policy, Pod(4000, 1, 1000), 31);
-  Learn(&policy, t4_only, 1);
+  const TaskRequest t4_only = LearnOneRareConfinedPod(&state, &policy, "T4");
   EXPECT_EQ(policy.target().shapes().size(), 1u);  // the T4-only shape is outside the target
   EXPECT_EQ(PlaceOn(state, &policy, Pod(4000, 1, 1000)), 1);
   EXPECT_EQ(policy.reserve_per_mille("T4"), 156);
@@ -447,13 +453,8 @@ TEST(DefaultPolicyTest, NoReserveForRarePodsWhoseHostsAreMostOfTheCluster) {
   // As above, but the rare pod may use only G2, 8 of the 10 free GPUs: its pods find room there without a
   // reserve, which the common pods would pay on the common nodes (r would be 1/32 · 10/8 = 39 per mille).
   ClusterState state;
-  ASSERT_TRUE(state.AddNode(MakeNode("t4").WithCpu(96000).WithGpus(2, "T4", 16384).Build()).ok());
-  ASSERT_TRUE(state.AddNode(MakeNode("g2").WithCpu(96000).WithGpus(8, "G2", 16384).Build()).ok());
-  TaskRequest g2_only = Pod(4000, 1, 1000);
-  g2_only.type_include = {"G2"};
   DefaultPolicy policy;
-  Learn(&policy, Pod(4000, 1, 1000), 31);
-  Learn(&policy, g2_only, 1);
+  const TaskRequest g2_only = LearnOneRareConfinedPod(&state, &policy, "G2");
   EXPECT_EQ(PlaceOn(state, &policy, Pod(4000, 1, 1000)), 0);
   EXPECT_EQ(policy.reserve_per_mille("G2"), 0);
   Learn(&policy, g2_only, 32);  // now a third of the pods: in the target, and kept room for
