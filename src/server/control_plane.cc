@@ -302,6 +302,7 @@ Status ControlPlane::RegisterNode(Node node) {
       // Back after a MIG plan (applied or not): the description from before it (devices not cordoned) first.
       CheckOk(state_.UpdateNode(index, std::move(plan->second.before)), "the node's description before the plan");
       mig_plans_.erase(plan);
+      mig_plans_out_.store(mig_plans_.size(), std::memory_order_relaxed);
     }
     if (index >= 0) {
       // A node known before may come back changed (another MIG geometry, a GPU more or less): ClusterState takes

@@ -327,7 +327,9 @@ class ControlPlane {
     std::map<std::string, int> served;  // profile → instances the plan adds for the waiting demand
     TimeMicros expires = 0;
   };
-  std::unordered_map<std::string, MigPlanOut> mig_plans_;      // by node name; mu_
+  std::unordered_map<std::string, MigPlanOut> mig_plans_;  // by node name; mu_
+  // mig_plans_.size(), written under mu_: heartbeats read it without mu_ (none out, the common case, costs nothing).
+  std::atomic<size_t> mig_plans_out_{0};
   std::unordered_map<std::string, TimeMicros> mig_next_plan_;  // node → no new plan before then; mu_
   mutable std::map<int64_t, std::string> tenant_names_;        // guarded by mu_
 

@@ -38,6 +38,7 @@ void TakeServed(const std::map<std::string, int>& served, std::vector<MigDemand>
 }  // namespace
 
 std::string ControlPlane::WantedMigGeometry(std::string_view node) const {
+  if (mig_plans_out_.load(std::memory_order_relaxed) == 0) return "";
   std::lock_guard lock(mu_);
   auto it = mig_plans_.find(std::string(node));
   return it == mig_plans_.end() ? "" : it->second.geometry;
@@ -59,6 +60,7 @@ void ControlPlane::PlanMigGeometryLocked(const std::vector<JobId>& waiting, Time
     }
     it = mig_plans_.erase(it);
   }
+  mig_plans_out_.store(mig_plans_.size(), std::memory_order_relaxed);
   // The waiting `mig:` demand in queue order, less what the plans out already serve.
   std::vector<MigDemand> demand;
   for (JobId id : waiting) {
@@ -116,6 +118,7 @@ void ControlPlane::PlanMigGeometryLocked(const std::vector<JobId>& waiting, Time
     mig_next_plan_[out.before.name] = now + kMigReplanDelay;
     changes_.Bump(out.before.name);  // the agent hears at once
     mig_plans_.emplace(out.before.name, std::move(out));
+    mig_plans_out_.store(mig_plans_.size(), std::memory_order_relaxed);
   }
 }
 
