@@ -173,7 +173,7 @@ class ControlPlane {
   void CheckNodeTimeouts();
   // ---- Dynamic MIG (control_plane_mig.cc; docs/mig.md, "Dynamic geometry") ----
   // The MIG geometry the node's agent is asked to bring its GPUs to (--mig-geometry's syntax), "" for none: a
-  // plan a pass made for the `mig:` demand it left waiting, on a node whose agent runs with --mig-dynamic.
+  // plan a pass made for the MIG demand it left waiting, on a node whose agent runs with --mig-dynamic.
   std::string WantedMigGeometry(std::string_view node) const;
 
   // ---- Interactive jobs (kind: interactive; control_plane_interactive.cc) ----
@@ -317,14 +317,14 @@ class ControlPlane {
   // there (server/internal/reservation.h). Memory only: after a restart the preemptor is scheduled afresh. mu_
   std::unordered_map<JobId, std::vector<Allocation>> reserved_;
   std::unordered_map<JobId, std::vector<TimeMicros>> suspended_at_;  // suspensions per job; mu_
-  // Dynamic MIG: after a pass, the `mig:` demand it left waiting is planned (scheduler/mig) onto the GPUs of
+  // Dynamic MIG: after a pass, the MIG demand it left waiting is planned (scheduler/mig) onto the GPUs of
   // idle nodes labelled kMigDynamicLabel; a node with a plan out has its devices cordoned in state_ (memory only)
   // until its agent registers again with the new geometry, or the plan expires and its description comes back.
   void PlanMigGeometryLocked(const std::vector<JobId>& waiting, TimeMicros now);
   struct MigPlanOut {
     std::string geometry;               // --mig-geometry's syntax, sent in the node's heartbeat replies
     Node before;                        // the node's description when planned (restored if the plan expires)
-    std::map<std::string, int> served;  // profile → instances the plan adds for the waiting demand
+    std::map<std::string, int> served;  // demand (its profile, or memory/compute) → units the plan serves
     TimeMicros expires = 0;
   };
   std::unordered_map<std::string, MigPlanOut> mig_plans_;  // by node name; mu_

@@ -1,7 +1,8 @@
-// ControlPlane's dynamic MIG (docs/mig.md, "Dynamic geometry"): the `mig:` demand a pass leaves waiting is planned
+// ControlPlane's dynamic MIG (docs/mig.md, "Dynamic geometry"): the MIG demand a pass leaves waiting is planned
 // onto the GPUs of idle nodes whose agents let the server repartition them, and sent to those agents.
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "model/mig_label.h"
 #include "scheduler/mig/geometry_planner.h"
@@ -21,12 +22,31 @@ bool AnyDeviceAllocated(const NodeUsage& usage) {
                      [](const DeviceUsage& d) { return d.sharers > 0 || d.memory_mib > 0 || d.compute_milli > 0; });
 }
 
-// Takes `served` off `demand` (profile by profile, first entries first).
+// What a unit of demand asks for: its profile, or its memory and compute.
+std::string DemandKey(const MigDemand& d) {
+  if (!d.profile.empty()) return d.profile;
+  return std::to_string(d.memory_mib) + " MiB/" + std::to_string(d.compute_milli) + " milli";
+}
+
+// The dynamic-MIG demand of a waiting job, or nullopt for none: a `mig:` request asks for its profile; a request
+// for NVIDIA devices by memory and compute (no percentage, no type or uuid selector, which an instance not yet made
+// cannot be matched against) asks, per device, for the smallest profile that covers it (HAMi's dynamic-mig rule).
+std::optional<MigDemand> MigDemandOf(const TaskRequest& r, int replicas) {
+  if (!r.mig_profile.empty()) return MigDemand{r.mig_profile, replicas};
+  if (!r.wants_devices() || (r.vendor && *r.vendor != Vendor::kNvidia) || r.device_memory_percent > 0 ||
+      (r.device_memory_mib == 0 && r.device_compute_milli == 0) || !r.type_include.empty() || !r.type_exclude.empty() ||
+      !r.uuid_include.empty() || !r.uuid_exclude.empty()) {
+    return std::nullopt;
+  }
+  return MigDemand{"", replicas * r.device_count, r.device_memory_mib, r.device_compute_milli};
+}
+
+// Takes `served` off `demand` (by DemandKey, first entries first).
 void TakeServed(const std::map<std::string, int>& served, std::vector<MigDemand>* demand) {
-  for (const auto& [profile, count] : served) {
+  for (const auto& [key, count] : served) {
     int left = count;
     for (MigDemand& d : *demand) {
-      if (d.profile != profile || left == 0) continue;
+      if (DemandKey(d) != key || left == 0) continue;
       const int take = std::min(left, d.count);
       d.count -= take;
       left -= take;
@@ -61,15 +81,20 @@ void ControlPlane::PlanMigGeometryLocked(const std::vector<JobId>& waiting, Time
     it = mig_plans_.erase(it);
   }
   mig_plans_out_.store(mig_plans_.size(), std::memory_order_relaxed);
-  // The waiting `mig:` demand in queue order, less what the plans out already serve.
+  // The waiting demand in queue order, less what the plans out already serve.
   std::vector<MigDemand> demand;
   for (JobId id : waiting) {
     auto q = queued_.find(id);
-    if (q == queued_.end() || q->second.request.mig_profile.empty() || awaiting_.contains(id)) continue;
-    auto same = std::find_if(demand.begin(), demand.end(),
-                             [&](const MigDemand& d) { return d.profile == q->second.request.mig_profile; });
-    if (same == demand.end()) same = demand.insert(demand.end(), MigDemand{q->second.request.mig_profile, 0});
-    same->count += q->second.replicas;
+    if (q == queued_.end() || awaiting_.contains(id)) continue;
+    std::optional<MigDemand> wanted = MigDemandOf(q->second.request, q->second.replicas);
+    if (!wanted) continue;
+    const std::string key = DemandKey(*wanted);
+    auto same = std::find_if(demand.begin(), demand.end(), [&](const MigDemand& d) { return DemandKey(d) == key; });
+    if (same == demand.end()) {
+      demand.push_back(*wanted);
+    } else {
+      same->count += wanted->count;
+    }
   }
   for (const auto& [name, plan] : mig_plans_) TakeServed(plan.served, &demand);
   for (int i = 0; i < state_.node_count() && !demand.empty(); ++i) {
@@ -102,8 +127,8 @@ void ControlPlane::PlanMigGeometryLocked(const std::vector<JobId>& waiting, Time
       }
       changed.push_back(std::move(after));
     }
-    for (const MigInstanceRef& r : plan->create) {
-      ++out.served[std::string(planner_gpus[r.gpu].model->profiles[r.placement.profile].name)];
+    for (size_t d = 0; d < demand.size(); ++d) {
+      if (plan->served[d] > 0) out.served[DemandKey(demand[d])] += plan->served[d];
     }
     out.geometry = FormatMigGeometryText(changed);
     out.before = node;

@@ -679,6 +679,30 @@ TEST_F(ControlPlaneMigTest, WaitingDemandRepartitionsAnIdleNodeAndRunsOnceItsAge
   EXPECT_EQ(control_->WantedMigGeometry("m"), "");
 }
 
+TEST_F(ControlPlaneMigTest, RequestsByMemoryAndCoresAskForTheSmallestCoveringInstances) {
+  ASSERT_TRUE(control_->RegisterNode(MigNode({})).ok());  // MIG on, no instance yet: nothing to run on
+  JobSpec selective = Spec("picky", 1);
+  selective.resources.gpu_type = {"MIG 7g"};  // a selector: an instance not yet made cannot be matched against it
+  Submit(selective);
+  JobSpec mid = Spec("mid", 1);
+  mid.resources.gpumem_mib = 15 * 1024;
+  const JobId m = Submit(mid).id;
+  JobSpec small = Spec("small", 1, 1, 50, /*gpucores=*/10);
+  small.resources.gpumem_mib = 8 * 1024;
+  const JobId s = Submit(small).id;
+  EXPECT_EQ(control_->RunPass(true), 0);
+  EXPECT_EQ(control_->WantedMigGeometry("m"), "0=1g.20gb,1g.10gb");
+  ASSERT_TRUE(control_->RegisterNode(MigNode({{"1g.20gb", 0}, {"1g.10gb", 2}})).ok());
+  EXPECT_EQ(control_->RunPass(true), 2);  // not the selective one: no 7g instance was made for it
+  for (auto [id, uuid] : {std::pair{m, "MIG-0"}, std::pair{s, "MIG-1"}}) {
+    auto allocations = store_->JobAllocations(id);
+    ASSERT_TRUE(allocations.ok());
+    ASSERT_EQ(allocations->size(), 1u);
+    ASSERT_EQ((*allocations)[0].devices.size(), 1u);
+    EXPECT_EQ((*allocations)[0].devices[0].device_uuid, uuid);
+  }
+}
+
 TEST_F(ControlPlaneMigTest, APlanItsAgentDoesNotTakeExpiresAndTheNodeComesBack) {
   ASSERT_TRUE(control_->RegisterNode(MigNode({{"7g.80gb", 0}})).ok());
   SubmitMig("1g.10gb");

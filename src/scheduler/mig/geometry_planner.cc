@@ -63,10 +63,10 @@ struct Candidate {
   std::tuple<size_t, int, int, int> cost;
 };
 
-// The best candidate for `profile_name` on GPU `g`, if better than `best`.
-void ConsiderGpu(const WorkingGpu& gpu, int g, std::string_view profile_name, Candidate* best) {
+// The best candidate for one unit of `demand` on GPU `g`, if better than `best`.
+void ConsiderGpu(const WorkingGpu& gpu, int g, const MigDemand& demand, Candidate* best) {
   const MigModel& model = *gpu.model;
-  const int p = MigProfileIndex(model, profile_name);
+  const int p = MigDemandProfile(model, demand);
   if (p < 0) return;
   for (int s : model.profiles[static_cast<size_t>(p)].starts) {
     const MigPlacement want{p, s};
@@ -97,9 +97,8 @@ void Reuse(std::vector<WorkingGpu>& gpus, std::span<const MigDemand> demand, std
   for (size_t g = 0; g < gpus.size(); ++g) {
     for (Working& w : gpus[g].instances) {
       if (w.busy) continue;
-      const std::string_view name = gpus[g].model->profiles[static_cast<size_t>(w.placement.profile)].name;
       for (size_t i = 0; i < demand.size(); ++i) {
-        if (left[i] > 0 && demand[i].profile == name) {
+        if (left[i] > 0 && MigDemandProfile(*gpus[g].model, demand[i]) == w.placement.profile) {
           --left[i];
           w.reused = true;
           plan->reuse.push_back({static_cast<int>(g), w.placement});
@@ -119,7 +118,7 @@ void FillGpusInUse(std::vector<WorkingGpu>& gpus, std::span<const MigDemand> dem
     while (left[i] > 0) {
       Candidate best;
       for (size_t g = 0; g < gpus.size(); ++g) {
-        if (in_use[g]) ConsiderGpu(gpus[g], static_cast<int>(g), demand[i].profile, &best);
+        if (in_use[g]) ConsiderGpu(gpus[g], static_cast<int>(g), demand[i], &best);
       }
       if (best.gpu < 0) break;
       WorkingGpu& gpu = gpus[static_cast<size_t>(best.gpu)];
@@ -141,7 +140,7 @@ class GeometrySearch {
  public:
   GeometrySearch(const WorkingGpu& gpu, std::span<const MigDemand> demand, const std::vector<int>& left)
       : gpu_(gpu), model_(*gpu.model), demand_(demand), left_(left), served_(demand.size(), 0) {
-    for (size_t i = 0; i < demand.size(); ++i) profile_.push_back(MigProfileIndex(model_, demand[i].profile));
+    for (const MigDemand& d : demand) profile_.push_back(MigDemandProfile(model_, d));
     keep_.assign(gpu.instances.size(), false);
   }
 
@@ -218,10 +217,10 @@ class GeometrySearch {
   std::vector<MigPlacement> best_created_;
 };
 
-// True when some demand left names a profile the model has.
+// True when some demand left has a profile on the model.
 bool HasDemandFor(const MigModel& model, std::span<const MigDemand> demand, const std::vector<int>& left) {
   for (size_t i = 0; i < demand.size(); ++i) {
-    if (left[i] > 0 && MigProfileIndex(model, demand[i].profile) >= 0) return true;
+    if (left[i] > 0 && MigDemandProfile(model, demand[i]) >= 0) return true;
   }
   return false;
 }
@@ -257,12 +256,23 @@ Status CheckInput(std::span<const MigGpu> gpus, std::span<const MigDemand> deman
     RETURN_IF_ERROR(ValidateMigGeometry(*gpus[g].model, geometry).WithContext(at));
   }
   for (const MigDemand& d : demand) {
-    if (d.count < 0) return InvalidArgumentError("demand for " + d.profile + " is negative");
+    const std::string what =
+        d.profile.empty() ? std::to_string(d.memory_mib) + " MiB, " + std::to_string(d.compute_milli) + " milli-devices"
+                          : d.profile;
+    if (d.count < 0 || d.memory_mib < 0 || d.compute_milli < 0) {
+      return InvalidArgumentError("demand for " + what + " is negative");
+    }
   }
   return Status::Ok();
 }
 
 }  // namespace
+
+int MigDemandProfile(const MigModel& model, const MigDemand& demand) {
+  if (!demand.profile.empty()) return MigProfileIndex(model, demand.profile);
+  const MigProfile* p = SmallestCoveringMigProfile(model, demand.memory_mib, demand.compute_milli);
+  return p == nullptr ? -1 : static_cast<int>(p - model.profiles.data());
+}
 
 Result<MigPlan> PlanMigGeometry(std::span<const MigGpu> gpus, std::span<const MigDemand> demand) {
   RETURN_IF_ERROR(CheckInput(gpus, demand));
@@ -278,7 +288,10 @@ Result<MigPlan> PlanMigGeometry(std::span<const MigGpu> gpus, std::span<const Mi
   FillGpusInUse(work, demand, left, &plan);
   RepartitionFreeGpus(work, demand, left, &plan);
   for (size_t i = 0; i < demand.size(); ++i) {
-    if (left[i] > 0) plan.unmet.push_back({demand[i].profile, left[i]});
+    plan.served.push_back(demand[i].count - left[i]);
+    if (left[i] == 0) continue;
+    plan.unmet.push_back(demand[i]);
+    plan.unmet.back().count = left[i];
   }
   return plan;
 }

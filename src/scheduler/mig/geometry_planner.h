@@ -28,12 +28,19 @@ struct MigGpu {
 };
 
 // `count` instances of the profile named `profile` are wanted (a name resolves per model: "1g.10gb" spans two
-// slots on an A100 40GB and one on an A100 80GB).
+// slots on an A100 40GB and one on an A100 80GB). With `profile` empty, each unit is a request given as memory
+// and compute instead, served on each model by the smallest profile that covers both (SmallestCoveringMigProfile,
+// HAMi's dynamic-mig choice; 0 = no requirement).
 struct MigDemand {
   std::string profile;
   int count = 0;
+  int64_t memory_mib = 0;
+  int64_t compute_milli = 0;
   friend bool operator==(const MigDemand&, const MigDemand&) = default;
 };
+
+// The index in `model.profiles` of the profile that serves one unit of `demand` on that model, -1 for none.
+int MigDemandProfile(const MigModel& model, const MigDemand& demand);
 
 // One instance on one GPU (index into the planner's input).
 struct MigInstanceRef {
@@ -47,6 +54,7 @@ struct MigPlan {
   std::vector<MigInstanceRef> destroy;  // idle instances to destroy, first
   std::vector<MigInstanceRef> create;   // then the instances to create, in order
   std::vector<MigDemand> unmet;         // demand the plan leaves unserved, in input order
+  std::vector<int> served;              // per demand entry: the units the plan serves (reused or created)
 };
 
 // Plans for `demand`, served in the order given (a caller passes it in queue order: earlier entries are served

@@ -139,6 +139,27 @@ TEST(GeometryPlannerTest, Table) {
        {}},
       {"a profile no GPU has stays unmet", {Gpu(a80)}, {{"1g.18gb", 2}}, {}, {}, {}, {{"1g.18gb", 2}}},
       {"no demand, no change", {Gpu(a80, {"1g.10gb@0"})}, {}, {}, {}, {}, {}},
+      {"memory and compute: the smallest covering profile of each model",
+       {Gpu("A100-SXM4-40GB"), Gpu("H200-141GB")},
+       {{"", 1, 8 * 1024, 0}, {"", 1, 30 * 1024, 0}, {"", 1, 0, 400}},
+       {},
+       {},
+       {"0:1g.10gb@0", "0:3g.20gb@4", "1:1g.35gb@0"},
+       {}},
+      {"memory asked reuses an idle instance of its covering profile",
+       {Gpu(a80, {"1g.20gb@0", "1g.10gb@2"})},
+       {{"", 1, 12 * 1024, 0}},
+       {"0:1g.20gb@0"},
+       {},
+       {},
+       {}},
+      {"memory no profile covers stays unmet",
+       {Gpu(a80)},
+       {{"", 2, 90 * 1024, 0}},
+       {},
+       {},
+       {},
+       {{"", 2, 90 * 1024, 0}}},
       {"A30: half and quarter",
        {Gpu("A30-24GB")},
        {{"2g.12gb", 1}, {"1g.6gb", 2}},
@@ -155,6 +176,14 @@ TEST(GeometryPlannerTest, Table) {
     EXPECT_EQ(Show(r.gpus, plan->destroy), r.destroy);
     EXPECT_EQ(Show(r.gpus, plan->create), r.create);
     EXPECT_EQ(plan->unmet, r.unmet);
+    ASSERT_EQ(plan->served.size(), r.demand.size());
+    for (size_t i = 0; i < r.demand.size(); ++i) {
+      const auto unmet = std::find_if(r.unmet.begin(), r.unmet.end(), [&](const MigDemand& u) {
+        return u.profile == r.demand[i].profile && u.memory_mib == r.demand[i].memory_mib &&
+               u.compute_milli == r.demand[i].compute_milli;
+      });
+      EXPECT_EQ(plan->served[i], r.demand[i].count - (unmet == r.unmet.end() ? 0 : unmet->count)) << "entry " << i;
+    }
     EXPECT_TRUE(ValidateMigPlan(r.gpus, *plan).ok()) << ValidateMigPlan(r.gpus, *plan).ToString();
   }
 }
@@ -217,7 +246,14 @@ TEST(GeometryPlannerTest, EveryPlanIsValidProperty) {
       std::vector<MigGpu> gpus(1 + rng() % 4);
       for (MigGpu& g : gpus) g = RandomGpu(rng);
       std::vector<MigDemand> demand(rng() % 5);
-      for (MigDemand& d : demand) d = {names[rng() % names.size()], static_cast<int>(rng() % 6)};
+      for (MigDemand& d : demand) {
+        d = {names[rng() % names.size()], static_cast<int>(rng() % 6)};
+        if (rng() % 4 == 0) {  // given as memory and compute instead
+          d.profile.clear();
+          d.memory_mib = static_cast<int64_t>(rng() % 50) * 1024;
+          d.compute_milli = static_cast<int64_t>(rng() % 4) * 250;
+        }
+      }
       Result<MigPlan> plan = PlanMigGeometry(gpus, demand);
       ASSERT_TRUE(plan.ok()) << plan.status().ToString();
       ASSERT_TRUE(ValidateMigPlan(gpus, *plan).ok())
@@ -257,10 +293,13 @@ TEST(GeometryPlannerTest, EveryPlanIsValidProperty) {
       for (const MigDemand& d : demand) asked += d.count;
       for (const MigDemand& d : plan->unmet) unmet += d.count;
       EXPECT_EQ(static_cast<int>(plan->reuse.size() + plan->create.size()) + unmet, asked) << "round " << round;
+      int served = 0;
+      for (int n : plan->served) served += n;
+      EXPECT_EQ(served + unmet, asked) << "round " << round;
       for (const MigInstanceRef& c : plan->create) {
-        const std::string_view name =
-            gpus[static_cast<size_t>(c.gpu)].model->profiles[static_cast<size_t>(c.placement.profile)].name;
-        EXPECT_TRUE(std::any_of(demand.begin(), demand.end(), [&](const MigDemand& d) { return d.profile == name; }));
+        const MigModel& model = *gpus[static_cast<size_t>(c.gpu)].model;
+        EXPECT_TRUE(std::any_of(demand.begin(), demand.end(),
+                                [&](const MigDemand& d) { return MigDemandProfile(model, d) == c.placement.profile; }));
       }
     }
   }
