@@ -75,6 +75,7 @@ namespace {
 // NVML, then (auto) the first vendor tool on PATH.
 Result<DiscoveryReport> DiscoverHardware(const DiscoveryOptions& options, bool auto_detect) {
   NvmlDiscovery nvml(options.nvml_library, "/sys/bus/pci/devices", options.node_name);
+  nvml.set_mig_slots(options.mig_slots);
   ASSIGN_OR_RETURN(DiscoveryReport report, nvml.Discover());
   if (report.available || !auto_detect) return report;
   std::string tried;

@@ -84,6 +84,9 @@ struct DiscoveryOptions {
   int64_t tool_timeout_ms = 10000;  // a vendor tool still running after this is killed: an error
   std::string fallback_simulate;
   std::string node_name;  // overrides the host name when non-empty
+  // NVML: GPUs in MIG mode are offered by start slot and the node labelled kMigDynamicLabel (--mig-dynamic;
+  // nvml_discovery.h).
+  bool mig_slots = false;
 };
 
 // "auto", "nvml", "simulated", then the vendors' names: what `source` accepts, for flag help.

@@ -66,6 +66,8 @@ TEST(HeartbeatCodecTest, BodiesCarryNodeAndTasks) {
   EXPECT_EQ(reg["simulated"], true);
   EXPECT_EQ(reg["devices"].size(), 2u);
   EXPECT_EQ(reg["devices"][1]["memory"], "81920Mi");
+  EXPECT_EQ(reg["devices"][1]["cores"], 1000);  // milli-devices, as the server's node JSON reads them
+  EXPECT_EQ(reg["devices"][1]["mode"], "shared");
   TaskReport r;
   r.job_id = 12;
   r.status.task_id = "job12-r0";

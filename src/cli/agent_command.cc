@@ -172,28 +172,43 @@ int ApplyMigGeometryFlag(const std::string& text, const std::string& nvml_librar
 // Serve's answer when the node's MIG geometry changed: discover the node again and serve it anew.
 constexpr int kDiscoverAgain = -1;
 
-// --mig-dynamic: labels the node with the GPUs in MIG mode the server may repartition (model/mig_label.h).
-Status LabelMigDynamic(const std::string& nvml_library, Node* node) {
-  ASSIGN_OR_RETURN(std::unique_ptr<agent::NvmlMig> nvml, agent::NvmlMig::Open(nvml_library));
-  ASSIGN_OR_RETURN(std::vector<agent::MigGpuInfo> gpus, nvml->ReadGpus());
-  const std::vector<MigGpuGeometry> dynamic = agent::MigGeometries(gpus);
-  if (dynamic.empty()) {
+// --mig-dynamic: discovery (DiscoveryOptions::mig_slots) offered the GPUs in MIG mode by start slot and labelled
+// the node with them, the GPUs the server may repartition (model/mig_label.h).
+Status CheckMigDynamic(const Node& node) {
+  auto label = node.labels.find(std::string(kMigDynamicLabel));
+  if (label == node.labels.end() || label->second.empty()) {
     return FailedPreconditionError(
         "--mig-dynamic: no GPU is in MIG mode (turn it on with --mig-geometry, e.g. "
         "0=7g.80gb)");
   }
-  node->labels[std::string(kMigDynamicLabel)] = FormatMigDynamicLabel(dynamic);
   return Status::Ok();
 }
 
-// --mig-dynamic: brings the GPUs to the geometry the server asked for, unless a task runs here (it may hold an
-// instance the new geometry destroys; the server's plan then expires). True when the node must be discovered and
-// registered again: applied, or refused by the driver (the server learns the geometry as it is).
-bool TakeMigGeometry(const std::string& geometry, agent::Launcher& launcher, const std::string& nvml_library) {
-  for (const protocol::TaskStatus& t : launcher.List()) {
-    if (t.running()) return false;
+// True when a geometry the server sent places every instance ("0=3g.40gb@0,1g.10gb@4"): it planned around the
+// instances in use, which stay where they are.
+bool PlacesEveryInstance(const std::string& geometry) {
+  auto parsed = agent::ParseMigGeometry(geometry);
+  if (!parsed.ok()) return false;
+  for (const auto& [gpu, wanted] : *parsed) {
+    for (const agent::MigWanted& w : wanted) {
+      if (w.start < 0) return false;
+    }
   }
-  std::fprintf(stderr, "agent: the server asks for MIG geometry %s\n", geometry.c_str());
+  return true;
+}
+
+// --mig-dynamic: brings the GPUs to the geometry the server asked for. With tasks running, only a geometry that
+// places every instance, and only when they may outlive this agent's restart (not --stop-tasks, no MPS daemon to
+// stop): the agent then discovers and registers again and adopts them. Otherwise it waits (the server's plan
+// expires). True when the node must be discovered and registered again: applied, or refused by the driver (the
+// server learns the geometry as it is).
+bool TakeMigGeometry(const std::string& geometry, agent::Launcher& launcher, const std::string& nvml_library,
+                     bool tasks_outlive_restart) {
+  int running = 0;
+  for (const protocol::TaskStatus& t : launcher.List()) running += t.running() ? 1 : 0;
+  if (running > 0 && !(tasks_outlive_restart && PlacesEveryInstance(geometry))) return false;
+  std::fprintf(stderr, "agent: the server asks for MIG geometry %s (%d task(s) keep running)\n", geometry.c_str(),
+               running);
   if (ApplyMigGeometryFlag(geometry, nvml_library) != 0) {
     std::fprintf(stderr, "agent: MIG geometry %s not taken; registering the GPUs as they are\n", geometry.c_str());
   }
@@ -273,8 +288,10 @@ int Serve(const agent::DiscoveryReport& report, const std::string& server, const
     for (const std::string& n : node_agent.TakeNotices()) std::fprintf(stderr, "agent: %s\n", n.c_str());
     if (s.ok()) {
       if (registering) continue;  // the first heartbeat at once
+      const bool no_mps = std::none_of(node.devices.begin(), node.devices.end(),
+                                       [](const Device& d) { return d.mode == DeviceMode::kMps; });
       if (mig_dynamic && !node_agent.wanted_mig_geometry().empty() &&
-          TakeMigGeometry(node_agent.wanted_mig_geometry(), launcher, nvml_library)) {
+          TakeMigGeometry(node_agent.wanted_mig_geometry(), launcher, nvml_library, !stop_tasks && no_mps)) {
         StopMps(*mps);
         return kDiscoverAgain;
       }
@@ -404,8 +421,9 @@ int RunAgent(const Args& args) {
                "MIG instances to hold before discovery, e.g. 0=2x1g.10gb,3g.40gb;1=7g.80gb: MIG mode on and the "
                "GPU repartitioned where it differs (through NVML; needs root; docs/mig.md)");
   flags.Bool("mig-dynamic", &mig_dynamic,
-             "with --server: the server may repartition this node's GPUs in MIG mode while they are idle, for the "
-             "mig: requests waiting (through NVML; needs root; docs/mig.md)");
+             "with --server: the server may make and destroy MIG instances on this node's GPUs in MIG mode for the "
+             "requests waiting, keeping those in use; the GPUs are offered by start slot (through NVML; needs "
+             "root; docs/mig.md)");
   flags.String("mps-control", &mps_control, "the MPS control program: a path, or a name on PATH");
   flags.String("name", &name, "node name (default: host name)");
   flags.Bool("print-devices", &print_devices, "print the discovered devices and exit");
@@ -472,7 +490,8 @@ int RunAgent(const Args& args) {
   options.vendor_tool = vendor_tool;
   options.tool_timeout_ms = discovery_timeout * 1000;
   options.node_name = name;
-  for (;;) {  // once, unless a new MIG geometry (--mig-dynamic) makes the node's devices change
+  options.mig_slots = mig_dynamic;  // GPUs in MIG mode offered by start slot, the node labelled
+  for (;;) {                        // once, unless a new MIG geometry (--mig-dynamic) makes the node's devices change
     auto report = agent::DiscoverNode(options);
     if (!report.ok()) {
       std::fprintf(stderr, "error: %s\n", report.status().message().c_str());
@@ -485,7 +504,7 @@ int RunAgent(const Args& args) {
       }
     }
     if (mig_dynamic) {
-      if (Status s = LabelMigDynamic(nvml_library, &report->node); !s.ok()) {
+      if (Status s = CheckMigDynamic(report->node); !s.ok()) {
         std::fprintf(stderr, "error: %s\n", s.message().c_str());
         return s.code() == StatusCode::kFailedPrecondition ? 2 : 1;
       }

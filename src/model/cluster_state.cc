@@ -52,7 +52,7 @@ Status ClusterState::UpdateNode(int index, Node node) {
   if (new_device_list) {
     // Positions name devices in allocations: another list is taken only while no device holds one.
     for (size_t d = 0; d < u.devices.size(); ++d) {
-      if (u.devices[d].sharers > 0 || u.devices[d].memory_mib > 0 || u.devices[d].compute_milli > 0) {
+      if (u.devices[d].allocated()) {
         return FailedPreconditionError(
             "node " + old.name + " cannot change its device count (" + std::to_string(old.devices.size()) + " to " +
             std::to_string(node.devices.size()) + ") while " + DeviceWhere(old, static_cast<int>(d)) + " is allocated");
@@ -63,6 +63,11 @@ Status ClusterState::UpdateNode(int index, Node node) {
     return FailedPreconditionError("node " + old.name + " would have less capacity than is allocated");
   }
   for (size_t d = 0; d < node.devices.size() && !new_device_list; ++d) {
+    // Another device at an allocated position (a MIG instance made where one in use was) is not the one granted.
+    if (u.devices[d].allocated() && node.devices[d].uuid != old.devices[d].uuid) {
+      return FailedPreconditionError(DeviceWhere(old, static_cast<int>(d)) + " is allocated and would become " +
+                                     node.devices[d].uuid);
+    }
     if (node.devices[d].memory_mib < u.devices[d].memory_mib ||
         node.devices[d].compute_milli < u.devices[d].compute_milli) {
       return FailedPreconditionError(DeviceWhere(old, static_cast<int>(d)) +

@@ -21,6 +21,8 @@ struct DeviceUsage {
   int64_t compute_milli = 0;
   int sharers = 0;         // tasks holding a grant on this device
   bool exclusive = false;  // held whole by one task (a grant of all its compute)
+
+  bool allocated() const { return sharers > 0 || memory_mib > 0 || compute_milli > 0; }
 };
 
 struct NodeUsage {

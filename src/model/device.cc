@@ -14,15 +14,19 @@ std::string_view DeviceModeName(DeviceMode mode) {
       return "mig";
     case DeviceMode::kMps:
       return "mps";
+    case DeviceMode::kMigSlot:
+      return "mig-slot";
   }
   return "shared";
 }
 
 Result<DeviceMode> ParseDeviceMode(std::string_view name) {
-  for (DeviceMode m : {DeviceMode::kShared, DeviceMode::kExclusive, DeviceMode::kMig, DeviceMode::kMps}) {
+  for (DeviceMode m :
+       {DeviceMode::kShared, DeviceMode::kExclusive, DeviceMode::kMig, DeviceMode::kMps, DeviceMode::kMigSlot}) {
     if (DeviceModeName(m) == name) return m;
   }
-  return InvalidArgumentError("unknown device mode \"" + std::string(name) + "\" (known: shared, exclusive, mig, mps)");
+  return InvalidArgumentError("unknown device mode \"" + std::string(name) +
+                              "\" (known: shared, exclusive, mig, mps, mig-slot)");
 }
 
 Status ValidateNode(const Node& node) {
@@ -35,7 +39,13 @@ Status ValidateNode(const Node& node) {
     const Device& d = node.devices[i];
     const std::string dev = where + "device " + std::to_string(i) + ": ";
     if (d.memory_mib < 0) return InvalidArgumentError(dev + "memory is negative");
-    if (d.compute_milli <= 0) return InvalidArgumentError(dev + "compute must be positive");
+    if (d.mode == DeviceMode::kMigSlot) {
+      if (d.memory_mib != 0 || d.compute_milli != 0) {
+        return InvalidArgumentError(dev + "a free MIG slot (mode mig-slot) has no memory or compute");
+      }
+    } else if (d.compute_milli <= 0) {
+      return InvalidArgumentError(dev + "compute must be positive");
+    }
     if (d.max_sharers < 1) return InvalidArgumentError(dev + "max sharers must be at least 1");
     if (!d.uuid.empty() && !uuids.insert(d.uuid).second) {
       return InvalidArgumentError(dev + "duplicate uuid " + d.uuid);

@@ -18,6 +18,9 @@ enum class DeviceMode : uint8_t {
   kExclusive,  // one task at a time takes the whole device
   kMig,        // hardware partitions (MIG); treated as shared slices by the scheduler
   kMps,        // CUDA MPS; shared
+  // A start slot of a GPU in MIG mode where no instance starts (agent --mig-dynamic, docs/mig.md): it keeps the
+  // slot's place in the node's device list, so positions stay when instances are made; never offered to a task.
+  kMigSlot,
 };
 std::string_view DeviceModeName(DeviceMode mode);
 Result<DeviceMode> ParseDeviceMode(std::string_view name);
@@ -35,6 +38,9 @@ struct Device {
   bool healthy = true;
   bool cordoned = false;
 };
+
+// True when the device may be given to a task now and then: healthy, not cordoned, not a free MIG slot.
+inline bool DeviceOffered(const Device& d) { return d.healthy && !d.cordoned && d.mode != DeviceMode::kMigSlot; }
 
 // Link quality between two devices of a node, as a score: higher = faster. Symmetric; the diagonal is unused.
 // Suggested scale: 0 = unknown / cross-socket, 10 = PCIe same switch or host bridge, 100 per NVLink lane.

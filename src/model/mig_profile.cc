@@ -198,6 +198,14 @@ std::string MigResourceName(std::string_view profile_name) {
   return out;
 }
 
+std::vector<int> MigStartSlots(const MigModel& model) {
+  std::vector<int> slots;
+  for (const MigProfile& p : model.profiles) slots.insert(slots.end(), p.starts.begin(), p.starts.end());
+  std::sort(slots.begin(), slots.end());
+  slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+  return slots;
+}
+
 const MigProfile* SmallestCoveringMigProfile(const MigModel& model, int64_t memory_mib, int64_t compute_milli) {
   const MigProfile* best = nullptr;
   for (const MigProfile& p : model.profiles) {

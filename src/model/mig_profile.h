@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "model/device.h"
@@ -55,6 +56,10 @@ const MigModel* FindMigModel(std::string_view device_name, int64_t memory_mib = 
 
 // The profile of that name on the model (exact, case-sensitive, as nvidia-smi writes it); nullptr if none.
 const MigProfile* FindMigProfile(const MigModel& model, std::string_view profile_name);
+// Every slot some profile of the model may start at, in order: a GPU offered by slots (docs/mig.md, "Dynamic
+// geometry") has one device per entry.
+std::vector<int> MigStartSlots(const MigModel& model);
+
 // Index of the profile in model.profiles; -1 if none.
 int MigProfileIndex(const MigModel& model, std::string_view profile_name);
 

@@ -61,15 +61,16 @@ Result<Device> DeviceFromProto(const v1::Device& in, int index, const std::strin
   d.model = in.model();
   ASSIGN_OR_RETURN(d.vendor, VendorFromProto(in.vendor(), where));
   d.memory_mib = in.memory_mib();
-  if (in.compute_milli() != 0) d.compute_milli = in.compute_milli();
-  d.max_sharers = in.max_sharers() > 0 ? in.max_sharers() : ProfileFor(d.vendor).default_max_sharers;
-  if (in.numa_node() < 0 || in.numa_node() > 63) return InvalidArgumentError(where + ".numa_node must be 0..63");
-  d.numa_node = in.numa_node();
   if (!in.mode().empty()) {
     auto mode = ParseDeviceMode(in.mode());
     if (!mode.ok()) return InvalidArgumentError(where + ".mode: " + mode.status().message());
     d.mode = *mode;
   }
+  // 0 is proto3's unset: a whole device, except for a free MIG slot, which has none.
+  if (in.compute_milli() != 0 || d.mode == DeviceMode::kMigSlot) d.compute_milli = in.compute_milli();
+  d.max_sharers = in.max_sharers() > 0 ? in.max_sharers() : ProfileFor(d.vendor).default_max_sharers;
+  if (in.numa_node() < 0 || in.numa_node() > 63) return InvalidArgumentError(where + ".numa_node must be 0..63");
+  d.numa_node = in.numa_node();
   d.healthy = in.healthy();
   return d;
 }

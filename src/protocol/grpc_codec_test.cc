@@ -42,6 +42,25 @@ TEST(GrpcCodecTest, NodeRoundTripsWithTopologyAndLabels) {
   EXPECT_EQ(back->links.Score(1, 0), 200);
 }
 
+// A free MIG slot has no compute: proto3's 0 must not read back as a whole device.
+TEST(GrpcCodecTest, AFreeMigSlotKeepsNoCompute) {
+  Node node = MakeNode("m").WithGpus(2, "A100-SXM4-80GB MIG 3g.40gb", 40960).Build();
+  node.devices[0].compute_milli = 428;
+  node.devices[0].mode = DeviceMode::kMig;
+  node.devices[1] = Device{.model = "A100-SXM4-80GB MIG slot 4", .uuid = "GPU-0/slot4", .index = 1};
+  node.devices[1].memory_mib = 0;
+  node.devices[1].compute_milli = 0;
+  node.devices[1].mode = DeviceMode::kMigSlot;
+  v1::Node p;
+  NodeToProto(node, &p);
+  auto back = NodeFromProto(p);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->devices[0].compute_milli, 428);
+  EXPECT_EQ(back->devices[1].compute_milli, 0);
+  EXPECT_EQ(back->devices[1].mode, DeviceMode::kMigSlot);
+  EXPECT_TRUE(ValidateNode(*back).ok()) << ValidateNode(*back).ToString();
+}
+
 TEST(GrpcCodecTest, BadNodesAreInvalidArgumentNamingTheField) {
   Node node = MakeNode("n1").WithGpus(2, "A100", 1024).Build();
   v1::Node p;

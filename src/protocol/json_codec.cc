@@ -295,6 +295,8 @@ std::string RegisterBody(const Node& node) {
                             {"uuid", d.uuid},
                             {"vendor", std::string(VendorName(d.vendor))},
                             {"numa", d.numa_node},
+                            {"cores", d.compute_milli},
+                            {"mode", std::string(DeviceModeName(d.mode))},
                             {"max_sharers", d.max_sharers}});
   }
   return j.dump();

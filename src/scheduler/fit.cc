@@ -68,7 +68,7 @@ bool PlainDeviceRequest(const TaskRequest& r) {
 // whole device (no device memory asked otherwise), so the vendor profile and the name checks drop out. The
 // scoring scans call FitNode for every fresh (request, node state) pair; this is their common case.
 inline bool PlainDeviceFits(const Device& device, const DeviceUsage& usage, const TaskRequest& request) {
-  if (!device.healthy || device.cordoned || usage.exclusive) return false;
+  if (!DeviceOffered(device) || usage.exclusive) return false;
   const bool whole = request.exclusive() || device.mode == DeviceMode::kExclusive;
   const int64_t compute = whole ? device.compute_milli : request.device_compute_milli;
   const int64_t memory = whole ? device.memory_mib : 0;
@@ -119,6 +119,7 @@ FitReason FitDevice(const Device& device, const DeviceUsage* usage, const TaskRe
   if (usage != nullptr) {
     if (!device.healthy) return FitReason::kDeviceUnhealthy;
     if (device.cordoned) return FitReason::kDeviceCordoned;
+    if (device.mode == DeviceMode::kMigSlot) return FitReason::kMigSlotFree;
   }
   const DeviceGrant grant = GrantFor(device, request);
   if (grant.memory_mib > device.memory_mib) return FitReason::kDeviceMemoryTooSmall;
@@ -249,6 +250,8 @@ std::string DescribeReason(FitReason reason, std::string_view detail, const Task
       return "devices unhealthy";
     case FitReason::kDeviceCordoned:
       return "devices cordoned";
+    case FitReason::kMigSlotFree:
+      return "free MIG slots without an instance";
     case FitReason::kDeviceMemoryTooSmall:
       return "device memory too small (" + d + ")";
     case FitReason::kDeviceComputeTooSmall:

@@ -42,6 +42,7 @@ enum class FitReason : uint8_t {
   kMigProfileMismatch,  // the request names a MIG profile; the device is not an instance of it
   kDeviceUnhealthy,
   kDeviceCordoned,
+  kMigSlotFree,            // a start slot of a GPU in MIG mode where no instance is yet
   kDeviceMemoryTooSmall,   // the grant exceeds the device's total memory
   kDeviceComputeTooSmall,  // the grant exceeds the device's total compute
   kDeviceHeldExclusively,

@@ -174,7 +174,7 @@ void ReadNodeFree(const ClusterState& state, int node, NodeFree* out) {
   out->gpu_model.resize(count);
   for (size_t i = 0; i < count; ++i) {
     const Device& d = n.devices[i];
-    const bool usable = d.healthy && !d.cordoned && !state.usage(node).devices[i].exclusive;
+    const bool usable = DeviceOffered(d) && !state.usage(node).devices[i].exclusive;
     out->gpu_milli[i] = usable ? state.FreeDeviceCompute(node, static_cast<int>(i)) : 0;
     out->gpu_model[i] = d.model;
   }

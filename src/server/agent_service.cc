@@ -323,7 +323,7 @@ Result<protocol::HeartbeatReply> AgentService::Heartbeat(const Node& node,
   // generation other than this one returns at once (ChangeFeed).
   reply.generation = control_.changes().Generation(node.name);
   ASSIGN_OR_RETURN(reply.tasks, Wanted(node));
-  if (reply.tasks.empty()) reply.mig_geometry = control_.WantedMigGeometry(node.name);  // docs/mig.md
+  reply.mig_geometry = control_.WantedMigGeometry(node.name);  // docs/mig.md: the agent takes it when it may
   return reply;
 }
 

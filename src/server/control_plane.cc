@@ -292,7 +292,9 @@ std::vector<std::string> ControlPlane::PendingReasons(const std::vector<JobId>& 
 Status ControlPlane::RegisterNode(Node node) {
   RETURN_IF_ERROR(ValidateNode(node));
   if (auto mig = node.labels.find(std::string(kMigDynamicLabel)); mig != node.labels.end()) {
-    RETURN_IF_ERROR(ParseMigDynamicLabel(mig->second).status().WithContext("label " + mig->first));
+    auto gpus = ParseMigDynamicLabel(mig->second);
+    RETURN_IF_ERROR(gpus.status().WithContext("label " + mig->first));
+    RETURN_IF_ERROR(ValidateMigSlots(node, *gpus).WithContext("label " + mig->first));
   }
   const TimeMicros now = clock_.NowMicros();
   {
@@ -300,6 +302,9 @@ Status ControlPlane::RegisterNode(Node node) {
     int index = state_.FindNode(node.name);
     if (auto plan = mig_plans_.find(node.name); index >= 0 && plan != mig_plans_.end()) {
       // Back after a MIG plan (applied or not): the description from before it (devices not cordoned) first.
+      // Applied: the node may be planned again at once (the delay keeps a plan its agent refused from coming back).
+      auto label = node.labels.find(std::string(kMigDynamicLabel));
+      if (label != node.labels.end() && label->second == plan->second.label_after) mig_next_plan_.erase(node.name);
       CheckOk(state_.UpdateNode(index, std::move(plan->second.before)), "the node's description before the plan");
       mig_plans_.erase(plan);
       mig_plans_out_.store(mig_plans_.size(), std::memory_order_relaxed);

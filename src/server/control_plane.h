@@ -325,6 +325,7 @@ class ControlPlane {
     std::string geometry;               // --mig-geometry's syntax, sent in the node's heartbeat replies
     Node before;                        // the node's description when planned (restored if the plan expires)
     std::map<std::string, int> served;  // demand (its profile, or memory/compute) → units the plan serves
+    std::string label_after;            // the node's kMigDynamicLabel once applied (instances by start)
     TimeMicros expires = 0;
   };
   std::unordered_map<std::string, MigPlanOut> mig_plans_;  // by node name; mu_

@@ -1,5 +1,6 @@
 // ControlPlane's dynamic MIG (docs/mig.md, "Dynamic geometry"): the MIG demand a pass leaves waiting is planned
-// onto the GPUs of idle nodes whose agents let the server repartition them, and sent to those agents.
+// onto the GPUs of nodes whose agents let the server repartition them (around the instances in use, where the
+// agent offers its GPUs by slot; idle nodes only otherwise), and sent to those agents.
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -16,10 +17,28 @@ namespace {
 // resent at once).
 constexpr TimeMicros kMigPlanTimeout = 60 * kMicrosPerSecond;
 constexpr TimeMicros kMigReplanDelay = 30 * kMicrosPerSecond;
+// An instance's usable memory as the driver reports it, in percent of its profile's nominal memory at least (an
+// A100 80GB's 1g.10gb has 9,728 MiB of 10,240): memory asked is matched against this much of each profile.
+constexpr int64_t kMigUsableMemoryPercent = 95;
 
 bool AnyDeviceAllocated(const NodeUsage& usage) {
-  return std::any_of(usage.devices.begin(), usage.devices.end(),
-                     [](const DeviceUsage& d) { return d.sharers > 0 || d.memory_mib > 0 || d.compute_milli > 0; });
+  return std::any_of(usage.devices.begin(), usage.devices.end(), [](const DeviceUsage& d) { return d.allocated(); });
+}
+
+// The planner's view of a node's GPUs: an instance is busy when its device (a GPU offered by slots) is allocated.
+std::vector<MigGpu> PlannerGpus(const std::vector<MigGpuGeometry>& gpus, const NodeUsage& usage) {
+  std::vector<MigGpu> out;
+  for (const MigGpuGeometry& g : gpus) {
+    MigGpu& p = out.emplace_back();
+    p.model = g.model;
+    for (const MigPlacement& placement : g.instances) {
+      const int device = MigSlotDevice(g, placement.start);
+      const bool busy = device >= 0 && static_cast<size_t>(device) < usage.devices.size() &&
+                        usage.devices[static_cast<size_t>(device)].allocated();
+      p.instances.push_back({placement, busy});
+    }
+  }
+  return out;
 }
 
 // What a unit of demand asks for: its profile, or its memory and compute.
@@ -38,7 +57,8 @@ std::optional<MigDemand> MigDemandOf(const TaskRequest& r, int replicas) {
       !r.uuid_include.empty() || !r.uuid_exclude.empty()) {
     return std::nullopt;
   }
-  return MigDemand{"", replicas * r.device_count, r.device_memory_mib, r.device_compute_milli};
+  const int64_t nominal = (r.device_memory_mib * 100 + kMigUsableMemoryPercent - 1) / kMigUsableMemoryPercent;
+  return MigDemand{"", replicas * r.device_count, nominal, r.device_compute_milli};
 }
 
 // Takes `served` off `demand` (by DemandKey, first entries first).
@@ -100,33 +120,33 @@ void ControlPlane::PlanMigGeometryLocked(const std::vector<JobId>& waiting, Time
   for (int i = 0; i < state_.node_count() && !demand.empty(); ++i) {
     const Node& node = state_.node(i);
     auto label = node.labels.find(std::string(kMigDynamicLabel));
-    if (label == node.labels.end() || !node.ready || node.cordoned || mig_plans_.contains(node.name) ||
-        AnyDeviceAllocated(state_.usage(i))) {
-      continue;
-    }
+    if (label == node.labels.end() || !node.ready || node.cordoned || mig_plans_.contains(node.name)) continue;
     if (auto next = mig_next_plan_.find(node.name); next != mig_next_plan_.end() && now < next->second) continue;
     auto gpus = ParseMigDynamicLabel(label->second);
     if (!gpus.ok()) continue;  // checked when the node registered
-    std::vector<MigGpu> planner_gpus;
-    for (const MigGpuGeometry& g : *gpus) {
-      MigGpu& p = planner_gpus.emplace_back();
-      p.model = g.model;
-      for (const MigPlacement& placement : g.instances) p.instances.push_back({placement, /*busy=*/false});
-    }
+    // Devices are named by position in allocations: a node holding some is planned only when every GPU keeps its
+    // positions (offered by slots).
+    const bool slotted =
+        std::all_of(gpus->begin(), gpus->end(), [](const MigGpuGeometry& g) { return g.first_device >= 0; });
+    if (!slotted && AnyDeviceAllocated(state_.usage(i))) continue;
+    const std::vector<MigGpu> planner_gpus = PlannerGpus(*gpus, state_.usage(i));
     auto plan = PlanMigGeometry(planner_gpus, demand);
     if (!plan.ok() || plan->create.empty()) continue;
     MigPlanOut out;
-    std::vector<MigGpuGeometry> changed;
+    std::vector<MigGpuGeometry> changed, all_after;
     for (size_t g = 0; g < gpus->size(); ++g) {
-      const bool touched = std::any_of(plan->create.begin(), plan->create.end(),
-                                       [&](const MigInstanceRef& r) { return r.gpu == static_cast<int>(g); });
-      if (!touched) continue;
-      MigGpuGeometry after{(*gpus)[g].gpu, (*gpus)[g].model, {}};
+      MigGpuGeometry after{(*gpus)[g].gpu, (*gpus)[g].model, {}, (*gpus)[g].first_device};
       for (const MigInstance& m : InstancesAfter(planner_gpus[g], static_cast<int>(g), *plan)) {
         after.instances.push_back(m.placement);
       }
-      changed.push_back(std::move(after));
+      std::sort(after.instances.begin(), after.instances.end(),
+                [](const MigPlacement& a, const MigPlacement& b) { return a.start < b.start; });
+      all_after.push_back(after);
+      const bool touched = std::any_of(plan->create.begin(), plan->create.end(),
+                                       [&](const MigInstanceRef& r) { return r.gpu == static_cast<int>(g); });
+      if (touched) changed.push_back(std::move(after));
     }
+    out.label_after = FormatMigDynamicLabel(all_after);
     for (size_t d = 0; d < demand.size(); ++d) {
       if (plan->served[d] > 0) out.served[DemandKey(demand[d])] += plan->served[d];
     }
@@ -135,9 +155,16 @@ void ControlPlane::PlanMigGeometryLocked(const std::vector<JobId>& waiting, Time
     out.expires = now + kMigPlanTimeout;
     std::fprintf(stderr, "xpool server: node %s: MIG geometry %s for the waiting demand\n", node.name.c_str(),
                  out.geometry.c_str());
-    // Nothing is placed on the node's devices until its agent registers the new ones.
+    // Nothing is placed on the devices of the GPUs it changes (all of the node's, unless offered by slots) until
+    // its agent registers the new ones; the instances in use stay in use.
     Node cordoned = node;
-    for (Device& d : cordoned.devices) d.cordoned = true;
+    for (const MigGpuGeometry& g : changed) {
+      const int slots = static_cast<int>(MigStartSlots(*g.model).size());
+      for (int d = g.first_device; slotted && d < g.first_device + slots; ++d) {
+        cordoned.devices[static_cast<size_t>(d)].cordoned = true;
+      }
+    }
+    for (Device& d : cordoned.devices) d.cordoned = d.cordoned || !slotted;
     CheckOk(state_.UpdateNode(i, std::move(cordoned)), "the same node with its devices cordoned");
     demand = plan->unmet;
     mig_next_plan_[out.before.name] = now + kMigReplanDelay;

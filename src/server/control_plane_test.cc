@@ -611,30 +611,53 @@ namespace {
 class ControlPlaneMigTest : public ControlPlaneTest {
  protected:
   // A node of one A100 80GB in MIG mode holding `profiles` (at the starts given), as an agent run with
-  // --mig-dynamic registers it: one device per instance, and the label.
-  static Node MigNode(const std::vector<std::pair<std::string, int>>& profiles) {
+  // --mig-dynamic registers it, with the label: one device per instance (uuid MIG-<n>), or, `slotted`, one per
+  // start slot (an instance's uuid MIG-<profile>@<start>, a free slot's GPU-0/slot<start>).
+  static Node MigNode(const std::vector<std::pair<std::string, int>>& profiles, bool slotted = false) {
     const MigModel* model = MigModelNamed("A100-80GB");
     Node node;
     node.name = "m";
     node.cpu_milli = 32000;
     node.memory_mib = 262144;
     node.simulated = true;
-    MigGpuGeometry gpu{0, model, {}};
-    for (const auto& [name, start] : profiles) {
-      const int p = MigProfileIndex(*model, name);
-      gpu.instances.push_back({p, start});
+    MigGpuGeometry gpu{0, model, {}, slotted ? 0 : -1};
+    for (const auto& [name, start] : profiles) gpu.instances.push_back({MigProfileIndex(*model, name), start});
+    const auto instance_device = [&](const MigPlacement& at) {
+      const MigProfile& profile = model->profiles[at.profile];
       Device d;
-      d.model = "A100-SXM4-80GB MIG " + name;
-      d.uuid = "MIG-" + std::to_string(node.devices.size());
-      d.index = static_cast<int>(node.devices.size());
-      d.memory_mib = model->profiles[p].memory_mib;
-      d.compute_milli = MigComputeMilli(*model, model->profiles[p]);
+      d.model = "A100-SXM4-80GB MIG " + std::string(profile.name);
+      d.uuid = slotted ? "MIG-" + std::string(profile.name) + "@" + std::to_string(at.start)
+                       : "MIG-" + std::to_string(node.devices.size());
+      d.memory_mib = profile.memory_mib;
+      d.compute_milli = MigComputeMilli(*model, profile);
       d.max_sharers = 1;
       d.mode = DeviceMode::kMig;
-      node.devices.push_back(d);
+      return d;
+    };
+    if (!slotted) {
+      for (const MigPlacement& at : gpu.instances) node.devices.push_back(instance_device(at));
     }
+    for (int slot : slotted ? MigStartSlots(*model) : std::vector<int>{}) {
+      auto at = std::find_if(gpu.instances.begin(), gpu.instances.end(),
+                             [&](const MigPlacement& p) { return p.start == slot; });
+      Device free_slot;
+      free_slot.model = "A100-SXM4-80GB MIG slot " + std::to_string(slot);
+      free_slot.uuid = "GPU-0/slot" + std::to_string(slot);
+      free_slot.memory_mib = 0;
+      free_slot.compute_milli = 0;
+      free_slot.max_sharers = 1;
+      free_slot.mode = DeviceMode::kMigSlot;
+      node.devices.push_back(at == gpu.instances.end() ? free_slot : instance_device(*at));
+    }
+    for (size_t i = 0; i < node.devices.size(); ++i) node.devices[i].index = static_cast<int>(i);
+    for (Device& d : node.devices) d.memory_mib = d.memory_mib * 95 / 100;  // as the driver reports it
     node.labels[std::string(kMigDynamicLabel)] = FormatMigDynamicLabel(std::span(&gpu, 1));
     return node;
+  }
+  std::string GrantedUuid(JobId id) {
+    auto allocations = store_->JobAllocations(id);
+    if (!allocations.ok() || allocations->size() != 1 || (*allocations)[0].devices.size() != 1) return "";
+    return (*allocations)[0].devices[0].device_uuid;
   }
   JobId SubmitMig(const std::string& profile) {
     JobSpec s = Spec("infer", 0);
@@ -685,7 +708,7 @@ TEST_F(ControlPlaneMigTest, RequestsByMemoryAndCoresAskForTheSmallestCoveringIns
   selective.resources.gpu_type = {"MIG 7g"};  // a selector: an instance not yet made cannot be matched against it
   Submit(selective);
   JobSpec mid = Spec("mid", 1);
-  mid.resources.gpumem_mib = 15 * 1024;
+  mid.resources.gpumem_mib = 10 * 1024;  // more than a 1g.10gb has usable (9,728 MiB on an A100 80GB)
   const JobId m = Submit(mid).id;
   JobSpec small = Spec("small", 1, 1, 50, /*gpucores=*/10);
   small.resources.gpumem_mib = 8 * 1024;
@@ -701,6 +724,39 @@ TEST_F(ControlPlaneMigTest, RequestsByMemoryAndCoresAskForTheSmallestCoveringIns
     ASSERT_EQ((*allocations)[0].devices.size(), 1u);
     EXPECT_EQ((*allocations)[0].devices[0].device_uuid, uuid);
   }
+}
+
+TEST_F(ControlPlaneMigTest, ANodeOfferedBySlotsIsFilledAroundTheInstancesInUse) {
+  ASSERT_TRUE(control_->RegisterNode(MigNode({{"3g.40gb", 0}}, /*slotted=*/true)).ok());
+  const JobId busy = SubmitMig("3g.40gb");
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(GrantedUuid(busy), "MIG-3g.40gb@0");
+  JobSpec small = Spec("small", 1);
+  small.resources.gpumem_mib = 8 * 1024;
+  const JobId added = Submit(small).id;
+  EXPECT_EQ(control_->RunPass(true), 0);
+  // The instance in use stays where it is; the new one goes where it removes the fewest other placements.
+  EXPECT_EQ(control_->WantedMigGeometry("m"), "0=3g.40gb@0,1g.10gb@6");
+  EXPECT_TRUE(DevicesCordoned());  // the GPU's slots; the job on it keeps running
+  ASSERT_TRUE(control_->RegisterNode(MigNode({{"3g.40gb", 0}, {"1g.10gb", 6}}, true)).ok());
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(GrantedUuid(added), "MIG-1g.10gb@6");
+  EXPECT_EQ(GrantedUuid(busy), "MIG-3g.40gb@0");
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+  // The plan was applied: more demand is planned at once, around both instances in use.
+  SubmitMig("2g.20gb");
+  EXPECT_EQ(control_->RunPass(true), 0);
+  EXPECT_EQ(control_->WantedMigGeometry("m"), "0=3g.40gb@0,2g.20gb@4,1g.10gb@6");
+  ASSERT_TRUE(control_->RegisterNode(MigNode({{"3g.40gb", 0}, {"1g.10gb", 6}, {"2g.20gb", 4}}, true)).ok());
+  EXPECT_EQ(control_->RunPass(true), 1);
+  // Another instance where an allocated one is: refused, nothing changes.
+  const Status s = control_->RegisterNode(MigNode({{"1g.10gb", 0}, {"1g.10gb", 6}}, true));
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("is allocated and would become MIG-1g.10gb@0"), std::string::npos) << s.message();
+  // A label whose slots do not match the devices is refused.
+  Node wrong = MigNode({{"3g.40gb", 0}, {"1g.10gb", 6}}, true);
+  wrong.devices[6].mode = DeviceMode::kMigSlot;
+  EXPECT_EQ(control_->RegisterNode(wrong).code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(ControlPlaneMigTest, APlanItsAgentDoesNotTakeExpiresAndTheNodeComesBack) {

@@ -10,6 +10,15 @@ namespace {
 
 Result<MigWanted> ParseWanted(std::string_view item) {
   MigWanted wanted{std::string(item), 1};
+  if (const size_t at = item.find('@'); at != std::string_view::npos) {
+    if (!ParseWholeInt(item.substr(at + 1), &wanted.start) || wanted.start < 0 || wanted.start > 15 ||
+        item.find('x') < at) {
+      return InvalidArgumentError("\"" + std::string(item) + "\": expected one PROFILE@START, e.g. 1g.10gb@4");
+    }
+    wanted.profile = std::string(item.substr(0, at));
+    RETURN_IF_ERROR(ValidateMigProfileName(wanted.profile).WithContext("\"" + std::string(item) + "\""));
+    return wanted;
+  }
   if (size_t x = item.find('x');
       x != std::string_view::npos && x > 0 && ParseWholeInt(item.substr(0, x), &wanted.count)) {
     wanted.profile = std::string(item.substr(x + 1));
@@ -54,7 +63,35 @@ std::vector<Device> MigInstanceDevices(const MigGpuInfo& gpu, const Device& pare
   return devices;
 }
 
-Node ExpandMigDevices(const Node& node, std::span<const MigGpuInfo> gpus) {
+std::vector<Device> MigSlotDevices(const MigGpuInfo& gpu, const Device& parent) {
+  std::vector<Device> devices;
+  if (gpu.model == nullptr) return devices;
+  for (int slot : MigStartSlots(*gpu.model)) {
+    auto instance = std::find_if(gpu.instances.begin(), gpu.instances.end(),
+                                 [&](const MigInstanceInfo& i) { return i.placement.start == slot; });
+    Device d = parent;
+    if (instance != gpu.instances.end()) {
+      const MigProfile& profile = gpu.model->profiles[instance->placement.profile];
+      d.model = parent.model + " MIG " + std::string(profile.name);
+      d.uuid = instance->uuid.empty() ? gpu.uuid + "/slot" + std::to_string(slot) : instance->uuid;
+      d.memory_mib = instance->memory_mib > 0 ? instance->memory_mib : profile.memory_mib;
+      d.compute_milli = MigComputeMilli(*gpu.model, profile);
+      d.mode = DeviceMode::kMig;
+      d.healthy = parent.healthy && !instance->uuid.empty();
+    } else {
+      d.model = parent.model + " MIG slot " + std::to_string(slot);
+      d.uuid = gpu.uuid + "/slot" + std::to_string(slot);
+      d.memory_mib = 0;
+      d.compute_milli = 0;
+      d.mode = DeviceMode::kMigSlot;
+    }
+    d.max_sharers = 1;
+    devices.push_back(std::move(d));
+  }
+  return devices;
+}
+
+Node ExpandMigDevices(const Node& node, std::span<const MigGpuInfo> gpus, std::vector<MigGpuGeometry>* slotted) {
   Node out = node;
   out.devices.clear();
   std::vector<int> origin;  // new position → old position
@@ -63,7 +100,19 @@ Node ExpandMigDevices(const Node& node, std::span<const MigGpuInfo> gpus) {
     auto gpu = std::find_if(gpus.begin(), gpus.end(), [&](const MigGpuInfo& g) {
       return g.index == d.index && g.mig_enabled && g.model != nullptr && d.vendor == Vendor::kNvidia;
     });
-    std::vector<Device> replacement = gpu == gpus.end() ? std::vector<Device>{d} : MigInstanceDevices(*gpu, d);
+    std::vector<Device> replacement;
+    if (gpu == gpus.end()) {
+      replacement = {d};
+    } else if (slotted != nullptr) {
+      MigGpuGeometry& g = slotted->emplace_back();
+      g.gpu = gpu->index;
+      g.model = gpu->model;
+      g.first_device = static_cast<int>(out.devices.size());
+      for (const MigInstanceInfo& instance : gpu->instances) g.instances.push_back(instance.placement);
+      replacement = MigSlotDevices(*gpu, d);
+    } else {
+      replacement = MigInstanceDevices(*gpu, d);
+    }
     for (Device& r : replacement) {
       r.index = static_cast<int>(out.devices.size());  // the scheduler's grants name devices by position
       out.devices.push_back(std::move(r));
@@ -77,18 +126,6 @@ Node ExpandMigDevices(const Node& node, std::span<const MigGpuInfo> gpus) {
       const int score = origin[a] == origin[b] ? kLinkSameBoard : node.links.Score(origin[a], origin[b]);
       out.links.Set(static_cast<int>(a), static_cast<int>(b), score);
     }
-  }
-  return out;
-}
-
-std::vector<MigGpuGeometry> MigGeometries(std::span<const MigGpuInfo> gpus) {
-  std::vector<MigGpuGeometry> out;
-  for (const MigGpuInfo& gpu : gpus) {
-    if (!gpu.mig_enabled || gpu.model == nullptr) continue;
-    MigGpuGeometry& g = out.emplace_back();
-    g.gpu = gpu.index;
-    g.model = gpu.model;
-    for (const MigInstanceInfo& i : gpu.instances) g.instances.push_back(i.placement);
   }
   return out;
 }
@@ -113,6 +150,22 @@ Result<std::map<int, std::vector<MigWanted>>> ParseMigGeometry(std::string_view 
 }
 
 Result<std::vector<MigPlacement>> PlaceMigWanted(const MigModel& model, std::span<const MigWanted> demand) {
+  const auto placed = std::count_if(demand.begin(), demand.end(), [](const MigWanted& w) { return w.start >= 0; });
+  if (placed > 0 && static_cast<size_t>(placed) != demand.size()) {
+    return InvalidArgumentError("give a start slot for every instance of a GPU or for none");
+  }
+  if (placed > 0) {
+    std::vector<MigPlacement> geometry;
+    for (const MigWanted& w : demand) {
+      const int profile = MigProfileIndex(model, w.profile);
+      if (profile < 0) {
+        return InvalidArgumentError(std::string(model.name) + " has no MIG profile \"" + w.profile + "\"");
+      }
+      geometry.push_back({profile, w.start});
+    }
+    RETURN_IF_ERROR(ValidateMigGeometry(model, geometry).WithContext(std::string(model.name)));
+    return geometry;
+  }
   std::vector<int> units;
   for (const MigWanted& w : demand) {
     const int profile = MigProfileIndex(model, w.profile);

@@ -15,10 +15,12 @@
 
 namespace xpool::agent {
 
-// `count` instances of the profile named `profile` ("1g.10gb"), as --mig-geometry asks for them.
+// `count` instances of the profile named `profile` ("1g.10gb"), as --mig-geometry asks for them; one at start slot
+// `start` when given ("1g.10gb@4").
 struct MigWanted {
   std::string profile;
   int count = 0;
+  int start = -1;  // -1: wherever it fits
   friend bool operator==(const MigWanted&, const MigWanted&) = default;
 };
 
@@ -50,19 +52,28 @@ std::vector<Device> MigInstanceDevices(const MigGpuInfo& gpu, const Device& pare
 // device's index renumbered to its position (the scheduler's grants name devices by position; tasks then see
 // their devices by uuid, task_env.h VisibleDeviceNames). Links between devices keep their GPUs' scores, instances
 // of one GPU score kLinkSameBoard. `gpus` by index as ReadGpus returns them; GPUs it does not name stay.
-Node ExpandMigDevices(const Node& node, std::span<const MigGpuInfo> gpus);
+//
+// With `slotted` (an agent run with --mig-dynamic), each such GPU is one device per start slot of its model
+// instead (MigSlotDevices), so that positions stay when instances come and go; `slotted` gets the GPUs'
+// geometries with the position of their first slot device, what the node's kMigDynamicLabel carries.
+Node ExpandMigDevices(const Node& node, std::span<const MigGpuInfo> gpus,
+                      std::vector<MigGpuGeometry>* slotted = nullptr);
 
-// The GPUs in MIG mode that have a profile table, with their instances: what `--mig-dynamic` lets the server
-// repartition (model/mig_label.h's label).
-std::vector<MigGpuGeometry> MigGeometries(std::span<const MigGpuInfo> gpus);
+// A GPU in MIG mode as one device per start slot of its model (MigStartSlots), in slot order: the instance that
+// starts there (as MigInstanceDevices makes it; unhealthy while it has no compute instance, which CUDA cannot
+// see), else a free slot: mode kMigSlot, no memory or compute, uuid "<GPU uuid>/slot<S>", model "<parent model>
+// MIG slot <S>", never offered to a task.
+std::vector<Device> MigSlotDevices(const MigGpuInfo& gpu, const Device& parent);
 
 // `--mig-geometry`: "0=2x1g.10gb,3g.40gb;1=7g.80gb" → GPU index → the instances wanted on it (an optional "<N>x"
-// repeats a profile). InvalidArgument naming the part that is wrong.
+// repeats a profile; "1g.10gb@4" places one at start slot 4, as the server asks an agent run with --mig-dynamic).
+// InvalidArgument naming the part that is wrong.
 Result<std::map<int, std::vector<MigWanted>>> ParseMigGeometry(std::string_view text);
 
 // A geometry holding `demand` on `model`: profiles taken largest first, each at the lowest start that still lets
-// the rest fit (a search; at most 8 instances). InvalidArgument naming a profile the model lacks, or when the
-// demand does not fit on one GPU.
+// the rest fit (a search; at most 8 instances); when every entry gives its start, exactly those placements.
+// InvalidArgument naming a profile the model lacks, starts given for some entries only, or when the demand does
+// not fit on one GPU (or the placements given break the model's rules).
 Result<std::vector<MigPlacement>> PlaceMigWanted(const MigModel& model, std::span<const MigWanted> demand);
 
 }  // namespace xpool::agent

@@ -188,8 +188,15 @@ void NvmlDiscovery::ExpandMig(DiscoveryReport* report) const {
   int mig_gpus = 0;
   for (const MigGpuInfo& gpu : *gpus) mig_gpus += gpu.mig_enabled && gpu.model != nullptr ? 1 : 0;
   if (mig_gpus == 0) return;
-  report->node = ExpandMigDevices(report->node, *gpus);
-  report->note += "; " + std::to_string(mig_gpus) + " GPU(s) in MIG mode, offered as their instances";
+  if (!mig_slots_) {
+    report->node = ExpandMigDevices(report->node, *gpus);
+    report->note += "; " + std::to_string(mig_gpus) + " GPU(s) in MIG mode, offered as their instances";
+    return;
+  }
+  std::vector<MigGpuGeometry> slotted;
+  report->node = ExpandMigDevices(report->node, *gpus, &slotted);
+  report->node.labels[std::string(kMigDynamicLabel)] = FormatMigDynamicLabel(slotted);
+  report->note += "; " + std::to_string(mig_gpus) + " GPU(s) in MIG mode, offered by start slot";
 }
 
 NvmlDiscovery::NvmlDiscovery(std::string library, std::string pci_sysfs, std::string node_name)

@@ -3,8 +3,9 @@
 // and runs on machines without a driver. No library → available = false with a note ("no NVML
 // found: ..."), not an error.
 //
-// A GPU in MIG mode is offered as its MIG instances (nvml_mig.h ExpandMigDevices): one device per instance, with
-// its MIG uuid, memory and compute share, mode kMig.
+// A GPU in MIG mode is offered as its MIG instances (mig_layout.h ExpandMigDevices): one device per instance, with
+// its MIG uuid, memory and compute share, mode kMig; with set_mig_slots (--mig-dynamic), one device per start slot,
+// free slots in mode kMigSlot, and the node labelled kMigDynamicLabel with the GPUs' geometries.
 //
 // Per device: uuid, name, total memory, NUMA node (nvmlDeviceGetNumaNodeId, else the PCI device's
 // sysfs numa_node; -1 or unknown → 0), health (a device NVML reports lost or cannot query is
@@ -25,6 +26,7 @@ class NvmlDiscovery final : public DeviceDiscovery {
                          std::string node_name = "");
   std::string_view name() const override { return "nvml"; }
   Result<DiscoveryReport> Discover() override;
+  void set_mig_slots(bool on) { mig_slots_ = on; }
 
  private:
   // Replaces the GPUs in MIG mode by their instances and says so in the note.
@@ -33,6 +35,7 @@ class NvmlDiscovery final : public DeviceDiscovery {
   std::string library_;
   std::string pci_sysfs_;
   std::string node_name_;
+  bool mig_slots_ = false;
 };
 
 }  // namespace xpool::agent

@@ -357,9 +357,12 @@ Status ApplyMigGeometry(NvmlMig& nvml, const std::map<int, std::vector<MigWanted
       return FailedPreconditionError(where + " (" + gpu->model_name + ") has no MIG");
     }
     ASSIGN_OR_RETURN(std::vector<MigPlacement> placements, PlaceMigWanted(*gpu->model, wanted));
-    std::vector<int> have, want;
-    for (const MigInstanceInfo& i : gpu->instances) have.push_back(i.placement.profile);
-    for (const MigPlacement& p : placements) want.push_back(p.profile);
+    // Placements given (the server's plan): exactly those; else the same profiles anywhere will do.
+    const bool placed = !wanted.empty() && wanted.front().start >= 0;
+    std::vector<std::pair<int, int>> have, want;
+    for (const MigInstanceInfo& i : gpu->instances)
+      have.emplace_back(i.placement.profile, placed ? i.placement.start : 0);
+    for (const MigPlacement& p : placements) want.emplace_back(p.profile, placed ? p.start : 0);
     std::sort(have.begin(), have.end());
     std::sort(want.begin(), want.end());
     if (gpu->mig_enabled && have == want) continue;  // already holds these instances

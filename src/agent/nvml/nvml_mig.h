@@ -51,7 +51,8 @@ class NvmlMig {
 };
 
 // Applies a parsed --mig-geometry: for each GPU named, MIG on, then ApplyGeometry with PlaceMigWanted's geometry
-// — unless the GPU already holds exactly the demanded profiles, which is left as it is. Stops at the first error,
+// — unless the GPU already holds exactly the demanded profiles (at the starts given, if given), which is left as
+// it is. Stops at the first error,
 // naming the GPU.
 Status ApplyMigGeometry(NvmlMig& nvml, const std::map<int, std::vector<MigWanted>>& geometry);
 

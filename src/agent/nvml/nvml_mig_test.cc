@@ -46,18 +46,57 @@ class NvmlMigTest : public testing::Test {
 const MigModel& A100() { return *MigModelNamed("A100-80GB"); }
 MigPlacement At(std::string_view profile, int start) { return {MigProfileIndex(A100(), profile), start}; }
 
-TEST_F(NvmlMigTest, TheDynamicLabelListsTheGpusInMigModeWithTheirInstances) {
-  auto nvml = Open();
-  auto before = nvml->ReadGpus();
-  ASSERT_TRUE(before.ok());
-  EXPECT_TRUE(MigGeometries(*before).empty());  // no GPU in MIG mode yet
+// --mig-dynamic's discovery: a GPU in MIG mode is one device per start slot, so that the devices in use keep their
+// positions when instances are made beside them; the label names the GPUs with their first slot device.
+TEST_F(NvmlMigTest, DynamicDiscoveryOffersEachStartSlotAndKeepsPositionsAcrossChanges) {
+  NvmlDiscovery discovery(XPOOL_FAKE_NVML_PATH, "/nonexistent", "gpu-box");
+  discovery.set_mig_slots(true);
+  auto before = discovery.Discover();
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  EXPECT_FALSE(before->node.labels.contains(std::string(kMigDynamicLabel)));  // no GPU in MIG mode yet
   auto geometry = ParseMigGeometry("1=3g.40gb,1g.10gb");
   ASSERT_TRUE(geometry.ok());
-  ASSERT_TRUE(ApplyMigGeometry(*nvml, *geometry).ok());
-  auto gpus = nvml->ReadGpus();
-  ASSERT_TRUE(gpus.ok());
-  const std::vector<MigGpuGeometry> dynamic = MigGeometries(*gpus);
-  EXPECT_EQ(FormatMigDynamicLabel(dynamic), "1=A100-80GB:3g.40gb@0,1g.10gb@4");
+  ASSERT_TRUE(ApplyMigGeometry(*Open(), *geometry).ok());  // opened apart from discovery, as the agent does
+  auto report = discovery.Discover();
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  const Node& node = report->node;
+  const std::string label = node.labels.at(std::string(kMigDynamicLabel));
+  EXPECT_EQ(label, "1@1=A100-80GB:3g.40gb@0,1g.10gb@4");
+  ASSERT_EQ(node.devices.size(), 10u);  // GPU 0, GPU 1's seven start slots, the two T4s
+  EXPECT_EQ(node.devices[1].model, "A100-SXM4-80GB MIG 3g.40gb");
+  EXPECT_EQ(node.devices[1].mode, DeviceMode::kMig);
+  EXPECT_EQ(node.devices[2].mode, DeviceMode::kMigSlot);
+  EXPECT_EQ(node.devices[2].model, "A100-SXM4-80GB MIG slot 1");
+  EXPECT_EQ(node.devices[2].memory_mib, 0);
+  EXPECT_FALSE(DeviceOffered(node.devices[2]));
+  EXPECT_EQ(node.devices[5].model, "A100-SXM4-80GB MIG 1g.10gb");
+  EXPECT_EQ(node.devices[8].model, "T4");
+  auto parsed = ParseMigDynamicLabel(label);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_TRUE(ValidateMigSlots(node, *parsed).ok()) << ValidateMigSlots(node, *parsed).ToString();
+  EXPECT_EQ(VisibleDeviceNames(node)[5], node.devices[5].uuid);
+
+  // The server's plan places every instance: the two in place stay, one is made at slot 5.
+  geometry = ParseMigGeometry("1=3g.40gb@0,1g.10gb@4,1g.10gb@5");
+  ASSERT_TRUE(geometry.ok()) << geometry.status().ToString();
+  const Status applied = ApplyMigGeometry(*Open(), *geometry);
+  ASSERT_TRUE(applied.ok()) << applied.ToString();
+  auto after = discovery.Discover();
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->node.devices.size(), node.devices.size());
+  EXPECT_EQ(after->node.devices[1].uuid, node.devices[1].uuid);
+  EXPECT_EQ(after->node.devices[5].uuid, node.devices[5].uuid);
+  EXPECT_EQ(after->node.devices[6].mode, DeviceMode::kMig);
+  EXPECT_EQ(after->node.devices[6].model, "A100-SXM4-80GB MIG 1g.10gb");
+  EXPECT_EQ(after->node.labels.at(std::string(kMigDynamicLabel)), "1@1=A100-80GB:3g.40gb@0,1g.10gb@4,1g.10gb@5");
+  // A placement the model does not allow is refused before anything changes.
+  geometry = ParseMigGeometry("1=3g.40gb@2");
+  ASSERT_TRUE(geometry.ok());
+  EXPECT_EQ(ApplyMigGeometry(*Open(), *geometry).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseMigGeometry("0=2x1g.10gb@4").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseMigGeometry("0=1g.10gb@4,3g.40gb").ok(), true);
+  geometry = ParseMigGeometry("1=1g.10gb@4,3g.40gb");
+  EXPECT_NE(ApplyMigGeometry(*Open(), *geometry).message().find("every instance"), std::string::npos);
 }
 
 TEST_F(NvmlMigTest, ReadsMigModesAndModels) {

@@ -15,7 +15,7 @@ Capacity CapacityOf(const ClusterState& state, int node) {
     const Device& dev = n.devices[d];
     const DeviceUsage& du = u.devices[d];
     c.exact = c.exact && dev.compute_milli >= 1000 && dev.max_sharers >= 1;
-    if (!dev.healthy || dev.cordoned) continue;
+    if (!DeviceOffered(dev)) continue;
     if (du.sharers == 0) {
       ++c.idle;
       continue;

@@ -81,7 +81,8 @@ Result<Device> DeviceFromJson(const Json& j, const std::string& path) {
   }
   d.max_sharers = ProfileFor(d.vendor).default_max_sharers;
   if (j.contains("cores")) {
-    ASSIGN_OR_RETURN(d.compute_milli, GetInt(j["cores"], path + ".cores", 1, 1000));
+    // 0 only for a free MIG slot (mode mig-slot): ValidateNode refuses it elsewhere.
+    ASSIGN_OR_RETURN(d.compute_milli, GetInt(j["cores"], path + ".cores", 0, 1000));
   }
   if (j.contains("numa")) {
     ASSIGN_OR_RETURN(int64_t numa, GetInt(j["numa"], path + ".numa", 0, 63));

@@ -171,7 +171,9 @@ TEST(UpMigTest, AJobSelectingAMigInstanceRunsOnItByUuid) {
 
 // Dynamic MIG: an agent run with --mig-dynamic (fake NVML, GPU 0 in MIG mode as one 7g.80gb instance) joins
 // `xpool up`; two `mig: 3g.40gb` jobs wait, the server plans GPU 0 as two 3g.40gb instances, the agent applies it,
-// registers the new instances and both jobs run on them, each seeing its own instance's uuid.
+// registers the new instances and both jobs run on them, each seeing its own instance's uuid. Then, while a job
+// runs on one 3g.40gb, a `mig: 1g.10gb` job has the idle one replaced by a 1g.10gb instance: the running job keeps
+// its instance and its task (the agent adopts it after discovering the GPUs again) and ends as it would have.
 TEST(UpMigTest, WaitingMigJobsRepartitionAnIdleGpuOfADynamicAgent) {
   const fs::path dir = xpool::testing::TempDir("up-mig-dynamic");
   const std::string mig_state = (dir / "mig-state").string();
@@ -224,8 +226,29 @@ TEST(UpMigTest, WaitingMigJobsRepartitionAnIdleGpuOfADynamicAgent) {
       for (const Json& d : n["devices"]) three_g += d["model"].get<std::string>().ends_with("MIG 3g.40gb") ? 1 : 0;
     }
     EXPECT_EQ(three_g, 2) << nodes.dump();
+    EXPECT_NE(ReadFile(dir / "agent.log").find("the server asks for MIG geometry 0=3g.40gb@0,3g.40gb@4 (0 task"),
+              std::string::npos);
+
+    Json long_one = spec;
+    long_one["command"] = "sleep 8; echo done";
+    const int64_t busy = rest.Submit(long_one);
+    Json running = rest.WaitState(busy, "running", 30);
+    const std::string busy_uuid = running["placement"][0]["devices"][0]["uuid"].get<std::string>();
+    Json small = spec;
+    small["resources"]["mig"] = "1g.10gb";
+    small["command"] = "echo visible=$CUDA_VISIBLE_DEVICES; sleep 2";
+    const int64_t beside = rest.Submit(small);
+    Json placed = rest.WaitState(beside, "running", 30);
+    const std::string small_uuid = placed["placement"][0]["devices"][0]["uuid"].get<std::string>();
+    EXPECT_EQ(small_uuid.rfind("MIG-", 0), 0u) << placed.dump();
+    EXPECT_EQ(uuids.count(small_uuid), 0u) << "a new instance, not one of the 3g.40gb: " << placed.dump();
+    running = rest.Get("/api/v1/jobs/" + std::to_string(busy));
+    EXPECT_EQ(running["state"], "running") << running.dump();  // while the other instance was remade
+    EXPECT_EQ(running["placement"][0]["devices"][0]["uuid"], busy_uuid) << running.dump();
+    Json ended = rest.WaitState(busy, "succeeded", 30);
+    EXPECT_EQ(ended["restart_count"].get<int>(), 0) << ended.dump();
     const std::string agent_log = ReadFile(dir / "agent.log");
-    EXPECT_NE(agent_log.find("the server asks for MIG geometry 0=3g.40gb,3g.40gb"), std::string::npos) << agent_log;
+    EXPECT_NE(agent_log.find("(1 task(s) keep running)"), std::string::npos) << agent_log;
     agent.Stop();
   }
   unsetenv("FAKE_NVML_MIG_STATE");
