@@ -80,7 +80,7 @@ int HighFd(int fd) {
 
 }  // namespace
 
-Launcher::Launcher(LauncherOptions options) : options_(std::move(options)) {
+Launcher::Launcher(LauncherOptions options) : options_(std::move(options)), visible_names_(options_.visible_names) {
   vgpu_library_ = options_.vgpu_library.empty() ? DefaultVgpuLibrary() : options_.vgpu_library;
   if (!vgpu_library_.empty() && ::access(vgpu_library_.c_str(), R_OK) != 0) vgpu_library_.clear();
   shim_command_ = options_.shim_command;
@@ -194,6 +194,11 @@ Result<std::string> Launcher::PrepareRunDirLocked(const std::string& task_id, co
   return home;
 }
 
+void Launcher::SetVisibleNames(std::map<int, std::string> names) {
+  std::lock_guard<std::mutex> lock(mu_);
+  visible_names_ = std::move(names);
+}
+
 std::vector<std::string> Launcher::TakeNotices() {
   std::lock_guard<std::mutex> lock(mu_);
   return std::exchange(notices_, {});
@@ -271,7 +276,7 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
   paths.shared_region = RunDir(spec.task_id) + "/vgpu.region";
   paths.vgpu_library = vgpu_library_;
   paths.mps_pipe_dirs = options_.mps_pipe_dirs;
-  paths.visible_names = options_.visible_names;
+  paths.visible_names = visible_names_;
   task->suspend_file = paths.suspend_file;
   int suspend_signal = options_.suspend_signal;
   if (!spec.suspend_signal.empty()) {
@@ -296,8 +301,7 @@ Status Launcher::StartLocked(const LaunchSpec& spec, Task* task) {
     const std::string path_list = env.count("PATH") ? env["PATH"] : "/usr/local/bin:/usr/bin:/bin";
     program = SearchPath("podman", path_list, identity.isolated);
     if (program.empty()) return fail(NoPodmanReason(spec, path_list));
-    ContainerCommand container =
-        PodmanArgv(program, spec, env, TaskDir(spec.task_id), vgpu_library_, options_.visible_names);
+    ContainerCommand container = PodmanArgv(program, spec, env, TaskDir(spec.task_id), vgpu_library_, visible_names_);
     argv = std::move(container.argv);
     for (std::string& note : container.notes) notices_.push_back(std::move(note));
   } else if (program.find('/') == std::string::npos) {

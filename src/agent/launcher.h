@@ -157,6 +157,9 @@ class Launcher {
   // only.
   std::vector<std::string> TakeNotices();
   const CgroupV2& cgroup() const { return cgroup_; }
+  // Tasks started from now on name their devices with these (LauncherOptions::visible_names): the node's devices
+  // changed (a new MIG geometry); running tasks keep theirs.
+  void SetVisibleNames(std::map<int, std::string> names);
 
  private:
   struct Task;
@@ -177,6 +180,7 @@ class Launcher {
   CgroupV2 cgroup_;                           // guarded by mu_
   std::vector<std::unique_ptr<Task>> tasks_;  // guarded by mu_
   std::vector<std::string> notices_;          // guarded by mu_
+  std::map<int, std::string> visible_names_;  // guarded by mu_; options_.visible_names until SetVisibleNames
   bool vgpu_missing_noted_ = false;           // guarded by mu_
   bool leased_ = false;                       // RenewLease was called; guarded by mu_
 };

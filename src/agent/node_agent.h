@@ -59,6 +59,9 @@ class NodeAgent {
   // heartbeats so that an exit or a start is reported at once.
   bool HasNews();
   const Node& node() const { return node_; }
+  // The node's description changed (its GPUs discovered again after a new MIG geometry): Register sends this one.
+  // Its tasks and their logs stay as they are.
+  void ReplaceNode(Node node) { node_ = std::move(node); }
   // Measures the devices' and tasks' actual use for every heartbeat from now on (null: none measured, the
   // default). `probe` outlives the agent.
   void SetUsageProbe(UsageProbe* probe) { usage_probe_ = probe; }

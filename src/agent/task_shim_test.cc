@@ -208,7 +208,11 @@ TEST_F(TaskShimTest, ShimLostIsFailedAndAReusedPidIsNotKilled) {
   };
   const pid_t stranger = start_stray();
   const pid_t own = start_stray();
-  ASSERT_TRUE(WaitUntil([&] { return ProcessStartTime(stranger) != 0 && ProcessStartTime(own) != 0; }));
+  // Each its own session (the launcher kills a task's process group), as a task under its shim is.
+  ASSERT_TRUE(WaitUntil([&] {
+    return ProcessStartTime(stranger) != 0 && ProcessStartTime(own) != 0 && ::getsid(stranger) == stranger &&
+           ::getsid(own) == own;
+  }));
   plant("reused", stranger, ProcessStartTime(stranger) + 1);  // the pid now belongs to another process
   plant("orphan", own, ProcessStartTime(own));                // still the task's own process
   Launcher launcher(Options(true));

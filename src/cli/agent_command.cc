@@ -153,67 +153,8 @@ int RunOneTask(const agent::DiscoveryReport& report, const std::vector<protocol:
   }
 }
 
-// --mig-geometry: parses it and brings the GPUs to it through NVML. 0, or the exit code after saying why not.
-int ApplyMigGeometryFlag(const std::string& text, const std::string& nvml_library) {
-  auto geometry = agent::ParseMigGeometry(text);
-  if (!geometry.ok()) {
-    std::fprintf(stderr, "error: --mig-geometry: %s\n", geometry.status().message().c_str());
-    return 2;
-  }
-  auto nvml = agent::NvmlMig::Open(nvml_library);
-  Status s = nvml.ok() ? agent::ApplyMigGeometry(**nvml, *geometry) : nvml.status();
-  if (!s.ok()) {
-    std::fprintf(stderr, "error: --mig-geometry: %s\n", s.message().c_str());
-    return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
-  }
-  return 0;
-}
-
 // Serve's answer when the node's MIG geometry changed: discover the node again and serve it anew.
 constexpr int kDiscoverAgain = -1;
-
-// --mig-dynamic: discovery (DiscoveryOptions::mig_slots) offered the GPUs in MIG mode by start slot and labelled
-// the node with them, the GPUs the server may repartition (model/mig_label.h).
-Status CheckMigDynamic(const Node& node) {
-  auto label = node.labels.find(std::string(kMigDynamicLabel));
-  if (label == node.labels.end() || label->second.empty()) {
-    return FailedPreconditionError(
-        "--mig-dynamic: no GPU is in MIG mode (turn it on with --mig-geometry, e.g. "
-        "0=7g.80gb)");
-  }
-  return Status::Ok();
-}
-
-// True when a geometry the server sent places every instance ("0=3g.40gb@0,1g.10gb@4"): it planned around the
-// instances in use, which stay where they are.
-bool PlacesEveryInstance(const std::string& geometry) {
-  auto parsed = agent::ParseMigGeometry(geometry);
-  if (!parsed.ok()) return false;
-  for (const auto& [gpu, wanted] : *parsed) {
-    for (const agent::MigWanted& w : wanted) {
-      if (w.start < 0) return false;
-    }
-  }
-  return true;
-}
-
-// --mig-dynamic: brings the GPUs to the geometry the server asked for. With tasks running, only a geometry that
-// places every instance, and only when they may outlive this agent's restart (not --stop-tasks, no MPS daemon to
-// stop): the agent then discovers and registers again and adopts them. Otherwise it waits (the server's plan
-// expires). True when the node must be discovered and registered again: applied, or refused by the driver (the
-// server learns the geometry as it is).
-bool TakeMigGeometry(const std::string& geometry, agent::Launcher& launcher, const std::string& nvml_library,
-                     bool tasks_outlive_restart) {
-  int running = 0;
-  for (const protocol::TaskStatus& t : launcher.List()) running += t.running() ? 1 : 0;
-  if (running > 0 && !(tasks_outlive_restart && PlacesEveryInstance(geometry))) return false;
-  std::fprintf(stderr, "agent: the server asks for MIG geometry %s (%d task(s) keep running)\n", geometry.c_str(),
-               running);
-  if (ApplyMigGeometryFlag(geometry, nvml_library) != 0) {
-    std::fprintf(stderr, "agent: MIG geometry %s not taken; registering the GPUs as they are\n", geometry.c_str());
-  }
-  return true;
-}
 
 // Registers, then heartbeats and reconciles until interrupted. Every error is retried with a backoff (1 s
 // doubling to 30 s; the tasks keep running meanwhile) and said once, in words: an unreachable or unknown server,
@@ -353,6 +294,61 @@ int StopLeftTasks(const std::string& state_dir, int64_t grace_s) {
 }
 
 }  // namespace
+
+int ApplyMigGeometryFlag(const std::string& text, const std::string& nvml_library) {
+  auto geometry = agent::ParseMigGeometry(text);
+  if (!geometry.ok()) {
+    std::fprintf(stderr, "error: --mig-geometry: %s\n", geometry.status().message().c_str());
+    return 2;
+  }
+  auto nvml = agent::NvmlMig::Open(nvml_library);
+  Status s = nvml.ok() ? agent::ApplyMigGeometry(**nvml, *geometry) : nvml.status();
+  if (!s.ok()) {
+    std::fprintf(stderr, "error: --mig-geometry: %s\n", s.message().c_str());
+    return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  return 0;
+}
+
+Status CheckMigDynamic(const Node& node) {
+  auto label = node.labels.find(std::string(kMigDynamicLabel));
+  if (label == node.labels.end() || label->second.empty()) {
+    return FailedPreconditionError(
+        "--mig-dynamic: no GPU is in MIG mode (turn it on with --mig-geometry, e.g. "
+        "0=7g.80gb)");
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// True when a geometry the server sent places every instance ("0=3g.40gb@0,1g.10gb@4"): it planned around the
+// instances in use, which stay where they are.
+bool PlacesEveryInstance(const std::string& geometry) {
+  auto parsed = agent::ParseMigGeometry(geometry);
+  if (!parsed.ok()) return false;
+  for (const auto& [gpu, wanted] : *parsed) {
+    for (const agent::MigWanted& w : wanted) {
+      if (w.start < 0) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool TakeMigGeometry(const std::string& geometry, agent::Launcher& launcher, const std::string& nvml_library,
+                     bool tasks_outlive_restart) {
+  int running = 0;
+  for (const protocol::TaskStatus& t : launcher.List()) running += t.running() ? 1 : 0;
+  if (running > 0 && !(tasks_outlive_restart && PlacesEveryInstance(geometry))) return false;
+  std::fprintf(stderr, "agent: the server asks for MIG geometry %s (%d task(s) keep running)\n", geometry.c_str(),
+               running);
+  if (ApplyMigGeometryFlag(geometry, nvml_library) != 0) {
+    std::fprintf(stderr, "agent: MIG geometry %s not taken; registering the GPUs as they are\n", geometry.c_str());
+  }
+  return true;
+}
 
 void TaskIdentityFlags::Add(FlagSet& flags) {
   flags.String("task-uid-range", &uid_range,

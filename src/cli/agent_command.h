@@ -24,6 +24,19 @@ struct TaskIdentityFlags {
 };
 
 int RunAgent(const Args& args);
+
+// ---- MIG for `xpool agent` and `xpool up` (docs/mig.md) ----
+// --mig-geometry: parses it and brings the GPUs to it through NVML. 0, or the exit code after saying why not.
+int ApplyMigGeometryFlag(const std::string& text, const std::string& nvml_library);
+// --mig-dynamic: OK when discovery (DiscoveryOptions::mig_slots) found GPUs in MIG mode and labelled the node with
+// them; else FailedPrecondition saying how to turn MIG mode on.
+Status CheckMigDynamic(const Node& node);
+// --mig-dynamic: brings the GPUs to the geometry the server asked for. With tasks running, only a geometry that
+// places every instance (the server planned around those in use), and only when the tasks outlive what follows
+// (the caller says). True when the node must be discovered and registered again: applied, or refused by the
+// driver (the server learns the geometry as it is).
+bool TakeMigGeometry(const std::string& geometry, agent::Launcher& launcher, const std::string& nvml_library,
+                     bool tasks_outlive_restart);
 // `xpool task-shim`: internal, the per-task supervisor the agent starts (task_shim_command.cc).
 int RunTaskShimCommand(const Args& args);
 

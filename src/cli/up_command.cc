@@ -31,9 +31,38 @@ namespace {
 
 std::atomic<bool> g_stop_agent{false};
 
+// `xpool up --mig-dynamic`: how the in-process agent finds its devices again after the server's MIG geometry.
+struct DynamicMig {
+  bool on = false;
+  agent::DiscoveryOptions discovery;
+  std::string address;  // the node's kNodeAddressLabel
+  agent::Launcher* launcher = nullptr;
+};
+
+// Takes the MIG geometry the server's last reply asked for, if any and if it may (cli/agent_command.h
+// TakeMigGeometry: the launcher stays, so running tasks keep running), and gives the agent the node as discovered
+// again. True when the node must register again.
+bool FollowMigGeometry(const DynamicMig& mig, agent::NodeAgent* node_agent) {
+  if (!mig.on || node_agent->wanted_mig_geometry().empty() ||
+      !TakeMigGeometry(node_agent->wanted_mig_geometry(), *mig.launcher, mig.discovery.nvml_library,
+                       /*tasks_outlive_restart=*/true)) {
+    return false;
+  }
+  auto report = agent::DiscoverNode(mig.discovery);
+  if (!report.ok()) {
+    std::fprintf(stderr, "agent: discovering the GPUs again: %s (registering as before)\n",
+                 report.status().message().c_str());
+    return true;
+  }
+  report->node.labels[protocol::kNodeAddressLabel] = mig.address;
+  mig.launcher->SetVisibleNames(agent::VisibleDeviceNames(report->node));
+  node_agent->ReplaceNode(std::move(report->node));
+  return true;
+}
+
 // Registers, then ticks until stopped: at once when the server changed what it wants here or a task ended or
 // started (agent/change_watcher.h), else every interval. Errors are printed once each and retried.
-void AgentLoop(agent::NodeAgent* node_agent, protocol::ControlPlaneClient* client) {
+void AgentLoop(agent::NodeAgent* node_agent, protocol::ControlPlaneClient* client, const DynamicMig* mig) {
   agent::ChangeWatcher watcher(client, node_agent->node(), /*long_poll=*/200'000);  // in process: no round trip
   bool registered = false;
   std::string last_error;
@@ -46,6 +75,10 @@ void AgentLoop(agent::NodeAgent* node_agent, protocol::ControlPlaneClient* clien
     last_error = s.ok() ? "" : s.message();
     for (const std::string& n : node_agent->TakeNotices()) std::fprintf(stderr, "agent: %s\n", n.c_str());
     if (s.ok() && registering) continue;  // the first heartbeat at once
+    if (s.ok() && FollowMigGeometry(*mig, node_agent)) {
+      registered = false;
+      continue;
+    }
     watcher.Seen(node_agent->generation());
     watcher.WaitForWork(*node_agent, node_agent->interval_micros(), [] { return g_stop_agent.load(); });
   }
@@ -70,6 +103,14 @@ int RunUp(const Args& args) {
                "placement policy (default: default, the fragmentation-aware one; docs/scheduling.md)");
   flags.String("simulate", &simulate, "simulate these devices instead of discovering, e.g. 4xA100-80GB");
   flags.String("nvml-library", &nvml_library, "the NVML library to load (default libnvidia-ml.so.1)");
+  std::string mig_geometry;
+  bool mig_dynamic = false;
+  flags.String("mig-geometry", &mig_geometry,
+               "partition GPUs into MIG instances first, e.g. '0=2x1g.10gb,3g.40gb;1=7g.80gb' (needs root; "
+               "docs/mig.md)");
+  flags.Bool("mig-dynamic", &mig_dynamic,
+             "the server makes and destroys MIG instances on this machine's GPUs in MIG mode for the requests "
+             "waiting, keeping those in use (needs root; docs/mig.md)");
   flags.String("node-name", &name, "this node's name (default: the host name)");
   flags.String("address", &address,
                "the address other nodes reach this node's tasks at (MASTER_ADDR of a multi-replica job whose "
@@ -86,10 +127,20 @@ int RunUp(const Args& args) {
   discovery.nvml_library = nvml_library;
   discovery.fallback_simulate = "4xA100-80GB";
   discovery.node_name = name;
+  discovery.mig_slots = mig_dynamic;
+  if (!mig_geometry.empty()) {
+    if (int applied = ApplyMigGeometryFlag(mig_geometry, nvml_library); applied != 0) return applied;
+  }
   auto report = agent::DiscoverNode(discovery);
   if (!report.ok()) {
     std::fprintf(stderr, "error: %s\n", report.status().message().c_str());
     return report.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  if (mig_dynamic) {
+    if (Status s = CheckMigDynamic(report->node); !s.ok()) {
+      std::fprintf(stderr, "error: %s\n", s.message().c_str());
+      return 2;
+    }
   }
 
   if (address.empty()) {
@@ -137,7 +188,8 @@ int RunUp(const Args& args) {
   agent::NodeAgent node_agent(report->node, &(*server)->agent_service(), &launcher);
   std::unique_ptr<agent::UsageProbe> usage_probe = agent::MakeUsageProbe(report->source, nvml_library);
   node_agent.SetUsageProbe(usage_probe.get());
-  std::thread agent_thread(AgentLoop, &node_agent, &(*server)->agent_service());
+  const DynamicMig mig{mig_dynamic, discovery, address, &launcher};
+  std::thread agent_thread(AgentLoop, &node_agent, &(*server)->agent_service(), &mig);
 
   // The hint names the bound port (with --listen HOST:0 that is only known once the server has bound it).
   const std::string host = options.listen.substr(0, options.listen.rfind(':'));

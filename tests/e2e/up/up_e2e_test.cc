@@ -256,4 +256,43 @@ TEST(UpMigTest, WaitingMigJobsRepartitionAnIdleGpuOfADynamicAgent) {
   fs::remove_all(dir, ec);
 }
 
+// `xpool up --mig-geometry 0=7g.80gb --mig-dynamic` on the fake NVML: the in-process agent offers GPU 0 by start
+// slot; a `mig: 3g.40gb` job has the idle 7g.80gb replaced, and while it runs a `mig: 1g.10gb` job gets an instance
+// made beside it — the first job's task keeps running through the change and exits 0.
+TEST(UpMigTest, UpWithMigDynamicMakesInstancesBesideTheOnesInUse) {
+  const fs::path dir = xpool::testing::TempDir("up-mig-dynamic-inproc");
+  const std::string mig_state = (dir / "mig-state").string();
+  setenv("FAKE_NVML_MIG_STATE", mig_state.c_str(), 1);
+  {
+    xpool::testing::UpProcess up(dir);
+    ASSERT_TRUE(up.Start({"--nvml-library", XPOOL_FAKE_NVML_PATH, "--node-name", "mig-node", "--mig-geometry",
+                          "0=7g.80gb", "--mig-dynamic"}))
+        << up.Log();
+    xpool::testing::RestClient rest(up.port(), up.token());
+    rest.set_diagnostics([&up] { return "log:\n" + up.Log(); });
+    const Json first = {{"name", "three-g"},
+                        {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"mig", "3g.40gb"}}},
+                        {"command", "sleep 6"}};
+    const int64_t a = rest.Submit(first);
+    Json running = rest.WaitState(a, "running", 30);
+    const std::string a_uuid = running["placement"][0]["devices"][0]["uuid"].get<std::string>();
+    Json second = first;
+    second["name"] = "one-g";
+    second["resources"]["mig"] = "1g.10gb";
+    second["command"] = "sleep 2";
+    const int64_t b = rest.Submit(second);
+    Json placed = rest.WaitState(b, "running", 30);
+    EXPECT_NE(placed["placement"][0]["devices"][0]["uuid"], a_uuid) << placed.dump();
+    running = rest.Get("/api/v1/jobs/" + std::to_string(a));
+    EXPECT_EQ(running["state"], "running") << running.dump();
+    EXPECT_EQ(running["placement"][0]["devices"][0]["uuid"], a_uuid) << running.dump();
+    Json ended = rest.WaitState(a, "succeeded", 30);
+    EXPECT_EQ(ended["restart_count"].get<int>(), 0) << ended.dump();
+    EXPECT_NE(up.Log().find("(1 task(s) keep running)"), std::string::npos) << up.Log();
+  }
+  unsetenv("FAKE_NVML_MIG_STATE");
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
 }  // namespace
