@@ -141,6 +141,7 @@ Result<std::map<int, std::vector<MigWanted>>> ParseMigGeometry(std::string_view 
     }
     if (geometry.count(gpu) != 0) return InvalidArgumentError("GPU " + std::to_string(gpu) + " is named twice");
     std::vector<MigWanted>& wanted = geometry[gpu];
+    if (eq + 1 == part.size()) continue;  // "0=": MIG mode on, no instance (dynamic MIG makes them on demand)
     for (std::string_view item : SplitText(part.substr(eq + 1), ',')) {
       ASSIGN_OR_RETURN(MigWanted w, ParseWanted(item));
       wanted.push_back(std::move(w));

@@ -66,7 +66,8 @@ Node ExpandMigDevices(const Node& node, std::span<const MigGpuInfo> gpus,
 std::vector<Device> MigSlotDevices(const MigGpuInfo& gpu, const Device& parent);
 
 // `--mig-geometry`: "0=2x1g.10gb,3g.40gb;1=7g.80gb" → GPU index → the instances wanted on it (an optional "<N>x"
-// repeats a profile; "1g.10gb@4" places one at start slot 4, as the server asks an agent run with --mig-dynamic).
+// repeats a profile; "1g.10gb@4" places one at start slot 4, as the server asks an agent run with --mig-dynamic;
+// "0=" turns MIG mode on with no instance, for --mig-dynamic to make them as requests come).
 // InvalidArgument naming the part that is wrong.
 Result<std::map<int, std::vector<MigWanted>>> ParseMigGeometry(std::string_view text);
 

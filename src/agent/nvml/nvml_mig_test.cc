@@ -94,6 +94,15 @@ TEST_F(NvmlMigTest, DynamicDiscoveryOffersEachStartSlotAndKeepsPositionsAcrossCh
   ASSERT_TRUE(geometry.ok());
   EXPECT_EQ(ApplyMigGeometry(*Open(), *geometry).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseMigGeometry("0=2x1g.10gb@4").status().code(), StatusCode::kInvalidArgument);
+  // "1=": MIG mode stays on, every instance goes; the GPU offers only free slots.
+  geometry = ParseMigGeometry("1=");
+  ASSERT_TRUE(geometry.ok()) << geometry.status().ToString();
+  ASSERT_TRUE(ApplyMigGeometry(*Open(), *geometry).ok());
+  auto emptied = discovery.Discover();
+  ASSERT_TRUE(emptied.ok());
+  EXPECT_EQ(emptied->node.labels.at(std::string(kMigDynamicLabel)), "1@1=A100-80GB:");
+  ASSERT_EQ(emptied->node.devices.size(), 10u);
+  for (int d = 1; d <= 7; ++d) EXPECT_EQ(emptied->node.devices[d].mode, DeviceMode::kMigSlot) << d;
   EXPECT_EQ(ParseMigGeometry("0=1g.10gb@4,3g.40gb").ok(), true);
   geometry = ParseMigGeometry("1=1g.10gb@4,3g.40gb");
   EXPECT_NE(ApplyMigGeometry(*Open(), *geometry).message().find("every instance"), std::string::npos);
@@ -291,8 +300,12 @@ TEST(MigLayoutTest, ParsesTheGeometryFlag) {
   ASSERT_EQ(g->size(), 2u);
   EXPECT_EQ((*g)[0], (std::vector<MigWanted>{{"1g.10gb", 2}, {"3g.40gb", 1}}));
   EXPECT_EQ((*g)[3], (std::vector<MigWanted>{{"7g.80gb", 1}}));
-  for (const char* bad : {"", "0", "x=1g.10gb", "0=", "0=2g", "0=0x1g.10gb", "0=9x1g.10gb", "0=1g.10gb;0=7g.80gb",
-                          "-1=1g.10gb", "0=1g.10gb;"}) {
+  auto empty = ParseMigGeometry("0=;1=1g.10gb@3");  // GPU 0: MIG on, no instance
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_TRUE((*empty)[0].empty());
+  EXPECT_EQ((*empty)[1], (std::vector<MigWanted>{{"1g.10gb", 1, 3}}));
+  for (const char* bad : {"", "0", "x=1g.10gb", "0=,", "0=2g", "0=0x1g.10gb", "0=9x1g.10gb", "0=1g.10gb;0=7g.80gb",
+                          "-1=1g.10gb", "0=1g.10gb;", "0=1g.10gb@", "0=1g.10gb@x", "0=1g.10gb@99"}) {
     SCOPED_TRACE(bad);
     auto r = ParseMigGeometry(bad);
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);

@@ -256,17 +256,17 @@ TEST(UpMigTest, WaitingMigJobsRepartitionAnIdleGpuOfADynamicAgent) {
   fs::remove_all(dir, ec);
 }
 
-// `xpool up --mig-geometry 0=7g.80gb --mig-dynamic` on the fake NVML: the in-process agent offers GPU 0 by start
-// slot; a `mig: 3g.40gb` job has the idle 7g.80gb replaced, and while it runs a `mig: 1g.10gb` job gets an instance
-// made beside it — the first job's task keeps running through the change and exits 0.
+// `xpool up --mig-geometry 0= --mig-dynamic` on the fake NVML: GPU 0 in MIG mode without instances, offered by
+// start slot; a `mig: 3g.40gb` job has one made, and while it runs a `mig: 1g.10gb` job gets an instance made
+// beside it — the first job's task keeps running through the change and exits 0.
 TEST(UpMigTest, UpWithMigDynamicMakesInstancesBesideTheOnesInUse) {
   const fs::path dir = xpool::testing::TempDir("up-mig-dynamic-inproc");
   const std::string mig_state = (dir / "mig-state").string();
   setenv("FAKE_NVML_MIG_STATE", mig_state.c_str(), 1);
   {
     xpool::testing::UpProcess up(dir);
-    ASSERT_TRUE(up.Start({"--nvml-library", XPOOL_FAKE_NVML_PATH, "--node-name", "mig-node", "--mig-geometry",
-                          "0=7g.80gb", "--mig-dynamic"}))
+    ASSERT_TRUE(up.Start(
+        {"--nvml-library", XPOOL_FAKE_NVML_PATH, "--node-name", "mig-node", "--mig-geometry", "0=", "--mig-dynamic"}))
         << up.Log();
     xpool::testing::RestClient rest(up.port(), up.token());
     rest.set_diagnostics([&up] { return "log:\n" + up.Log(); });
