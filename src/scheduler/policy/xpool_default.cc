@@ -114,7 +114,8 @@ DefaultPolicy::ShapeGroups DefaultPolicy::ShapeGroups::Of(const TargetWorkload& 
     if (shape.gpu_count <= 0 || shape.gpu_milli <= 0) continue;  // all idle GPU whatever the memory: FGD's part
     auto same_gpu = [&](const Group& g) {
       return g.gpu.gpu_count == shape.gpu_count && g.gpu.gpu_milli == shape.gpu_milli &&
-             g.gpu.type_include == shape.type_include && g.gpu.type_exclude == shape.type_exclude;
+             g.gpu.type_include == shape.type_include && g.gpu.type_exclude == shape.type_exclude &&
+             g.gpu.mig_profile == shape.mig_profile;
     };
     auto it = std::find_if(out.groups.begin(), out.groups.end(), same_gpu);
     if (it == out.groups.end()) {
@@ -255,7 +256,7 @@ int64_t DefaultPolicy::MemoryStranded(const NodeFree& node, int64_t memory_mib, 
   auto stranded_in = [&](uint32_t g) -> int64_t {
     const PodShape& shape = groups.groups[g].gpu;
     bool check_models = false;
-    if (!shape.type_include.empty() || !shape.type_exclude.empty()) {
+    if (!shape.type_include.empty() || !shape.type_exclude.empty() || !shape.mig_profile.empty()) {
       if (one_model < 0) {
         one_model = 1;
         for (size_t i = 1; one_model == 1 && i < node.gpu_model.size(); ++i) {

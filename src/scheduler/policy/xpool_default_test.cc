@@ -141,6 +141,20 @@ TEST(DefaultResourceFragment, NothingLearnedStrandsNothing) {
   EXPECT_EQ(DefaultPolicy::ResourceFragment(node, 1024, TargetWorkload(), {}), 0);
 }
 
+// A `mig:` shape is served only by instances of its profile: its memory strands nothing on whole GPUs or on
+// instances of another profile, and two profiles are two groups.
+TEST(DefaultResourceFragment, MigShapesStrandOnlyTheirProfilesInstances) {
+  PodShape three = Shape(4000, 1, 1);
+  three.mig_profile = "3g.40gb";
+  PodShape one = three;
+  one.mig_profile = "1g.10gb";
+  const TargetWorkload target = TargetWorkload::FromCounts({{three, 1}, {one, 1}}, 100);
+  const DefaultPolicy::ShapeGroups groups = DefaultPolicy::ShapeGroups::Of(target, {30 * 1024, 8 * 1024});
+  EXPECT_EQ(groups.groups.size(), 2u);
+  EXPECT_EQ(DefaultPolicy::MemoryStranded(Free(64000, {1000, 1000}, "A100"), 1024, groups, 100), 0);
+  EXPECT_EQ(DefaultPolicy::MemoryStranded(Free(64000, {142, 142}, "A100 MIG 1g.10gb"), 1024, groups, 100), 284);
+}
+
 TEST(DefaultResourceFragment, CountsGpuThatMemoryCannotFeed) {
   const TargetWorkload target = TargetWorkload::FromCounts({{Shape(4000, 1, 1000), 1}}, 100);
   // Enough memory (or memory unknown): FGD's fragment (nothing).
