@@ -67,25 +67,6 @@ void PrintNotices(agent::Launcher& launcher) {
   for (const std::string& notice : launcher.TakeNotices()) std::fprintf(stderr, "notice: %s\n", notice.c_str());
 }
 
-// Starts an MPS control daemon per device of `node` in MPS mode (agent/mps.h), under <dir>/mps, and says what runs
-// and what was refused; the launcher's tasks get the daemons' pipe directories, and the names of the node's MIG
-// instances for their visible devices. The daemons quit when it is destroyed.
-std::unique_ptr<agent::MpsDaemons> StartMps(Node* node, const std::string& control, const std::string& dir,
-                                            agent::LauncherOptions* options) {
-  agent::MpsOptions mps;
-  mps.control_program = control;
-  mps.dir = dir + "/mps";
-  auto daemons = std::make_unique<agent::MpsDaemons>(mps);
-  for (const std::string& line : daemons->Start(node)) std::fprintf(stderr, "agent: %s\n", line.c_str());
-  options->mps_pipe_dirs = daemons->pipe_dirs();
-  options->visible_names = agent::VisibleDeviceNames(*node);
-  return daemons;
-}
-
-void StopMps(agent::MpsDaemons& daemons) {
-  for (const std::string& line : daemons.Stop()) std::fprintf(stderr, "agent: %s\n", line.c_str());
-}
-
 // Runs one task in the foreground, streaming its log; Ctrl-C stops it (SIGTERM, SIGKILL after the
 // grace).
 int RunOneTask(const agent::DiscoveryReport& report, const std::vector<protocol::TaskDevice>& devices,
@@ -294,6 +275,22 @@ int StopLeftTasks(const std::string& state_dir, int64_t grace_s) {
 }
 
 }  // namespace
+
+std::unique_ptr<agent::MpsDaemons> StartMps(Node* node, const std::string& control, const std::string& dir,
+                                            agent::LauncherOptions* options) {
+  agent::MpsOptions mps;
+  mps.control_program = control;
+  mps.dir = dir + "/mps";
+  auto daemons = std::make_unique<agent::MpsDaemons>(mps);
+  for (const std::string& line : daemons->Start(node)) std::fprintf(stderr, "agent: %s\n", line.c_str());
+  options->mps_pipe_dirs = daemons->pipe_dirs();
+  options->visible_names = agent::VisibleDeviceNames(*node);
+  return daemons;
+}
+
+void StopMps(agent::MpsDaemons& daemons) {
+  for (const std::string& line : daemons.Stop()) std::fprintf(stderr, "agent: %s\n", line.c_str());
+}
 
 int ApplyMigGeometryFlag(const std::string& text, const std::string& nvml_library) {
   auto geometry = agent::ParseMigGeometry(text);

@@ -2,9 +2,11 @@
 // `xpool agent`: the node agent (agent_command.cc). For now: device discovery (--print-devices) and
 // a local one-task run through the launcher (--run -- CMD...); the loop with the server comes with
 // the agent protocol.
+#include <memory>
 #include <string>
 
 #include "agent/launcher.h"
+#include "agent/mps.h"
 #include "cli/commands.h"
 #include "common/flags.h"
 
@@ -25,7 +27,14 @@ struct TaskIdentityFlags {
 
 int RunAgent(const Args& args);
 
-// ---- MIG for `xpool agent` and `xpool up` (docs/mig.md) ----
+// ---- MPS and MIG for `xpool agent` and `xpool up` (docs/agent.md "MPS mode", docs/mig.md) ----
+// Starts an MPS control daemon per device of `node` in MPS mode (agent/mps.h), under <dir>/mps, and says what runs
+// and what was refused (those devices go back to shared); the launcher's tasks get the daemons' pipe directories,
+// and the names of the node's MIG instances for their visible devices. The daemons quit when it is destroyed.
+std::unique_ptr<agent::MpsDaemons> StartMps(Node* node, const std::string& control, const std::string& dir,
+                                            agent::LauncherOptions* options);
+// Asks the daemons to quit and says so.
+void StopMps(agent::MpsDaemons& daemons);
 // --mig-geometry: parses it and brings the GPUs to it through NVML. 0, or the exit code after saying why not.
 int ApplyMigGeometryFlag(const std::string& text, const std::string& nvml_library);
 // --mig-dynamic: OK when discovery (DiscoveryOptions::mig_slots) found GPUs in MIG mode and labelled the node with

@@ -103,8 +103,12 @@ int RunUp(const Args& args) {
                "placement policy (default: default, the fragmentation-aware one; docs/scheduling.md)");
   flags.String("simulate", &simulate, "simulate these devices instead of discovering, e.g. 4xA100-80GB");
   flags.String("nvml-library", &nvml_library, "the NVML library to load (default libnvidia-ml.so.1)");
-  std::string mig_geometry;
+  std::string mig_geometry, mps, mps_control = "nvidia-cuda-mps-control";
   bool mig_dynamic = false;
+  flags.String("mps", &mps,
+               "CUDA MPS mode for these devices: all (every NVIDIA device) or indexes like 0,2; an MPS control "
+               "daemon runs per device (docs/agent.md, \"MPS mode\")");
+  flags.String("mps-control", &mps_control, "the MPS control program: a path, or a name on PATH");
   flags.String("mig-geometry", &mig_geometry,
                "partition GPUs into MIG instances first, e.g. '0=2x1g.10gb,3g.40gb;1=7g.80gb' (needs root; "
                "docs/mig.md)");
@@ -138,6 +142,16 @@ int RunUp(const Args& args) {
   }
   if (mig_dynamic) {
     if (Status s = CheckMigDynamic(report->node); !s.ok()) {
+      std::fprintf(stderr, "error: %s\n", s.message().c_str());
+      return 2;
+    }
+    if (!mps.empty()) {
+      std::fprintf(stderr, "error: --mps and --mig-dynamic do not go together (MPS devices are whole GPUs)\n");
+      return 2;
+    }
+  }
+  if (!mps.empty()) {
+    if (Status s = agent::SetMpsMode(mps, &report->node); !s.ok()) {
       std::fprintf(stderr, "error: %s\n", s.message().c_str());
       return 2;
     }
@@ -181,6 +195,10 @@ int RunUp(const Args& args) {
     std::fprintf(stderr, "agent: not running as root: tasks run as this user (uid %d), not isolated\n",
                  static_cast<int>(::geteuid()));
   }
+  // MPS daemons (none unless --mps) under the tasks' root, which tasks run as other users can reach.
+  std::unique_ptr<agent::MpsDaemons> mps_daemons = StartMps(
+      &report->node, mps_control,
+      launcher_options.task_root.empty() ? launcher_options.state_dir : launcher_options.task_root, &launcher_options);
   launcher_options.visible_names = agent::VisibleDeviceNames(report->node);
   agent::Launcher launcher(launcher_options);
   for (const std::string& n : launcher.TakeNotices()) std::fprintf(stderr, "agent: %s\n", n.c_str());
@@ -209,7 +227,7 @@ int RunUp(const Args& args) {
       stop_signals, "xpool up", " (tasks are stopped)", [&] { return (*server)->Run(print_hint); },
       [&] { (*server)->Shutdown(); });
   g_stop_agent = true;
-  agent_thread.join();
+  agent_thread.join();  // the launcher stops the tasks as it goes, then the MPS daemons quit
   if (!s.ok()) {
     std::fprintf(stderr, "error: %s\n", s.message().c_str());
     return 1;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -291,6 +292,48 @@ TEST(UpMigTest, UpWithMigDynamicMakesInstancesBesideTheOnesInUse) {
     EXPECT_NE(up.Log().find("(1 task(s) keep running)"), std::string::npos) << up.Log();
   }
   unsetenv("FAKE_NVML_MIG_STATE");
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+// `xpool up --simulate 1xA100-80GB --mps all` with a stand-in MPS control program: the device is in MPS mode,
+// its daemon runs under the tasks' root, and a job asking 8 GiB and 50 % of the cores gets the MPS client variables
+// that hold it to them (the pinned memory limit, the active thread percentage).
+TEST(UpMpsTest, AJobOnAnMpsDeviceGetsItsDaemonAndLimits) {
+  const fs::path dir = xpool::testing::TempDir("up-mps");
+  const fs::path control = dir / "mps-control";
+  {
+    std::ofstream script(control);
+    script << "#!/bin/sh\np=\"$CUDA_MPS_PIPE_DIRECTORY\"\n"
+           << "if [ \"$1\" = \"-d\" ]; then : > \"$p/control\"; exit 0; fi\n"
+           << "[ -e \"$p/control\" ] || exit 1\nwhile read -r cmd; do :; done\n";
+  }
+  fs::permissions(control, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                               fs::perms::others_read | fs::perms::others_exec);
+  {
+    xpool::testing::UpProcess up(dir);
+    ASSERT_TRUE(up.Start(
+        {"--simulate", "1xA100-80GB", "--node-name", "mps-node", "--mps", "all", "--mps-control", control.string()}))
+        << up.Log();
+    xpool::testing::RestClient rest(up.port(), up.token());
+    rest.set_diagnostics([&up] { return "log:\n" + up.Log(); });
+    const Json nodes = rest.Get("/api/v1/nodes");
+    ASSERT_EQ(nodes["nodes"].size(), 1u) << nodes.dump();
+    EXPECT_EQ(nodes["nodes"][0]["devices"][0]["mode"], "mps") << nodes.dump();
+    const Json spec = {
+        {"name", "mps-job"},
+        {"resources", {{"cpu", "100m"}, {"memory", "64Mi"}, {"gpu", 1}, {"gpumem", "8Gi"}, {"gpucores", 50}}},
+        {"command",
+         "echo pipe=$CUDA_MPS_PIPE_DIRECTORY threads=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE "
+         "mem=$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"}};
+    const int64_t id = rest.Submit(spec);
+    rest.WaitState(id, "succeeded", 30);
+    auto log = rest.http().Get(("/api/v1/jobs/" + std::to_string(id) + "/logs").c_str(), rest.Auth());
+    ASSERT_TRUE(log && log->status == 200);
+    const std::string out = Json::parse(log->body)["data"].get<std::string>();
+    EXPECT_NE(out.find("/mps/0/pipe threads=50 mem=0=8192M"), std::string::npos) << out;
+    EXPECT_NE(up.Log().find("MPS control daemons run for devices 0"), std::string::npos) << up.Log();
+  }
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
