@@ -347,6 +347,36 @@ bool TakeMigGeometry(const std::string& geometry, agent::Launcher& launcher, con
   return true;
 }
 
+void DeviceModeFlags::Add(FlagSet& flags) {
+  flags.String("mps", &mps,
+               "CUDA MPS mode for these devices: all (every NVIDIA device) or indexes like 0,2; an MPS control daemon "
+               "runs per device (docs/agent.md, \"MPS mode\")");
+  flags.String("mps-control", &mps_control, "the MPS control program: a path, or a name on PATH");
+  flags.String("mig-geometry", &mig_geometry,
+               "MIG instances to hold before discovery, e.g. 0=2x1g.10gb,3g.40gb;1=7g.80gb (0= for none): MIG mode "
+               "on and the GPU repartitioned where it differs (through NVML; needs root; docs/mig.md)");
+  flags.Bool("mig-dynamic", &mig_dynamic,
+             "the server may make and destroy MIG instances on this machine's GPUs in MIG mode for the requests "
+             "waiting, keeping those in use; the GPUs are offered by start slot (through NVML; needs root; "
+             "docs/mig.md)");
+}
+
+int DeviceModeFlags::ApplyBeforeDiscovery(const std::string& nvml_library) const {
+  return mig_geometry.empty() ? 0 : ApplyMigGeometryFlag(mig_geometry, nvml_library);
+}
+
+int DeviceModeFlags::ApplyToNode(Node* node) const {
+  if (mig_dynamic && !mps.empty()) {
+    std::fprintf(stderr, "error: --mps and --mig-dynamic do not go together (MPS devices are whole GPUs)\n");
+    return 2;
+  }
+  Status s = mps.empty() ? Status::Ok() : agent::SetMpsMode(mps, node);
+  if (s.ok() && mig_dynamic) s = CheckMigDynamic(*node);
+  if (s.ok()) return 0;
+  std::fprintf(stderr, "error: %s\n", s.message().c_str());
+  return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kFailedPrecondition ? 2 : 1;
+}
+
 void TaskIdentityFlags::Add(FlagSet& flags) {
   flags.String("task-uid-range", &uid_range,
                std::string("as root: run each task as uid (and gid) FIRST + its tenant's id, from FIRST-LAST "
@@ -392,10 +422,10 @@ int RunAgent(const Args& args) {
                 "With --server it registers with the server (gRPC, docs/agent.md) and runs what it assigns; it also\n"
                 "prints the devices (--print-devices) or runs one task locally (--run -- CMD ARGS...).");
   std::string simulate, node_file, nvml_library = "libnvidia-ml.so.1", name, devices_list;
-  std::string discovery = "auto", vendor_tool, mps, mps_control = "nvidia-cuda-mps-control", mig_geometry;
+  std::string discovery = "auto", vendor_tool;
   int64_t discovery_timeout = 10;
   std::string state_dir = "var/agent", workdir = ".", server, token, token_file, address;
-  bool print_devices = false, run = false, stop_tasks = false, mig_dynamic = false;
+  bool print_devices = false, run = false, stop_tasks = false;
   int64_t gpumem = 0, gpucores = 0, grace = 10;
   TaskIdentityFlags identity;
   flags.String("simulate", &simulate, "simulated devices, e.g. 4xA100-80GB or 2xA100-80GB,2xT4-16GB");
@@ -407,17 +437,8 @@ int RunAgent(const Args& args) {
   flags.String("vendor-tool", &vendor_tool,
                "with --discovery VENDOR: the vendor tool's path (default: on PATH, else where the vendor installs it)");
   flags.Int("discovery-timeout", &discovery_timeout, "seconds a vendor tool may run before it is killed");
-  flags.String("mps", &mps,
-               "CUDA MPS mode for these devices: all (every NVIDIA device) or indexes like 0,2; the agent runs an MPS "
-               "control daemon per device (docs/agent.md)");
-  flags.String("mig-geometry", &mig_geometry,
-               "MIG instances to hold before discovery, e.g. 0=2x1g.10gb,3g.40gb;1=7g.80gb: MIG mode on and the "
-               "GPU repartitioned where it differs (through NVML; needs root; docs/mig.md)");
-  flags.Bool("mig-dynamic", &mig_dynamic,
-             "with --server: the server may make and destroy MIG instances on this node's GPUs in MIG mode for the "
-             "requests waiting, keeping those in use; the GPUs are offered by start slot (through NVML; needs "
-             "root; docs/mig.md)");
-  flags.String("mps-control", &mps_control, "the MPS control program: a path, or a name on PATH");
+  DeviceModeFlags modes;
+  modes.Add(flags);
   flags.String("name", &name, "node name (default: host name)");
   flags.Bool("print-devices", &print_devices, "print the discovered devices and exit");
   flags.String("server", &server,
@@ -468,13 +489,11 @@ int RunAgent(const Args& args) {
     std::fprintf(stderr, "error: --run needs a command after --, e.g. --run -- python3 train.py\n");
     return 2;
   }
-  if (mig_dynamic && server.empty()) {
+  if (modes.mig_dynamic && server.empty()) {
     std::fprintf(stderr, "error: --mig-dynamic goes with --server\n");
     return 2;
   }
-  if (!mig_geometry.empty()) {
-    if (int failed = ApplyMigGeometryFlag(mig_geometry, nvml_library); failed != 0) return failed;
-  }
+  if (int failed = modes.ApplyBeforeDiscovery(nvml_library); failed != 0) return failed;
   agent::DiscoveryOptions options;
   options.simulate = simulate;
   options.node_file = node_file;
@@ -483,25 +502,14 @@ int RunAgent(const Args& args) {
   options.vendor_tool = vendor_tool;
   options.tool_timeout_ms = discovery_timeout * 1000;
   options.node_name = name;
-  options.mig_slots = mig_dynamic;  // GPUs in MIG mode offered by start slot, the node labelled
-  for (;;) {                        // once, unless a new MIG geometry (--mig-dynamic) makes the node's devices change
+  options.mig_slots = modes.mig_dynamic;  // GPUs in MIG mode offered by start slot, the node labelled
+  for (;;) {  // once, unless a new MIG geometry (--mig-dynamic) makes the node's devices change
     auto report = agent::DiscoverNode(options);
     if (!report.ok()) {
       std::fprintf(stderr, "error: %s\n", report.status().message().c_str());
       return report.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
     }
-    if (!mps.empty()) {
-      if (Status s = agent::SetMpsMode(mps, &report->node); !s.ok()) {
-        std::fprintf(stderr, "error: %s\n", s.message().c_str());
-        return 2;
-      }
-    }
-    if (mig_dynamic) {
-      if (Status s = CheckMigDynamic(report->node); !s.ok()) {
-        std::fprintf(stderr, "error: %s\n", s.message().c_str());
-        return s.code() == StatusCode::kFailedPrecondition ? 2 : 1;
-      }
-    }
+    if (int failed = modes.ApplyToNode(&report->node); failed != 0) return failed;
     if (print_devices) std::fputs(agent::FormatDeviceTable(*report).c_str(), stdout);
     if (server.empty()) {
       if (!run) return 0;
@@ -510,12 +518,12 @@ int RunAgent(const Args& args) {
         std::fprintf(stderr, "error: %s\n", devices.status().message().c_str());
         return 2;
       }
-      return RunOneTask(*report, *devices, flags.positional(), state_dir, workdir, grace, mps_control);
+      return RunOneTask(*report, *devices, flags.positional(), state_dir, workdir, grace, modes.mps_control);
     }
     if (!print_devices && !report->note.empty()) std::fprintf(stderr, "agent: %s\n", report->note.c_str());
     report->node.labels[protocol::kNodeAddressLabel] = address.empty() ? agent::DefaultNodeAddress(server) : address;
-    const int served =
-        Serve(*report, server, token, state_dir, stop_tasks, identity, mps_control, nvml_library, mig_dynamic);
+    const int served = Serve(*report, server, token, state_dir, stop_tasks, identity, modes.mps_control, nvml_library,
+                             modes.mig_dynamic);
     if (served != kDiscoverAgain) return served;
     print_devices = false;
   }

@@ -25,6 +25,20 @@ struct TaskIdentityFlags {
   Status Apply(agent::LauncherOptions* options, const std::string& root_task_root) const;
 };
 
+// The device-mode flags `xpool agent` and `xpool up` share: MPS and MIG (docs/agent.md "MPS mode", docs/mig.md).
+struct DeviceModeFlags {
+  std::string mps;  // --mps: "all" or device indexes
+  std::string mps_control = "nvidia-cuda-mps-control";
+  std::string mig_geometry;  // --mig-geometry, applied before discovery
+  bool mig_dynamic = false;
+  void Add(FlagSet& flags);
+  // Before discovery: --mig-geometry through NVML. 0, or the exit code after saying why not.
+  int ApplyBeforeDiscovery(const std::string& nvml_library) const;
+  // After discovery: the --mps devices put in MPS mode; with --mig-dynamic, GPUs in MIG mode found (and no --mps).
+  // 0, or the exit code after saying why not.
+  int ApplyToNode(Node* node) const;
+};
+
 int RunAgent(const Args& args);
 
 // ---- MPS and MIG for `xpool agent` and `xpool up` (docs/agent.md "MPS mode", docs/mig.md) ----

@@ -103,18 +103,8 @@ int RunUp(const Args& args) {
                "placement policy (default: default, the fragmentation-aware one; docs/scheduling.md)");
   flags.String("simulate", &simulate, "simulate these devices instead of discovering, e.g. 4xA100-80GB");
   flags.String("nvml-library", &nvml_library, "the NVML library to load (default libnvidia-ml.so.1)");
-  std::string mig_geometry, mps, mps_control = "nvidia-cuda-mps-control";
-  bool mig_dynamic = false;
-  flags.String("mps", &mps,
-               "CUDA MPS mode for these devices: all (every NVIDIA device) or indexes like 0,2; an MPS control "
-               "daemon runs per device (docs/agent.md, \"MPS mode\")");
-  flags.String("mps-control", &mps_control, "the MPS control program: a path, or a name on PATH");
-  flags.String("mig-geometry", &mig_geometry,
-               "partition GPUs into MIG instances first, e.g. '0=2x1g.10gb,3g.40gb;1=7g.80gb' (needs root; "
-               "docs/mig.md)");
-  flags.Bool("mig-dynamic", &mig_dynamic,
-             "the server makes and destroys MIG instances on this machine's GPUs in MIG mode for the requests "
-             "waiting, keeping those in use (needs root; docs/mig.md)");
+  DeviceModeFlags modes;
+  modes.Add(flags);
   flags.String("node-name", &name, "this node's name (default: the host name)");
   flags.String("address", &address,
                "the address other nodes reach this node's tasks at (MASTER_ADDR of a multi-replica job whose "
@@ -131,31 +121,14 @@ int RunUp(const Args& args) {
   discovery.nvml_library = nvml_library;
   discovery.fallback_simulate = "4xA100-80GB";
   discovery.node_name = name;
-  discovery.mig_slots = mig_dynamic;
-  if (!mig_geometry.empty()) {
-    if (int applied = ApplyMigGeometryFlag(mig_geometry, nvml_library); applied != 0) return applied;
-  }
+  discovery.mig_slots = modes.mig_dynamic;
+  if (int failed = modes.ApplyBeforeDiscovery(nvml_library); failed != 0) return failed;
   auto report = agent::DiscoverNode(discovery);
   if (!report.ok()) {
     std::fprintf(stderr, "error: %s\n", report.status().message().c_str());
     return report.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
-  if (mig_dynamic) {
-    if (Status s = CheckMigDynamic(report->node); !s.ok()) {
-      std::fprintf(stderr, "error: %s\n", s.message().c_str());
-      return 2;
-    }
-    if (!mps.empty()) {
-      std::fprintf(stderr, "error: --mps and --mig-dynamic do not go together (MPS devices are whole GPUs)\n");
-      return 2;
-    }
-  }
-  if (!mps.empty()) {
-    if (Status s = agent::SetMpsMode(mps, &report->node); !s.ok()) {
-      std::fprintf(stderr, "error: %s\n", s.message().c_str());
-      return 2;
-    }
-  }
+  if (int failed = modes.ApplyToNode(&report->node); failed != 0) return failed;
 
   if (address.empty()) {
     // Remote agents connect to --agent-listen (off: none; unset: the --listen host).
@@ -197,7 +170,7 @@ int RunUp(const Args& args) {
   }
   // MPS daemons (none unless --mps) under the tasks' root, which tasks run as other users can reach.
   std::unique_ptr<agent::MpsDaemons> mps_daemons = StartMps(
-      &report->node, mps_control,
+      &report->node, modes.mps_control,
       launcher_options.task_root.empty() ? launcher_options.state_dir : launcher_options.task_root, &launcher_options);
   launcher_options.visible_names = agent::VisibleDeviceNames(report->node);
   agent::Launcher launcher(launcher_options);
@@ -206,7 +179,7 @@ int RunUp(const Args& args) {
   agent::NodeAgent node_agent(report->node, &(*server)->agent_service(), &launcher);
   std::unique_ptr<agent::UsageProbe> usage_probe = agent::MakeUsageProbe(report->source, nvml_library);
   node_agent.SetUsageProbe(usage_probe.get());
-  const DynamicMig mig{mig_dynamic, discovery, address, &launcher};
+  const DynamicMig mig{modes.mig_dynamic, discovery, address, &launcher};
   std::thread agent_thread(AgentLoop, &node_agent, &(*server)->agent_service(), &mig);
 
   // The hint names the bound port (with --listen HOST:0 that is only known once the server has bound it).

@@ -46,7 +46,6 @@ Result<Device> DeviceFromJson(const Json& d, const std::string& where) {
   if (sharers < 1 || sharers > 1024) return InvalidArgumentError(where + ".maxSharers must be 1..1024");
   if (numa < 0 || numa > 1024) return InvalidArgumentError(where + ".numa is out of range");
   if (out.memory_mib < 0) return InvalidArgumentError(where + ".memoryMiB must not be negative");
-  if (out.compute_milli <= 0) return InvalidArgumentError(where + ".computeMilli must be positive");
   out.index = static_cast<int>(index);
   out.max_sharers = static_cast<int>(sharers);
   out.numa_node = static_cast<int>(numa);
@@ -55,6 +54,10 @@ Result<Device> DeviceFromJson(const Json& d, const std::string& where) {
     Result<DeviceMode> m = ParseDeviceMode(mode);
     if (!m.ok()) return m.status().WithContext(where);
     out.mode = *m;
+  }
+  // A free MIG slot (docs/mig.md) has no compute; every other device some.
+  if (out.compute_milli < 0 || (out.compute_milli == 0 && out.mode != DeviceMode::kMigSlot)) {
+    return InvalidArgumentError(where + ".computeMilli must be positive");
   }
   const Json* healthy = Field(d, "healthy");
   if (healthy != nullptr) {

@@ -21,6 +21,17 @@ TEST(AnnotationsTest, NodeDevicesRoundTrip) {
   EXPECT_FALSE((*back)[1].healthy);
   EXPECT_EQ((*back)[1].mode, DeviceMode::kExclusive);
   EXPECT_EQ((*back)[0].max_sharers, 10);
+  // A free MIG slot keeps its zero compute; any other device must have some.
+  n.devices[0].mode = DeviceMode::kMigSlot;
+  n.devices[0].memory_mib = 0;
+  n.devices[0].compute_milli = 0;
+  back = DecodeNodeDevices(EncodeNodeDevices(n.devices));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ((*back)[0].compute_milli, 0);
+  EXPECT_EQ((*back)[0].mode, DeviceMode::kMigSlot);
+  n.devices[0].mode = DeviceMode::kMig;
+  EXPECT_NE(DecodeNodeDevices(EncodeNodeDevices(n.devices)).status().message().find("computeMilli must be positive"),
+            std::string::npos);
 }
 
 TEST(AnnotationsTest, NodeDevicesDocumentedExample) {
