@@ -220,6 +220,11 @@ const MigProfile* SmallestCoveringMigProfile(const MigModel& model, int64_t memo
   return best;
 }
 
+const MigProfile* MigProfileForRequest(const MigModel& model, int64_t memory_mib, int64_t compute_milli) {
+  constexpr int64_t kUsablePercent = 95;
+  return SmallestCoveringMigProfile(model, (memory_mib * 100 + kUsablePercent - 1) / kUsablePercent, compute_milli);
+}
+
 Status ValidateMigGeometry(const MigModel& model, std::span<const MigPlacement> geometry) {
   std::array<bool, 16> used{};
   if (model.slots > static_cast<int>(used.size())) return InternalError(std::string(model.name) + ": too many slots");

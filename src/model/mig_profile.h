@@ -82,6 +82,11 @@ std::string MigResourceName(std::string_view profile_name);
 // means no requirement. Media-extension profiles are never chosen. nullptr when no profile covers the request.
 const MigProfile* SmallestCoveringMigProfile(const MigModel& model, int64_t memory_mib, int64_t compute_milli);
 
+// Dynamic MIG's choice for one device asked by memory and compute (docs/mig.md, "Dynamic geometry"): the smallest
+// covering profile, with the memory counted against 95 % of each profile's nominal memory, what the driver reports
+// usable at least (an A100 80GB's 1g.10gb has 9,728 MiB of 10,240). nullptr when none covers the request.
+const MigProfile* MigProfileForRequest(const MigModel& model, int64_t memory_mib, int64_t compute_milli);
+
 // The profile of a device that is a MIG instance: mode kMig and a model named as NVML names MIG devices, "<GPU>
 // MIG <profile>" ("A100-SXM4-80GB MIG 1g.10gb" → "1g.10gb"). Empty for any other device.
 std::string_view MigProfileOfDevice(const Device& device);

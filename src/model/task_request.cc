@@ -4,6 +4,12 @@
 
 namespace xpool {
 
+bool AsksDynamicMigBySize(const TaskRequest& r) {
+  return r.wants_devices() && r.mig_profile.empty() && (!r.vendor || *r.vendor == Vendor::kNvidia) &&
+         r.device_memory_percent == 0 && (r.device_memory_mib > 0 || r.device_compute_milli > 0) &&
+         r.type_include.empty() && r.type_exclude.empty() && r.uuid_include.empty() && r.uuid_exclude.empty();
+}
+
 Status ValidateTaskRequest(const TaskRequest& r) {
   if (r.cpu_milli < 0) return InvalidArgumentError("cpu must not be negative");
   if (r.memory_mib < 0) return InvalidArgumentError("memory must not be negative");

@@ -41,6 +41,11 @@ struct TaskRequest {
 // profile no model has or one asked for with a device count other than 1 or with a memory or compute share.
 Status ValidateTaskRequest(const TaskRequest& request);
 
+// True when a request for devices is one dynamic MIG serves with instances made for it (docs/mig.md, "Dynamic
+// geometry"): NVIDIA devices (or any vendor) by memory and compute, no memory percentage, no MIG profile and no
+// type or uuid selector (an instance not yet made cannot be matched against one).
+bool AsksDynamicMigBySize(const TaskRequest& request);
+
 // One device given to a task.
 struct DeviceGrant {
   int device = 0;  // index into Node::devices

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <tuple>
 
+#include "model/mig_label.h"
 #include "model/mig_profile.h"
 
 namespace xpool {
@@ -136,12 +137,37 @@ FitReason FitDevice(const Device& device, const DeviceUsage* usage, const TaskRe
 
 namespace {
 
+// On a node whose MIG geometry the server plans (kMigDynamicLabel, docs/mig.md "Dynamic geometry"), a request by
+// size (AsksDynamicMigBySize) is offered only free instances of the profile the server would make for it
+// (MigProfileForRequest on the instance's GPU model): a larger one stays for the requests that need it, and the
+// request waits one plan for its own. Other devices stay offered. How many instances it took out; -1 where the rule
+// does not apply.
+int KeepMigInstancesMadeFor(const Node& node, const TaskRequest& request, std::vector<int>* fitting) {
+  const auto is_instance = [&](int d) { return node.devices[static_cast<size_t>(d)].mode == DeviceMode::kMig; };
+  if (std::none_of(fitting->begin(), fitting->end(), is_instance) || !AsksDynamicMigBySize(request) ||
+      !node.labels.contains(std::string(kMigDynamicLabel))) {
+    return -1;
+  }
+  return static_cast<int>(std::erase_if(*fitting, [&](int d) {
+    if (!is_instance(d)) return false;
+    const Device& device = node.devices[static_cast<size_t>(d)];
+    const size_t mig = device.model.rfind(" MIG ");
+    const MigModel* model = mig == std::string::npos ? nullptr : FindMigModel(device.model.substr(0, mig));
+    const MigProfile* made =
+        model == nullptr ? nullptr
+                         : MigProfileForRequest(*model, request.device_memory_mib, request.device_compute_milli);
+    return made == nullptr || made->name != MigProfileOfDevice(device);
+  }));
+}
+
 // HAMi's dynamic-mig rule for a request not naming a profile: of the MIG instances that fit, only those of the
 // smallest kind (least compute, then memory, then without media extensions) are offered, so no policy gives a task
 // that asks 8 GiB a 3g.40gb while a 1g.10gb is free. Other devices stay offered. Left as it is when that would
-// leave fewer devices than the request asks for.
-void KeepSmallestMigInstances(const Node& node, const TaskRequest& request, std::vector<int>* fitting) {
-  if (!request.mig_profile.empty()) return;
+// leave fewer devices than the request asks for. True when it took instances out for dynamic MIG
+// (KeepMigInstancesMadeFor).
+bool KeepSmallestMigInstances(const Node& node, const TaskRequest& request, std::vector<int>* fitting) {
+  if (!request.mig_profile.empty()) return false;
+  if (const int taken = KeepMigInstancesMadeFor(node, request, fitting); taken >= 0) return taken > 0;
   auto key = [&](int d) {
     const Device& device = node.devices[static_cast<size_t>(d)];
     const bool media = MigProfileOfDevice(device).ends_with("+me");
@@ -153,12 +179,13 @@ void KeepSmallestMigInstances(const Node& node, const TaskRequest& request, std:
     ++instances;
     if (smallest < 0 || key(d) < key(smallest)) smallest = d;
   }
-  if (instances < 2) return;
+  if (instances < 2) return false;
   std::vector<int> kept;
   for (int d : *fitting) {
     if (node.devices[static_cast<size_t>(d)].mode != DeviceMode::kMig || key(d) == key(smallest)) kept.push_back(d);
   }
   if (static_cast<int>(kept.size()) >= request.device_count) fitting->swap(kept);
+  return false;
 }
 
 }  // namespace
@@ -207,9 +234,9 @@ bool FitNode(const ClusterState& state, int node_index, const TaskRequest& reque
       closest_device = d;
     }
   }
-  KeepSmallestMigInstances(node, request, &candidate->fitting_devices);
+  const bool awaits_instance = KeepSmallestMigInstances(node, request, &candidate->fitting_devices);
   const int fitting = static_cast<int>(candidate->fitting_devices.size());
-  if (fitting == 0) return fail(closest, closest_device);
+  if (fitting == 0) return awaits_instance ? fail(FitReason::kMigInstanceToBeMade, -1) : fail(closest, closest_device);
   if (fitting < request.device_count) return fail(FitReason::kTooFewFittingDevices, -1);
   if (request.numa_bind && request.device_count > 1 &&
       !NumaGroupLargeEnough(node, candidate->fitting_devices, request.device_count)) {
@@ -266,6 +293,8 @@ std::string DescribeReason(FitReason reason, std::string_view detail, const Task
       return "not enough device memory on any device";
     case FitReason::kNotEnoughDeviceCompute:
       return "not enough device compute on any device";
+    case FitReason::kMigInstanceToBeMade:
+      return "waiting for a MIG instance of its size to be made";
     case FitReason::kTooFewFittingDevices:
       return "fewer than " + n + " devices fit";
     case FitReason::kNumaSplit:

@@ -51,6 +51,7 @@ enum class FitReason : uint8_t {
   kNotEnoughDeviceMemory,
   kNotEnoughDeviceCompute,
   // Node-level, after the devices.
+  kMigInstanceToBeMade,   // dynamic MIG: only larger free instances than the one the server makes for it
   kTooFewFittingDevices,  // some devices fit, fewer than device_count
   kNumaSplit,             // enough devices fit, not enough of them on one NUMA node
   kPolicyVeto,            // the policy found no acceptable device choice (e.g. topology)

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/mig_label.h"
 #include "model/node_builder.h"
 #include "scheduler/fit.h"
 #include "scheduler/fragmentation.h"
@@ -512,6 +513,53 @@ TEST(SchedulerTest, EveryPolicyGivesAPlainRequestTheSmallestCoveringMigInstance)
     ScheduleOutcome medium = Schedule(state, r, **policy, rng);
     ASSERT_EQ(medium.kind, OutcomeKind::kPlaced);
     EXPECT_EQ(medium.allocation.devices.at(0).device, 2);  // the 2g.20gb
+  }
+}
+
+// On a node whose MIG geometry the server plans, a request by size takes only an instance of the profile the
+// server would make for it; a larger free one is left, and the request says it waits for its own.
+TEST(SchedulerTest, OnADynamicMigNodeARequestBySizeTakesOnlyTheInstanceMadeForIt) {
+  Node n = MakeNode("n").WithGpus(2, "A100-SXM4-80GB", 81920).Build();
+  const struct {
+    const char* profile;
+    int64_t compute_milli, memory_mib;
+  } instances[] = {{"3g.40gb", 428, 40192}, {"2g.20gb", 285, 19968}};
+  for (int i = 0; i < 2; ++i) {
+    n.devices[i].model = std::string("A100-SXM4-80GB MIG ") + instances[i].profile;
+    n.devices[i].mode = DeviceMode::kMig;
+    n.devices[i].max_sharers = 1;
+    n.devices[i].compute_milli = instances[i].compute_milli;
+    n.devices[i].memory_mib = instances[i].memory_mib;
+  }
+  TaskRequest r;
+  r.cpu_milli = 100;
+  r.memory_mib = 100;
+  r.device_count = 1;
+  r.device_memory_mib = 8192;  // a 1g.10gb's worth
+  for (bool dynamic : {false, true}) {
+    SCOPED_TRACE(dynamic ? "dynamic" : "static");
+    if (dynamic) n.labels[std::string(kMigDynamicLabel)] = "0@0=A100-80GB:3g.40gb@0,2g.20gb@4";
+    ClusterState state;
+    ASSERT_TRUE(state.AddNode(n).ok());
+    NodeCandidate candidate;
+    NodeVerdict verdict;
+    const bool fits = FitNode(state, 0, r, false, &candidate, &verdict);
+    EXPECT_EQ(fits, !dynamic);
+    if (dynamic) {
+      EXPECT_EQ(verdict.reason, FitReason::kMigInstanceToBeMade);
+      EXPECT_EQ(DescribeReason(verdict.reason, "", r), "waiting for a MIG instance of its size to be made");
+    } else {
+      EXPECT_EQ(candidate.fitting_devices, std::vector<int>{1});  // the smallest there is
+    }
+    TaskRequest medium = r;
+    medium.device_memory_mib = 15360;  // a 1g.20gb or a 2g.20gb; 20 % of the cores: a 2g.20gb
+    medium.device_compute_milli = 200;
+    ASSERT_TRUE(FitNode(state, 0, medium, false, &candidate, nullptr));
+    EXPECT_EQ(candidate.fitting_devices, std::vector<int>{1});
+    TaskRequest picky = r;  // a selector: no instance is made for it, it takes the smallest there is
+    picky.type_include = {"MIG"};
+    ASSERT_TRUE(FitNode(state, 0, picky, false, &candidate, nullptr));
+    EXPECT_EQ(candidate.fitting_devices, std::vector<int>{1});
   }
 }
 

@@ -17,9 +17,6 @@ namespace {
 // resent at once).
 constexpr TimeMicros kMigPlanTimeout = 60 * kMicrosPerSecond;
 constexpr TimeMicros kMigReplanDelay = 30 * kMicrosPerSecond;
-// An instance's usable memory as the driver reports it, in percent of its profile's nominal memory at least (an
-// A100 80GB's 1g.10gb has 9,728 MiB of 10,240): memory asked is matched against this much of each profile.
-constexpr int64_t kMigUsableMemoryPercent = 95;
 
 bool AnyDeviceAllocated(const NodeUsage& usage) {
   return std::any_of(usage.devices.begin(), usage.devices.end(), [](const DeviceUsage& d) { return d.allocated(); });
@@ -47,18 +44,12 @@ std::string DemandKey(const MigDemand& d) {
   return std::to_string(d.memory_mib) + " MiB/" + std::to_string(d.compute_milli) + " milli";
 }
 
-// The dynamic-MIG demand of a waiting job, or nullopt for none: a `mig:` request asks for its profile; a request
-// for NVIDIA devices by memory and compute (no percentage, no type or uuid selector, which an instance not yet made
-// cannot be matched against) asks, per device, for the smallest profile that covers it (HAMi's dynamic-mig rule).
+// The dynamic-MIG demand of a waiting job, or nullopt for none: a `mig:` request asks for its profile; a request by
+// size (AsksDynamicMigBySize) asks, per device, for MigProfileForRequest's profile on each GPU's model.
 std::optional<MigDemand> MigDemandOf(const TaskRequest& r, int replicas) {
   if (!r.mig_profile.empty()) return MigDemand{r.mig_profile, replicas};
-  if (!r.wants_devices() || (r.vendor && *r.vendor != Vendor::kNvidia) || r.device_memory_percent > 0 ||
-      (r.device_memory_mib == 0 && r.device_compute_milli == 0) || !r.type_include.empty() || !r.type_exclude.empty() ||
-      !r.uuid_include.empty() || !r.uuid_exclude.empty()) {
-    return std::nullopt;
-  }
-  const int64_t nominal = (r.device_memory_mib * 100 + kMigUsableMemoryPercent - 1) / kMigUsableMemoryPercent;
-  return MigDemand{"", replicas * r.device_count, nominal, r.device_compute_milli};
+  if (!AsksDynamicMigBySize(r)) return std::nullopt;
+  return MigDemand{"", replicas * r.device_count, r.device_memory_mib, r.device_compute_milli};
 }
 
 // Takes `served` off `demand` (by DemandKey, first entries first).

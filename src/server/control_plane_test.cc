@@ -759,6 +759,22 @@ TEST_F(ControlPlaneMigTest, ANodeOfferedBySlotsIsFilledAroundTheInstancesInUse) 
   EXPECT_EQ(control_->RegisterNode(wrong).code(), StatusCode::kInvalidArgument);
 }
 
+// HAMi's dynamic MIG: a request by size does not take a larger free instance (here the whole GPU) but waits, saying
+// so, for the instance made for it.
+TEST_F(ControlPlaneMigTest, ARequestBySizeWaitsForItsOwnInstanceRatherThanTakeALargerOne) {
+  ASSERT_TRUE(control_->RegisterNode(MigNode({{"7g.80gb", 0}}, /*slotted=*/true)).ok());
+  JobSpec small = Spec("small", 1);
+  small.resources.gpumem_mib = 8 * 1024;
+  const JobId id = Submit(small).id;
+  EXPECT_EQ(control_->RunPass(true), 0);
+  EXPECT_NE(control_->PendingReason(id).find("waiting for a MIG instance of its size to be made"), std::string::npos)
+      << control_->PendingReason(id);
+  EXPECT_EQ(control_->WantedMigGeometry("m"), "0=1g.10gb@0");
+  ASSERT_TRUE(control_->RegisterNode(MigNode({{"1g.10gb", 0}}, true)).ok());
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(GrantedUuid(id), "MIG-1g.10gb@0");
+}
+
 TEST_F(ControlPlaneMigTest, APlanItsAgentDoesNotTakeExpiresAndTheNodeComesBack) {
   ASSERT_TRUE(control_->RegisterNode(MigNode({{"7g.80gb", 0}})).ok());
   SubmitMig("1g.10gb");

@@ -270,7 +270,7 @@ Status CheckInput(std::span<const MigGpu> gpus, std::span<const MigDemand> deman
 
 int MigDemandProfile(const MigModel& model, const MigDemand& demand) {
   if (!demand.profile.empty()) return MigProfileIndex(model, demand.profile);
-  const MigProfile* p = SmallestCoveringMigProfile(model, demand.memory_mib, demand.compute_milli);
+  const MigProfile* p = MigProfileForRequest(model, demand.memory_mib, demand.compute_milli);
   return p == nullptr ? -1 : static_cast<int>(p - model.profiles.data());
 }
 

@@ -28,9 +28,9 @@ struct MigGpu {
 };
 
 // `count` instances of the profile named `profile` are wanted (a name resolves per model: "1g.10gb" spans two
-// slots on an A100 40GB and one on an A100 80GB). With `profile` empty, each unit is a request given as memory
-// and compute instead, served on each model by the smallest profile that covers both (SmallestCoveringMigProfile,
-// HAMi's dynamic-mig choice; 0 = no requirement).
+// slots on an A100 40GB and one on an A100 80GB). With `profile` empty, each unit is a device asked by memory and
+// compute instead, served on each model by MigProfileForRequest's profile (HAMi's dynamic-mig choice, the smallest
+// that covers both with memory counted against what the driver reports usable; 0 = no requirement).
 struct MigDemand {
   std::string profile;
   int count = 0;
