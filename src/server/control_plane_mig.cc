@@ -38,6 +38,35 @@ std::vector<MigGpu> PlannerGpus(const std::vector<MigGpuGeometry>& gpus, const N
   return out;
 }
 
+// Each GPU's geometry once the plan is applied, instances by start (as the agent's label lists them).
+std::vector<MigGpuGeometry> GeometriesAfter(const std::vector<MigGpuGeometry>& gpus, const std::vector<MigGpu>& planned,
+                                            const MigPlan& plan) {
+  std::vector<MigGpuGeometry> out;
+  for (size_t g = 0; g < gpus.size(); ++g) {
+    MigGpuGeometry& after = out.emplace_back(MigGpuGeometry{gpus[g].gpu, gpus[g].model, {}, gpus[g].first_device});
+    for (const MigInstance& m : InstancesAfter(planned[g], static_cast<int>(g), plan)) {
+      after.instances.push_back(m.placement);
+    }
+    std::sort(after.instances.begin(), after.instances.end(),
+              [](const MigPlacement& a, const MigPlacement& b) { return a.start < b.start; });
+  }
+  return out;
+}
+
+// The node while a plan is out: nothing new is placed on the devices of the GPUs it changes (every device, unless
+// the node's GPUs are offered by slots) until its agent registers the new ones; the instances in use stay in use.
+Node CordonedFor(const Node& node, const std::vector<MigGpuGeometry>& changed, bool slotted) {
+  Node out = node;
+  for (const MigGpuGeometry& g : changed) {
+    const int slots = static_cast<int>(MigStartSlots(*g.model).size());
+    for (int d = g.first_device; slotted && d < g.first_device + slots; ++d) {
+      out.devices[static_cast<size_t>(d)].cordoned = true;
+    }
+  }
+  for (Device& d : out.devices) d.cordoned = d.cordoned || !slotted;
+  return out;
+}
+
 // What a unit of demand asks for: its profile, or its memory and compute.
 std::string DemandKey(const MigDemand& d) {
   if (!d.profile.empty()) return d.profile;
@@ -123,21 +152,16 @@ void ControlPlane::PlanMigGeometryLocked(const std::vector<JobId>& waiting, Time
     const std::vector<MigGpu> planner_gpus = PlannerGpus(*gpus, state_.usage(i));
     auto plan = PlanMigGeometry(planner_gpus, demand);
     if (!plan.ok() || plan->create.empty()) continue;
-    MigPlanOut out;
-    std::vector<MigGpuGeometry> changed, all_after;
-    for (size_t g = 0; g < gpus->size(); ++g) {
-      MigGpuGeometry after{(*gpus)[g].gpu, (*gpus)[g].model, {}, (*gpus)[g].first_device};
-      for (const MigInstance& m : InstancesAfter(planner_gpus[g], static_cast<int>(g), *plan)) {
-        after.instances.push_back(m.placement);
+    const std::vector<MigGpuGeometry> after = GeometriesAfter(*gpus, planner_gpus, *plan);
+    std::vector<MigGpuGeometry> changed;
+    for (size_t g = 0; g < after.size(); ++g) {
+      if (std::any_of(plan->create.begin(), plan->create.end(),
+                      [&](const MigInstanceRef& r) { return r.gpu == static_cast<int>(g); })) {
+        changed.push_back(after[g]);
       }
-      std::sort(after.instances.begin(), after.instances.end(),
-                [](const MigPlacement& a, const MigPlacement& b) { return a.start < b.start; });
-      all_after.push_back(after);
-      const bool touched = std::any_of(plan->create.begin(), plan->create.end(),
-                                       [&](const MigInstanceRef& r) { return r.gpu == static_cast<int>(g); });
-      if (touched) changed.push_back(std::move(after));
     }
-    out.label_after = FormatMigDynamicLabel(all_after);
+    MigPlanOut out;
+    out.label_after = FormatMigDynamicLabel(after);
     for (size_t d = 0; d < demand.size(); ++d) {
       if (plan->served[d] > 0) out.served[DemandKey(demand[d])] += plan->served[d];
     }
@@ -146,17 +170,7 @@ void ControlPlane::PlanMigGeometryLocked(const std::vector<JobId>& waiting, Time
     out.expires = now + kMigPlanTimeout;
     std::fprintf(stderr, "xpool server: node %s: MIG geometry %s for the waiting demand\n", node.name.c_str(),
                  out.geometry.c_str());
-    // Nothing is placed on the devices of the GPUs it changes (all of the node's, unless offered by slots) until
-    // its agent registers the new ones; the instances in use stay in use.
-    Node cordoned = node;
-    for (const MigGpuGeometry& g : changed) {
-      const int slots = static_cast<int>(MigStartSlots(*g.model).size());
-      for (int d = g.first_device; slotted && d < g.first_device + slots; ++d) {
-        cordoned.devices[static_cast<size_t>(d)].cordoned = true;
-      }
-    }
-    for (Device& d : cordoned.devices) d.cordoned = d.cordoned || !slotted;
-    CheckOk(state_.UpdateNode(i, std::move(cordoned)), "the same node with its devices cordoned");
+    CheckOk(state_.UpdateNode(i, CordonedFor(node, changed, slotted)), "the same node with devices cordoned");
     demand = plan->unmet;
     mig_next_plan_[out.before.name] = now + kMigReplanDelay;
     changes_.Bump(out.before.name);  // the agent hears at once
