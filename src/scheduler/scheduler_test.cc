@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/mig_label.h"
+#include "model/mig_profile.h"
 #include "model/node_builder.h"
 #include "scheduler/fit.h"
 #include "scheduler/fragmentation.h"
@@ -477,21 +478,25 @@ TEST(SchedulerTest, RandomTieBreakInTheScoreCacheIsUniform) {
   for (int n : {0, 1, 3}) EXPECT_GT(seen[n], 150) << n;
 }
 
+// A node of A100 80GB MIG instances of these profiles, one device each, with the memory the driver reports.
+Node MigInstanceNode(const std::vector<std::string>& profiles) {
+  const MigModel& model = *MigModelNamed("A100-80GB");
+  Node n = MakeNode("n").WithGpus(static_cast<int>(profiles.size()), "A100-SXM4-80GB", 81920).Build();
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    const MigProfile& p = model.profiles[static_cast<size_t>(MigProfileIndex(model, profiles[i]))];
+    n.devices[i].model = "A100-SXM4-80GB MIG " + profiles[i];
+    n.devices[i].mode = DeviceMode::kMig;
+    n.devices[i].max_sharers = 1;
+    n.devices[i].compute_milli = MigComputeMilli(model, p);
+    n.devices[i].memory_mib = p.memory_mib * 96 / 100;
+  }
+  return n;
+}
+
 // HAMi's dynamic-mig rule holds whatever the policy: a request given as memory and cores takes the smallest free
 // MIG instance that covers it (fit.cc, KeepSmallestMigInstances), here on a GPU cut into 3g.40gb, 1g.10gb, 2g.20gb.
 TEST(SchedulerTest, EveryPolicyGivesAPlainRequestTheSmallestCoveringMigInstance) {
-  Node n = MakeNode("n").WithGpus(3, "A100-SXM4-80GB", 81920).Build();
-  const struct {
-    const char* profile;
-    int64_t compute_milli, memory_mib;
-  } instances[] = {{"3g.40gb", 428, 40192}, {"1g.10gb", 142, 9856}, {"2g.20gb", 285, 19968}};
-  for (int i = 0; i < 3; ++i) {
-    n.devices[i].model = std::string("A100-SXM4-80GB MIG ") + instances[i].profile;
-    n.devices[i].mode = DeviceMode::kMig;
-    n.devices[i].max_sharers = 1;
-    n.devices[i].compute_milli = instances[i].compute_milli;
-    n.devices[i].memory_mib = instances[i].memory_mib;
-  }
+  const Node n = MigInstanceNode({"3g.40gb", "1g.10gb", "2g.20gb"});
   for (std::string_view name : PolicyNames()) {
     SCOPED_TRACE(name);
     auto policy = MakePolicy(name);
@@ -519,18 +524,7 @@ TEST(SchedulerTest, EveryPolicyGivesAPlainRequestTheSmallestCoveringMigInstance)
 // On a node whose MIG geometry the server plans, a request by size takes only an instance of the profile the
 // server would make for it; a larger free one is left, and the request says it waits for its own.
 TEST(SchedulerTest, OnADynamicMigNodeARequestBySizeTakesOnlyTheInstanceMadeForIt) {
-  Node n = MakeNode("n").WithGpus(2, "A100-SXM4-80GB", 81920).Build();
-  const struct {
-    const char* profile;
-    int64_t compute_milli, memory_mib;
-  } instances[] = {{"3g.40gb", 428, 40192}, {"2g.20gb", 285, 19968}};
-  for (int i = 0; i < 2; ++i) {
-    n.devices[i].model = std::string("A100-SXM4-80GB MIG ") + instances[i].profile;
-    n.devices[i].mode = DeviceMode::kMig;
-    n.devices[i].max_sharers = 1;
-    n.devices[i].compute_milli = instances[i].compute_milli;
-    n.devices[i].memory_mib = instances[i].memory_mib;
-  }
+  Node n = MigInstanceNode({"3g.40gb", "2g.20gb"});
   TaskRequest r;
   r.cpu_milli = 100;
   r.memory_mib = 100;
