@@ -623,30 +623,28 @@ class ControlPlaneMigTest : public ControlPlaneTest {
     MigGpuGeometry gpu{0, model, {}, slotted ? 0 : -1};
     for (const auto& [name, start] : profiles) gpu.instances.push_back({MigProfileIndex(*model, name), start});
     const auto instance_device = [&](const MigPlacement& at) {
-      const MigProfile& profile = model->profiles[at.profile];
-      Device d;
-      d.model = "A100-SXM4-80GB MIG " + std::string(profile.name);
-      d.uuid = slotted ? "MIG-" + std::string(profile.name) + "@" + std::to_string(at.start)
-                       : "MIG-" + std::to_string(node.devices.size());
-      d.memory_mib = profile.memory_mib;
-      d.compute_milli = MigComputeMilli(*model, profile);
-      d.max_sharers = 1;
-      d.mode = DeviceMode::kMig;
-      return d;
+      const MigProfile& p = model->profiles[at.profile];
+      const std::string uuid = slotted ? "MIG-" + std::string(p.name) + "@" + std::to_string(at.start)
+                                       : "MIG-" + std::to_string(node.devices.size());
+      return Device{.model = "A100-SXM4-80GB MIG " + std::string(p.name),
+                    .uuid = uuid,
+                    .memory_mib = p.memory_mib,
+                    .compute_milli = MigComputeMilli(*model, p),
+                    .max_sharers = 1,
+                    .mode = DeviceMode::kMig};
     };
-    if (!slotted) {
-      for (const MigPlacement& at : gpu.instances) node.devices.push_back(instance_device(at));
+    for (const MigPlacement& at : slotted ? std::vector<MigPlacement>{} : gpu.instances) {
+      node.devices.push_back(instance_device(at));
     }
     for (int slot : slotted ? MigStartSlots(*model) : std::vector<int>{}) {
       auto at = std::find_if(gpu.instances.begin(), gpu.instances.end(),
                              [&](const MigPlacement& p) { return p.start == slot; });
-      Device free_slot;
-      free_slot.model = "A100-SXM4-80GB MIG slot " + std::to_string(slot);
-      free_slot.uuid = "GPU-0/slot" + std::to_string(slot);
-      free_slot.memory_mib = 0;
-      free_slot.compute_milli = 0;
-      free_slot.max_sharers = 1;
-      free_slot.mode = DeviceMode::kMigSlot;
+      const Device free_slot{.model = "A100-SXM4-80GB MIG slot " + std::to_string(slot),
+                             .uuid = "GPU-0/slot" + std::to_string(slot),
+                             .memory_mib = 0,
+                             .compute_milli = 0,
+                             .max_sharers = 1,
+                             .mode = DeviceMode::kMigSlot};
       node.devices.push_back(at == gpu.instances.end() ? free_slot : instance_device(*at));
     }
     for (size_t i = 0; i < node.devices.size(); ++i) node.devices[i].index = static_cast<int>(i);
@@ -717,13 +715,8 @@ TEST_F(ControlPlaneMigTest, RequestsByMemoryAndCoresAskForTheSmallestCoveringIns
   EXPECT_EQ(control_->WantedMigGeometry("m"), "0=1g.20gb,1g.10gb");
   ASSERT_TRUE(control_->RegisterNode(MigNode({{"1g.20gb", 0}, {"1g.10gb", 2}})).ok());
   EXPECT_EQ(control_->RunPass(true), 2);  // not the selective one: no 7g instance was made for it
-  for (auto [id, uuid] : {std::pair{m, "MIG-0"}, std::pair{s, "MIG-1"}}) {
-    auto allocations = store_->JobAllocations(id);
-    ASSERT_TRUE(allocations.ok());
-    ASSERT_EQ(allocations->size(), 1u);
-    ASSERT_EQ((*allocations)[0].devices.size(), 1u);
-    EXPECT_EQ((*allocations)[0].devices[0].device_uuid, uuid);
-  }
+  EXPECT_EQ(GrantedUuid(m), "MIG-0");
+  EXPECT_EQ(GrantedUuid(s), "MIG-1");
 }
 
 TEST_F(ControlPlaneMigTest, ANodeOfferedBySlotsIsFilledAroundTheInstancesInUse) {
@@ -789,9 +782,7 @@ TEST_F(ControlPlaneMigTest, APlanItsAgentDoesNotTakeExpiresAndTheNodeComesBack) 
   EXPECT_FALSE(DevicesCordoned());
   const JobId whole = SubmitMig("7g.80gb");
   EXPECT_EQ(control_->RunPass(true), 1);
-  auto allocations = store_->JobAllocations(whole);
-  ASSERT_TRUE(allocations.ok());
-  EXPECT_EQ(allocations->size(), 1u);
+  EXPECT_EQ(GrantedUuid(whole), "MIG-0");
 }
 
 TEST_F(ControlPlaneMigTest, ABadLabelIsRefusedAtRegistration) {
