@@ -45,6 +45,22 @@ else
     else
       echo "FAIL MIG: the task did not get a MIG instance nvidia-smi lists:"; cat "$tmp/mig-run"; fail=1
     fi
+    # The form the server sends a --mig-dynamic agent: every instance at its start. The one at slot 0 (the task's)
+    # stays, the one at slot 1 goes, one is made at slot 3; then "0=" leaves MIG mode on with no instance.
+    "$xpool" agent --discovery nvml --mig-geometry "0=$profile@0,$profile@3" --print-devices >"$tmp/mig-placed" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && [ "$(grep -c "MIG $profile" "$tmp/mig-placed")" -eq 2 ] && nvidia-smi -L | grep -q "$uuid"; then
+      echo "MIG: placed geometry $profile@0,$profile@3 taken, the instance at slot 0 kept"
+    else
+      echo "FAIL MIG: placed geometry $profile@0,$profile@3:"; cat "$tmp/mig-placed"; nvidia-smi -L; fail=1
+    fi
+    "$xpool" agent --discovery nvml --mig-geometry "0=" --print-devices >"$tmp/mig-empty" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && ! grep -q "MIG $profile" "$tmp/mig-empty"; then
+      echo "MIG: 0= leaves MIG mode on with no instance"
+    else
+      echo "FAIL MIG: 0= should leave no instance:"; cat "$tmp/mig-empty"; fail=1
+    fi
   fi
   nvidia-smi mig -i 0 -dci >/dev/null 2>&1
   nvidia-smi mig -i 0 -dgi >/dev/null 2>&1

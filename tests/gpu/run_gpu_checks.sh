@@ -5,7 +5,8 @@
 # with and without expandable segments (skipped without torch); (3) two processes limited to 30 % and 70 % of the
 # SMs get shares within +-5 points (XPOOL_GPU_SHARE_SECONDS, default 30 s); with the xpool binary, (4) NVML
 # discovery finds every GPU nvidia-smi lists, and (5) MIG: the agent partitions GPU 0 into two of its smallest
-# instances and a task is given one by uuid, then GPU 0 is put back as it was. (5) changes the GPU's MIG mode, so
+# instances and a task is given one by uuid, takes the placed form a --mig-dynamic agent is sent (keeping the
+# task's instance) and "0=" (no instance), then GPU 0 is put back as it was. (5) changes the GPU's MIG mode, so
 # it runs only as root with XPOOL_GPU_MIG=1 and says why it skipped otherwise. (6) MPS: the agent runs GPU 0's MPS
 # control daemon and a task given 4096 MiB and 30 % gets CUDA_MPS_PINNED_DEVICE_MEM_LIMIT and
 # CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, and (without the runtime library) runs out of memory by 4096 MiB; skipped
