@@ -43,6 +43,19 @@ bool PlaceFrom(const MigModel& model, const std::vector<int>& units, size_t next
   return false;
 }
 
+// The device one instance of `gpu` offers (MigInstanceDevices says what it holds).
+Device InstanceDevice(const MigGpuInfo& gpu, const MigInstanceInfo& instance, const Device& parent) {
+  const MigProfile& profile = gpu.model->profiles[instance.placement.profile];
+  Device d = parent;
+  d.model = parent.model + " MIG " + std::string(profile.name);
+  d.uuid = instance.uuid;
+  d.memory_mib = instance.memory_mib > 0 ? instance.memory_mib : profile.memory_mib;
+  d.compute_milli = MigComputeMilli(*gpu.model, profile);
+  d.max_sharers = 1;
+  d.mode = DeviceMode::kMig;
+  return d;
+}
+
 }  // namespace
 
 std::vector<Device> MigInstanceDevices(const MigGpuInfo& gpu, const Device& parent) {
@@ -50,15 +63,7 @@ std::vector<Device> MigInstanceDevices(const MigGpuInfo& gpu, const Device& pare
   if (gpu.model == nullptr) return devices;
   for (const MigInstanceInfo& instance : gpu.instances) {
     if (instance.uuid.empty()) continue;  // no compute instance: CUDA does not see it
-    const MigProfile& profile = gpu.model->profiles[instance.placement.profile];
-    Device d = parent;
-    d.model = parent.model + " MIG " + std::string(profile.name);
-    d.uuid = instance.uuid;
-    d.memory_mib = instance.memory_mib > 0 ? instance.memory_mib : profile.memory_mib;
-    d.compute_milli = MigComputeMilli(*gpu.model, profile);
-    d.max_sharers = 1;
-    d.mode = DeviceMode::kMig;
-    devices.push_back(std::move(d));
+    devices.push_back(InstanceDevice(gpu, instance, parent));
   }
   return devices;
 }
@@ -69,23 +74,23 @@ std::vector<Device> MigSlotDevices(const MigGpuInfo& gpu, const Device& parent) 
   for (int slot : MigStartSlots(*gpu.model)) {
     auto instance = std::find_if(gpu.instances.begin(), gpu.instances.end(),
                                  [&](const MigInstanceInfo& i) { return i.placement.start == slot; });
-    Device d = parent;
+    const std::string slot_uuid = gpu.uuid + "/slot" + std::to_string(slot);
     if (instance != gpu.instances.end()) {
-      const MigProfile& profile = gpu.model->profiles[instance->placement.profile];
-      d.model = parent.model + " MIG " + std::string(profile.name);
-      d.uuid = instance->uuid.empty() ? gpu.uuid + "/slot" + std::to_string(slot) : instance->uuid;
-      d.memory_mib = instance->memory_mib > 0 ? instance->memory_mib : profile.memory_mib;
-      d.compute_milli = MigComputeMilli(*gpu.model, profile);
-      d.mode = DeviceMode::kMig;
-      d.healthy = parent.healthy && !instance->uuid.empty();
-    } else {
-      d.model = parent.model + " MIG slot " + std::to_string(slot);
-      d.uuid = gpu.uuid + "/slot" + std::to_string(slot);
-      d.memory_mib = 0;
-      d.compute_milli = 0;
-      d.mode = DeviceMode::kMigSlot;
+      Device d = InstanceDevice(gpu, *instance, parent);
+      if (instance->uuid.empty()) {  // no compute instance: CUDA does not see it
+        d.uuid = slot_uuid;
+        d.healthy = false;
+      }
+      devices.push_back(std::move(d));
+      continue;
     }
+    Device d = parent;
+    d.model = parent.model + " MIG slot " + std::to_string(slot);
+    d.uuid = slot_uuid;
+    d.memory_mib = 0;
+    d.compute_milli = 0;
     d.max_sharers = 1;
+    d.mode = DeviceMode::kMigSlot;
     devices.push_back(std::move(d));
   }
   return devices;
