@@ -8,6 +8,7 @@
 #include "agent/http_client.h"
 #include "agent/v1/agent.grpc.pb.h"
 #include "protocol/grpc_codec.h"
+#include "protocol/grpc_runtime.h"
 
 namespace xpool::agent {
 namespace {
@@ -69,6 +70,7 @@ struct GrpcControlPlaneClient::Impl {
 
 GrpcControlPlaneClient::GrpcControlPlaneClient(GrpcClientOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
+  protocol::PrepareGrpcRuntime();
   grpc::ChannelArguments args;
   // gRPC's default reconnect backoff grows to 120 s; the agent retries on its own schedule, so keep the channel
   // ready to try again within ~1 s of the server coming back.

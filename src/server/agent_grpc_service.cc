@@ -19,6 +19,7 @@
 #include "common/grpc_status.h"
 #include "common/thread_priority.h"
 #include "protocol/grpc_codec.h"
+#include "protocol/grpc_runtime.h"
 #include "server/api.h"
 #include "server/change_feed.h"
 
@@ -172,6 +173,7 @@ AgentGrpcServer::~AgentGrpcServer() { Shutdown(); }
 Result<std::unique_ptr<AgentGrpcServer>> AgentGrpcServer::Start(const std::string& listen, Api& api, int nice) {
   // Everything is created on a thread at `nice`: the call pool's threads and the threads gRPC starts for the
   // server inherit its value (common/thread_priority.h).
+  protocol::PrepareGrpcRuntime();
   std::unique_ptr<Impl> impl;
   Status niced = RunNiced(nice, [&] {
     impl = std::make_unique<Impl>(api);
