@@ -7,6 +7,7 @@
 
 #include "model/mig_label.h"
 #include "model/mig_profile.h"
+#include "scheduler/mig/node_geometry.h"
 
 namespace xpool {
 namespace {
@@ -140,24 +141,34 @@ namespace {
 // On a node whose MIG geometry the server plans (kMigDynamicLabel, docs/mig.md "Dynamic geometry"), a request by
 // size (AsksDynamicMigBySize) is offered only free instances of the profile the server would make for it
 // (MigProfileForRequest on the instance's GPU model): a larger one stays for the requests that need it, and the
-// request waits one plan for its own. Other devices stay offered. How many instances it took out; -1 where the rule
-// does not apply.
-int KeepMigInstancesMadeFor(const Node& node, const TaskRequest& request, std::vector<int>* fitting) {
+// request waits one plan for its own. That holds only while the planner could serve it on this node as it is
+// (MigDemandCanBeServedOn): where every slice it could take is in use, or the node cannot be repartitioned now,
+// the request takes what fits like any other. Other devices stay offered. How many instances it took out; -1 where
+// the rule does not apply, as when `usage` is null (could it fit on the node empty? any instance covering it could
+// serve it).
+int KeepMigInstancesMadeFor(const Node& node, const NodeUsage* usage, const TaskRequest& request,
+                            std::vector<int>* fitting) {
   const auto is_instance = [&](int d) { return node.devices[static_cast<size_t>(d)].mode == DeviceMode::kMig; };
-  if (std::none_of(fitting->begin(), fitting->end(), is_instance) || !AsksDynamicMigBySize(request) ||
-      !node.labels.contains(std::string(kMigDynamicLabel))) {
+  if (usage == nullptr || std::none_of(fitting->begin(), fitting->end(), is_instance) ||
+      !AsksDynamicMigBySize(request) || !node.labels.contains(std::string(kMigDynamicLabel))) {
     return -1;
   }
-  return static_cast<int>(std::erase_if(*fitting, [&](int d) {
-    if (!is_instance(d)) return false;
+  const auto made_for_request = [&](int d) {
     const Device& device = node.devices[static_cast<size_t>(d)];
     const size_t mig = device.model.rfind(" MIG ");
     const MigModel* model = mig == std::string::npos ? nullptr : FindMigModel(device.model.substr(0, mig));
     const MigProfile* made =
         model == nullptr ? nullptr
                          : MigProfileForRequest(*model, request.device_memory_mib, request.device_compute_milli);
-    return made == nullptr || made->name != MigProfileOfDevice(device);
-  }));
+    return made != nullptr && made->name == MigProfileOfDevice(device);
+  };
+  const auto other = [&](int d) { return is_instance(d) && !made_for_request(d); };
+  const int own = static_cast<int>(std::count_if(fitting->begin(), fitting->end(), made_for_request));
+  if (own < request.device_count) {
+    const MigDemand demand{"", request.device_count, request.device_memory_mib, request.device_compute_milli};
+    if (!MigDemandCanBeServedOn(node, *usage, demand)) return -1;
+  }
+  return static_cast<int>(std::erase_if(*fitting, other));
 }
 
 // HAMi's dynamic-mig rule for a request not naming a profile: of the MIG instances that fit, only those of the
@@ -165,9 +176,10 @@ int KeepMigInstancesMadeFor(const Node& node, const TaskRequest& request, std::v
 // that asks 8 GiB a 3g.40gb while a 1g.10gb is free. Other devices stay offered. Left as it is when that would
 // leave fewer devices than the request asks for. True when it took instances out for dynamic MIG
 // (KeepMigInstancesMadeFor).
-bool KeepSmallestMigInstances(const Node& node, const TaskRequest& request, std::vector<int>* fitting) {
+bool KeepSmallestMigInstances(const Node& node, const NodeUsage* usage, const TaskRequest& request,
+                              std::vector<int>* fitting) {
   if (!request.mig_profile.empty()) return false;
-  if (const int taken = KeepMigInstancesMadeFor(node, request, fitting); taken >= 0) return taken > 0;
+  if (const int taken = KeepMigInstancesMadeFor(node, usage, request, fitting); taken >= 0) return taken > 0;
   auto key = [&](int d) {
     const Device& device = node.devices[static_cast<size_t>(d)];
     const bool media = MigProfileOfDevice(device).ends_with("+me");
@@ -234,7 +246,8 @@ bool FitNode(const ClusterState& state, int node_index, const TaskRequest& reque
       closest_device = d;
     }
   }
-  const bool awaits_instance = KeepSmallestMigInstances(node, request, &candidate->fitting_devices);
+  const bool awaits_instance =
+      KeepSmallestMigInstances(node, ignore_usage ? nullptr : &usage, request, &candidate->fitting_devices);
   const int fitting = static_cast<int>(candidate->fitting_devices.size());
   if (fitting == 0) return awaits_instance ? fail(FitReason::kMigInstanceToBeMade, -1) : fail(closest, closest_device);
   if (fitting < request.device_count) return fail(FitReason::kTooFewFittingDevices, -1);

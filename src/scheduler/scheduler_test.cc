@@ -557,5 +557,37 @@ TEST(SchedulerTest, OnADynamicMigNodeARequestBySizeTakesOnlyTheInstanceMadeForIt
   }
 }
 
+// The wait for an instance of its own size holds only while the server could make one on the node: a GPU offered
+// by its instances only is not repartitioned while any device of the node is in use, so there a request by size
+// takes the smallest free instance that covers it, whatever the policy (the scheduler's cached path too).
+TEST(SchedulerTest, ARequestBySizeTakesWhatFitsWhereItsOwnInstanceCannotBeMade) {
+  Node n = MigInstanceNode({"3g.40gb", "2g.20gb"});
+  n.labels[std::string(kMigDynamicLabel)] = "0=A100-80GB:3g.40gb@0,2g.20gb@4";
+  TaskRequest r;
+  r.cpu_milli = 100;
+  r.memory_mib = 100;
+  r.device_count = 1;
+  r.device_memory_mib = 8192;  // a 1g.10gb's worth
+  for (std::string_view name : PolicyNames()) {
+    SCOPED_TRACE(name);
+    auto policy = MakePolicy(name);
+    ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+    ClusterState state;
+    ASSERT_TRUE(state.AddNode(n).ok());
+    Scheduler scheduler(state, **policy);
+    Rng rng(1);
+    ScheduleOutcome idle = scheduler.Schedule(r, rng);  // the idle GPU is repartitioned for it
+    EXPECT_EQ(idle.kind, OutcomeKind::kWait);
+    EXPECT_EQ(idle.reason, "1 node: waiting for a MIG instance of its size to be made");
+    ASSERT_TRUE(state.Apply(Allocation{0, 100, 100, {DeviceGrant{1, 1000, 100}}}).ok());  // the 2g.20gb in use
+    ScheduleOutcome busy = scheduler.Schedule(r, rng);
+    ASSERT_EQ(busy.kind, OutcomeKind::kPlaced) << busy.reason;
+    EXPECT_EQ(busy.allocation.devices.at(0).device, 0);  // the 3g.40gb
+    NodeCandidate candidate;
+    ASSERT_TRUE(FitNode(state, 0, r, false, &candidate, nullptr));
+    EXPECT_EQ(candidate.fitting_devices, std::vector<int>{0});
+  }
+}
+
 }  // namespace
 }  // namespace xpool

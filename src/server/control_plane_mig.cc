@@ -7,6 +7,7 @@
 
 #include "model/mig_label.h"
 #include "scheduler/mig/geometry_planner.h"
+#include "scheduler/mig/node_geometry.h"
 #include "server/control_plane.h"
 
 namespace xpool::server {
@@ -17,26 +18,6 @@ namespace {
 // resent at once).
 constexpr TimeMicros kMigPlanTimeout = 60 * kMicrosPerSecond;
 constexpr TimeMicros kMigReplanDelay = 30 * kMicrosPerSecond;
-
-bool AnyDeviceAllocated(const NodeUsage& usage) {
-  return std::any_of(usage.devices.begin(), usage.devices.end(), [](const DeviceUsage& d) { return d.allocated(); });
-}
-
-// The planner's view of a node's GPUs: an instance is busy when its device (a GPU offered by slots) is allocated.
-std::vector<MigGpu> PlannerGpus(const std::vector<MigGpuGeometry>& gpus, const NodeUsage& usage) {
-  std::vector<MigGpu> out;
-  for (const MigGpuGeometry& g : gpus) {
-    MigGpu& p = out.emplace_back();
-    p.model = g.model;
-    for (const MigPlacement& placement : g.instances) {
-      const int device = MigSlotDevice(g, placement.start);
-      const bool busy = device >= 0 && static_cast<size_t>(device) < usage.devices.size() &&
-                        usage.devices[static_cast<size_t>(device)].allocated();
-      p.instances.push_back({placement, busy});
-    }
-  }
-  return out;
-}
 
 // Each GPU's geometry once the plan is applied, instances by start (as the agent's label lists them).
 std::vector<MigGpuGeometry> GeometriesAfter(const std::vector<MigGpuGeometry>& gpus, const std::vector<MigGpu>& planned,
@@ -139,20 +120,13 @@ void ControlPlane::PlanMigGeometryLocked(const std::vector<JobId>& waiting, Time
   for (const auto& [name, plan] : mig_plans_) TakeServed(plan.served, &demand);
   for (int i = 0; i < state_.node_count() && !demand.empty(); ++i) {
     const Node& node = state_.node(i);
-    auto label = node.labels.find(std::string(kMigDynamicLabel));
-    if (label == node.labels.end() || !node.ready || node.cordoned || mig_plans_.contains(node.name)) continue;
+    if (!node.ready || node.cordoned || mig_plans_.contains(node.name)) continue;
     if (auto next = mig_next_plan_.find(node.name); next != mig_next_plan_.end() && now < next->second) continue;
-    auto gpus = ParseMigDynamicLabel(label->second);
-    if (!gpus.ok()) continue;  // checked when the node registered
-    // Devices are named by position in allocations: a node holding some is planned only when every GPU keeps its
-    // positions (offered by slots).
-    const bool slotted =
-        std::all_of(gpus->begin(), gpus->end(), [](const MigGpuGeometry& g) { return g.first_device >= 0; });
-    if (!slotted && AnyDeviceAllocated(state_.usage(i))) continue;
-    const std::vector<MigGpu> planner_gpus = PlannerGpus(*gpus, state_.usage(i));
-    auto plan = PlanMigGeometry(planner_gpus, demand);
+    std::optional<ReplannableMig> mig = ReplannableMigOf(node, state_.usage(i));
+    if (!mig) continue;
+    auto plan = PlanMigGeometry(mig->gpus, demand);
     if (!plan.ok() || plan->create.empty()) continue;
-    const std::vector<MigGpuGeometry> after = GeometriesAfter(*gpus, planner_gpus, *plan);
+    const std::vector<MigGpuGeometry> after = GeometriesAfter(mig->geometries, mig->gpus, *plan);
     std::vector<MigGpuGeometry> changed;
     for (size_t g = 0; g < after.size(); ++g) {
       if (std::any_of(plan->create.begin(), plan->create.end(),
@@ -170,7 +144,7 @@ void ControlPlane::PlanMigGeometryLocked(const std::vector<JobId>& waiting, Time
     out.expires = now + kMigPlanTimeout;
     std::fprintf(stderr, "xpool server: node %s: MIG geometry %s for the waiting demand\n", node.name.c_str(),
                  out.geometry.c_str());
-    CheckOk(state_.UpdateNode(i, CordonedFor(node, changed, slotted)), "the same node with devices cordoned");
+    CheckOk(state_.UpdateNode(i, CordonedFor(node, changed, mig->slotted)), "the same node with devices cordoned");
     demand = plan->unmet;
     mig_next_plan_[out.before.name] = now + kMigReplanDelay;
     changes_.Bump(out.before.name);  // the agent hears at once
