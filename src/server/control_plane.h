@@ -28,7 +28,8 @@
 // - The no-thrash rules survive a restart: the last start and every suspension are in the store.
 //
 // Owned by the Server. Thread-safe: one mutex guards the queue and the ClusterState; a scheduling pass holds it
-// to compute and book its placements, and commits the placements (an fsync each) after letting go of it.
+// to compute and book its placements, and commits the placements (an fsync each) after letting go of it. The
+// agents' start and end reports and cancels commit their transition before taking it (TransitionUnlocked).
 // Preemption, which is rare, is the exception: the victims' transitions to suspending and the preempt event are
 // committed under the lock, so no request or other pass ever sees a victim chosen but not yet suspending.
 // Heartbeats of Ready nodes take only a separate small lock. Store calls that acknowledge a submission happen
@@ -40,6 +41,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -279,6 +281,13 @@ class ControlPlane {
   // Commits each booked placement to the store (without mu_), then under mu_ confirms it or undoes the booking
   // (cancelled meanwhile: dropped; store down: back in the queue). Returns the number committed.
   int CommitPlacements(std::vector<PendingCommit>& commits);
+  // Commits the job's transition to `to` without holding mu_ (its fsync keeps no heartbeat, pass or API read
+  // waiting), from the state the job is in when `from` accepts it: a compare-and-set on that state, read again and
+  // tried again when another change committed first. The job as it was just before; nullopt when `from` refused
+  // its state (nothing written). The caller then brings the queue and holdings in line under mu_; what ran in
+  // between saw the job still in its old state (its devices still held), which at most delays a placement.
+  Result<std::optional<JobRecord>> TransitionUnlocked(JobId id, JobState to, std::string_view reason, TimeMicros at,
+                                                      bool (*from)(JobState));
   // running → suspending with `reason` (an event on the job); on simulated nodes on to suspended (and queued
   // when `requeue`). Returns true when the devices were released at once.
   Result<bool> SuspendLocked(JobId id, std::string_view reason, bool requeue, TimeMicros now);

@@ -54,15 +54,31 @@ Result<std::vector<Result<JobRecord>>> ControlPlane::SubmitMany(const std::vecto
   return stored;
 }
 
+Result<std::optional<JobRecord>> ControlPlane::TransitionUnlocked(JobId id, JobState to, std::string_view reason,
+                                                                  TimeMicros at, bool (*from)(JobState)) {
+  constexpr int kTries = 8;  // each retry follows another change of the same job that committed first
+  Status last;
+  for (int attempt = 0; attempt < kTries; ++attempt) {
+    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
+    if (!from(job.state)) return std::optional<JobRecord>();
+    last = store_.TransitionJob(id, to, reason, at, job.state);
+    if (last.ok()) return std::optional<JobRecord>(std::move(job));
+    if (last.code() != StatusCode::kFailedPrecondition) return last;
+  }
+  return last;
+}
+
 Result<JobRecord> ControlPlane::Cancel(JobId id, std::string_view reason) {
+  ASSIGN_OR_RETURN(std::optional<JobRecord> before,
+                   TransitionUnlocked(id, JobState::kCancelled, reason, clock_.NowMicros(),
+                                      [](JobState s) { return !IsTerminal(s); }));
+  if (!before) {
+    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
+    return FailedPreconditionError("job " + id.ToString() + " is already " + std::string(JobStateName(job.state)));
+  }
   bool released = false;
   {
     std::lock_guard lock(mu_);
-    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
-    if (IsTerminal(job.state)) {
-      return FailedPreconditionError("job " + id.ToString() + " is already " + std::string(JobStateName(job.state)));
-    }
-    RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kCancelled, reason, clock_.NowMicros(), job.state));
     DequeueLocked(id);
     released = held_.count(id) > 0;
     ReleaseLocked(id);
@@ -72,25 +88,28 @@ Result<JobRecord> ControlPlane::Cancel(JobId id, std::string_view reason) {
 }
 
 Result<JobRecord> ControlPlane::Finish(JobId id, JobState to, std::string_view reason) {
-  {
-    std::lock_guard lock(mu_);
-    ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
-    if (IsTerminal(job.state)) return job;
-    RETURN_IF_ERROR(store_.TransitionJob(id, to, reason, clock_.NowMicros(), job.state));
-    DequeueLocked(id);
-    ReleaseLocked(id);
+  ASSIGN_OR_RETURN(std::optional<JobRecord> before,
+                   TransitionUnlocked(id, to, reason, clock_.NowMicros(), [](JobState s) { return !IsTerminal(s); }));
+  if (before) {
+    {
+      std::lock_guard lock(mu_);
+      DequeueLocked(id);
+      ReleaseLocked(id);
+    }
+    Wake(true);
   }
-  Wake(true);
   return store_.GetJob(id);
 }
 
 Status ControlPlane::TaskStarted(JobId id, TimeMicros at) {
+  ASSIGN_OR_RETURN(std::optional<JobRecord> before,
+                   TransitionUnlocked(id, JobState::kRunning, "started by the agent", at,
+                                      [](JobState s) { return s == JobState::kScheduled; }));
+  if (!before) return Status::Ok();
   std::lock_guard lock(mu_);
-  ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
-  if (job.state != JobState::kScheduled) return Status::Ok();
-  RETURN_IF_ERROR(store_.TransitionJob(id, JobState::kRunning, "started by the agent", at, JobState::kScheduled));
   auto it = held_.find(id);
-  if (it != held_.end()) {
+  // Not when a suspend (or anything else) moved it on meanwhile.
+  if (it != held_.end() && it->second.state == JobState::kScheduled) {
     it->second.state = JobState::kRunning;
     it->second.last_start = at;
   }
