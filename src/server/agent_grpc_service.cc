@@ -59,6 +59,12 @@ class ChangeWait final : public grpc::ServerUnaryReactor {
   std::atomic<uint64_t> id_{0};
 };
 
+// How many threads run the agents' calls (at least; one per core on a larger machine). Most heartbeats write
+// nothing (running tasks report again), but one that reports a task started or ended waits for the store's writer
+// (a commit and its fsync each, one at a time): under 1,500 agents several such calls at once are usual (`gdb`
+// stacks during `xpool_server_load --mode agents`), and with 4 threads they held up the heartbeats behind them.
+constexpr unsigned kCallThreads = 16;
+
 // The threads that run the agents' Register and Heartbeat calls. Those calls may wait (a store write and its fsync,
 // the control plane's lock), so they do not run on gRPC's own threads; and a fixed set of threads, rather than
 // gRPC's synchronous server (a thread per call in flight: 1,500 agents under load made ~1,000 threads queueing on
@@ -158,7 +164,7 @@ class AgentServiceImpl final : public v1::Agent::CallbackService {
 }  // namespace
 
 struct AgentGrpcServer::Impl {
-  explicit Impl(Api& api) : pool(std::max(4u, std::thread::hardware_concurrency())), service(api, pool) {}
+  explicit Impl(Api& api) : pool(std::max(kCallThreads, std::thread::hardware_concurrency())), service(api, pool) {}
   CallPool pool;  // destroyed after the server: the calls it still holds finish first
   AgentServiceImpl service;
   std::unique_ptr<grpc::Server> server;
