@@ -43,6 +43,7 @@ Result<std::unique_ptr<CachingStateStore>> CachingStateStore::Load(StateStore& b
 void CachingStateStore::DropTasks(JobId id) {
   std::lock_guard lock(mu_);
   tasks_.erase(id.value());
+  ++tasks_epoch_;
 }
 
 void CachingStateStore::InsertLocked(JobRecord job) {
@@ -206,13 +207,18 @@ Result<std::vector<TaskRecord>> CachingStateStore::ListTasks(JobId job) {
     auto it = tasks_.find(job.value());
     if (it != tasks_.end()) return it->second;
   }
-  // Filled under write_mu_: no change to this job's tasks is between its store call and dropping the entry.
-  std::lock_guard write(write_mu_);
+  // Read without write_mu_ (a reader connection: no wait for a commit's fsync) and kept only when no change to
+  // any job's tasks came in between: such a change may have committed after the read.
+  uint64_t epoch = 0;
+  {
+    std::lock_guard lock(mu_);
+    epoch = tasks_epoch_;
+  }
   Result<std::vector<TaskRecord>> tasks = base().ListTasks(job);
   // None yet may mean a job being submitted (submissions do not take write_mu_): not kept.
   if (tasks.ok() && !tasks->empty()) {
     std::lock_guard lock(mu_);
-    tasks_[job.value()] = *tasks;
+    if (tasks_epoch_ == epoch) tasks_[job.value()] = *tasks;
   }
   return tasks;
 }
@@ -221,7 +227,21 @@ Status CachingStateStore::UpdateTask(JobId job, int replica, JobState state, std
                                      TimeMicros now) {
   std::lock_guard write(write_mu_);
   Status s = base().UpdateTask(job, replica, state, exit_code, now);
-  DropTasks(job);  // on failure too: a failed write may have committed
+  std::lock_guard lock(mu_);
+  ++tasks_epoch_;
+  auto it = tasks_.find(job.value());
+  if (it == tasks_.end()) return s;
+  if (!s.ok()) {
+    tasks_.erase(it);  // a failed write may have committed
+    return s;
+  }
+  // The same change the store made (its UPDATE of the replica's row), so the next read needs no database.
+  for (TaskRecord& t : it->second) {
+    if (t.replica != replica) continue;
+    t.state = state;
+    t.exit_code = exit_code;
+    t.updated_us = now;
+  }
   return s;
 }
 

@@ -13,9 +13,10 @@
 //   COMMIT may hide a commit) reads that job back from the store, best effort.
 // - GetJob, ListJobs, ListAllocations, JobAllocations and JobAllocationsBetween are served from memory; everything
 //   else (tenants, tokens, nodes, events) passes through.
-// - ListTasks is read through: a job's tasks, once read, are kept until a call that may change them
-//   (TransitionJob, CommitPlacement, UpdateTask) drops them; the read that fills the entry takes write_mu_, so it
-//   cannot keep what such a call is changing. Agents report every task on every heartbeat: the report's checks
+// - ListTasks is read through: a job's tasks, once read, are kept until TransitionJob or CommitPlacement drops
+//   them; UpdateTask changes the kept replica as the store did. The read that fills an entry does not wait for
+//   the writer (write_mu_); it is kept only when no change to tasks came while it read (tasks_epoch_), so it
+//   cannot keep what such a change replaced. Agents report every task on every heartbeat: the report's checks
 //   read the tasks from here, not from the database.
 // - ListJobs walks an index: jobs by id, and the ids of each tenant and of each state, so a tenant's or a state's
 //   page costs its own jobs, not every job.
@@ -85,7 +86,8 @@ class CachingStateStore : public ForwardingStateStore {
 
   explicit CachingStateStore(StateStore& base) : ForwardingStateStore(base) {}
 
-  // Forgets the job's tasks (write_mu_ held): the next ListTasks reads them from the wrapped store.
+  // Forgets the job's tasks (write_mu_ held, after the store call): the next ListTasks reads them from the
+  // wrapped store.
   void DropTasks(JobId id);
   // Adds a job the cache does not hold yet; a job it holds already is kept (a newer snapshot won the race).
   void InsertLocked(JobRecord job);
@@ -107,6 +109,7 @@ class CachingStateStore : public ForwardingStateStore {
   std::array<std::set<int64_t>, kStates> by_state_;               // state → job ids; mu_
   std::map<int64_t, std::vector<AllocationRecord>> allocations_;  // job id → by replica; mu_
   std::unordered_map<int64_t, std::vector<TaskRecord>> tasks_;    // job id → as last read (never empty); mu_
+  uint64_t tasks_epoch_ = 0;  // moved on by every change to any job's tasks (after its commit); mu_
 };
 
 }  // namespace xpool

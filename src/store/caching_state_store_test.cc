@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <set>
 #include <thread>
 
@@ -16,12 +17,19 @@
 namespace xpool::store_test {
 namespace {
 
-// Commits TransitionJob, CommitPlacement and UpdateTask, then reports the connection lost: a commit the caller
-// cannot see.
+// With `lose`, commits TransitionJob, CommitPlacement and UpdateTask, then reports the connection lost: a commit
+// the caller cannot see.
+// Also runs `after_list_tasks` once after a ListTasks has read (a change that comes while a read is on its way).
 class LostAckStore : public ForwardingStateStore {
  public:
   using ForwardingStateStore::ForwardingStateStore;
   bool lose = false;
+  std::function<void()> after_list_tasks;
+  Result<std::vector<TaskRecord>> ListTasks(JobId job) override {
+    Result<std::vector<TaskRecord>> tasks = ForwardingStateStore::ListTasks(job);
+    if (auto hook = std::exchange(after_list_tasks, nullptr)) hook();
+    return tasks;
+  }
   Status UpdateTask(JobId job, int replica, JobState state, std::optional<int> exit_code, TimeMicros now) override {
     Status s = ForwardingStateStore::UpdateTask(job, replica, state, exit_code, now);
     return lose && s.ok() ? UnavailableError("connection lost at COMMIT") : s;
@@ -256,6 +264,31 @@ TYPED_TEST(CachingStateStoreTest, AgreesWithTheStoreAfterEveryKindOfChange) {
 
   this->Restart();
   this->ExpectAgrees("after a restart");
+}
+
+// A task list is read without waiting for the writer: one read while a task changes is returned as read but not
+// kept, so the next read sees the change.
+TYPED_TEST(CachingStateStoreTest, ATaskListReadWhileATaskChangesIsNotKept) {
+  CachingStateStore& c = *this->cache_;
+  ASSERT_TRUE(c.UpsertNode(MakeNode("n1", 8), 1).ok());
+  const JobId job = this->Submit(this->tenant_, MakeSpec("solo", 1, 1), 10);
+  ASSERT_TRUE(c.CommitPlacement(job, this->PlaceOn(job, "n1", 1, 1), "placed on n1", 20).ok());
+  ASSERT_TRUE(c.TransitionJob(job, JobState::kRunning, "started", 21).ok());
+  this->lost_ack_->after_list_tasks = [&] { ASSERT_TRUE(c.UpdateTask(job, 0, JobState::kSucceeded, 0, 30).ok()); };
+  Result<std::vector<TaskRecord>> raced = c.ListTasks(job);
+  ASSERT_TRUE(raced.ok());
+  EXPECT_NE(raced->at(0).state, JobState::kSucceeded);  // read before the change
+  for (int read = 0; read < 2; ++read) {
+    Result<std::vector<TaskRecord>> tasks = c.ListTasks(job);
+    ASSERT_TRUE(tasks.ok());
+    EXPECT_EQ(tasks->at(0).state, JobState::kSucceeded);
+    EXPECT_EQ(tasks->at(0).exit_code, std::optional<int>(0));
+    EXPECT_EQ(tasks->at(0).updated_us, 30);
+  }
+  // Kept, the entry follows the next change in place.
+  ASSERT_TRUE(c.UpdateTask(job, 0, JobState::kFailed, 3, 31).ok());
+  EXPECT_EQ(c.ListTasks(job)->at(0).exit_code, std::optional<int>(3));
+  this->ExpectAgrees("after the race");
 }
 
 TYPED_TEST(CachingStateStoreTest, PagesOverConcurrentSubmitsVisitEachJobOnce) {
