@@ -60,7 +60,8 @@
 #include "store/state_store.h"
 
 namespace xpool {
-struct QueueJob;  // scheduler/queue/queue_types.h
+struct QueueJob;   // scheduler/queue/queue_types.h
+struct MigDemand;  // scheduler/mig/geometry_planner.h
 }  // namespace xpool
 
 namespace xpool::server {
@@ -330,6 +331,9 @@ class ControlPlane {
   // idle nodes labelled kMigDynamicLabel; a node with a plan out has its devices cordoned in state_ (memory only)
   // until its agent registers again with the new geometry, or the plan expires and its description comes back.
   void PlanMigGeometryLocked(const std::vector<JobId>& waiting, TimeMicros now);
+  // Plans the node at `index` for `demand` (what it serves is taken off) and sends the plan to its agent; with
+  // `fill_only`, only its GPUs in use are changed. Nothing when the node may not be planned now.
+  void PlanNodeLocked(int index, bool fill_only, TimeMicros now, std::vector<MigDemand>* demand);
   struct MigPlanOut {
     std::string geometry;               // --mig-geometry's syntax, sent in the node's heartbeat replies
     Node before;                        // the node's description when planned (restored if the plan expires)

@@ -118,39 +118,45 @@ void ControlPlane::PlanMigGeometryLocked(const std::vector<JobId>& waiting, Time
     }
   }
   for (const auto& [name, plan] : mig_plans_) TakeServed(plan.served, &demand);
-  for (int i = 0; i < state_.node_count() && !demand.empty(); ++i) {
-    const Node& node = state_.node(i);
-    if (!node.ready || node.cordoned || mig_plans_.contains(node.name)) continue;
-    if (auto next = mig_next_plan_.find(node.name); next != mig_next_plan_.end() && now < next->second) continue;
-    std::optional<ReplannableMig> mig = ReplannableMigOf(node, state_.usage(i));
-    if (!mig) continue;
-    auto plan = PlanMigGeometry(mig->gpus, demand);
-    if (!plan.ok() || plan->create.empty()) continue;
-    const std::vector<MigGpuGeometry> after = GeometriesAfter(mig->geometries, mig->gpus, *plan);
-    std::vector<MigGpuGeometry> changed;
-    for (size_t g = 0; g < after.size(); ++g) {
-      if (std::any_of(plan->create.begin(), plan->create.end(),
-                      [&](const MigInstanceRef& r) { return r.gpu == static_cast<int>(g); })) {
-        changed.push_back(after[g]);
-      }
-    }
-    MigPlanOut out;
-    out.label_after = FormatMigDynamicLabel(after);
-    for (size_t d = 0; d < demand.size(); ++d) {
-      if (plan->served[d] > 0) out.served[DemandKey(demand[d])] += plan->served[d];
-    }
-    out.geometry = FormatMigGeometryText(changed);
-    out.before = node;
-    out.expires = now + kMigPlanTimeout;
-    std::fprintf(stderr, "xpool server: node %s: MIG geometry %s for the waiting demand\n", node.name.c_str(),
-                 out.geometry.c_str());
-    CheckOk(state_.UpdateNode(i, CordonedFor(node, changed, mig->slotted)), "the same node with devices cordoned");
-    demand = plan->unmet;
-    mig_next_plan_[out.before.name] = now + kMigReplanDelay;
-    changes_.Bump(out.before.name);  // the agent hears at once
-    mig_plans_.emplace(out.before.name, std::move(out));
-    mig_plans_out_.store(mig_plans_.size(), std::memory_order_relaxed);
+  // Slices beside the instances in use first, on every node; then GPUs nothing runs on, so a GPU stays whole
+  // while demand fits elsewhere (the planner does the same among one node's GPUs).
+  for (bool fill_only : {true, false}) {
+    for (int i = 0; i < state_.node_count() && !demand.empty(); ++i) PlanNodeLocked(i, fill_only, now, &demand);
   }
+}
+
+void ControlPlane::PlanNodeLocked(int index, bool fill_only, TimeMicros now, std::vector<MigDemand>* demand) {
+  const Node& node = state_.node(index);
+  if (!node.ready || node.cordoned || mig_plans_.contains(node.name)) return;
+  if (auto next = mig_next_plan_.find(node.name); next != mig_next_plan_.end() && now < next->second) return;
+  std::optional<ReplannableMig> mig = ReplannableMigOf(node, state_.usage(index));
+  if (!mig) return;
+  auto plan = PlanMigGeometry(mig->gpus, *demand, fill_only);
+  if (!plan.ok() || plan->create.empty()) return;
+  const std::vector<MigGpuGeometry> after = GeometriesAfter(mig->geometries, mig->gpus, *plan);
+  std::vector<MigGpuGeometry> changed;
+  for (size_t g = 0; g < after.size(); ++g) {
+    if (std::any_of(plan->create.begin(), plan->create.end(),
+                    [&](const MigInstanceRef& r) { return r.gpu == static_cast<int>(g); })) {
+      changed.push_back(after[g]);
+    }
+  }
+  MigPlanOut out;
+  out.label_after = FormatMigDynamicLabel(after);
+  for (size_t d = 0; d < demand->size(); ++d) {
+    if (plan->served[d] > 0) out.served[DemandKey((*demand)[d])] += plan->served[d];
+  }
+  out.geometry = FormatMigGeometryText(changed);
+  out.before = node;
+  out.expires = now + kMigPlanTimeout;
+  std::fprintf(stderr, "xpool server: node %s: MIG geometry %s for the waiting demand\n", node.name.c_str(),
+               out.geometry.c_str());
+  CheckOk(state_.UpdateNode(index, CordonedFor(node, changed, mig->slotted)), "the same node with devices cordoned");
+  *demand = plan->unmet;
+  mig_next_plan_[out.before.name] = now + kMigReplanDelay;
+  changes_.Bump(out.before.name);  // the agent hears at once
+  mig_plans_.emplace(out.before.name, std::move(out));
+  mig_plans_out_.store(mig_plans_.size(), std::memory_order_relaxed);
 }
 
 }  // namespace xpool::server

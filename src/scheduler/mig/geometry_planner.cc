@@ -274,7 +274,7 @@ int MigDemandProfile(const MigModel& model, const MigDemand& demand) {
   return p == nullptr ? -1 : static_cast<int>(p - model.profiles.data());
 }
 
-Result<MigPlan> PlanMigGeometry(std::span<const MigGpu> gpus, std::span<const MigDemand> demand) {
+Result<MigPlan> PlanMigGeometry(std::span<const MigGpu> gpus, std::span<const MigDemand> demand, bool fill_only) {
   RETURN_IF_ERROR(CheckInput(gpus, demand));
   std::vector<WorkingGpu> work(gpus.size());
   for (size_t g = 0; g < gpus.size(); ++g) {
@@ -286,7 +286,7 @@ Result<MigPlan> PlanMigGeometry(std::span<const MigGpu> gpus, std::span<const Mi
   MigPlan plan;
   Reuse(work, demand, left, &plan);
   FillGpusInUse(work, demand, left, &plan);
-  RepartitionFreeGpus(work, demand, left, &plan);
+  if (!fill_only) RepartitionFreeGpus(work, demand, left, &plan);
   for (size_t i = 0; i < demand.size(); ++i) {
     plan.served.push_back(demand[i].count - left[i]);
     if (left[i] == 0) continue;

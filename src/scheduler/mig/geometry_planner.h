@@ -66,9 +66,12 @@ struct MigPlan {
 //      remaining demand (lexicographically, in demand order), then the one destroying fewest instances; a GPU
 //      whose best geometry serves nothing is left as it is.
 //   4. What remains is `unmet`.
-// Busy instances are never destroyed and every GPU's geometry after the plan is valid for its model.
+// Busy instances are never destroyed and every GPU's geometry after the plan is valid for its model. With
+// `fill_only`, step 3 is left out: only GPUs in use are changed (a caller plans several nodes and keeps idle GPUs
+// whole while slices beside the instances in use can serve).
 // InvalidArgument when a GPU has no model or an invalid current geometry, or a demand has a negative count.
-Result<MigPlan> PlanMigGeometry(std::span<const MigGpu> gpus, std::span<const MigDemand> demand);
+Result<MigPlan> PlanMigGeometry(std::span<const MigGpu> gpus, std::span<const MigDemand> demand,
+                                bool fill_only = false);
 
 // A GPU's instances after the plan's destroys and creates (busy flags kept; created ones idle).
 std::vector<MigInstance> InstancesAfter(const MigGpu& gpu, int gpu_index, const MigPlan& plan);

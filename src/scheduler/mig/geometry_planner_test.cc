@@ -188,6 +188,20 @@ TEST(GeometryPlannerTest, Table) {
   }
 }
 
+// fill_only changes only GPUs in use: what their free slices cannot take stays unmet, the idle GPU untouched.
+TEST(GeometryPlannerTest, FillOnlyLeavesGpusNothingRunsOnAlone) {
+  const std::vector<MigGpu> gpus = {Gpu("A100-80GB"), Gpu("A100-80GB", {"4g.40gb@0*"})};
+  const std::vector<MigDemand> demand = {{"1g.10gb", 4}};
+  Result<MigPlan> fill = PlanMigGeometry(gpus, demand, /*fill_only=*/true);
+  ASSERT_TRUE(fill.ok()) << fill.status().ToString();
+  EXPECT_EQ(Show(gpus, fill->create), (std::vector<std::string>{"1:1g.10gb@4", "1:1g.10gb@5", "1:1g.10gb@6"}));
+  EXPECT_EQ(fill->unmet, (std::vector<MigDemand>{{"1g.10gb", 1}}));
+  EXPECT_TRUE(ValidateMigPlan(gpus, *fill).ok());
+  Result<MigPlan> full = PlanMigGeometry(gpus, demand);
+  ASSERT_TRUE(full.ok());
+  EXPECT_TRUE(full->unmet.empty());  // the idle GPU takes the fourth
+}
+
 TEST(GeometryPlannerTest, RefusesBadInput) {
   std::vector<MigGpu> gpus = {MigGpu{}};
   EXPECT_EQ(PlanMigGeometry(gpus, {}).status().code(), StatusCode::kInvalidArgument);
