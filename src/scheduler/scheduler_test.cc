@@ -495,30 +495,37 @@ Node MigInstanceNode(const std::vector<std::string>& profiles) {
 
 // HAMi's dynamic-mig rule holds whatever the policy: a request given as memory and cores takes the smallest free
 // MIG instance that covers it (fit.cc, KeepSmallestMigInstances), here on a GPU cut into 3g.40gb, 1g.10gb, 2g.20gb.
-TEST(SchedulerTest, EveryPolicyGivesAPlainRequestTheSmallestCoveringMigInstance) {
-  const Node n = MigInstanceNode({"3g.40gb", "1g.10gb", "2g.20gb"});
+// Runs `check` once for every policy, each on a cluster of the one node `n`.
+void ForEveryPolicyOn(const Node& n, const std::function<void(ClusterState&, PlacementPolicy&)>& check) {
   for (std::string_view name : PolicyNames()) {
     SCOPED_TRACE(name);
     auto policy = MakePolicy(name);
     ASSERT_TRUE(policy.ok()) << policy.status().ToString();
     ClusterState state;
     ASSERT_TRUE(state.AddNode(n).ok());
-    Rng rng(1);
-    TaskRequest r;
-    r.cpu_milli = 100;
-    r.memory_mib = 100;
-    r.device_count = 1;
-    r.device_memory_mib = 8192;
-    r.device_compute_milli = 100;
-    ScheduleOutcome small = Schedule(state, r, **policy, rng);
-    ASSERT_EQ(small.kind, OutcomeKind::kPlaced);
-    EXPECT_EQ(small.allocation.devices.at(0).device, 1);  // the 1g.10gb
-    r.device_memory_mib = 15360;
-    r.device_compute_milli = 200;
-    ScheduleOutcome medium = Schedule(state, r, **policy, rng);
-    ASSERT_EQ(medium.kind, OutcomeKind::kPlaced);
-    EXPECT_EQ(medium.allocation.devices.at(0).device, 2);  // the 2g.20gb
+    check(state, **policy);
   }
+}
+
+TEST(SchedulerTest, EveryPolicyGivesAPlainRequestTheSmallestCoveringMigInstance) {
+  ForEveryPolicyOn(MigInstanceNode({"3g.40gb", "1g.10gb", "2g.20gb"}),
+                   [](ClusterState& state, PlacementPolicy& policy) {
+                     Rng rng(1);
+                     TaskRequest r;
+                     r.cpu_milli = 100;
+                     r.memory_mib = 100;
+                     r.device_count = 1;
+                     r.device_memory_mib = 8192;
+                     r.device_compute_milli = 100;
+                     ScheduleOutcome small = Schedule(state, r, policy, rng);
+                     ASSERT_EQ(small.kind, OutcomeKind::kPlaced);
+                     EXPECT_EQ(small.allocation.devices.at(0).device, 1);  // the 1g.10gb
+                     r.device_memory_mib = 15360;
+                     r.device_compute_milli = 200;
+                     ScheduleOutcome medium = Schedule(state, r, policy, rng);
+                     ASSERT_EQ(medium.kind, OutcomeKind::kPlaced);
+                     EXPECT_EQ(medium.allocation.devices.at(0).device, 2);  // the 2g.20gb
+                   });
 }
 
 // On a node whose MIG geometry the server plans, a request by size takes only an instance of the profile the
@@ -568,13 +575,8 @@ TEST(SchedulerTest, ARequestBySizeTakesWhatFitsWhereItsOwnInstanceCannotBeMade) 
   r.memory_mib = 100;
   r.device_count = 1;
   r.device_memory_mib = 8192;  // a 1g.10gb's worth
-  for (std::string_view name : PolicyNames()) {
-    SCOPED_TRACE(name);
-    auto policy = MakePolicy(name);
-    ASSERT_TRUE(policy.ok()) << policy.status().ToString();
-    ClusterState state;
-    ASSERT_TRUE(state.AddNode(n).ok());
-    Scheduler scheduler(state, **policy);
+  ForEveryPolicyOn(n, [&](ClusterState& state, PlacementPolicy& policy) {
+    Scheduler scheduler(state, policy);
     Rng rng(1);
     ScheduleOutcome idle = scheduler.Schedule(r, rng);  // the idle GPU is repartitioned for it
     EXPECT_EQ(idle.kind, OutcomeKind::kWait);
@@ -586,7 +588,7 @@ TEST(SchedulerTest, ARequestBySizeTakesWhatFitsWhereItsOwnInstanceCannotBeMade) 
     NodeCandidate candidate;
     ASSERT_TRUE(FitNode(state, 0, r, false, &candidate, nullptr));
     EXPECT_EQ(candidate.fitting_devices, std::vector<int>{0});
-  }
+  });
 }
 
 }  // namespace
