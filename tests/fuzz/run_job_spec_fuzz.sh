@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the job-spec libFuzzer target with clang++ (the main build uses g++) and runs it for a while.
 #   run_job_spec_fuzz.sh SOURCE_DIR BUILD_DIR SECONDS
-# Exit 77 (ctest: skipped) only when clang++ or libFuzzer's runtime is not installed (a one-line probe decides);
-# a source that does not compile or link fails the test. Rebuilds only when a source changed.
+# Exit 77 (ctest: skipped) only when clang++ or libFuzzer's runtime is not installed (a one-line probe decides:
+# the linker names the missing runtime); a probe failing otherwise, or a source that does not compile or link,
+# fails the test. Rebuilds only when a source changed.
 # The run is seeded (XPOOL_FUZZ_SEED, default 1) so that CI replays one fixed input sequence, cut by time: a run
 # fails only for an input that a longer run with the same seed on the same corpus also reaches. Exploratory runs
 # set another seed (or 0 for a random one) and more seconds.
@@ -15,9 +16,19 @@ if [[ -z "$cxx" ]]; then
 fi
 mkdir -p "$out"
 probe="$out/libfuzzer_probe"
-if ! echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' |
-    "$cxx" -x c++ - -fsanitize=fuzzer -o "$probe" 2>/dev/null; then
-  echo "SKIP: $cxx cannot link a libFuzzer binary (install Debian's 'libclang-rt-dev')"; exit 77
+probe_link() {
+  echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' |
+    "$cxx" -x c++ - -fsanitize=fuzzer -o "$probe" 2>&1
+}
+# Skipped only when the runtime is missing (the linker cannot find libclang_rt.fuzzer); a probe that fails for any
+# other reason is tried once more, then fails the test with the compiler's words.
+if ! probe_error=$(probe_link) && ! probe_error=$(probe_link); then
+  if grep -qi "clang_rt.fuzzer" <<<"$probe_error"; then
+    echo "SKIP: $cxx cannot link a libFuzzer binary (install Debian's 'libclang-rt-dev'):"
+    echo "$probe_error"
+    exit 77
+  fi
+  echo "the libFuzzer probe failed:"; echo "$probe_error"; exit 1
 fi
 bin="$out/job_spec_fuzz"
 sources=(
