@@ -207,7 +207,7 @@ Result<std::vector<TaskRecord>> CachingStateStore::ListTasks(JobId job) {
     auto it = tasks_.find(job.value());
     if (it != tasks_.end()) return it->second;
   }
-  // Read without write_mu_ (a reader connection: no wait for a commit's fsync) and kept only when no change to
+  // Read without a write_mu_ stripe (a reader connection: no wait for a commit's fsync) and kept only when no change to
   // any job's tasks came in between: such a change may have committed after the read.
   uint64_t epoch = 0;
   {
@@ -225,7 +225,7 @@ Result<std::vector<TaskRecord>> CachingStateStore::ListTasks(JobId job) {
 
 Status CachingStateStore::UpdateTask(JobId job, int replica, JobState state, std::optional<int> exit_code,
                                      TimeMicros now) {
-  std::lock_guard write(write_mu_);
+  std::lock_guard write(WriteLockFor(job));
   Status s = base().UpdateTask(job, replica, state, exit_code, now);
   std::lock_guard lock(mu_);
   ++tasks_epoch_;
@@ -268,7 +268,7 @@ std::vector<Result<JobRecord>> CachingStateStore::SubmitJobs(const std::vector<s
 
 Status CachingStateStore::TransitionJob(JobId id, JobState to, std::string_view reason, TimeMicros now,
                                         std::optional<JobState> expected) {
-  std::lock_guard write(write_mu_);
+  std::lock_guard write(WriteLockFor(id));
   Status s = base().TransitionJob(id, to, reason, now, expected);
   DropTasks(id);
   if (!s.ok()) {
@@ -296,7 +296,7 @@ Status CachingStateStore::TransitionJob(JobId id, JobState to, std::string_view 
 
 Status CachingStateStore::CommitPlacement(JobId id, const std::vector<AllocationRecord>& allocations,
                                           std::string_view reason, TimeMicros now) {
-  std::lock_guard write(write_mu_);
+  std::lock_guard write(WriteLockFor(id));
   Status s = base().CommitPlacement(id, allocations, reason, now);
   DropTasks(id);
   if (!s.ok()) {
@@ -325,7 +325,7 @@ Status CachingStateStore::CommitPlacement(JobId id, const std::vector<Allocation
 }
 
 Result<JobRecord> CachingStateStore::SetJobPriority(JobId id, int priority, std::string_view reason, TimeMicros now) {
-  std::lock_guard write(write_mu_);
+  std::lock_guard write(WriteLockFor(id));
   Result<JobRecord> job = base().SetJobPriority(id, priority, reason, now);
   if (!job.ok()) {
     if (MayHaveCommitted(job.status())) Refresh(id);
@@ -337,7 +337,7 @@ Result<JobRecord> CachingStateStore::SetJobPriority(JobId id, int priority, std:
 }
 
 Status CachingStateStore::SetPendingReason(JobId id, std::string_view reason) {
-  std::lock_guard write(write_mu_);
+  std::lock_guard write(WriteLockFor(id));
   Status s = base().SetPendingReason(id, reason);
   if (!s.ok()) {
     if (MayHaveCommitted(s)) Refresh(id);
@@ -353,7 +353,8 @@ Status CachingStateStore::SetPendingReason(JobId id, std::string_view reason) {
 }
 
 Status CachingStateStore::SetPendingReasons(const std::vector<std::pair<JobId, std::string>>& reasons) {
-  std::lock_guard write(write_mu_);
+  std::array<std::unique_lock<std::mutex>, kWriteStripes> writes;
+  for (size_t k = 0; k < kWriteStripes; ++k) writes[k] = std::unique_lock(write_mu_[k]);
   Status s = base().SetPendingReasons(reasons);
   // Refused: nothing changed (one transaction). Only reasons: a failure that did commit is rewritten by the next
   // pass, which finds the reason it keeps in memory different from this one.

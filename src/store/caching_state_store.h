@@ -27,9 +27,10 @@
 // the one they hold) plus three ordered-set entries.
 //
 // Owned by whoever owns the wrapped store (the server), which must outlive it. Thread-safe: reads take mu_ only to
-// collect snapshots; changes are serialised by write_mu_ across the store call and the cache update, so the
-// cache applies them in commit order. Submissions do not take write_mu_ (they create new jobs; the store's group
-// commit keeps concurrent submitters in one transaction).
+// collect snapshots; the changes of one job are serialised by its stripe of write_mu_ across the store call and the
+// cache update, so the cache applies them in commit order; changes of different jobs run at once (the store may
+// commit them together: SqlStore's group commit). SetPendingReasons takes every stripe. Submissions take none
+// (they create new jobs; the store's group commit keeps concurrent submitters in one transaction).
 #include <array>
 #include <map>
 #include <memory>
@@ -86,7 +87,7 @@ class CachingStateStore : public ForwardingStateStore {
 
   explicit CachingStateStore(StateStore& base) : ForwardingStateStore(base) {}
 
-  // Forgets the job's tasks (write_mu_ held, after the store call): the next ListTasks reads them from the
+  // Forgets the job's tasks (its write_mu_ stripe held, after the store call): the next ListTasks reads them from the
   // wrapped store.
   void DropTasks(JobId id);
   // Adds a job the cache does not hold yet; a job it holds already is kept (a newer snapshot won the race).
@@ -102,7 +103,11 @@ class CachingStateStore : public ForwardingStateStore {
   // The ids matching `filter` (up to limit + 1, to tell whether more follow); mu_ held.
   std::vector<int64_t> MatchLocked(const JobFilter& filter) const;
 
-  std::mutex write_mu_;  // serialises the non-submit changes: store call + cache update; taken before mu_
+  // Serialise one job's changes (store call + cache update), by job id; taken before mu_, one at a time except by
+  // SetPendingReasons (every stripe, in order).
+  static constexpr size_t kWriteStripes = 32;
+  std::mutex& WriteLockFor(JobId id) { return write_mu_[static_cast<uint64_t>(id.value()) % kWriteStripes]; }
+  std::array<std::mutex, kWriteStripes> write_mu_;
   mutable std::mutex mu_;
   std::map<int64_t, JobPtr> jobs_;                                // by id; guarded by mu_
   std::unordered_map<int64_t, std::set<int64_t>> by_tenant_;      // tenant id → job ids; mu_

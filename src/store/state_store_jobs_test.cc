@@ -344,6 +344,46 @@ TYPED_TEST(StateStoreTest, GroupedSubmissionsFailIndividually) {
   }
 }
 
+// Group commit of single-job writes: refused writes batched with good ones change nothing and take none down.
+TYPED_TEST(StateStoreTest, GroupedWritesFailIndividually) {
+  constexpr int kThreads = 8;
+  std::vector<JobId> jobs;
+  for (int t = 0; t < kThreads; ++t) jobs.push_back(this->Submit(MakeSpec("w" + std::to_string(t))));
+  std::atomic<int> ok{0}, refused{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 1; i <= 10; ++i) {
+        Status s = t % 2 == 0 ? this->store_->UpdateTask(jobs[t], 0, JobState::kRunning, std::nullopt, 3000 + i)
+                   : i % 2 == 0
+                       ? this->store_->UpdateTask(jobs[t], 7, JobState::kRunning, std::nullopt, 3000 + i)
+                       : this->store_->TransitionJob(jobs[t], JobState::kCancelled, "no", 3000 + i, JobState::kRunning);
+        if (s.ok()) {
+          ++ok;
+        } else if (s.code() == StatusCode::kNotFound || s.code() == StatusCode::kFailedPrecondition) {
+          ++refused;
+        } else {
+          ++other;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(ok.load(), 40);
+  EXPECT_EQ(refused.load(), 40);
+  EXPECT_EQ(other.load(), 0);
+  for (int t = 0; t < kThreads; ++t) {
+    SCOPED_TRACE("job " + std::to_string(t));
+    EXPECT_EQ(this->store_->GetJob(jobs[t])->state, JobState::kQueued);
+    EXPECT_EQ(this->store_->JobEvents(jobs[t])->size(), 1u);  // the submission's only
+    const TaskRecord task = this->store_->ListTasks(jobs[t])->at(0);
+    EXPECT_EQ(task.state, t % 2 == 0 ? JobState::kRunning : JobState::kQueued);
+    if (t % 2 == 0) {
+      EXPECT_EQ(task.updated_us, 3010);
+    }
+  }
+}
+
 TYPED_TEST(StateStoreTest, SubmitJobsInOneCall) {
   JobSpec bad = MakeSpec("bad");
   bad.replicas = 0;

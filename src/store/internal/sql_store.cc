@@ -546,8 +546,7 @@ Result<std::vector<JobRecord>> SqlStore::ListJobs(const JobFilter& filter) {
 
 Status SqlStore::TransitionJob(JobId id, JobState to, std::string_view reason, TimeMicros now,
                                std::optional<JobState> expected) {
-  std::lock_guard lock(mu_);
-  return InTransaction([&]() -> Status {
+  return GroupWrite([&]() -> Status {
     ASSIGN_OR_RETURN(SqlResult r, db_->Query(std::string("SELECT state, restart_count FROM jobs WHERE id = $1") +
                                                  std::string(db_->ForUpdate()),
                                              {Int(id.value())}));
@@ -700,8 +699,7 @@ Result<std::vector<TaskRecord>> SqlStore::ListTasks(JobId job) {
 }
 
 Status SqlStore::UpdateTask(JobId job, int replica, JobState state, std::optional<int> exit_code, TimeMicros now) {
-  std::lock_guard lock(mu_);
-  return InTransaction([&]() -> Status {
+  return GroupWrite([&]() -> Status {
     ASSIGN_OR_RETURN(SqlResult r, db_->Query("UPDATE tasks SET state = $3, exit_code = $4, updated_us = $5 "
                                              "WHERE job_id = $1 AND replica = $2",
                                              {Int(job.value()), Int(replica), Text(JobStateName(state)),

@@ -7,13 +7,16 @@
 // transaction, committed before the call returns. Reads (jobs, tasks, events, allocations, nodes, tenants) run
 // on a reader connection when the backend added some (SQLite in WAL mode: readers see every committed write and
 // do not wait for a commit's fsync), else on the writer under mu_. SubmitJob uses group commit: concurrent submissions
-// share one transaction (and one fsync), and each caller returns only after that transaction committed.
+// share one transaction (and one fsync), and each caller returns only after that transaction committed; so do the
+// single-job writes of running jobs (TransitionJob, CommitPlacement, UpdateTask: GroupWrite).
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "store/internal/sql_backend.h"
 #include "store/state_store.h"
@@ -108,6 +111,19 @@ class SqlStore final : public StateStore {
   Status InsertBatch(const std::vector<PendingSubmit*>& batch, std::vector<Status>* results, std::vector<JobId>* ids);
   void CommitBatch(const std::vector<PendingSubmit*>& batch);
 
+  // Group commit of single-job writes (TransitionJob, CommitPlacement, UpdateTask): `body` runs on the writer with
+  // mu_ held, inside a transaction shared with the writes queued meanwhile, each in its own savepoint (one that
+  // fails is rolled back alone); one commit (one fsync) for all, and each caller returns after it with its own
+  // body's result, or the commit's failure.
+  Status GroupWrite(const std::function<Status()>& body);
+  struct PendingWrite {
+    const std::function<Status()>* body;
+    Status result;
+    bool done = false;  // guarded by write_mu_
+  };
+  void CommitWrites(const std::vector<PendingWrite*>& batch);
+  static constexpr size_t kMaxWriteBatch = 256;
+
   // Runs `body` between Begin and Commit; rolls back when it fails. Caller holds mu_.
   template <typename Body>
   Status InTransaction(Body&& body);
@@ -151,6 +167,11 @@ class SqlStore final : public StateStore {
   std::condition_variable submit_cv_;
   std::deque<PendingSubmit*> submit_queue_;  // guarded by submit_mu_
   bool submit_leader_ = false;               // guarded by submit_mu_
+  // Group commit of single-job writes (taken before mu_, never while holding it).
+  std::mutex write_mu_;
+  std::condition_variable write_cv_;
+  std::deque<PendingWrite*> write_queue_;  // guarded by write_mu_
+  bool write_leader_ = false;              // guarded by write_mu_
 };
 
 template <typename Body>

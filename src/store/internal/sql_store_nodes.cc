@@ -83,8 +83,7 @@ Result<Device> DeviceFromRow(const SqlRow& r) {
 
 Status SqlStore::CommitPlacement(JobId id, const std::vector<AllocationRecord>& allocations, std::string_view reason,
                                  TimeMicros now) {
-  std::lock_guard lock(mu_);
-  return InTransaction([&]() -> Status {
+  return GroupWrite([&]() -> Status {
     ASSIGN_OR_RETURN(SqlResult r,
                      db_->Query(std::string("SELECT state FROM jobs WHERE id = $1") + std::string(db_->ForUpdate()),
                                 {Int(id.value())}));
