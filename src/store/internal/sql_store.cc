@@ -450,28 +450,8 @@ void SqlStore::CommitBatch(const std::vector<PendingSubmit*>& batch) {
 Result<JobRecord> SqlStore::SubmitJob(TenantId tenant, const JobSpec& spec, TimeMicros now) {
   RETURN_IF_ERROR(ValidateJobSpec(spec));
   PendingSubmit pending{tenant, &spec, JobSpecToJson(spec), now, InternalError("not committed"), false};
-  // Group commit: the first submitter to find no leader becomes one, takes every queued submission and commits
-  // them in one transaction (one fsync); the others wait until their own submission is committed.
-  std::unique_lock lock(submit_mu_);
-  submit_queue_.push_back(&pending);
-  while (!pending.done) {
-    if (submit_leader_) {
-      submit_cv_.wait(lock);
-      continue;
-    }
-    submit_leader_ = true;
-    std::vector<PendingSubmit*> batch;
-    while (!submit_queue_.empty() && batch.size() < kMaxSubmitBatch) {
-      batch.push_back(submit_queue_.front());
-      submit_queue_.pop_front();
-    }
-    lock.unlock();
-    CommitBatch(batch);
-    lock.lock();
-    for (PendingSubmit* p : batch) p->done = true;
-    submit_leader_ = false;
-    submit_cv_.notify_all();
-  }
+  // Group commit (GroupCommit): the queued submissions share one transaction and one fsync.
+  submits_.Run(&pending, [this](const std::vector<PendingSubmit*>& batch) { CommitBatch(batch); });
   return std::move(pending.result);
 }
 

@@ -10,14 +10,13 @@
 // share one transaction (and one fsync), and each caller returns only after that transaction committed; so do the
 // single-job writes of running jobs (TransitionJob, CommitPlacement, UpdateTask: GroupWrite).
 #include <atomic>
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "store/internal/group_commit.h"
 #include "store/internal/sql_backend.h"
 #include "store/state_store.h"
 
@@ -99,7 +98,7 @@ class SqlStore final : public StateStore {
     std::string spec_json;
     TimeMicros now;
     Result<JobRecord> result;
-    bool done;  // guarded by submit_mu_
+    bool done;  // GroupCommit's
   };
   static constexpr size_t kMaxSubmitBatch = 256;      // submissions group commit puts in one transaction
   static constexpr size_t kReleaseAfterBatch = 1000;  // SubmitJobs of this many frees the writer's cache after
@@ -119,7 +118,7 @@ class SqlStore final : public StateStore {
   struct PendingWrite {
     const std::function<Status()>* body;
     Status result;
-    bool done = false;  // guarded by write_mu_
+    bool done = false;  // GroupCommit's
   };
   void CommitWrites(const std::vector<PendingWrite*>& batch);
   static constexpr size_t kMaxWriteBatch = 256;
@@ -162,16 +161,9 @@ class SqlStore final : public StateStore {
   std::vector<std::unique_ptr<Reader>> readers_;  // filled before use, then fixed
   std::atomic<size_t> next_reader_{0};
 
-  // Group commit of submissions (taken before mu_, never while holding it).
-  std::mutex submit_mu_;
-  std::condition_variable submit_cv_;
-  std::deque<PendingSubmit*> submit_queue_;  // guarded by submit_mu_
-  bool submit_leader_ = false;               // guarded by submit_mu_
-  // Group commit of single-job writes (taken before mu_, never while holding it).
-  std::mutex write_mu_;
-  std::condition_variable write_cv_;
-  std::deque<PendingWrite*> write_queue_;  // guarded by write_mu_
-  bool write_leader_ = false;              // guarded by write_mu_
+  // Group commits of submissions and of single-job writes (each taken before mu_, never while holding it).
+  GroupCommit<PendingSubmit> submits_{kMaxSubmitBatch};
+  GroupCommit<PendingWrite> writes_{kMaxWriteBatch};
 };
 
 template <typename Body>

@@ -7,28 +7,7 @@ namespace xpool::store_internal {
 
 Status SqlStore::GroupWrite(const std::function<Status()>& body) {
   PendingWrite pending{&body, InternalError("not committed")};
-  // The first writer to find no leader becomes one, takes every queued write and commits them together; the others
-  // wait until their own write is committed (as SubmitJob's group commit).
-  std::unique_lock lock(write_mu_);
-  write_queue_.push_back(&pending);
-  while (!pending.done) {
-    if (write_leader_) {
-      write_cv_.wait(lock);
-      continue;
-    }
-    write_leader_ = true;
-    std::vector<PendingWrite*> batch;
-    while (!write_queue_.empty() && batch.size() < kMaxWriteBatch) {
-      batch.push_back(write_queue_.front());
-      write_queue_.pop_front();
-    }
-    lock.unlock();
-    CommitWrites(batch);
-    lock.lock();
-    for (PendingWrite* p : batch) p->done = true;
-    write_leader_ = false;
-    write_cv_.notify_all();
-  }
+  writes_.Run(&pending, [this](const std::vector<PendingWrite*>& batch) { CommitWrites(batch); });
   return pending.result;
 }
 
