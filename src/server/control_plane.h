@@ -41,7 +41,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -284,11 +283,11 @@ class ControlPlane {
   int CommitPlacements(std::vector<PendingCommit>& commits);
   // Commits the job's transition to `to` without holding mu_ (its fsync keeps no heartbeat, pass or API read
   // waiting), from the state the job is in when `from` accepts it: a compare-and-set on that state, read again and
-  // tried again when another change committed first. The job as it was just before; nullopt when `from` refused
-  // its state (nothing written). The caller then brings the queue and holdings in line under mu_; what ran in
+  // tried again when another change committed first. True when committed; false when `from` refused its state
+  // (nothing written). The caller then brings the queue and holdings in line under mu_; what ran in
   // between saw the job still in its old state (its devices still held), which at most delays a placement.
-  Result<std::optional<JobRecord>> TransitionUnlocked(JobId id, JobState to, std::string_view reason, TimeMicros at,
-                                                      bool (*from)(JobState));
+  Result<bool> TransitionUnlocked(JobId id, JobState to, std::string_view reason, TimeMicros at,
+                                  bool (*from)(JobState));
   // running → suspending with `reason` (an event on the job); on simulated nodes on to suspended (and queued
   // when `requeue`). Returns true when the devices were released at once.
   Result<bool> SuspendLocked(JobId id, std::string_view reason, bool requeue, TimeMicros now);

@@ -54,25 +54,24 @@ Result<std::vector<Result<JobRecord>>> ControlPlane::SubmitMany(const std::vecto
   return stored;
 }
 
-Result<std::optional<JobRecord>> ControlPlane::TransitionUnlocked(JobId id, JobState to, std::string_view reason,
-                                                                  TimeMicros at, bool (*from)(JobState)) {
+Result<bool> ControlPlane::TransitionUnlocked(JobId id, JobState to, std::string_view reason, TimeMicros at,
+                                              bool (*from)(JobState)) {
   constexpr int kTries = 8;  // each retry follows another change of the same job that committed first
   Status last;
   for (int attempt = 0; attempt < kTries; ++attempt) {
     ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
-    if (!from(job.state)) return std::optional<JobRecord>();
+    if (!from(job.state)) return false;
     last = store_.TransitionJob(id, to, reason, at, job.state);
-    if (last.ok()) return std::optional<JobRecord>(std::move(job));
+    if (last.ok()) return true;
     if (last.code() != StatusCode::kFailedPrecondition) return last;
   }
   return last;
 }
 
 Result<JobRecord> ControlPlane::Cancel(JobId id, std::string_view reason) {
-  ASSIGN_OR_RETURN(std::optional<JobRecord> before,
-                   TransitionUnlocked(id, JobState::kCancelled, reason, clock_.NowMicros(),
-                                      [](JobState s) { return !IsTerminal(s); }));
-  if (!before) {
+  ASSIGN_OR_RETURN(const bool committed, TransitionUnlocked(id, JobState::kCancelled, reason, clock_.NowMicros(),
+                                                            [](JobState s) { return !IsTerminal(s); }));
+  if (!committed) {
     ASSIGN_OR_RETURN(JobRecord job, store_.GetJob(id));
     return FailedPreconditionError("job " + id.ToString() + " is already " + std::string(JobStateName(job.state)));
   }
@@ -88,9 +87,9 @@ Result<JobRecord> ControlPlane::Cancel(JobId id, std::string_view reason) {
 }
 
 Result<JobRecord> ControlPlane::Finish(JobId id, JobState to, std::string_view reason) {
-  ASSIGN_OR_RETURN(std::optional<JobRecord> before,
+  ASSIGN_OR_RETURN(const bool committed,
                    TransitionUnlocked(id, to, reason, clock_.NowMicros(), [](JobState s) { return !IsTerminal(s); }));
-  if (before) {
+  if (committed) {
     {
       std::lock_guard lock(mu_);
       DequeueLocked(id);
@@ -102,10 +101,9 @@ Result<JobRecord> ControlPlane::Finish(JobId id, JobState to, std::string_view r
 }
 
 Status ControlPlane::TaskStarted(JobId id, TimeMicros at) {
-  ASSIGN_OR_RETURN(std::optional<JobRecord> before,
-                   TransitionUnlocked(id, JobState::kRunning, "started by the agent", at,
-                                      [](JobState s) { return s == JobState::kScheduled; }));
-  if (!before) return Status::Ok();
+  ASSIGN_OR_RETURN(const bool committed, TransitionUnlocked(id, JobState::kRunning, "started by the agent", at,
+                                                            [](JobState s) { return s == JobState::kScheduled; }));
+  if (!committed) return Status::Ok();
   std::lock_guard lock(mu_);
   auto it = held_.find(id);
   // Not when a suspend (or anything else) moved it on meanwhile.
