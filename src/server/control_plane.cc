@@ -110,6 +110,7 @@ void ControlPlane::Stop() {
 
 Status ControlPlane::Rebuild() {
   std::lock_guard lock(mu_);
+  placer_.reset();  // it refers to the policy replaced here
   ASSIGN_OR_RETURN(policy_, MakePolicy(options_.policy));
   ASSIGN_OR_RETURN(std::vector<NodeRecord> nodes, store_.ListNodes());
   const TimeMicros now = clock_.NowMicros();
@@ -563,9 +564,9 @@ void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vect
       CheckOk(state_.Apply(holds.back()), "only the part that is free in this state");
     }
   }
-  SchedulerJobPlacer placer(state_, *policy_, rng_);
+  if (placer_ == nullptr) placer_ = std::make_unique<SchedulerJobPlacer>(state_, *policy_, rng_);
   const auto start = std::chrono::steady_clock::now();
-  PassResult result = RunSchedulingPass(jobs, tenants, state_, placer, now, pass_options);
+  PassResult result = RunSchedulingPass(jobs, tenants, state_, *placer_, now, pass_options);
   if (metrics_ != nullptr) {
     metrics_->Observe("xpool_scheduling_latency_seconds", {}, Seconds(std::chrono::steady_clock::now() - start));
   }

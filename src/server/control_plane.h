@@ -59,8 +59,9 @@
 #include "store/state_store.h"
 
 namespace xpool {
-struct QueueJob;   // scheduler/queue/queue_types.h
-struct MigDemand;  // scheduler/mig/geometry_planner.h
+struct QueueJob;           // scheduler/queue/queue_types.h
+struct MigDemand;          // scheduler/mig/geometry_planner.h
+class SchedulerJobPlacer;  // scheduler/queue/scheduler_job_placer.h
 }  // namespace xpool
 
 namespace xpool::server {
@@ -309,10 +310,13 @@ class ControlPlane {
 
   std::mutex pass_mu_;  // one pass at a time (the loop; tests call RunPass directly); taken before mu_
   mutable std::mutex mu_;
-  ChangeFeed changes_;                           // thread-safe on its own
-  ClusterState state_;                           // guarded by mu_
-  std::unique_ptr<PlacementPolicy> policy_;      // guarded by mu_
-  Rng rng_;                                      // guarded by mu_
+  ChangeFeed changes_;                       // thread-safe on its own
+  ClusterState state_;                       // guarded by mu_
+  std::unique_ptr<PlacementPolicy> policy_;  // guarded by mu_
+  Rng rng_;                                  // guarded by mu_
+  // The passes' placer, built at the first pass and kept: its Scheduler follows state_'s change journal, so a pass
+  // re-reads only the nodes that changed since the last one instead of every node. mu_
+  std::unique_ptr<SchedulerJobPlacer> placer_;
   std::unordered_map<JobId, QueuedJob> queued_;  // guarded by mu_
   std::vector<JobId> fresh_;                     // submitted since the last pass; mu_
   std::unordered_map<JobId, HeldJob> held_;      // guarded by mu_
