@@ -1,5 +1,6 @@
 #include "server/change_feed.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 #include <vector>
@@ -23,13 +24,13 @@ void ChangeFeed::Bump(const std::string& node) {
     std::lock_guard lock(mu_);
     generation = GenerationLocked(node) + 1;
     generations_[node] = generation;
-    for (auto it = waiters_.begin(); it != waiters_.end();) {
-      if (it->second.node != node) {
-        ++it;
-        continue;
+    if (auto ids = ids_by_node_.find(node); ids != ids_by_node_.end()) {
+      for (uint64_t id : ids->second) {
+        auto it = waiters_.find(id);
+        due.push_back(std::move(it->second.done));
+        waiters_.erase(it);
       }
-      due.push_back(std::move(it->second.done));
-      it = waiters_.erase(it);
+      ids_by_node_.erase(ids);
     }
   }
   changed_.notify_all();
@@ -50,6 +51,7 @@ uint64_t ChangeFeed::Subscribe(const std::string& node, int64_t seen, Callback d
     if (now == seen) {
       const uint64_t id = next_id_++;
       waiters_.emplace(id, Waiter{node, std::move(done)});
+      ids_by_node_[node].push_back(id);
       return id;
     }
   }
@@ -59,7 +61,13 @@ uint64_t ChangeFeed::Subscribe(const std::string& node, int64_t seen, Callback d
 
 bool ChangeFeed::Cancel(uint64_t id) {
   std::lock_guard lock(mu_);
-  return waiters_.erase(id) > 0;
+  auto it = waiters_.find(id);
+  if (it == waiters_.end()) return false;
+  auto ids = ids_by_node_.find(it->second.node);
+  std::erase(ids->second, id);
+  if (ids->second.empty()) ids_by_node_.erase(ids);
+  waiters_.erase(it);
+  return true;
 }
 
 size_t ChangeFeed::waiting() const {

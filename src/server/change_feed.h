@@ -16,10 +16,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "common/clock.h"
 
@@ -57,8 +57,10 @@ class ChangeFeed {
     std::string node;
     Callback done;
   };
-  std::map<uint64_t, Waiter> waiters_;  // by id; mu_
-  uint64_t next_id_ = 1;                // mu_
+  std::unordered_map<uint64_t, Waiter> waiters_;  // by id; mu_
+  // Per node, the ids of its waiters in subscription order: a Bump costs the node's waiters, not every one. mu_
+  std::unordered_map<std::string, std::vector<uint64_t>> ids_by_node_;
+  uint64_t next_id_ = 1;  // mu_
 };
 
 }  // namespace xpool::server

@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace xpool::server {
 namespace {
@@ -65,6 +67,28 @@ TEST(ChangeFeedTest, SubscriptionsRunOnceAndCancelTellsWhetherTheyRan) {
   feed.Bump("a");
   EXPECT_EQ(calls, 2);
   EXPECT_EQ(feed.waiting(), 0u);
+}
+
+TEST(ChangeFeedTest, ABumpWakesItsNodesWaitersInOrderAndNoOthers) {
+  ChangeFeed feed(1);
+  std::vector<std::string> woken;
+  auto waiter = [&](std::string name) { return [&woken, name](int64_t) { woken.push_back(name); }; };
+  feed.Subscribe("a", 1, waiter("a1"));
+  feed.Subscribe("b", 1, waiter("b1"));
+  const uint64_t a2 = feed.Subscribe("a", 1, waiter("a2"));
+  feed.Subscribe("a", 1, waiter("a3"));
+  feed.Subscribe("c", 1, waiter("c1"));
+  EXPECT_TRUE(feed.Cancel(a2));
+  EXPECT_EQ(feed.waiting(), 4u);
+  feed.Bump("a");
+  EXPECT_EQ(woken, (std::vector<std::string>{"a1", "a3"}));
+  EXPECT_EQ(feed.waiting(), 2u);
+  // A node whose waiters all left is woken by nothing later; its next waiter is.
+  feed.Subscribe("a", 2, waiter("a4"));
+  feed.Bump("c");
+  feed.Bump("a");
+  EXPECT_EQ(woken, (std::vector<std::string>{"a1", "a3", "c1", "a4"}));
+  EXPECT_EQ(feed.waiting(), 1u);  // b1
 }
 
 }  // namespace

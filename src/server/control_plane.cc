@@ -182,16 +182,17 @@ ControlPlane::JobTerms ControlPlane::JobTerms::Of(const JobRecord& job) {
   return t;
 }
 
-QueueJob ControlPlane::JobTerms::ToQueueJob(JobId id) const {
-  QueueJob j;
-  j.id = id;
-  j.tenant = tenant;
-  j.priority = priority;
-  j.first_submit = first_submit;
-  j.request = request;
-  j.replicas = replicas;
-  j.preemptible = preemptible;
-  return j;
+void ControlPlane::JobTerms::FillQueueJob(JobId id, QueueJob* job) const {
+  job->id = id;
+  job->tenant = tenant;
+  job->priority = priority;
+  job->first_submit = first_submit;
+  job->request = request;
+  job->replicas = replicas;
+  job->state = QueueJobState::kPending;
+  job->preemptible = preemptible;
+  job->last_start = 0;
+  job->suspensions_last_hour = 0;
 }
 
 void ControlPlane::EnqueueLocked(const JobRecord& job) {
@@ -523,28 +524,34 @@ void ControlPlane::BookReservedLocked(std::vector<PendingCommit>* commits) {
 void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vector<TenantRecord>& tenant_records,
                               std::vector<PendingCommit>* commits) {
   const TimeMicros now = clock_.NowMicros();
-  std::vector<QueueJob> jobs;
-  std::vector<JobId> ids;
-  jobs.reserve(held_.size() + waiting.size());
+  std::vector<QueueJob>& jobs = pass_jobs_;
+  std::vector<JobId>& ids = pass_ids_;
+  ids.clear();
+  auto next_job = [&]() -> QueueJob& {  // the element for ids.size(), kept from an earlier pass when there is one
+    if (ids.size() == jobs.size()) jobs.emplace_back();
+    return jobs[ids.size()];
+  };
   for (const auto& [id, h] : held_) {
-    QueueJob j = h.ToQueueJob(id);
+    if (static_cast<int>(h.allocations.size()) != h.replicas) continue;  // not every replica booked: skip
+    QueueJob& j = next_job();
+    h.FillQueueJob(id, &j);
     j.state = QueueJobState::kRunning;
     // Only a running job can be a victim; scheduled and suspending ones still count for their tenant.
     j.preemptible = h.preemptible && h.state == JobState::kRunning && options_.preemption;
     j.last_start = h.last_start;
     j.suspensions_last_hour = SuspensionsLastHour(id, now);
     j.allocations = h.allocations;
-    if (static_cast<int>(j.allocations.size()) != j.replicas) continue;  // not every replica booked: skip
-    jobs.push_back(std::move(j));
     ids.push_back(id);
   }
   for (JobId id : waiting) {
     const QueuedJob& q = queued_[id];
-    QueueJob j = q.ToQueueJob(id);
+    QueueJob& j = next_job();
+    q.FillQueueJob(id, &j);
     j.state = q.restarted ? QueueJobState::kSuspended : QueueJobState::kPending;
-    jobs.push_back(std::move(j));
+    j.allocations.clear();
     ids.push_back(id);
   }
+  jobs.resize(ids.size());
   std::vector<Tenant> tenants;
   tenants.reserve(tenant_records.size());
   for (const TenantRecord& t : tenant_records) tenants.push_back(ToPassTenant(t));

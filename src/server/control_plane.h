@@ -221,8 +221,9 @@ class ControlPlane {
     TimeMicros interactive_idle = 0;  // kind: interactive: its idle-timeout; 0 = none
 
     static JobTerms Of(const JobRecord& job);
-    // The pass's view with these terms (preemptible as here; state and allocations left to the caller).
-    QueueJob ToQueueJob(JobId id) const;
+    // Makes `*job` the pass's view with these terms: pending, preemptible as here, never started nor suspended;
+    // its allocations are left to the caller. Assigns into `*job`, so a kept QueueJob's buffers are reused.
+    void FillQueueJob(JobId id, QueueJob* job) const;
   };
   // A job waiting in the queue (queued in the store).
   struct QueuedJob : JobTerms {
@@ -317,6 +318,10 @@ class ControlPlane {
   // The passes' placer, built at the first pass and kept: its Scheduler follows state_'s change journal, so a pass
   // re-reads only the nodes that changed since the last one instead of every node. mu_
   std::unique_ptr<SchedulerJobPlacer> placer_;
+  // The pass's jobs and their ids, kept between passes so that filling them reuses each element's buffers (a held
+  // job's request and allocations) instead of allocating them again for every held job at every pass. mu_
+  std::vector<QueueJob> pass_jobs_;
+  std::vector<JobId> pass_ids_;
   std::unordered_map<JobId, QueuedJob> queued_;  // guarded by mu_
   std::vector<JobId> fresh_;                     // submitted since the last pass; mu_
   std::unordered_map<JobId, HeldJob> held_;      // guarded by mu_
