@@ -49,6 +49,19 @@ constexpr MigProfile kH200[] = {
     {"3g.71gb", 3, 4, 71 * kGiB, 2, kHalves8, false}, {"4g.71gb", 4, 4, 71 * kGiB, 1, kFirst, false},
     {"7g.141gb", 7, 8, 141 * kGiB, 1, kFirst, false},
 };
+// The H100 96GB (on GH200) and the H20.
+constexpr MigProfile kH100_96[] = {
+    {"1g.12gb", 1, 1, 12 * kGiB, 7, kEvery7, false},  {"1g.12gb+me", 1, 1, 12 * kGiB, 1, kEvery7, true},
+    {"1g.24gb", 1, 2, 24 * kGiB, 4, kEven4, false},   {"2g.24gb", 2, 2, 24 * kGiB, 3, kEven3, false},
+    {"3g.48gb", 3, 4, 48 * kGiB, 2, kHalves8, false}, {"4g.48gb", 4, 4, 48 * kGiB, 1, kFirst, false},
+    {"7g.96gb", 7, 8, 96 * kGiB, 1, kFirst, false},
+};
+constexpr MigProfile kB200[] = {
+    {"1g.23gb", 1, 1, 23 * kGiB, 7, kEvery7, false},  {"1g.23gb+me", 1, 1, 23 * kGiB, 1, kEvery7, true},
+    {"1g.45gb", 1, 2, 45 * kGiB, 4, kEven4, false},   {"2g.45gb", 2, 2, 45 * kGiB, 3, kEven3, false},
+    {"3g.90gb", 3, 4, 90 * kGiB, 2, kHalves8, false}, {"4g.90gb", 4, 4, 90 * kGiB, 1, kFirst, false},
+    {"7g.180gb", 7, 8, 180 * kGiB, 1, kFirst, false},
+};
 // The A30: 4 slots, 4 compute slices.
 constexpr MigProfile kA30[] = {
     {"1g.6gb", 1, 1, 6 * kGiB, 4, kEvery4, false},    {"1g.6gb+me", 1, 1, 6 * kGiB, 1, kEvery4, true},
@@ -57,13 +70,15 @@ constexpr MigProfile kA30[] = {
 };
 
 // The H100 80GB offers the same profiles and placements as the A100 80GB.
-constexpr std::array<MigModel, 6> kModels = {{
+constexpr std::array<MigModel, 8> kModels = {{
     {"A30-24GB", 4, 4, 24 * kGiB, kA30},
     {"A100-SXM4-40GB", 7, 8, 40 * kGiB, kA100_40},
     {"A100-80GB", 7, 8, 80 * kGiB, kA100_80},
     {"H100-80GB", 7, 8, 80 * kGiB, kA100_80},
     {"H100-94GB", 7, 8, 94 * kGiB, kH100_94},
+    {"H100-96GB", 7, 8, 96 * kGiB, kH100_96},
     {"H200-141GB", 7, 8, 141 * kGiB, kH200},
+    {"B200-180GB", 7, 8, 180 * kGiB, kB200},
 }};
 
 bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
@@ -133,11 +148,19 @@ const MigModel* FindMigModel(std::string_view device_name, int64_t memory_mib) {
   }
   if (HasToken(u, "H100") || HasToken(u, "H800")) {
     const bool nvl = u.find("NVL") != std::string_view::npos || u.find("94GB") != std::string_view::npos;
-    if (u.find("96GB") != std::string_view::npos) return nullptr;  // H100 on GH200: not tabled
+    if (u.find("96GB") != std::string_view::npos) return MigModelNamed("H100-96GB");  // the H100 on GH200
     if (nvl || (!says80 && memory_mib > 88 * kGiB)) return MigModelNamed("H100-94GB");
     return MigModelNamed("H100-80GB");
   }
   if (HasToken(u, "H200")) return MigModelNamed("H200-141GB");
+  // The Grace Hopper superchip is named for its whole memory ("GH200 480GB": an H100 with 96GB of HBM3); its
+  // H200 variant (144GB of HBM3e) and the H20 with 141GB have no table.
+  if (HasToken(u, "GH200") || HasToken(u, "H20")) {
+    const bool larger =
+        u.find("144G") != std::string_view::npos || u.find("141G") != std::string_view::npos || memory_mib > 100 * kGiB;
+    return larger ? nullptr : MigModelNamed("H100-96GB");
+  }
+  if (HasToken(u, "B200")) return MigModelNamed("B200-180GB");
   return nullptr;
 }
 

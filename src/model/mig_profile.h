@@ -51,7 +51,7 @@ const MigModel* MigModelNamed(std::string_view table_name);
 // The table for an NVML / CUDA device name ("NVIDIA A100-SXM4-40GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200",
 // "A100" as xpool's Device::model writes it), case-insensitive, the "NVIDIA " prefix optional. Where the name does
 // not tell the memory size (an A100 without "40GB" / "80GB"; an H100, 80 GB unless "NVL" or "94GB"),
-// `memory_mib` > 0 decides. nullptr when the model has no MIG or is not tabled (GH200, B200, RTX PRO).
+// `memory_mib` > 0 decides. nullptr when the model has no MIG or is not tabled (GH200 144GB, GB200, B300, RTX PRO).
 const MigModel* FindMigModel(std::string_view device_name, int64_t memory_mib = 0);
 
 // The profile of that name on the model (exact, case-sensitive, as nvidia-smi writes it); nullptr if none.

@@ -53,7 +53,7 @@ TEST(MigProfileTest, TablesAreConsistent) {
     }
     EXPECT_EQ(full, 1) << "one profile spans the whole GPU";
   }
-  EXPECT_EQ(models.size(), 6u);
+  EXPECT_EQ(models.size(), 8u);
 }
 
 TEST(MigProfileTest, FindsModelsByDeviceName) {
@@ -82,7 +82,17 @@ TEST(MigProfileTest, FindsModelsByDeviceName) {
       {"NVIDIA H200", 0, "H200-141GB"},
       {"NVIDIA H200 NVL", 0, "H200-141GB"},
       {"H200", 0, "H200-141GB"},
-      {"NVIDIA GH200 480GB", 0, ""},
+      {"NVIDIA GH200 480GB", 0, "H100-96GB"},
+      {"NVIDIA GH200 480GB", 97871, "H100-96GB"},
+      {"NVIDIA GH200 144G HBM3e", 0, ""},
+      {"NVIDIA H100 96GB HBM3", 0, "H100-96GB"},
+      {"NVIDIA H20", 0, "H100-96GB"},
+      {"NVIDIA H20", 97871, "H100-96GB"},
+      {"NVIDIA H20", 143771, ""},
+      {"NVIDIA B200", 0, "B200-180GB"},
+      {"NVIDIA B200", 183359, "B200-180GB"},
+      {"NVIDIA GB200", 0, ""},
+      {"NVIDIA B300 SXM6 AC", 0, ""},
       {"Tesla T4", 0, ""},
       {"NVIDIA L40S", 0, ""},
       {"", 0, ""},
@@ -151,6 +161,12 @@ TEST(MigProfileTest, SmallestCoveringProfile) {
       {"H200-141GB", 16384, 0, "1g.18gb"},
       {"H200-141GB", 30000, 0, "1g.35gb"},
       {"H200-141GB", 60000, 0, "3g.71gb"},
+      {"H100-96GB", 12288, 0, "1g.12gb"},
+      {"H100-96GB", 12289, 0, "1g.24gb"},
+      {"H100-96GB", 0, 500, "4g.48gb"},
+      {"B200-180GB", 23552, 0, "1g.23gb"},
+      {"B200-180GB", 46080, 200, "2g.45gb"},
+      {"B200-180GB", 92161, 0, "7g.180gb"},
       {"A30-24GB", 8192, 0, "2g.12gb"},
       {"A30-24GB", 0, 250, "1g.6gb"},
       {"A30-24GB", 0, 251, "2g.12gb"},
