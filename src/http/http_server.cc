@@ -9,6 +9,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -60,12 +61,15 @@ std::string SerializeSwitch(const HttpResponse& r) {
   return s.append("\r\n");
 }
 
-// The whole answer in one buffer (one send for most answers).
-std::string Serialize(const HttpResponse& r, bool head, bool close, int version_minor) {
+bool Bodyless(const HttpResponse& r) { return r.status == 204 || r.status == 304; }
+
+// The answer's status line and headers, with the empty line after them; its body is sent from the response's own
+// string (a 10 MB /metrics is not copied into a second buffer).
+std::string SerializeHead(const HttpResponse& r, bool close, int version_minor) {
   if (r.take_over) return SerializeSwitch(r);
-  const bool bodyless = r.status == 204 || r.status == 304;
+  const bool bodyless = Bodyless(r);
   std::string s;
-  s.reserve(128 + r.content_type.size() + r.body.size() + r.headers.size() * 48);
+  s.reserve(128 + r.content_type.size() + r.headers.size() * 48);
   s.append("HTTP/1.1 ").append(std::to_string(r.status)).append(" ").append(ReasonPhrase(r.status)).append("\r\n");
   if (!bodyless) {
     s.append("Content-Type: ").append(r.content_type).append("\r\n");
@@ -80,8 +84,19 @@ std::string Serialize(const HttpResponse& r, bool head, bool close, int version_
     if (!Reserved(k)) s.append(k).append(": ").append(v).append("\r\n");
   }
   s.append("\r\n");
-  if (!head && !bodyless) s.append(r.body);
   return s;
+}
+
+// The body to send after SerializeHead: none for HEAD, 204, 304 and a protocol switch.
+std::string TakeBody(HttpResponse& r, bool head) {
+  if (head || r.take_over || Bodyless(r)) return {};
+  return std::move(r.body);
+}
+
+// The whole answer in one buffer, for the transport's own short answers (errors).
+std::string Serialize(HttpResponse r, bool close, int version_minor) {
+  std::string s = SerializeHead(r, close, version_minor);
+  return s.append(TakeBody(r, false));
 }
 
 // One client connection, owned by the event loop.
@@ -111,7 +126,8 @@ struct Conn {
   size_t reserved = 0;  // this connection's body, as counted in Impl::buffered_bodies
   std::string in;       // unread input, from the current request's first byte
   RequestParser parser;
-  std::string out;
+  std::string out;       // the answer's head (or all of a short answer), then
+  std::string out_body;  // its body; out_pos counts through both
   size_t out_pos = 0;
   std::function<void(int, std::string)> take_over;  // set: handed over once `out` is written
 };
@@ -125,7 +141,8 @@ struct Job {
 struct Done {
   int fd;
   uint64_t id;
-  std::string bytes;
+  std::string head;  // SerializeHead
+  std::string body;  // TakeBody
   bool close;
   std::function<void(int, std::string)> take_over;
 };
@@ -391,7 +408,8 @@ void HttpServer::Impl::OnAccepted(int fd, const std::string& peer) {
     HttpResponse r = ErrorResponse(503, over_total ? "too many connections to the server; retry later"
                                                    : "too many connections from " + peer + "; retry later");
     r.headers.emplace_back("Retry-After", std::to_string(options.retry_after_s));
-    c.out = Serialize(r, false, true, 1);
+    c.out = Serialize(std::move(r), true, 1);
+    c.out_body.clear();
     c.phase = Conn::Phase::kWriting;
     c.close_after_write = true;
     c.deadline = now + options.write_timeout_ms;
@@ -526,7 +544,8 @@ bool HttpServer::Impl::RespondError(Conn& c, int status, const std::string& mess
   Release(c);
   HttpResponse r = ErrorResponse(status, message);
   if (status == 503) r.headers.emplace_back("Retry-After", std::to_string(options.retry_after_s));
-  c.out = Serialize(r, false, true, c.parser.request().version_minor);
+  c.out = Serialize(std::move(r), true, c.parser.request().version_minor);
+  c.out_body.clear();
   c.out_pos = 0;
   c.phase = Conn::Phase::kWriting;
   c.close_after_write = true;
@@ -535,8 +554,21 @@ bool HttpServer::Impl::RespondError(Conn& c, int status, const std::string& mess
 }
 
 bool HttpServer::Impl::TryWrite(Conn& c) {
-  while (c.out_pos < c.out.size()) {
-    const ssize_t n = ::send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
+  while (c.out_pos < c.out.size() + c.out_body.size()) {
+    // Head and body in one call while any of the head is left.
+    iovec parts[2];
+    size_t count = 0;
+    if (c.out_pos < c.out.size()) {
+      parts[count++] = {c.out.data() + c.out_pos, c.out.size() - c.out_pos};
+      if (!c.out_body.empty()) parts[count++] = {c.out_body.data(), c.out_body.size()};
+    } else {
+      const size_t at = c.out_pos - c.out.size();
+      parts[count++] = {c.out_body.data() + at, c.out_body.size() - at};
+    }
+    msghdr message{};
+    message.msg_iov = parts;
+    message.msg_iovlen = count;
+    const ssize_t n = ::sendmsg(c.fd, &message, MSG_NOSIGNAL);
     if (n > 0) {
       c.out_pos += static_cast<size_t>(n);
       c.deadline = now + options.write_timeout_ms;
@@ -560,6 +592,7 @@ bool HttpServer::Impl::TryWrite(Conn& c) {
   } else {
     c.out.clear();
   }
+  std::string().swap(c.out_body);
   if (c.close_after_write || (c.peer_closed && c.in.empty())) {
     // Half-close and drain what the client still sends, so that it reads the answer rather than a reset.
     ::shutdown(c.fd, SHUT_WR);
@@ -588,7 +621,8 @@ void HttpServer::Impl::OnAnswers() {
     auto it = conns.find(d.fd);
     if (it == conns.end() || it->second->id != d.id || it->second->phase != Conn::Phase::kBusy) continue;
     Conn& c = *it->second;
-    c.out = std::move(d.bytes);
+    c.out = std::move(d.head);
+    c.out_body = std::move(d.body);
     c.out_pos = 0;
     c.close_after_write = d.close;
     c.take_over = std::move(d.take_over);
@@ -691,7 +725,11 @@ void HttpServer::Impl::Work() {
       r = ErrorResponse(500, "unexpected error");
     }
     const bool close = !r.take_over && (r.close || !job.request.keep_alive);
-    Done d{job.fd, job.id, Serialize(r, job.request.head, close, job.request.version_minor), close,
+    Done d{job.fd,
+           job.id,
+           SerializeHead(r, close, job.request.version_minor),
+           TakeBody(r, job.request.head),
+           close,
            std::move(r.take_over)};
     {
       std::lock_guard<std::mutex> lock(done_mu);
