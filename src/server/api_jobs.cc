@@ -274,7 +274,7 @@ Result<ApiResponse> Api::Impl::ListJobs(const ApiRequest& req, const Caller& cal
     auto name = tenant_names_here.find(j.tenant.value());
     if (name == tenant_names_here.end()) name = tenant_names_here.emplace(j.tenant.value(), TenantName(j.tenant)).first;
     if (i > 0) body.push_back(',');
-    internal::AppendJobJson(&body, j, name->second, reason, p, *SpecText(j));
+    job_text.Append(&body, jobs[i], name->second, reason, *p, *SpecText(j));
   }
   body.push_back(']');
   if (page.more) body += ",\"next_cursor\":\"" + EncodeCursor(jobs.back()->id) + "\"";

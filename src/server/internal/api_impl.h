@@ -14,6 +14,7 @@
 
 #include "protocol/log_relay.h"
 #include "server/api.h"
+#include "server/internal/job_text_cache.h"
 #include "server/internal/json_codec.h"
 #include "server/internal/node_list.h"
 #include "store/caching_state_store.h"
@@ -62,6 +63,7 @@ struct Api::Impl {
   ApiOptions options;
 
   internal::NodeListCache node_list;  // GET /api/v1/nodes
+  internal::JobTextCache job_text;    // GET /api/v1/jobs
 
   std::mutex cache_mu;
   struct CachedAuth {
