@@ -31,7 +31,10 @@ Result<int> ClusterState::AddNode(Node node) {
     totals_.device_memory_capacity_mib += d.memory_mib;
   }
   int64_t node_compute = 0;
-  for (const Device& d : node.devices) node_compute += d.compute_milli;
+  for (const Device& d : node.devices) {
+    node_compute += d.compute_milli;
+    totals_.max_device_memory_mib = std::max(totals_.max_device_memory_mib, d.memory_mib);
+  }
   totals_.max_node_cpu_milli = std::max(totals_.max_node_cpu_milli, node.cpu_milli);
   totals_.max_node_device_compute_milli = std::max(totals_.max_node_device_compute_milli, node_compute);
   index_by_name_.emplace(node.name, index);
@@ -110,14 +113,19 @@ bool ClusterState::NodesChangedSince(uint64_t seq, std::vector<int>* out) const 
 void ClusterState::RecomputeMaxNode() {
   int64_t max_cpu = 0;
   int64_t max_compute = 0;
+  int64_t max_device_memory = 0;
   for (const Node& n : nodes_) {
     int64_t compute = 0;
-    for (const Device& d : n.devices) compute += d.compute_milli;
+    for (const Device& d : n.devices) {
+      compute += d.compute_milli;
+      max_device_memory = std::max(max_device_memory, d.memory_mib);
+    }
     max_cpu = std::max(max_cpu, n.cpu_milli);
     max_compute = std::max(max_compute, compute);
   }
   totals_.max_node_cpu_milli = max_cpu;
   totals_.max_node_device_compute_milli = max_compute;
+  totals_.max_device_memory_mib = max_device_memory;
 }
 
 Status ClusterState::SetNodeReady(int index, bool ready) {
@@ -277,6 +285,7 @@ Status ClusterState::CheckInvariants() const {
       sums.device_compute_allocated_milli += du.compute_milli;
       sums.device_memory_capacity_mib += dev.memory_mib;
       sums.device_memory_allocated_mib += du.memory_mib;
+      sums.max_device_memory_mib = std::max(sums.max_device_memory_mib, dev.memory_mib);
     }
   }
   const ClusterTotals& t = totals_;
@@ -285,7 +294,8 @@ Status ClusterState::CheckInvariants() const {
       sums.device_compute_capacity_milli != t.device_compute_capacity_milli ||
       sums.device_compute_allocated_milli != t.device_compute_allocated_milli ||
       sums.device_memory_capacity_mib != t.device_memory_capacity_mib ||
-      sums.device_memory_allocated_mib != t.device_memory_allocated_mib) {
+      sums.device_memory_allocated_mib != t.device_memory_allocated_mib ||
+      sums.max_device_memory_mib != t.max_device_memory_mib) {
     return InternalError("cluster totals do not match the per-node sums");
   }
   return Status::Ok();

@@ -44,6 +44,7 @@ struct ClusterTotals {
   // The largest single node's capacity (policies normalise by it, e.g. BestFit). Kept on AddNode/UpdateNode.
   int64_t max_node_cpu_milli = 0;
   int64_t max_node_device_compute_milli = 0;  // sum over one node's devices
+  int64_t max_device_memory_mib = 0;          // the largest single device's memory
 };
 
 // A number no other object of the same kind in this process has had: a copy (or a move target, or an assigned

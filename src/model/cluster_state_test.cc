@@ -130,6 +130,7 @@ TEST(ClusterStateTest, ChangeJournalAndLargestNode) {
   ASSERT_TRUE(s.AddNode(MakeNode("b").WithCpu(32000).WithGpus(4, "T4", 15360).Build()).ok());
   EXPECT_EQ(s.totals().max_node_cpu_milli, 32000);
   EXPECT_EQ(s.totals().max_node_device_compute_milli, 4000);
+  EXPECT_EQ(s.totals().max_device_memory_mib, 40960);
   const uint64_t seq = s.change_seq();
   const uint64_t described = s.description_version();
   ASSERT_TRUE(s.Apply(Grant(1, 1000, {})).ok());
@@ -141,6 +142,8 @@ TEST(ClusterStateTest, ChangeJournalAndLargestNode) {
   ASSERT_TRUE(s.UpdateNode(1, MakeNode("b").WithCpu(16000).WithGpus(4, "T4", 15360).Build()).ok());
   EXPECT_GT(s.description_version(), described);
   EXPECT_EQ(s.totals().max_node_cpu_milli, 16000);  // shrinking the largest node recomputes the maximum
+  ASSERT_TRUE(s.UpdateNode(0, MakeNode("a").WithCpu(8000).WithGpus(1, "A100", 20480).Build()).ok());
+  EXPECT_EQ(s.totals().max_device_memory_mib, 20480);
   // A reader that fell too far behind is told to rescan.
   for (int i = 0; i < 5000; ++i) ASSERT_TRUE(s.SetNodeReady(0, i % 2 == 0).ok());
   changed.clear();

@@ -157,10 +157,7 @@ std::vector<DrfQueue::Waiting> Pass::Setup() {
   std::vector<DrfQueue::Waiting> waiting;
   waiting.reserve(jobs_.size());  // nearly every job waits on a long queue: no regrowth copies
   std::vector<int> running;
-  for (int n = 0; n < state_.node_count(); ++n) {
-    for (const Device& d : state_.node(n).devices)
-      largest_device_memory_ = std::max(largest_device_memory_, d.memory_mib);
-  }
+  largest_device_memory_ = state_.totals().max_device_memory_mib;
   for (int j = 0; j < static_cast<int>(jobs_.size()); ++j) {
     const QueueJob& job = jobs_[j];
     info_[j].priority = job.priority;
