@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "server/api_test_fixture.h"
 #include "store/token.h"
@@ -224,6 +227,65 @@ TEST_F(ApiTest, MetricsAreInBaseUnitsAndCountPreemptions) {
   EXPECT_NE(text.find("xpool_suspensions_total{cause=\"scheduler\"} 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("xpool_suspensions_total{cause=\"user\"} 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\nxpool_moves_total 0\n"), std::string::npos) << text;
+}
+
+// The device lines follow each node between scrapes: a node whose usage moved shows it, the others stay as they
+// were, a node that joins appears, and each family has one header with every node's devices under it.
+TEST_F(ApiTest, DeviceSeriesFollowEachNodesChangesBetweenScrapes) {
+  auto add_node = [&](const std::string& name) {
+    ASSERT_EQ(Call("POST", "/api/v1/nodes", admin_token_,
+                   R"({"name":")" + name +
+                       R"(","cpu":32,"memory":"128Gi","gpus":{"count":2,"model":"A100","memory":"80Gi"}})")
+                  .status,
+              201);
+  };
+  add_node("n1");
+  add_node("n2");
+  auto allocated = [](const std::string& text, const std::string& node) {
+    std::vector<std::string> values;
+    const std::string prefix = "xpool_device_memory_allocated_bytes{node=\"" + node + "\"";
+    for (size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at + 1)) {
+      const size_t end = text.find('\n', at);
+      const std::string line = text.substr(at, end - at);
+      values.push_back(line.substr(line.rfind(' ') + 1));
+    }
+    return values;
+  };
+  std::string text = Call("GET", "/metrics", "").body;
+  EXPECT_EQ(allocated(text, "n1"), (std::vector<std::string>{"0", "0"})) << text;
+  EXPECT_EQ(allocated(text, "n2"), (std::vector<std::string>{"0", "0"})) << text;
+  ASSERT_EQ(
+      Call("POST", "/api/v1/jobs", admin_token_, "name: a\ncommand: [sleep, '99']\nresources: {gpu: 1, gpumem: 10Gi}\n")
+          .status,
+      201);
+  control_->RunPass(true);
+  text = Call("GET", "/metrics", "").body;
+  const std::vector<std::string> n1 = allocated(text, "n1"), n2 = allocated(text, "n2");
+  ASSERT_EQ(n1.size(), 2u);
+  ASSERT_EQ(n2.size(), 2u);
+  // One device of one node holds 10 GiB; every other device none.
+  std::vector<std::string> all = n1;
+  all.insert(all.end(), n2.begin(), n2.end());
+  EXPECT_EQ(std::count(all.begin(), all.end(), "10737418240"), 1) << text;
+  EXPECT_EQ(std::count(all.begin(), all.end(), "0"), 3) << text;
+  add_node("n3");
+  text = Call("GET", "/metrics", "").body;
+  EXPECT_EQ(allocated(text, "n3"), (std::vector<std::string>{"0", "0"})) << text;
+  EXPECT_EQ(allocated(text, "n1"), n1) << text;
+  EXPECT_EQ(allocated(text, "n2"), n2) << text;
+  // Each family: one header, then its six devices' lines before the next family's header.
+  const size_t memory_help = text.find("# HELP xpool_device_memory_allocated_bytes");
+  const size_t next_help = text.find("# HELP xpool_device_core_capacity_ratio");
+  ASSERT_NE(memory_help, std::string::npos);
+  ASSERT_LT(memory_help, next_help);
+  const std::string block = text.substr(memory_help, next_help - memory_help);
+  size_t lines = 0;
+  for (size_t at = block.find("\nxpool_device_memory_allocated_bytes{"); at != std::string::npos;
+       at = block.find("\nxpool_device_memory_allocated_bytes{", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 6u) << block;
+  EXPECT_EQ(text.find("# HELP xpool_device_memory_allocated_bytes", memory_help + 1), std::string::npos);
 }
 
 TEST_F(ApiTest, MetricsCountRequestsPerRoute) {
