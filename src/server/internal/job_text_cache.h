@@ -30,6 +30,9 @@ class JobTextCache {
 
  private:
   struct Entry {
+    // Identity only. The job cache makes its records with make_shared, so while this weak_ptr lives the storage of
+    // a replaced record (not its strings) stays allocated: at most one record per entry, until the job is listed
+    // again or the cache starts over.
     std::weak_ptr<const JobRecord> record;
     std::string tenant_name;
     std::string reason;
