@@ -29,6 +29,7 @@ Result<int> ClusterState::AddNode(Node node) {
     ++totals_.device_count;
     totals_.device_compute_capacity_milli += d.compute_milli;
     totals_.device_memory_capacity_mib += d.memory_mib;
+    if (d.mode == DeviceMode::kMps) ++totals_.mps_device_count;
   }
   int64_t node_compute = 0;
   for (const Device& d : node.devices) {
@@ -71,6 +72,12 @@ Status ClusterState::UpdateNode(int index, Node node) {
       return FailedPreconditionError(DeviceWhere(old, static_cast<int>(d)) + " is allocated and would become " +
                                      node.devices[d].uuid);
     }
+    // Its tasks' users are not known here: an MPS device's user is set by the Apply of the first of them.
+    if (u.devices[d].allocated() && node.devices[d].mode == DeviceMode::kMps &&
+        old.devices[d].mode != DeviceMode::kMps) {
+      return FailedPreconditionError(DeviceWhere(old, static_cast<int>(d)) +
+                                     " cannot enter MPS mode while tasks hold it");
+    }
     if (node.devices[d].memory_mib < u.devices[d].memory_mib ||
         node.devices[d].compute_milli < u.devices[d].compute_milli) {
       return FailedPreconditionError(DeviceWhere(old, static_cast<int>(d)) +
@@ -81,14 +88,19 @@ Status ClusterState::UpdateNode(int index, Node node) {
   for (const Device& d : old.devices) {
     totals_.device_compute_capacity_milli -= d.compute_milli;
     totals_.device_memory_capacity_mib -= d.memory_mib;
+    if (d.mode == DeviceMode::kMps) --totals_.mps_device_count;
   }
   for (const Device& d : node.devices) {
     totals_.device_compute_capacity_milli += d.compute_milli;
     totals_.device_memory_capacity_mib += d.memory_mib;
+    if (d.mode == DeviceMode::kMps) ++totals_.mps_device_count;
   }
   if (new_device_list) {
     totals_.device_count += static_cast<int64_t>(node.devices.size()) - static_cast<int64_t>(old.devices.size());
     u.devices.assign(node.devices.size(), DeviceUsage{});
+  }
+  for (size_t d = 0; d < node.devices.size() && !new_device_list; ++d) {
+    if (node.devices[d].mode != DeviceMode::kMps) u.devices[d].mps_user = 0;  // it left MPS mode
   }
   old = std::move(node);
   ++description_version_;
@@ -205,6 +217,9 @@ Status ClusterState::Apply(const Allocation& a) {
     if (du.exclusive || (g.compute_milli >= d.compute_milli && du.sharers > 0)) {
       return ResourceExhaustedError(DeviceWhere(node, g.device) + ": held exclusively");
     }
+    if (d.mode == DeviceMode::kMps && du.sharers > 0 && du.mps_user != a.mps_user) {
+      return ResourceExhaustedError(DeviceWhere(node, g.device) + ": its MPS server serves another user");
+    }
   }
   u.cpu_milli += a.cpu_milli;
   u.memory_mib += a.memory_mib;
@@ -215,6 +230,7 @@ Status ClusterState::Apply(const Allocation& a) {
     du.compute_milli += g.compute_milli;
     du.sharers += 1;
     du.exclusive = g.compute_milli >= node.devices[g.device].compute_milli;
+    if (node.devices[g.device].mode == DeviceMode::kMps) du.mps_user = a.mps_user;
     totals_.device_compute_allocated_milli += g.compute_milli;
     totals_.device_memory_allocated_mib += g.memory_mib;
   }
@@ -244,6 +260,7 @@ Status ClusterState::Release(const Allocation& a) {
     du.compute_milli -= g.compute_milli;
     du.sharers -= 1;
     if (g.compute_milli >= node.devices[g.device].compute_milli) du.exclusive = false;
+    if (du.sharers == 0) du.mps_user = 0;
     totals_.device_compute_allocated_milli -= g.compute_milli;
     totals_.device_memory_allocated_mib -= g.memory_mib;
   }
@@ -280,6 +297,10 @@ Status ClusterState::CheckInvariants() const {
       if (du.sharers == 0 && (du.memory_mib != 0 || du.compute_milli != 0)) {
         return InternalError(where + ": usage without a holder");
       }
+      if (du.mps_user != 0 && (dev.mode != DeviceMode::kMps || du.sharers == 0)) {
+        return InternalError(where + ": an MPS user without MPS tasks");
+      }
+      if (dev.mode == DeviceMode::kMps) ++sums.mps_device_count;
       ++sums.device_count;
       sums.device_compute_capacity_milli += dev.compute_milli;
       sums.device_compute_allocated_milli += du.compute_milli;
@@ -295,7 +316,7 @@ Status ClusterState::CheckInvariants() const {
       sums.device_compute_allocated_milli != t.device_compute_allocated_milli ||
       sums.device_memory_capacity_mib != t.device_memory_capacity_mib ||
       sums.device_memory_allocated_mib != t.device_memory_allocated_mib ||
-      sums.max_device_memory_mib != t.max_device_memory_mib) {
+      sums.max_device_memory_mib != t.max_device_memory_mib || sums.mps_device_count != t.mps_device_count) {
     return InternalError("cluster totals do not match the per-node sums");
   }
   return Status::Ok();

@@ -21,6 +21,9 @@ struct DeviceUsage {
   int64_t compute_milli = 0;
   int sharers = 0;         // tasks holding a grant on this device
   bool exclusive = false;  // held whole by one task (a grant of all its compute)
+  // On a device in MPS mode: the Allocation::mps_user of the tasks holding it (all the same; 0 while none holds
+  // it, or for tasks placed before the device was in MPS mode). Always 0 on other devices.
+  uint64_t mps_user = 0;
 
   bool allocated() const { return sharers > 0 || memory_mib > 0 || compute_milli > 0; }
 };
@@ -45,6 +48,7 @@ struct ClusterTotals {
   int64_t max_node_cpu_milli = 0;
   int64_t max_node_device_compute_milli = 0;  // sum over one node's devices
   int64_t max_device_memory_mib = 0;          // the largest single device's memory
+  int64_t mps_device_count = 0;               // devices in DeviceMode::kMps
 };
 
 // A number no other object of the same kind in this process has had: a copy (or a move target, or an assigned
@@ -70,7 +74,8 @@ class ClusterState {
 
   // Adds a node (validated); its name must be new. Returns its index, stable for the state's lifetime.
   Result<int> AddNode(Node node);
-  // Replaces a node's description keeping its usage; the device list may change length only while unallocated.
+  // Replaces a node's description keeping its usage; the device list may change length only while unallocated,
+  // and a device enter MPS mode only while unallocated (its tasks' users are unknown here).
   Status UpdateNode(int index, Node node);
   Status SetNodeReady(int index, bool ready);
   Status SetNodeCordoned(int index, bool cordoned);
@@ -97,7 +102,8 @@ class ClusterState {
   }
 
   // Books an allocation. Checks every capacity first and changes nothing when one would be exceeded
-  // (ResourceExhausted) or the allocation names an unknown node/device (InvalidArgument).
+  // (ResourceExhausted: also a device in MPS mode held by another Allocation::mps_user) or the allocation names
+  // an unknown node/device (InvalidArgument).
   Status Apply(const Allocation& allocation);
   // Returns what Apply booked. Refuses (FailedPrecondition) to release more than is booked.
   Status Release(const Allocation& allocation);

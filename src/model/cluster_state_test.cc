@@ -77,6 +77,76 @@ TEST(ClusterStateTest, MaxSharersEnforced) {
   EXPECT_EQ(s.Apply(Grant(0, 0, {{0, 0, 100}})).code(), StatusCode::kResourceExhausted);
 }
 
+Node MpsNode(const std::string& name, int gpus) {
+  Node n = MakeNode(name).WithGpus(gpus, "A100", 40960).Build();
+  for (Device& d : n.devices) d.mode = DeviceMode::kMps;
+  return n;
+}
+
+Allocation ForUser(Allocation a, uint64_t mps_user) {
+  a.mps_user = mps_user;
+  return a;
+}
+
+TEST(ClusterStateTest, AnMpsDeviceHoldsOneUsersTasksAtATime) {
+  ClusterState s;
+  ASSERT_TRUE(s.AddNode(MpsNode("a", 2)).ok());
+  EXPECT_EQ(s.totals().mps_device_count, 2);
+  const Allocation first = ForUser(Grant(0, 0, {{0, 1000, 300}}), 7);
+  ASSERT_TRUE(s.Apply(first).ok());
+  EXPECT_EQ(s.usage(0).devices[0].mps_user, 7u);
+  // Another user's task waits for the device to empty; the same user's joins it; the other device is free.
+  Status other = s.Apply(ForUser(Grant(0, 0, {{0, 1000, 300}}), 8));
+  EXPECT_EQ(other.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(other.message().find("MPS"), std::string::npos) << other.ToString();
+  EXPECT_EQ(s.Apply(Grant(0, 0, {{0, 0, 100}})).code(), StatusCode::kResourceExhausted);  // an unset user too
+  const Allocation second = ForUser(Grant(0, 0, {{0, 1000, 300}}), 7);
+  ASSERT_TRUE(s.Apply(second).ok());
+  ASSERT_TRUE(s.Apply(ForUser(Grant(0, 0, {{1, 1000, 300}}), 8)).ok());
+  EXPECT_EQ(s.usage(0).devices[1].mps_user, 8u);
+  EXPECT_TRUE(s.CheckInvariants().ok());
+  ASSERT_TRUE(s.Release(first).ok());
+  EXPECT_EQ(s.usage(0).devices[0].mps_user, 7u);  // still held by the second
+  ASSERT_TRUE(s.Release(second).ok());
+  EXPECT_EQ(s.usage(0).devices[0].mps_user, 0u);
+  ASSERT_TRUE(s.Apply(ForUser(Grant(0, 0, {{0, 1000, 300}}), 8)).ok());
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+TEST(ClusterStateTest, SharedDevicesTakeEveryUsersTasks) {
+  ClusterState s;
+  ASSERT_TRUE(s.AddNode(MakeNode("a").WithGpus(1, "A100", 40960).Build()).ok());
+  ASSERT_TRUE(s.Apply(ForUser(Grant(0, 0, {{0, 1000, 300}}), 7)).ok());
+  ASSERT_TRUE(s.Apply(ForUser(Grant(0, 0, {{0, 1000, 300}}), 8)).ok());
+  EXPECT_EQ(s.usage(0).devices[0].mps_user, 0u);
+  EXPECT_EQ(s.totals().mps_device_count, 0);
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+TEST(ClusterStateTest, ADeviceEntersMpsModeOnlyWhileNothingHoldsIt) {
+  ClusterState s;
+  ASSERT_TRUE(s.AddNode(MakeNode("a").WithGpus(2, "A100", 40960).Build()).ok());
+  const Allocation held = ForUser(Grant(0, 0, {{0, 1000, 300}}), 7);
+  ASSERT_TRUE(s.Apply(held).ok());
+  Status refused = s.UpdateNode(0, MpsNode("a", 2));
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("MPS"), std::string::npos) << refused.ToString();
+  Node second_only = MakeNode("a").WithGpus(2, "A100", 40960).Build();
+  second_only.devices[1].mode = DeviceMode::kMps;
+  ASSERT_TRUE(s.UpdateNode(0, second_only).ok());
+  EXPECT_EQ(s.totals().mps_device_count, 1);
+  ASSERT_TRUE(s.Release(held).ok());
+  ASSERT_TRUE(s.UpdateNode(0, MpsNode("a", 2)).ok());
+  EXPECT_EQ(s.totals().mps_device_count, 2);
+  // Leaving MPS mode while held drops the device's user: it shares with anyone again.
+  ASSERT_TRUE(s.Apply(held).ok());
+  ASSERT_TRUE(s.UpdateNode(0, MakeNode("a").WithGpus(2, "A100", 40960).Build()).ok());
+  EXPECT_EQ(s.usage(0).devices[0].mps_user, 0u);
+  EXPECT_EQ(s.totals().mps_device_count, 0);
+  ASSERT_TRUE(s.Apply(ForUser(Grant(0, 0, {{0, 1000, 300}}), 8)).ok());
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
 TEST(ClusterStateTest, BadAllocationsRefused) {
   ClusterState s;
   ASSERT_TRUE(s.AddNode(MakeNode("a").WithGpus(1, "A100", 40960).Build()).ok());

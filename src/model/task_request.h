@@ -31,6 +31,11 @@ struct TaskRequest {
   // device_count is 1 and the instance is held whole: only a device that is an instance of this profile fits
   // (MigProfileOfDevice, docs/mig.md). "" = no MIG.
   std::string mig_profile;
+  // Who the replica's processes run as, for devices in MPS mode (DeviceMode::kMps): an MPS server serves one
+  // user at a time (a client of another uid waits until the running server's clients have ended), so a device in
+  // MPS mode takes one mps_user's tasks at a time (ClusterState::Apply, FitDevice). The server sets its tenant's
+  // id while the cluster has a device in MPS mode; 0 = unset (shares with other unset requests).
+  uint64_t mps_user = 0;
 
   bool wants_devices() const { return device_count > 0; }
   bool exclusive() const { return device_compute_milli >= 1000; }
@@ -58,6 +63,7 @@ struct Allocation {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   std::vector<DeviceGrant> devices;
+  uint64_t mps_user = 0;  // TaskRequest::mps_user of the replica it was made for
 };
 
 }  // namespace xpool

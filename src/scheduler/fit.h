@@ -8,7 +8,7 @@
 //   use-gputype / nouse-gputype), uuid include / exclude (exact), the MIG profile a request names (the device must
 //   be an instance of it: model/mig_profile.h MigProfileOfDevice), healthy, not cordoned, static capacity
 //   (the grant is larger than the device), held exclusively by another task, busy (an exclusive grant needs an
-//   idle device), max sharers, free memory, free compute;
+//   idle device), in MPS mode and held by another TaskRequest::mps_user, max sharers, free memory, free compute;
 //   node again: at least device_count fitting devices, all on one NUMA node when numa_bind.
 // With `ignore_usage` the check asks "could it fit if the node were empty and healthy?" (transient conditions
 // — not ready, cordoned, unhealthy — are then ignored): that separates *wait* from *never fits*.
@@ -46,7 +46,8 @@ enum class FitReason : uint8_t {
   kDeviceMemoryTooSmall,   // the grant exceeds the device's total memory
   kDeviceComputeTooSmall,  // the grant exceeds the device's total compute
   kDeviceHeldExclusively,
-  kDeviceBusy,  // an exclusive grant needs a device nobody holds
+  kDeviceBusy,      // an exclusive grant needs a device nobody holds
+  kMpsAnotherUser,  // in MPS mode, held by tasks of another mps_user (one MPS server serves one user)
   kTooManySharers,
   kNotEnoughDeviceMemory,
   kNotEnoughDeviceCompute,

@@ -317,6 +317,37 @@ std::vector<FitCase> Cases() {
          {1}});
   }
   {
+    // An MPS server serves one user at a time: a device in MPS mode takes only its present user's tasks.
+    Node n = MakeNode("n").WithGpus(2, "A100", 40960).Build();
+    for (Device& d : n.devices) d.mode = DeviceMode::kMps;
+    Allocation of_user_7 = OnDevices({{0, 1024, 300}});
+    of_user_7.mps_user = 7;
+    Allocation other_of_user_7 = OnDevices({{1, 1024, 300}});
+    other_of_user_7.mps_user = 7;
+    TaskRequest user_7 = Gpu(1, 300), user_8 = Gpu(1, 300), user_8_memory = Gpu(1, 300, 2048);
+    user_7.mps_user = 7;
+    user_8.mps_user = 8;
+    user_8_memory.mps_user = 8;
+    add({"MPS device joins its own user's tasks", n, {of_user_7}, nullptr, user_7, FitReason::kFits, {0, 1}});
+    add({"MPS device held by another user", n, {of_user_7}, nullptr, user_8, FitReason::kFits, {1}});
+    add({"every MPS device held by another user",
+         n,
+         {of_user_7, other_of_user_7},
+         nullptr,
+         user_8,
+         FitReason::kMpsAnotherUser,
+         {}});
+    add({"MPS devices held by another user, device memory asked",
+         n,
+         {of_user_7, other_of_user_7},
+         nullptr,
+         user_8_memory,
+         FitReason::kMpsAnotherUser,
+         {}});
+    Node shared = MakeNode("n").WithGpus(1, "A100", 40960).Build();
+    add({"shared device takes every user's tasks", shared, {of_user_7}, nullptr, user_8, FitReason::kFits, {0}});
+  }
+  {
     Node n = MakeNode("n").WithGpus(2, "A100", 40960).Build();
     n.devices[0].compute_milli = 500;  // a slice (MIG-like) worth half a device
     n.devices[0].mode = DeviceMode::kMig;
@@ -508,6 +539,7 @@ TEST(FitTest, PlainRequestsFitTheDevicesFitDeviceAccepts) {
       if (pick(0, 7) == 0) d.healthy = false;
       if (pick(0, 7) == 0) d.cordoned = true;
       if (pick(0, 5) == 0) d.compute_milli = 100 * pick(5, 9);
+      if (pick(0, 3) == 0) d.mode = DeviceMode::kMps;
     }
     ClusterState state;
     ASSERT_TRUE(state.AddNode(std::move(n)).ok());
@@ -515,6 +547,7 @@ TEST(FitTest, PlainRequestsFitTheDevicesFitDeviceAccepts) {
       Allocation a;
       a.node = 0;
       a.devices.push_back({pick(0, gpus - 1), 1024 * pick(0, 4), 50 * pick(0, 20)});
+      a.mps_user = static_cast<uint64_t>(pick(1, 2));
       (void)state.Apply(a);
     }
     for (int q = 0; q < 20; ++q) {
@@ -522,6 +555,7 @@ TEST(FitTest, PlainRequestsFitTheDevicesFitDeviceAccepts) {
       r.cpu_milli = 1000;
       r.device_count = pick(1, 3);
       r.device_compute_milli = r.device_count > 1 || pick(0, 2) == 0 ? 1000 : 50 * pick(1, 19);
+      r.mps_user = static_cast<uint64_t>(pick(0, 2));
       NodeCandidate candidate;
       NodeVerdict verdict;
       std::vector<int> expected;

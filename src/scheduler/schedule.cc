@@ -47,6 +47,7 @@ Allocation MakeAllocation(const ClusterState& view, const TaskRequest& request, 
   a.node = node;
   a.cpu_milli = request.cpu_milli;
   a.memory_mib = request.memory_mib;
+  a.mps_user = request.mps_user;
   a.devices.reserve(devices.size());
   const Node& n = view.node(node);
   for (int d : devices) a.devices.push_back(GrantFor(n.devices[d], request));

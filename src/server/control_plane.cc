@@ -15,6 +15,12 @@
 #include "store/allocation_codec.h"
 
 namespace xpool::server {
+namespace {
+
+// The MPS user of a tenant's tasks (TaskRequest::mps_user): they run as its uid (docs/agent.md, "Task identity").
+uint64_t MpsUserOf(TenantId tenant) { return static_cast<uint64_t>(tenant.value()); }
+
+}  // namespace
 
 ControlPlane::ControlPlane(StateStore& store, Clock& clock, MetricsRegistry* metrics, ControlPlaneOptions options)
     : store_(store),
@@ -57,18 +63,21 @@ Status ControlPlane::Rebuild() {
     last_seen_[name] = now;
     if (!ready) maybe_not_ready_.insert(name);
   }
+  JobFilter holding;
+  holding.states = {JobState::kScheduled, JobState::kRunning, JobState::kSuspending};
+  ASSIGN_OR_RETURN(std::vector<JobRecord> held, store_.ListJobs(holding));
+  std::unordered_map<JobId, TenantId> tenant_of;
+  for (const JobRecord& job : held) tenant_of[job.id] = job.tenant;
   ASSIGN_OR_RETURN(std::vector<AllocationRecord> allocations, store_.ListAllocations());
   std::unordered_map<JobId, std::vector<Allocation>> booked;
   for (const AllocationRecord& record : allocations) {
     auto allocation = FromAllocationRecord(state_, record);
     if (!allocation.ok()) return allocation.status().WithContext("rebuilding job " + record.job.ToString());
+    allocation->mps_user = MpsUserOf(tenant_of[record.job]);
     RETURN_IF_ERROR(state_.Apply(*allocation).WithContext("rebuilding job " + record.job.ToString()));
     booked[record.job].push_back(*allocation);
   }
   RETURN_IF_ERROR(state_.CheckInvariants());
-  JobFilter holding;
-  holding.states = {JobState::kScheduled, JobState::kRunning, JobState::kSuspending};
-  ASSIGN_OR_RETURN(std::vector<JobRecord> held, store_.ListJobs(holding));
   for (const JobRecord& job : held) {
     HeldJob h(JobTerms::Of(job));
     ArrivedLocked(h);  // the policy relearns the workload from the jobs alive now
@@ -116,12 +125,13 @@ ControlPlane::JobTerms ControlPlane::JobTerms::Of(const JobRecord& job) {
   return t;
 }
 
-void ControlPlane::JobTerms::FillQueueJob(JobId id, QueueJob* job) const {
+void ControlPlane::JobTerms::FillQueueJob(JobId id, bool with_mps_user, QueueJob* job) const {
   job->id = id;
   job->tenant = tenant;
   job->priority = priority;
   job->first_submit = first_submit;
   job->request = request;
+  job->request.mps_user = with_mps_user ? MpsUserOf(tenant) : 0;
   job->replicas = replicas;
   job->state = QueueJobState::kPending;
   job->preemptible = preemptible;
@@ -360,6 +370,9 @@ Status ControlPlane::CheckConsistency() const {
   for (const AllocationRecord& r : records) {
     if (committing(r.job)) continue;
     ASSIGN_OR_RETURN(Allocation a, FromAllocationRecord(rebuilt, r));
+    if (auto h = held_.find(r.job); h != held_.end() && r.replica < static_cast<int>(h->second.allocations.size())) {
+      a.mps_user = h->second.allocations[static_cast<size_t>(r.replica)].mps_user;  // the store keeps no user
+    }
     RETURN_IF_ERROR(rebuilt.Apply(a));
   }
   for (const auto& [id, h] : held_) {

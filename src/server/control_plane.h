@@ -222,8 +222,10 @@ class ControlPlane {
 
     static JobTerms Of(const JobRecord& job);
     // Makes `*job` the pass's view with these terms: pending, preemptible as here, never started nor suspended;
-    // its allocations are left to the caller. Assigns into `*job`, so a kept QueueJob's buffers are reused.
-    void FillQueueJob(JobId id, QueueJob* job) const;
+    // its request carries the tenant as its MPS user only `with_mps_user` (while the cluster has a device in MPS mode:
+    // otherwise the scheduler's per-shape caches stay shared across tenants). Its allocations are left to the
+    // caller. Assigns into `*job`, so a kept QueueJob's buffers are reused.
+    void FillQueueJob(JobId id, bool with_mps_user, QueueJob* job) const;
   };
   // A job waiting in the queue (queued in the store).
   struct QueuedJob : JobTerms {

@@ -210,6 +210,7 @@ void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vect
   std::vector<QueueJob>& jobs = pass_jobs_;
   std::vector<JobId>& ids = pass_ids_;
   ids.clear();
+  const bool with_mps_user = state_.totals().mps_device_count > 0;  // an MPS device serves one tenant at a time
   auto next_job = [&]() -> QueueJob& {  // the element for ids.size(), kept from an earlier pass when there is one
     if (ids.size() == jobs.size()) jobs.emplace_back();
     return jobs[ids.size()];
@@ -217,7 +218,7 @@ void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vect
   for (const auto& [id, h] : held_) {
     if (static_cast<int>(h.allocations.size()) != h.replicas) continue;  // not every replica booked: skip
     QueueJob& j = next_job();
-    h.FillQueueJob(id, &j);
+    h.FillQueueJob(id, with_mps_user, &j);
     j.state = QueueJobState::kRunning;
     // Only a running job can be a victim; scheduled and suspending ones still count for their tenant.
     j.preemptible = h.preemptible && h.state == JobState::kRunning && options_.preemption;
@@ -229,7 +230,7 @@ void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vect
   for (JobId id : waiting) {
     const QueuedJob& q = queued_[id];
     QueueJob& j = next_job();
-    q.FillQueueJob(id, &j);
+    q.FillQueueJob(id, with_mps_user, &j);
     j.state = q.restarted ? QueueJobState::kSuspended : QueueJobState::kPending;
     j.allocations.clear();
     ids.push_back(id);

@@ -392,6 +392,61 @@ TEST_F(ControlPlaneTest, RebuildRestoresAllocationsAndQueue) {
   EXPECT_EQ(StateOf(placed.id), JobState::kRunning);
 }
 
+// An MPS server serves one uid at a time and tasks run as their tenant's uid (docs/agent.md, "MPS mode"): a device
+// in MPS mode takes one tenant's tasks at a time, also after a restart, and the other tenant's job runs once the
+// device is empty.
+TEST_F(ControlPlaneTest, AnMpsDeviceRunsOneTenantsTasksAtATime) {
+  Node n1 = MakeNode("n1").WithGpus(1, "A100", 81920).Simulated().Build();
+  n1.devices[0].mode = DeviceMode::kMps;
+  ASSERT_TRUE(control_->RegisterNode(n1).ok());
+  auto lab = store_->CreateTenant("lab", false, TenantQuota{}, clock_.NowMicros());
+  ASSERT_TRUE(lab.ok()) << lab.status().ToString();
+  JobRecord a = Submit(Spec("a", 1, 1, 50, 30));
+  JobRecord c = Submit(Spec("c", 1, 1, 50, 30));
+  EXPECT_EQ(control_->RunPass(true), 2);  // one tenant's two tasks share the device
+  auto b = control_->Submit(lab->id, Spec("b", 1, 1, 50, 30));
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(control_->RunPass(true), 0);
+  EXPECT_EQ(StateOf(b->id), JobState::kQueued);
+  EXPECT_NE(control_->PendingReason(b->id).find("MPS devices in use by another tenant"), std::string::npos)
+      << control_->PendingReason(b->id);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+
+  Open();  // the device's tenant comes back with the allocations
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+  EXPECT_EQ(control_->RunPass(true), 0);
+  EXPECT_EQ(StateOf(b->id), JobState::kQueued);
+  ASSERT_TRUE(control_->Cancel(a.id, "done").ok());
+  EXPECT_EQ(control_->RunPass(true), 0);  // c still holds it
+  ASSERT_TRUE(control_->Cancel(c.id, "done").ok());
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(b->id), JobState::kRunning);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+}
+
+// A higher-priority job of another tenant takes an MPS device by suspending every task of the tenant holding it:
+// one victim would leave the device to that tenant still.
+TEST_F(ControlPlaneTest, PreemptionEmptiesAnMpsDeviceForAnotherTenant) {
+  options_.min_runtime = 0;
+  Open();
+  Node n1 = MakeNode("n1").WithGpus(1, "A100", 81920).Simulated().Build();
+  n1.devices[0].mode = DeviceMode::kMps;
+  ASSERT_TRUE(control_->RegisterNode(n1).ok());
+  auto lab = store_->CreateTenant("lab", false, TenantQuota{}, clock_.NowMicros());
+  ASSERT_TRUE(lab.ok()) << lab.status().ToString();
+  JobRecord low1 = Submit(Preemptible(Spec("low1", 1, 1, 10, 30)));
+  JobRecord low2 = Submit(Preemptible(Spec("low2", 1, 1, 10, 30)));
+  EXPECT_EQ(control_->RunPass(true), 2);
+  clock_.Advance(kMicrosPerSecond);
+  auto high = control_->Submit(lab->id, Spec("high", 1, 1, 90, 30));
+  ASSERT_TRUE(high.ok()) << high.status().ToString();
+  EXPECT_EQ(control_->RunPass(false), 1);
+  EXPECT_EQ(StateOf(high->id), JobState::kRunning);
+  EXPECT_EQ(StateOf(low1.id), JobState::kQueued);
+  EXPECT_EQ(StateOf(low2.id), JobState::kQueued);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+}
+
 TEST_F(ControlPlaneTest, NodeChecks) {
   EXPECT_EQ(control_->Heartbeat("nope").code(), StatusCode::kNotFound);
   EXPECT_EQ(control_->SetCordoned("nope", true).code(), StatusCode::kNotFound);

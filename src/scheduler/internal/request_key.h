@@ -1,7 +1,7 @@
 #pragma once
 // Request shapes as hash keys: equality and a hash over every TaskRequest field a placement reads (resources,
-// vendor, model and uuid selectors, NUMA binding). One definition for the Scheduler's per-shape caches and the
-// scheduling pass's shape table. Stateless; thread-safe.
+// vendor, model and uuid selectors, NUMA binding, MPS user). One definition for the Scheduler's per-shape caches and
+// the scheduling pass's shape table. Stateless; thread-safe.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -17,7 +17,7 @@ inline bool SameRequest(const TaskRequest& a, const TaskRequest& b) {
          a.device_memory_mib == b.device_memory_mib && a.device_memory_percent == b.device_memory_percent &&
          a.device_compute_milli == b.device_compute_milli && a.vendor == b.vendor && a.type_include == b.type_include &&
          a.type_exclude == b.type_exclude && a.uuid_include == b.uuid_include && a.uuid_exclude == b.uuid_exclude &&
-         a.numa_bind == b.numa_bind && a.mig_profile == b.mig_profile;
+         a.numa_bind == b.numa_bind && a.mig_profile == b.mig_profile && a.mps_user == b.mps_user;
 }
 
 inline size_t HashRequest(const TaskRequest& r) {
@@ -31,6 +31,7 @@ inline size_t HashRequest(const TaskRequest& r) {
   mix(static_cast<uint64_t>(r.device_compute_milli));
   mix(r.vendor.has_value() ? static_cast<uint64_t>(*r.vendor) + 1 : 0);
   mix(r.numa_bind ? 1 : 0);
+  mix(r.mps_user);
   mix(std::hash<std::string>()(r.mig_profile));
   for (const std::vector<std::string>* list : {&r.type_include, &r.type_exclude, &r.uuid_include, &r.uuid_exclude}) {
     mix(list->size());

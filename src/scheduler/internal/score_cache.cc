@@ -9,12 +9,12 @@ Capacity CapacityOf(const ClusterState& state, int node) {
   c.free_cpu = state.FreeCpu(node);
   c.free_memory = state.FreeMemory(node);
   // FitNode then agrees with MayFit: the node takes tasks, and every device takes a whole-device grant and at
-  // least one sharer of any share below a whole device.
+  // least one sharer of any share below a whole device (not so in MPS mode: it takes one user's tasks at a time).
   c.exact = n.ready && !n.cordoned;
   for (size_t d = 0; d < n.devices.size(); ++d) {
     const Device& dev = n.devices[d];
     const DeviceUsage& du = u.devices[d];
-    c.exact = c.exact && dev.compute_milli >= 1000 && dev.max_sharers >= 1;
+    c.exact = c.exact && dev.compute_milli >= 1000 && dev.max_sharers >= 1 && dev.mode != DeviceMode::kMps;
     if (!DeviceOffered(dev)) continue;
     if (du.sharers == 0) {
       ++c.idle;

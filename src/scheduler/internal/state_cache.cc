@@ -216,7 +216,7 @@ class StateCache final : public Engine {
   std::vector<uint32_t> node_description_;
   std::vector<uint8_t> node_uniform_;      // the node's devices are alike (and it has no link table): order is moot
   std::vector<uint64_t> node_conditions_;  // Conditions() when node_description_ was keyed
-  std::vector<std::array<int64_t, 4>> device_keys_;
+  std::vector<std::array<int64_t, 5>> device_keys_;
   std::vector<uint32_t> node_state_;
   std::vector<Capacity> node_capacity_;  // for a cheap "cannot fit" before a full evaluation
   LiveStates live_;                      // the states nodes are in now, with their nodes
@@ -260,7 +260,8 @@ void StateCache::SyncStates() {
     PutBytes(&state_key_, u.memory_mib);
     device_keys_.clear();
     for (const DeviceUsage& d : u.devices) {
-      device_keys_.push_back({d.memory_mib, d.compute_milli, d.sharers, d.exclusive ? 1 : 0});
+      device_keys_.push_back(
+          {d.memory_mib, d.compute_milli, d.sharers, d.exclusive ? 1 : 0, static_cast<int64_t>(d.mps_user)});
     }
     // Alike devices: a cacheable policy's score does not depend on which of them holds what (see policy.h).
     if (node_uniform_[n]) std::sort(device_keys_.begin(), device_keys_.end());

@@ -20,8 +20,10 @@ bool SameDescription(const Device& a, const Device& b) {
          a.mode == b.mode && a.healthy == b.healthy && a.cordoned == b.cordoned;
 }
 
-using UsageKey = std::array<int64_t, 4>;
-UsageKey UsageOf(const DeviceUsage& u) { return {u.memory_mib, u.compute_milli, u.sharers, u.exclusive ? 1 : 0}; }
+using UsageKey = std::array<int64_t, 5>;
+UsageKey UsageOf(const DeviceUsage& u) {
+  return {u.memory_mib, u.compute_milli, u.sharers, u.exclusive ? 1 : 0, static_cast<int64_t>(u.mps_user)};
+}
 
 // Bounds the device-key table of a long-lived loop that sees ever new usage combinations.
 constexpr size_t kMaxGroupsPerNode = 4;
@@ -73,6 +75,7 @@ std::vector<NodeVerdict>& PlacementExplainer::VerdictsFor(const TaskRequest& r) 
   PutBytes(&request_key_, r.device_compute_milli);
   PutBytes(&request_key_, r.vendor.has_value() ? static_cast<int>(*r.vendor) + 1 : 0);
   PutBytes(&request_key_, static_cast<uint8_t>(r.numa_bind));
+  PutBytes(&request_key_, r.mps_user);
   for (const auto* list : {&r.type_include, &r.type_exclude}) {
     PutBytes(&request_key_, list->size());
     for (const std::string& t : *list) {

@@ -29,7 +29,7 @@ int FirstUsageDifference(const ClusterState& a, const ClusterState& b) {
       const DeviceUsage& p = x.devices[d];
       const DeviceUsage& q = y.devices[d];
       if (p.memory_mib != q.memory_mib || p.compute_milli != q.compute_milli || p.sharers != q.sharers ||
-          p.exclusive != q.exclusive) {
+          p.exclusive != q.exclusive || p.mps_user != q.mps_user) {
         return i;
       }
     }

@@ -17,7 +17,7 @@ namespace xpool::server::internal {
 void UndoPass(ClusterState& state, const std::vector<QueueJob>& jobs, const PassResult& result);
 
 // The first node whose usage differs between two states of the same nodes (per node cpu and memory, per device
-// memory, compute, sharers and exclusivity; descriptions and generations aside), or -1 when none does.
+// memory, compute, sharers, exclusivity and MPS user; descriptions and generations aside), or -1 when none does.
 int FirstUsageDifference(const ClusterState& a, const ClusterState& b);
 
 }  // namespace xpool::server::internal

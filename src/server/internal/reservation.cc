@@ -7,6 +7,7 @@ namespace xpool::server::internal {
 Allocation FreePartOf(const ClusterState& state, const Allocation& planned) {
   Allocation free;
   free.node = planned.node;
+  free.mps_user = planned.mps_user;
   if (planned.node < 0 || planned.node >= state.node_count()) return free;
   free.cpu_milli = std::clamp<int64_t>(state.FreeCpu(planned.node), 0, planned.cpu_milli);
   free.memory_mib = std::clamp<int64_t>(state.FreeMemory(planned.node), 0, planned.memory_mib);
@@ -15,6 +16,9 @@ Allocation FreePartOf(const ClusterState& state, const Allocation& planned) {
     if (g.device < 0 || g.device >= static_cast<int>(node.devices.size())) continue;
     const DeviceUsage& used = state.usage(planned.node).devices[g.device];
     if (used.exclusive || used.sharers >= node.devices[g.device].max_sharers) continue;
+    if (node.devices[g.device].mode == DeviceMode::kMps && used.sharers > 0 && used.mps_user != planned.mps_user) {
+      continue;  // its MPS server serves another user until the victims leave
+    }
     DeviceGrant part;
     part.device = g.device;
     part.memory_mib = std::clamp<int64_t>(state.FreeDeviceMemory(planned.node, g.device), 0, g.memory_mib);

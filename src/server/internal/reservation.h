@@ -9,8 +9,9 @@
 namespace xpool::server::internal {
 
 // The part of `planned` that is free in `state` now: cpu and memory up to what the node has free, each device
-// grant up to the device's free memory and compute (grants with nothing free dropped). Booking it (Apply) holds
-// that room; what the victims still hold is held by them.
+// grant up to the device's free memory and compute (grants with nothing free dropped, and those on a device in MPS
+// mode another user's tasks still hold). Booking it (Apply) holds that room; what the victims still hold is held
+// by them.
 Allocation FreePartOf(const ClusterState& state, const Allocation& planned);
 
 }  // namespace xpool::server::internal

@@ -1,6 +1,6 @@
 #pragma once
 // ShapeTable: gives equal (TaskRequest, replicas) pairs the same small integer, so a pass can
-// remember per shape what the placer answered. Requests without type / uuid selectors (nearly all)
+// remember per shape what the placer answered. Requests without type / uuid / MIG selectors or an MPS user (nearly all)
 // are kept by value in a flat open-addressing table (a pass asks once per waiting job: 100,000
 // lookups must not chase pointers into the jobs); the others go to a map keyed by pointers into the
 // caller's jobs, which must outlive the table. Not thread-safe.
@@ -22,7 +22,7 @@ class ShapeTable {
  public:
   int IdOf(const TaskRequest& request, int replicas) {
     if (!request.type_include.empty() || !request.type_exclude.empty() || !request.uuid_include.empty() ||
-        !request.uuid_exclude.empty() || !request.mig_profile.empty()) {
+        !request.uuid_exclude.empty() || !request.mig_profile.empty() || request.mps_user != 0) {
       auto [it, inserted] = ids_.try_emplace(Key{&request, replicas}, size_);
       if (inserted) ++size_;
       return it->second;

@@ -3,7 +3,8 @@
 // monotone in a plain request's numbers — more CPU, memory, devices, device memory, device compute
 // or replicas never fit where less did not — so a request at least as large in every number as a
 // recorded one does not fit either, and the pass answers it without asking the placer. Only plain
-// requests take part: no vendor, type, uuid or NUMA selector, device memory in MiB. Keeps only
+// requests take part: no vendor, type, uuid or NUMA selector, device memory in MiB, no MPS user (a request of
+// one user fits an MPS device another's does not). Keeps only
 // minimal entries (at most kMaxEntries). Cleared whenever room appears. Reasons are kept as views: their texts
 // must outlive the frontier (the pass keeps them in its result's TextArena). Not thread-safe.
 #include <array>
@@ -21,7 +22,8 @@ class UnfitFrontier {
 
   static bool Eligible(const TaskRequest& r) {
     return !r.vendor && r.type_include.empty() && r.type_exclude.empty() && r.uuid_include.empty() &&
-           r.uuid_exclude.empty() && !r.numa_bind && r.device_memory_percent == 0 && r.mig_profile.empty();
+           r.uuid_exclude.empty() && !r.numa_bind && r.device_memory_percent == 0 && r.mig_profile.empty() &&
+           r.mps_user == 0;
   }
   // A request's numbers as the frontier compares them (callers may keep it instead of the request).
   using Vec = std::array<int64_t, 6>;
