@@ -1,6 +1,8 @@
 // MIG profile tables and placement rules. Sources: NVIDIA's Multi-Instance GPU user guide ("Supported GPUs",
 // "Supported MIG Profiles": fractions of memory and SMs, instances available) and the placements
-// `nvidia-smi mig -lgipp` reports ("{0,2,4,6}:2" = start slots {0,2,4,6}, 2 slots each).
+// `nvidia-smi mig -lgipp` reports ("{0,2,4,6}:2" = start slots {0,2,4,6}, 2 slots each). The GH200 144GB, GB200
+// and B300 tables take their names and instance counts from the `nvidia-smi mig -lgip` listings and profile lists
+// of NVIDIA's GPU Operator (release notes, default mig-parted config) and mig-parted.
 #include "model/mig_profile.h"
 
 #include <algorithm>
@@ -62,6 +64,30 @@ constexpr MigProfile kB200[] = {
     {"3g.90gb", 3, 4, 90 * kGiB, 2, kHalves8, false}, {"4g.90gb", 4, 4, 90 * kGiB, 1, kFirst, false},
     {"7g.180gb", 7, 8, 180 * kGiB, 1, kFirst, false},
 };
+// The H200-class GPU of the GH200 NVL2 (144GB of HBM3e, "GH200 144G HBM3e"): GPU Operator 24.9.0's profile list;
+// counts from mig-parted's `nvidia-smi mig -lgip` listing and default config.
+constexpr MigProfile kGH200_144[] = {
+    {"1g.18gb", 1, 1, 18 * kGiB, 7, kEvery7, false},  {"1g.18gb+me", 1, 1, 18 * kGiB, 1, kEvery7, true},
+    {"1g.36gb", 1, 2, 36 * kGiB, 4, kEven4, false},   {"2g.36gb", 2, 2, 36 * kGiB, 3, kEven3, false},
+    {"3g.72gb", 3, 4, 72 * kGiB, 2, kHalves8, false}, {"4g.72gb", 4, 4, 72 * kGiB, 1, kFirst, false},
+    {"7g.144gb", 7, 8, 144 * kGiB, 1, kFirst, false},
+};
+// The GB200's Blackwell GPU (186GB in the user guide's "Supported GPUs"), as production boards name its profiles
+// (mig-parted issue #227, GPU Operator's default config). GPU Operator 25.3.0 lists other names from early HGX GB200
+// boards (1g.24gb, 1g.47gb, 2g.47gb, 3g.95gb, 4g.95gb, 7g.189gb); the table follows the user guide's 186GB.
+constexpr MigProfile kGB200[] = {
+    {"1g.23gb", 1, 1, 23 * kGiB, 7, kEvery7, false},  {"1g.23gb+me", 1, 1, 23 * kGiB, 1, kEvery7, true},
+    {"1g.47gb", 1, 2, 47 * kGiB, 4, kEven4, false},   {"2g.47gb", 2, 2, 47 * kGiB, 3, kEven3, false},
+    {"3g.93gb", 3, 4, 93 * kGiB, 2, kHalves8, false}, {"4g.93gb", 4, 4, 93 * kGiB, 1, kFirst, false},
+    {"7g.186gb", 7, 8, 186 * kGiB, 1, kFirst, false},
+};
+// The B300 (Blackwell Ultra, 288GB of HBM3e; the whole-GPU profile is 7g.269gb): GPU Operator 25.10.0's profiles.
+constexpr MigProfile kB300[] = {
+    {"1g.34gb", 1, 1, 34 * kGiB, 7, kEvery7, false},    {"1g.34gb+me", 1, 1, 34 * kGiB, 1, kEvery7, true},
+    {"1g.67gb", 1, 2, 67 * kGiB, 4, kEven4, false},     {"2g.67gb", 2, 2, 67 * kGiB, 3, kEven3, false},
+    {"3g.135gb", 3, 4, 135 * kGiB, 2, kHalves8, false}, {"4g.135gb", 4, 4, 135 * kGiB, 1, kFirst, false},
+    {"7g.269gb", 7, 8, 269 * kGiB, 1, kFirst, false},
+};
 // The A30: 4 slots, 4 compute slices.
 constexpr MigProfile kA30[] = {
     {"1g.6gb", 1, 1, 6 * kGiB, 4, kEvery4, false},    {"1g.6gb+me", 1, 1, 6 * kGiB, 1, kEvery4, true},
@@ -69,8 +95,10 @@ constexpr MigProfile kA30[] = {
     {"4g.24gb", 4, 4, 24 * kGiB, 1, kFirst, false},
 };
 
-// The H100 80GB offers the same profiles and placements as the A100 80GB.
-constexpr std::array<MigModel, 8> kModels = {{
+// The H100 80GB offers the same profiles and placements as the A100 80GB. The GH200 144GB, GB200 and B300 have the
+// profile ids and instance counts of the H100 / H200 / B200 family and no `-lgipp` listing of theirs was found: their
+// start slots are that family's.
+constexpr std::array<MigModel, 11> kModels = {{
     {"A30-24GB", 4, 4, 24 * kGiB, kA30},
     {"A100-SXM4-40GB", 7, 8, 40 * kGiB, kA100_40},
     {"A100-80GB", 7, 8, 80 * kGiB, kA100_80},
@@ -78,7 +106,10 @@ constexpr std::array<MigModel, 8> kModels = {{
     {"H100-94GB", 7, 8, 94 * kGiB, kH100_94},
     {"H100-96GB", 7, 8, 96 * kGiB, kH100_96},
     {"H200-141GB", 7, 8, 141 * kGiB, kH200},
+    {"GH200-144GB", 7, 8, 144 * kGiB, kGH200_144},
     {"B200-180GB", 7, 8, 180 * kGiB, kB200},
+    {"GB200-186GB", 7, 8, 186 * kGiB, kGB200},
+    {"B300-269GB", 7, 8, 269 * kGiB, kB300},
 }};
 
 bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
@@ -154,13 +185,21 @@ const MigModel* FindMigModel(std::string_view device_name, int64_t memory_mib) {
   }
   if (HasToken(u, "H200")) return MigModelNamed("H200-141GB");
   // The Grace Hopper superchip is named for its whole memory ("GH200 480GB": an H100 with 96GB of HBM3); its
-  // H200 variant (144GB of HBM3e) and the H20 with 141GB have no table.
-  if (HasToken(u, "GH200") || HasToken(u, "H20")) {
-    const bool larger =
-        u.find("144G") != std::string_view::npos || u.find("141G") != std::string_view::npos || memory_mib > 100 * kGiB;
-    return larger ? nullptr : MigModelNamed("H100-96GB");
+  // H200-class variant names its own ("GH200 144G HBM3e").
+  if (HasToken(u, "GH200")) {
+    const bool hbm3e = u.find("144G") != std::string_view::npos || memory_mib > 100 * kGiB;
+    return MigModelNamed(hbm3e ? "GH200-144GB" : "H100-96GB");
   }
+  // The H20 with 141GB of HBM3e ("H20-3e") has no table: no source found lists its profiles.
+  if (HasToken(u, "H20")) {
+    const bool hbm3e = u.find("H20-3E") != std::string_view::npos || u.find("141G") != std::string_view::npos ||
+                       memory_mib > 100 * kGiB;
+    return hbm3e ? nullptr : MigModelNamed("H100-96GB");
+  }
+  // "GB200" and "GB300" are not "B200" and "B300" to HasToken (a letter before); the GB300 has no table.
+  if (HasToken(u, "GB200")) return MigModelNamed("GB200-186GB");
   if (HasToken(u, "B200")) return MigModelNamed("B200-180GB");
+  if (HasToken(u, "B300")) return MigModelNamed("B300-269GB");
   return nullptr;
 }
 

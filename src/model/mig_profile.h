@@ -42,7 +42,8 @@ struct MigModel {
   std::span<const MigProfile> profiles;
 };
 
-// Every tabled model: A30-24GB, A100-SXM4-40GB, A100-80GB, H100-80GB, H100-94GB, H200-141GB.
+// Every tabled model: A30-24GB, A100-SXM4-40GB, A100-80GB, H100-80GB, H100-94GB, H100-96GB, H200-141GB,
+// GH200-144GB, B200-180GB, GB200-186GB, B300-269GB.
 std::span<const MigModel> AllMigModels();
 
 // The table of that name ("A100-80GB", as MigModel::name); nullptr if none.
@@ -50,8 +51,9 @@ const MigModel* MigModelNamed(std::string_view table_name);
 
 // The table for an NVML / CUDA device name ("NVIDIA A100-SXM4-40GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200",
 // "A100" as xpool's Device::model writes it), case-insensitive, the "NVIDIA " prefix optional. Where the name does
-// not tell the memory size (an A100 without "40GB" / "80GB"; an H100, 80 GB unless "NVL" or "94GB"),
-// `memory_mib` > 0 decides. nullptr when the model has no MIG or is not tabled (GH200 144GB, GB200, B300, RTX PRO).
+// not tell the memory size (an A100 without "40GB" / "80GB"; an H100, 80 GB unless "NVL" or "94GB"; a GH200 or H20,
+// 96 GB unless "144G" / "H20-3e"), `memory_mib` > 0 decides. nullptr when the model has no MIG or is not tabled
+// (H20 141GB, GB300, RTX PRO Blackwell).
 const MigModel* FindMigModel(std::string_view device_name, int64_t memory_mib = 0);
 
 // The profile of that name on the model (exact, case-sensitive, as nvidia-smi writes it); nullptr if none.

@@ -4,6 +4,7 @@
 
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace xpool {
@@ -53,7 +54,61 @@ TEST(MigProfileTest, TablesAreConsistent) {
     }
     EXPECT_EQ(full, 1) << "one profile spans the whole GPU";
   }
-  EXPECT_EQ(models.size(), 8u);
+  EXPECT_EQ(models.size(), 11u);
+}
+
+// The GH200 144GB, GB200 and B300 tables as NVIDIA's GPU Operator and mig-parted list their profiles: names smallest
+// first, each with its instance count.
+TEST(MigProfileTest, NewerModelsHaveTheirListedProfilesAndCounts) {
+  struct Row {
+    std::string_view model;
+    int64_t memory_gib;
+    std::vector<std::pair<std::string_view, int>> profiles;
+  };
+  const Row rows[] = {
+      {"GH200-144GB",
+       144,
+       {{"1g.18gb", 7},
+        {"1g.18gb+me", 1},
+        {"1g.36gb", 4},
+        {"2g.36gb", 3},
+        {"3g.72gb", 2},
+        {"4g.72gb", 1},
+        {"7g.144gb", 1}}},
+      {"GB200-186GB",
+       186,
+       {{"1g.23gb", 7},
+        {"1g.23gb+me", 1},
+        {"1g.47gb", 4},
+        {"2g.47gb", 3},
+        {"3g.93gb", 2},
+        {"4g.93gb", 1},
+        {"7g.186gb", 1}}},
+      {"B300-269GB",
+       269,
+       {{"1g.34gb", 7},
+        {"1g.34gb+me", 1},
+        {"1g.67gb", 4},
+        {"2g.67gb", 3},
+        {"3g.135gb", 2},
+        {"4g.135gb", 1},
+        {"7g.269gb", 1}}},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(std::string(r.model));
+    const MigModel& m = ModelNamed(r.model);
+    EXPECT_EQ(m.compute_slices, 7);
+    EXPECT_EQ(m.slots, 8);
+    EXPECT_EQ(m.memory_mib, r.memory_gib * 1024);
+    ASSERT_EQ(m.profiles.size(), r.profiles.size());
+    for (size_t i = 0; i < r.profiles.size(); ++i) {
+      EXPECT_EQ(m.profiles[i].name, r.profiles[i].first);
+      EXPECT_EQ(m.profiles[i].max_count, r.profiles[i].second);
+    }
+    // As on the other 8-slot models: a 4g at slot 0 and a 3g at slot 4 fill the GPU; no 1g starts at slot 7.
+    EXPECT_TRUE(ValidateMigGeometry(m, std::vector<MigPlacement>{{5, 0}, {4, 4}}).ok());
+    EXPECT_FALSE(ValidateMigGeometry(m, std::vector<MigPlacement>{{0, 7}}).ok());
+  }
 }
 
 TEST(MigProfileTest, FindsModelsByDeviceName) {
@@ -84,15 +139,22 @@ TEST(MigProfileTest, FindsModelsByDeviceName) {
       {"H200", 0, "H200-141GB"},
       {"NVIDIA GH200 480GB", 0, "H100-96GB"},
       {"NVIDIA GH200 480GB", 97871, "H100-96GB"},
-      {"NVIDIA GH200 144G HBM3e", 0, ""},
+      {"NVIDIA GH200 144G HBM3e", 0, "GH200-144GB"},
+      {"GH200", 146944, "GH200-144GB"},
       {"NVIDIA H100 96GB HBM3", 0, "H100-96GB"},
       {"NVIDIA H20", 0, "H100-96GB"},
       {"NVIDIA H20", 97871, "H100-96GB"},
       {"NVIDIA H20", 143771, ""},
+      {"NVIDIA H20-3e", 0, ""},
+      {"NVIDIA H20-3e", 143771, ""},
       {"NVIDIA B200", 0, "B200-180GB"},
       {"NVIDIA B200", 183359, "B200-180GB"},
-      {"NVIDIA GB200", 0, ""},
-      {"NVIDIA B300 SXM6 AC", 0, ""},
+      {"NVIDIA GB200", 0, "GB200-186GB"},
+      {"NVIDIA GB200", 189471, "GB200-186GB"},
+      {"NVIDIA B300 SXM6 AC", 0, "B300-269GB"},
+      {"B300", 0, "B300-269GB"},
+      {"NVIDIA GB300", 0, ""},
+      {"NVIDIA RTX PRO 6000 Blackwell Server Edition", 0, ""},
       {"Tesla T4", 0, ""},
       {"NVIDIA L40S", 0, ""},
       {"", 0, ""},
@@ -117,6 +179,10 @@ TEST(MigProfileTest, SameNameDiffersByModel) {
   EXPECT_EQ(FindMigProfile(ModelNamed("H200-141GB"), "1g.18gb")->max_count, 7);
   EXPECT_EQ(MigComputeMilli(ModelNamed("H200-141GB"), *FindMigProfile(ModelNamed("H200-141GB"), "1g.18gb")), 142);
   EXPECT_EQ(MigComputeMilli(ModelNamed("A30-24GB"), *FindMigProfile(ModelNamed("A30-24GB"), "2g.12gb")), 500);
+  // The B200 and the GB200 share their 1g.23gb but not their two-slot 1g.
+  EXPECT_EQ(FindMigProfile(ModelNamed("GB200-186GB"), "1g.23gb")->memory_slices, 1);
+  EXPECT_EQ(FindMigProfile(ModelNamed("GB200-186GB"), "1g.45gb"), nullptr);
+  EXPECT_EQ(FindMigProfile(ModelNamed("GB200-186GB"), "1g.47gb")->memory_slices, 2);
 }
 
 TEST(MigProfileTest, UnknownNamesListTheKnownOnes) {
@@ -125,6 +191,7 @@ TEST(MigProfileTest, UnknownNamesListTheKnownOnes) {
   EXPECT_NE(s.message().find("unknown MIG profile '1g.11gb'"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("1g.10gb"), std::string::npos);
   EXPECT_NE(s.message().find("7g.141gb"), std::string::npos);
+  EXPECT_NE(s.message().find("7g.269gb"), std::string::npos);
   EXPECT_TRUE(ValidateMigProfileName("3g.40gb").ok());
 }
 
@@ -132,6 +199,8 @@ TEST(MigProfileTest, ResourceNames) {
   EXPECT_EQ(*MigProfileFromResourceName("nvidia.com/mig-1g.10gb"), "1g.10gb");
   EXPECT_EQ(*MigProfileFromResourceName("nvidia.com/mig-1g.10gb.me"), "1g.10gb+me");
   EXPECT_EQ(*MigProfileFromResourceName("nvidia.com/mig-7g.141gb"), "7g.141gb");
+  EXPECT_EQ(*MigProfileFromResourceName("nvidia.com/mig-3g.135gb"), "3g.135gb");
+  EXPECT_EQ(*MigProfileFromResourceName("nvidia.com/mig-1g.34gb.me"), "1g.34gb+me");
   EXPECT_EQ(MigResourceName("1g.18gb+me"), "nvidia.com/mig-1g.18gb.me");
   EXPECT_EQ(*MigProfileFromResourceName(MigResourceName("2g.12gb+me")), "2g.12gb+me");
   for (std::string_view bad : {"nvidia.com/gpu", "nvidia.com/mig-", "nvidia.com/mig-1g", "nvidia.com/mig-1g.11gb",
@@ -149,26 +218,20 @@ TEST(MigProfileTest, SmallestCoveringProfile) {
     std::string_view want;  // "" = none covers
   };
   const Row rows[] = {
-      {"A100-SXM4-40GB", 0, 0, "1g.5gb"},
-      {"A100-SXM4-40GB", 5120, 0, "1g.5gb"},
+      {"A100-SXM4-40GB", 0, 0, "1g.5gb"},        {"A100-SXM4-40GB", 5120, 0, "1g.5gb"},
       {"A100-SXM4-40GB", 5121, 0, "1g.10gb"},  // 2 slots, 1 compute slice: smaller than 2g.10gb
-      {"A100-SXM4-40GB", 4096, 200, "2g.10gb"},
-      {"A100-SXM4-40GB", 4096, 300, "3g.20gb"},
-      {"A100-SXM4-40GB", 20480, 500, "4g.20gb"},
-      {"A100-SXM4-40GB", 20481, 0, "7g.40gb"},
-      {"A100-SXM4-40GB", 40961, 0, ""},
-      {"A100-SXM4-40GB", 0, 1000, "7g.40gb"},
-      {"H200-141GB", 16384, 0, "1g.18gb"},
-      {"H200-141GB", 30000, 0, "1g.35gb"},
-      {"H200-141GB", 60000, 0, "3g.71gb"},
-      {"H100-96GB", 12288, 0, "1g.12gb"},
-      {"H100-96GB", 12289, 0, "1g.24gb"},
-      {"H100-96GB", 0, 500, "4g.48gb"},
-      {"B200-180GB", 23552, 0, "1g.23gb"},
-      {"B200-180GB", 46080, 200, "2g.45gb"},
-      {"B200-180GB", 92161, 0, "7g.180gb"},
-      {"A30-24GB", 8192, 0, "2g.12gb"},
-      {"A30-24GB", 0, 250, "1g.6gb"},
+      {"A100-SXM4-40GB", 4096, 200, "2g.10gb"},  {"A100-SXM4-40GB", 4096, 300, "3g.20gb"},
+      {"A100-SXM4-40GB", 20480, 500, "4g.20gb"}, {"A100-SXM4-40GB", 20481, 0, "7g.40gb"},
+      {"A100-SXM4-40GB", 40961, 0, ""},          {"A100-SXM4-40GB", 0, 1000, "7g.40gb"},
+      {"H200-141GB", 16384, 0, "1g.18gb"},       {"H200-141GB", 30000, 0, "1g.35gb"},
+      {"H200-141GB", 60000, 0, "3g.71gb"},       {"H100-96GB", 12288, 0, "1g.12gb"},
+      {"H100-96GB", 12289, 0, "1g.24gb"},        {"H100-96GB", 0, 500, "4g.48gb"},
+      {"B200-180GB", 23552, 0, "1g.23gb"},       {"B200-180GB", 46080, 200, "2g.45gb"},
+      {"B200-180GB", 92161, 0, "7g.180gb"},      {"GH200-144GB", 18433, 0, "1g.36gb"},
+      {"GH200-144GB", 0, 300, "3g.72gb"},        {"GB200-186GB", 23552, 0, "1g.23gb"},
+      {"GB200-186GB", 0, 500, "4g.93gb"},        {"B300-269GB", 34817, 0, "1g.67gb"},
+      {"B300-269GB", 138241, 0, "7g.269gb"},     {"B300-269GB", 275457, 0, ""},
+      {"A30-24GB", 8192, 0, "2g.12gb"},          {"A30-24GB", 0, 250, "1g.6gb"},
       {"A30-24GB", 0, 251, "2g.12gb"},
   };
   for (const Row& r : rows) {
