@@ -20,6 +20,17 @@ namespace {
 // The MPS user of a tenant's tasks (TaskRequest::mps_user): they run as its uid (docs/agent.md, "Task identity").
 uint64_t MpsUserOf(TenantId tenant) { return static_cast<uint64_t>(tenant.value()); }
 
+// The user of the first device in MPS mode that `a` names and tasks hold; 0 when none.
+uint64_t MpsUserHolding(const ClusterState& state, const Allocation& a) {
+  for (const DeviceGrant& g : a.devices) {
+    const DeviceUsage& u = state.usage(a.node).devices[static_cast<size_t>(g.device)];
+    if (state.node(a.node).devices[static_cast<size_t>(g.device)].mode == DeviceMode::kMps && u.sharers > 0) {
+      return u.mps_user;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 ControlPlane::ControlPlane(StateStore& store, Clock& clock, MetricsRegistry* metrics, ControlPlaneOptions options)
@@ -66,18 +77,10 @@ Status ControlPlane::Rebuild() {
   JobFilter holding;
   holding.states = {JobState::kScheduled, JobState::kRunning, JobState::kSuspending};
   ASSIGN_OR_RETURN(std::vector<JobRecord> held, store_.ListJobs(holding));
-  std::unordered_map<JobId, TenantId> tenant_of;
-  for (const JobRecord& job : held) tenant_of[job.id] = job.tenant;
-  ASSIGN_OR_RETURN(std::vector<AllocationRecord> allocations, store_.ListAllocations());
-  std::unordered_map<JobId, std::vector<Allocation>> booked;
-  for (const AllocationRecord& record : allocations) {
-    auto allocation = FromAllocationRecord(state_, record);
-    if (!allocation.ok()) return allocation.status().WithContext("rebuilding job " + record.job.ToString());
-    allocation->mps_user = MpsUserOf(tenant_of[record.job]);
-    RETURN_IF_ERROR(state_.Apply(*allocation).WithContext("rebuilding job " + record.job.ToString()));
-    booked[record.job].push_back(*allocation);
-  }
+  ASSIGN_OR_RETURN(auto booked, RebookLocked(held));
   RETURN_IF_ERROR(state_.CheckInvariants());
+  size_t allocation_count = 0;
+  for (const auto& [id, allocations] : booked) allocation_count += allocations.size();
   for (const JobRecord& job : held) {
     HeldJob h(JobTerms::Of(job));
     ArrivedLocked(h);  // the policy relearns the workload from the jobs alive now
@@ -106,8 +109,39 @@ Status ControlPlane::Rebuild() {
     queued_[job.id].persisted = job.pending_reason;
   }
   std::fprintf(stderr, "xpool server: rebuilt %zu nodes, %zu allocations, %zu queued jobs from the %s store\n",
-               nodes.size(), allocations.size(), queued.size(), std::string(store_.Kind()).c_str());
+               nodes.size(), allocation_count, queued.size(), std::string(store_.Kind()).c_str());
   return Status::Ok();
+}
+
+Result<std::unordered_map<JobId, std::vector<Allocation>>> ControlPlane::RebookLocked(
+    const std::vector<JobRecord>& held) {
+  std::unordered_map<JobId, TenantId> tenant_of;
+  for (const JobRecord& job : held) tenant_of[job.id] = job.tenant;
+  ASSIGN_OR_RETURN(std::vector<AllocationRecord> records, store_.ListAllocations());
+  std::unordered_map<JobId, std::vector<Allocation>> booked;
+  for (const AllocationRecord& record : records) {
+    const std::string where = "rebuilding job " + record.job.ToString();
+    auto allocation = FromAllocationRecord(state_, record);
+    if (!allocation.ok()) return allocation.status().WithContext(where);
+    auto tenant = tenant_of.find(record.job);
+    allocation->mps_user = tenant == tenant_of.end() ? 0 : MpsUserOf(tenant->second);
+    Status applied = state_.Apply(*allocation);
+    const uint64_t holder = MpsUserHolding(state_, *allocation);
+    if (!applied.ok() && holder != allocation->mps_user) {
+      // Beside another tenant's tasks on an MPS device (a store written before one tenant held an MPS device at a
+      // time): kept as it is, booked as that device's user's, so nothing accepted is lost. The device takes one
+      // tenant's tasks again once these have ended.
+      allocation->mps_user = holder;
+      applied = state_.Apply(*allocation);
+      if (applied.ok()) {
+        std::fprintf(stderr, "xpool server: job %s shares an MPS device with another tenant's tasks\n",
+                     record.job.ToString().c_str());
+      }
+    }
+    RETURN_IF_ERROR(applied.WithContext(where));
+    booked[record.job].push_back(*allocation);
+  }
+  return booked;
 }
 
 ControlPlane::JobTerms ControlPlane::JobTerms::Of(const JobRecord& job) {

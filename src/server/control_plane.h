@@ -257,6 +257,9 @@ class ControlPlane {
   };
 
   void Loop();
+  // Rebuild: books the store's allocations into state_, each as its job's tenant's (TaskRequest::mps_user);
+  // returns them by job. `held` are the jobs holding devices.
+  Result<std::unordered_map<JobId, std::vector<Allocation>>> RebookLocked(const std::vector<JobRecord>& held);
   void EnqueueLocked(const JobRecord& job);
   // Tells the policy that the job's replicas arrived (it learns the workload from arrivals: fgd, default).
   void ArrivedLocked(const JobTerms& terms);

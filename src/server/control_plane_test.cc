@@ -424,6 +424,36 @@ TEST_F(ControlPlaneTest, AnMpsDeviceRunsOneTenantsTasksAtATime) {
   EXPECT_TRUE(control_->CheckConsistency().ok());
 }
 
+// A store from before one tenant held an MPS device at a time may have two tenants' tasks on one: a restart keeps
+// both, and the device takes one tenant's tasks again once it is empty.
+TEST_F(ControlPlaneTest, ARestartKeepsTwoTenantsTasksThatShareAnMpsDevice) {
+  ASSERT_TRUE(control_->RegisterNode(MakeNode("n1").WithGpus(1, "A100", 81920).Simulated().Build()).ok());
+  auto lab = store_->CreateTenant("lab", false, TenantQuota{}, clock_.NowMicros());
+  auto ops = store_->CreateTenant("ops", false, TenantQuota{}, clock_.NowMicros());
+  ASSERT_TRUE(lab.ok() && ops.ok());
+  JobRecord a = Submit(Spec("a", 1, 1, 50, 30));
+  auto b = control_->Submit(lab->id, Spec("b", 1, 1, 50, 30));
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(control_->RunPass(true), 2);  // a shared device takes both
+  Node mps = MakeNode("n1").WithGpus(1, "A100", 81920).Simulated().Build();
+  mps.devices[0].mode = DeviceMode::kMps;
+  ASSERT_TRUE(store_->UpsertNode(mps, clock_.NowMicros()).ok());  // as an older server left it
+
+  Open();
+  EXPECT_EQ(StateOf(a.id), JobState::kRunning);
+  EXPECT_EQ(StateOf(b->id), JobState::kRunning);
+  EXPECT_EQ(DeviceMemoryUsed(), 2 * 1024);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+  auto c = control_->Submit(ops->id, Spec("c", 1, 1, 50, 30));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(control_->RunPass(true), 0);
+  ASSERT_TRUE(control_->Cancel(a.id, "done").ok());
+  ASSERT_TRUE(control_->Cancel(b->id, "done").ok());
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(c->id), JobState::kRunning);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+}
+
 // A higher-priority job of another tenant takes an MPS device by suspending every task of the tenant holding it:
 // one victim would leave the device to that tenant still.
 TEST_F(ControlPlaneTest, PreemptionEmptiesAnMpsDeviceForAnotherTenant) {
