@@ -246,13 +246,18 @@ void ControlPlane::PassLocked(const std::vector<JobId>& waiting, const std::vect
   pass_options.rules.max_suspensions_per_hour = options_.max_suspensions_per_hour;
   // The pass books and releases in state_ itself; once it returns, what it left there is taken back
   // (internal/pass_undo.h) and the decisions below book what they keep. The room already freed for preemptors
-  // still awaiting victims is theirs: held for the pass's duration.
+  // still awaiting victims is theirs: held for the pass's duration, and so is an MPS device their victims still
+  // hold, whole (internal::MpsDevicesKeptFor).
   std::vector<Allocation> holds;
   for (const auto& [id, allocations] : reserved_) {
     if (!awaiting_.contains(id)) continue;
     for (const Allocation& a : allocations) {
       holds.push_back(internal::FreePartOf(state_, a));
       CheckOk(state_.Apply(holds.back()), "only the part that is free in this state");
+      for (Allocation& kept : internal::MpsDevicesKeptFor(state_, a)) {
+        holds.push_back(std::move(kept));
+        CheckOk(state_.Apply(holds.back()), "what is left of the device, as its user's");
+      }
     }
   }
   if (placer_ == nullptr) placer_ = std::make_unique<SchedulerJobPlacer>(state_, *policy_, rng_);

@@ -477,6 +477,34 @@ TEST_F(ControlPlaneTest, PreemptionEmptiesAnMpsDeviceForAnotherTenant) {
   EXPECT_TRUE(control_->CheckConsistency().ok());
 }
 
+// While a preemptor of another tenant waits for its victims to leave an MPS device, the victims' tenant gets no
+// new task there: one would keep the device from the preemptor (an MPS device serves one tenant at a time).
+TEST_F(ControlPlaneTest, AnMpsDeviceAwaitingItsPreemptorTakesNoNewTaskOfTheVictimsTenant) {
+  options_.min_runtime = 0;
+  Open();
+  Node n1 = MakeNode("n1").WithGpus(1, "A100", 81920).Build();
+  n1.devices[0].mode = DeviceMode::kMps;
+  ASSERT_TRUE(control_->RegisterNode(n1).ok());
+  auto lab = store_->CreateTenant("lab", false, TenantQuota{}, clock_.NowMicros());
+  ASSERT_TRUE(lab.ok()) << lab.status().ToString();
+  JobRecord low = Submit(Preemptible(Spec("low", 1, 1, 10, 30)));
+  EXPECT_EQ(control_->RunPass(true), 1);
+  ASSERT_TRUE(control_->TaskStarted(low.id, clock_.NowMicros()).ok());
+  clock_.Advance(kMicrosPerSecond);
+  auto high = control_->Submit(lab->id, Spec("high", 1, 1, 90, 30));
+  ASSERT_TRUE(high.ok()) << high.status().ToString();
+  EXPECT_EQ(control_->RunPass(false), 0);
+  EXPECT_EQ(StateOf(low.id), JobState::kSuspending);
+  JobRecord more = Submit(Spec("more", 1, 1, 10, 30));  // the victims' tenant: fits beside it, but must not
+  EXPECT_EQ(control_->RunPass(true), 0);
+  EXPECT_EQ(StateOf(more.id), JobState::kQueued);
+  ASSERT_TRUE(control_->SuspendDone(low.id, "checkpointed and exited 0").ok());
+  EXPECT_EQ(control_->RunPass(true), 1);
+  EXPECT_EQ(StateOf(high->id), JobState::kScheduled);
+  EXPECT_EQ(StateOf(more.id), JobState::kQueued);
+  EXPECT_TRUE(control_->CheckConsistency().ok());
+}
+
 TEST_F(ControlPlaneTest, NodeChecks) {
   EXPECT_EQ(control_->Heartbeat("nope").code(), StatusCode::kNotFound);
   EXPECT_EQ(control_->SetCordoned("nope", true).code(), StatusCode::kNotFound);

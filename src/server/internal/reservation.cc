@@ -33,4 +33,29 @@ Allocation FreePartOf(const ClusterState& state, const Allocation& planned) {
   return free;
 }
 
+std::vector<Allocation> MpsDevicesKeptFor(const ClusterState& state, const Allocation& planned) {
+  std::vector<Allocation> out;
+  if (planned.node < 0 || planned.node >= state.node_count()) return out;
+  const Node& node = state.node(planned.node);
+  for (const DeviceGrant& g : planned.devices) {
+    if (g.device < 0 || g.device >= static_cast<int>(node.devices.size())) continue;
+    const Device& device = node.devices[g.device];
+    const DeviceUsage& used = state.usage(planned.node).devices[g.device];
+    if (device.mode != DeviceMode::kMps || used.sharers == 0 || used.mps_user == planned.mps_user) continue;
+    if (used.exclusive) continue;  // nobody else fits beside it anyway
+    Allocation rest;
+    rest.node = planned.node;
+    rest.mps_user = used.mps_user;
+    // All of the rest but a whole device's compute, which Apply takes for an exclusive grant (nobody beside it).
+    rest.devices.push_back({g.device, state.FreeDeviceMemory(planned.node, g.device),
+                            std::min(state.FreeDeviceCompute(planned.node, g.device), device.compute_milli - 1)});
+    for (int sharer = used.sharers; sharer < device.max_sharers; ++sharer) {
+      out.push_back(rest);
+      rest.devices.front().memory_mib = 0;  // the first takes the memory and compute, the others a place each
+      rest.devices.front().compute_milli = 0;
+    }
+  }
+  return out;
+}
+
 }  // namespace xpool::server::internal
