@@ -131,8 +131,17 @@ Result<int64_t> Api::Impl::ParseNonNegativeIntText(const std::string& text) {
   return v;
 }
 
-Result<ApiResponse> Api::Impl::ListNodes(const ApiRequest&, const Caller&, const Params&) {
-  return ApiResponse{200, internal::kJsonContentType, node_list.Render(control)};
+Result<ApiResponse> Api::Impl::ListNodes(const ApiRequest& req, const Caller&, const Params&) {
+  internal::NodePage page;
+  if (auto it = req.query.find("limit"); it != req.query.end()) {
+    auto v = ParseNonNegativeIntText(it->second);
+    if (!v.ok() || *v < 1 || *v > 100000) return InvalidArgumentError("limit must be 1..100000");
+    page.limit = static_cast<int>(*v);
+  }
+  if (auto it = req.query.find("cursor"); it != req.query.end()) {
+    ASSIGN_OR_RETURN(page.after, internal::DecodeNodeCursor(it->second));
+  }
+  return ApiResponse{200, internal::kJsonContentType, node_list.Render(control, page)};
 }
 
 Result<ApiResponse> Api::Impl::GetNode(const ApiRequest&, const Caller&, const Params& p) {
@@ -391,7 +400,8 @@ const std::vector<Api::Impl::Route>& Api::Impl::Routes() {
        "A replica's output (query: replica, offset, limit); `xpool logs`."},
       {"POST", "/api/v1/jobs/{id}/proxy-session", Access::kTenant, &I::CreateProxySession,
        "An interactive job's one-time link to its proxy (/api/v1/jobs/{id}/proxy/). 201 {url, path, expires_us}."},
-      {"GET", "/api/v1/nodes", Access::kTenant, &I::ListNodes, "Nodes with per-device capacity and allocation."},
+      {"GET", "/api/v1/nodes", Access::kTenant, &I::ListNodes,
+       "Nodes with per-device capacity and allocation, by name (query: limit, cursor)."},
       {"POST", "/api/v1/nodes", Access::kNode, &I::RegisterNode,
        "Register or replace a node (admin, or its node token; ?agent=1: run by an agent)."},
       {"GET", "/api/v1/nodes/{name}", Access::kTenant, &I::GetNode, "One node."},

@@ -132,6 +132,45 @@ TEST_F(ApiTest, TenantGuaranteeIsSetShownAndChecked) {
   EXPECT_FALSE(Body(Call("GET", "/api/v1/tenants/g", admin_token_))["guaranteed"].contains("devices"));
 }
 
+// GET /api/v1/nodes lists nodes by name, whole or a page at a time (limit, then next_cursor passed back as given);
+// a node that joins while a client pages shows up on a later page when its name sorts after the pages read.
+TEST_F(ApiTest, NodesComeByNameAPageAtATime) {
+  for (const char* name : {"n3", "n1", "n5", "n2", "n4"}) {
+    ASSERT_EQ(Call("POST", "/api/v1/nodes", admin_token_,
+                   std::string(R"({"name":")") + name + R"(","cpu":8,"memory":"16Gi"})")
+                  .status,
+              201);
+  }
+  const auto names = [](const json& list) {
+    std::string out;
+    for (const json& n : list["nodes"]) out += n["name"].get<std::string>() + " ";
+    return out;
+  };
+  const json all = Body(Call("GET", "/api/v1/nodes", admin_token_));
+  EXPECT_EQ(names(all), "n1 n2 n3 n4 n5 ");
+  EXPECT_FALSE(all.contains("next_cursor"));
+  const std::string alice = NewTenant("alice");
+  EXPECT_EQ(Call("GET", "/api/v1/nodes?limit=2", "").status, 401);
+  const json first = Body(Call("GET", "/api/v1/nodes?limit=2", alice));
+  EXPECT_EQ(names(first), "n1 n2 ");
+  EXPECT_EQ(first["nodes"][0], all["nodes"][0]);
+  ASSERT_TRUE(first.contains("next_cursor"));
+  const json second =
+      Body(Call("GET", "/api/v1/nodes?limit=2&cursor=" + first["next_cursor"].get<std::string>(), alice));
+  EXPECT_EQ(names(second), "n3 n4 ");
+  ASSERT_EQ(Call("POST", "/api/v1/nodes", admin_token_, R"({"name":"n6","cpu":8,"memory":"16Gi"})").status, 201);
+  const json third =
+      Body(Call("GET", "/api/v1/nodes?limit=2&cursor=" + second["next_cursor"].get<std::string>(), alice));
+  EXPECT_EQ(names(third), "n5 n6 ");
+  EXPECT_FALSE(third.contains("next_cursor"));
+  for (const char* bad : {"?limit=0", "?limit=x", "?cursor=zz", "?cursor=n1.6", "?cursor=n1.6g"}) {
+    ApiResponse refused = Call("GET", std::string("/api/v1/nodes") + bad, alice);
+    EXPECT_EQ(refused.status, 400) << bad;
+    EXPECT_TRUE(Body(refused)["error"]["message"].get<std::string>().starts_with(bad[1] == 'l' ? "limit" : "cursor"))
+        << refused.body;
+  }
+}
+
 TEST_F(ApiTest, RegisteredNodeTakesTheJob) {
   ApiResponse node =
       Call("POST", "/api/v1/nodes", admin_token_,

@@ -12,7 +12,8 @@
 // 3. agents: `nodes` simulated agents (load_agents.h: one gRPC connection each, 8 GPUs, heartbeats at the
 //    server's interval with device health and task reports, a WaitForChange long-poll) run the jobs a submitter
 //    posts at `job-rate` per second (5-15 s each) while a probe client times the API routes one after another,
-//    a round every 100 ms (job lists, queued jobs, a job, submit, nodes, a node, /metrics) after a 5 s warm-up;
+//    a round every 100 ms (job lists, queued jobs, a job, submit, nodes, a page of 100 nodes, a node, /metrics)
+//    after a 5 s warm-up;
 //    reports the Heartbeat RPC's p50/p99 and p50/p99/max per route. The simulated agents run at nice
 //    --agents-nice (19 by default): they stand for other machines, so they take only the CPU the server and the
 //    probe leave; the server's own agent calls run at its --agent-nice (10 by default).
@@ -330,6 +331,7 @@ double Agents(const std::string& url, const std::string& token, pid_t server, in
       {"GET /api/v1/jobs?state=queued", "/api/v1/jobs?state=queued&limit=100"},
       {"GET /api/v1/jobs/{id}", job},
       {"GET /api/v1/nodes", "/api/v1/nodes"},
+      {"GET /api/v1/nodes?limit=100", "/api/v1/nodes?limit=100"},
       {"GET /api/v1/nodes/{name}", "/api/v1/nodes/agent17"},
       {"GET /metrics", "/metrics"},
   };

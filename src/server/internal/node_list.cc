@@ -1,12 +1,47 @@
 #include "server/internal/node_list.h"
 
+#include <algorithm>
 #include <charconv>
+#include <numeric>
+#include <string_view>
 
 #include "server/internal/json_codec.h"
 
 namespace xpool::server::internal {
+namespace {
 
-std::string NodeListCache::Render(const ControlPlane& control) {
+constexpr std::string_view kCursorTag = "n1.";  // then hex digits only: a JSON string needing no escapes
+constexpr size_t kMaxCursorName = 1024;
+
+}  // namespace
+
+std::string EncodeNodeCursor(const std::string& last_name) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(kCursorTag);
+  for (unsigned char c : last_name) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 15]);
+  }
+  return out;
+}
+
+Result<std::string> DecodeNodeCursor(const std::string& cursor) {
+  const Status bad = InvalidArgumentError("cursor: not a cursor this server gave (pass next_cursor back unchanged)");
+  const std::string_view hex = std::string_view(cursor).substr(std::min(cursor.size(), kCursorTag.size()));
+  if (!cursor.starts_with(kCursorTag) || hex.empty() || hex.size() % 2 != 0 || hex.size() > 2 * kMaxCursorName) {
+    return bad;
+  }
+  std::string name;
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    unsigned value = 0;
+    const auto [end, ec] = std::from_chars(hex.data() + i, hex.data() + i + 2, value, 16);
+    if (ec != std::errc() || end != hex.data() + i + 2) return bad;
+    name.push_back(static_cast<char>(value));
+  }
+  return name;
+}
+
+std::string NodeListCache::Render(const ControlPlane& control, const NodePage& page) {
   std::lock_guard lock(mu_);
   std::vector<TimeMicros> last_seen;
   control.VisitNodes([&](const ControlPlane::NodeVisit& v) {
@@ -17,6 +52,7 @@ std::string NodeListCache::Render(const ControlPlane& control) {
       e.tail.clear();
       AppendNodeJsonHead(&e.head, v.node, v.usage);
       AppendNodeJsonTail(&e.tail, v.node, v.usage);
+      e.name = v.node.name;
       e.valid = true;
       e.state_identity = v.state_identity;
       e.generation = v.usage.generation;
@@ -24,18 +60,32 @@ std::string NodeListCache::Render(const ControlPlane& control) {
     last_seen.push_back(v.last_seen_us);
   });
   entries_.resize(last_seen.size());
-  size_t size = 16;
-  for (const Entry& e : entries_) size += e.head.size() + e.tail.size() + 24;
+  if (by_name_.size() != entries_.size()) {  // nodes are only ever added, and keep their names
+    by_name_.resize(entries_.size());
+    std::iota(by_name_.begin(), by_name_.end(), 0);
+    std::sort(by_name_.begin(), by_name_.end(), [&](int a, int b) { return entries_[a].name < entries_[b].name; });
+  }
+  const auto first = page.after.empty()
+                         ? by_name_.begin()
+                         : std::upper_bound(by_name_.begin(), by_name_.end(), page.after,
+                                            [&](const std::string& after, int i) { return after < entries_[i].name; });
+  const auto last = page.limit > 0 && by_name_.end() - first > page.limit ? first + page.limit : by_name_.end();
+  size_t size = 48;
+  for (auto it = first; it != last; ++it) size += entries_[*it].head.size() + entries_[*it].tail.size() + 24;
   std::string out;
   out.reserve(size);
-  out.append("{\"nodes\":[");
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    out.append(entries_[i].head);
+  out.push_back('{');
+  if (last != by_name_.end()) {  // keys in sorted order, as nlohmann writes them
+    out.append("\"next_cursor\":\"").append(EncodeNodeCursor(entries_[*(last - 1)].name)).append("\",");
+  }
+  out.append("\"nodes\":[");
+  for (auto it = first; it != last; ++it) {
+    if (it != first) out.push_back(',');
+    out.append(entries_[*it].head);
     char digits[24];
-    const auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), last_seen[i]);
+    const auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), last_seen[static_cast<size_t>(*it)]);
     out.append(digits, end);
-    out.append(entries_[i].tail);
+    out.append(entries_[*it].tail);
   }
   out.append("]}");
   return out;
