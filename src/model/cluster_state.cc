@@ -217,7 +217,7 @@ Status ClusterState::Apply(const Allocation& a) {
     if (du.exclusive || (g.compute_milli >= d.compute_milli && du.sharers > 0)) {
       return ResourceExhaustedError(DeviceWhere(node, g.device) + ": held exclusively");
     }
-    if (d.mode == DeviceMode::kMps && du.sharers > 0 && du.mps_user != a.mps_user) {
+    if (MpsServesAnotherUser(d, du, a.mps_user)) {
       return ResourceExhaustedError(DeviceWhere(node, g.device) + ": its MPS server serves another user");
     }
   }

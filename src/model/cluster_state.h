@@ -28,6 +28,12 @@ struct DeviceUsage {
   bool allocated() const { return sharers > 0 || memory_mib > 0 || compute_milli > 0; }
 };
 
+// True when `device` is in MPS mode and tasks of another MPS user than `user` hold it: its MPS server serves them
+// until they have all ended (TaskRequest::mps_user). ClusterState::Apply refuses a grant there; FitDevice says why.
+inline bool MpsServesAnotherUser(const Device& device, const DeviceUsage& usage, uint64_t user) {
+  return device.mode == DeviceMode::kMps && usage.sharers > 0 && usage.mps_user != user;
+}
+
 struct NodeUsage {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;

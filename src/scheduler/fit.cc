@@ -76,7 +76,7 @@ inline bool PlainDeviceFits(const Device& device, const DeviceUsage& usage, cons
   const int64_t memory = whole ? device.memory_mib : 0;
   if (memory > device.memory_mib || compute > device.compute_milli) return false;
   if (compute >= device.compute_milli && usage.sharers > 0) return false;
-  if (device.mode == DeviceMode::kMps && usage.sharers > 0 && usage.mps_user != request.mps_user) return false;
+  if (MpsServesAnotherUser(device, usage, request.mps_user)) return false;
   if (usage.sharers >= device.max_sharers) return false;
   if (device.memory_mib - usage.memory_mib < memory) return false;
   return device.compute_milli - usage.compute_milli >= compute;
@@ -131,9 +131,7 @@ FitReason FitDevice(const Device& device, const DeviceUsage* usage, const TaskRe
   if (usage->exclusive) return FitReason::kDeviceHeldExclusively;
   // A grant of the whole device's compute makes it exclusive: nobody else may hold it (ClusterState::Apply).
   if (grant.compute_milli >= device.compute_milli && usage->sharers > 0) return FitReason::kDeviceBusy;
-  if (device.mode == DeviceMode::kMps && usage->sharers > 0 && usage->mps_user != request.mps_user) {
-    return FitReason::kMpsAnotherUser;
-  }
+  if (MpsServesAnotherUser(device, *usage, request.mps_user)) return FitReason::kMpsAnotherUser;
   if (usage->sharers >= device.max_sharers) return FitReason::kTooManySharers;
   if (device.memory_mib - usage->memory_mib < grant.memory_mib) return FitReason::kNotEnoughDeviceMemory;
   if (device.compute_milli - usage->compute_milli < grant.compute_milli) return FitReason::kNotEnoughDeviceCompute;

@@ -16,9 +16,7 @@ Allocation FreePartOf(const ClusterState& state, const Allocation& planned) {
     if (g.device < 0 || g.device >= static_cast<int>(node.devices.size())) continue;
     const DeviceUsage& used = state.usage(planned.node).devices[g.device];
     if (used.exclusive || used.sharers >= node.devices[g.device].max_sharers) continue;
-    if (node.devices[g.device].mode == DeviceMode::kMps && used.sharers > 0 && used.mps_user != planned.mps_user) {
-      continue;  // its MPS server serves another user until the victims leave
-    }
+    if (MpsServesAnotherUser(node.devices[g.device], used, planned.mps_user)) continue;  // until the victims leave
     DeviceGrant part;
     part.device = g.device;
     part.memory_mib = std::clamp<int64_t>(state.FreeDeviceMemory(planned.node, g.device), 0, g.memory_mib);
@@ -41,7 +39,7 @@ std::vector<Allocation> MpsDevicesKeptFor(const ClusterState& state, const Alloc
     if (g.device < 0 || g.device >= static_cast<int>(node.devices.size())) continue;
     const Device& device = node.devices[g.device];
     const DeviceUsage& used = state.usage(planned.node).devices[g.device];
-    if (device.mode != DeviceMode::kMps || used.sharers == 0 || used.mps_user == planned.mps_user) continue;
+    if (!MpsServesAnotherUser(device, used, planned.mps_user)) continue;
     if (used.exclusive) continue;  // nobody else fits beside it anyway
     Allocation rest;
     rest.node = planned.node;
