@@ -23,20 +23,9 @@ bool IsToken(std::string_view s) {
   return true;
 }
 
+using internal::ForEachListElement;
 using internal::LowerAscii;
 using internal::TrimBlanks;
-
-// Calls `f` with each comma-separated element of `value`, trimmed; empty elements are skipped.
-template <typename F>
-void ForEachListElement(std::string_view value, F&& f) {
-  while (!value.empty()) {
-    const size_t comma = value.find(',');
-    std::string_view item = TrimBlanks(value.substr(0, comma));
-    if (!item.empty()) f(item);
-    if (comma == std::string_view::npos) break;
-    value.remove_prefix(comma + 1);
-  }
-}
 
 // Decimal digits only, at most 18 of them (no overflow); false otherwise.
 bool ParseLength(std::string_view s, size_t* out) {

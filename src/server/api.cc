@@ -6,10 +6,12 @@
 #include <map>
 #include <memory>
 
+#include "http/gzip.h"
 #include "protocol/json_codec.h"
 #include "protocol/log_relay.h"
 #include "server/agent_service.h"
 #include "server/auth.h"
+#include "server/compressed_device_series.h"
 #include "server/http_status.h"
 #include "server/internal/api_impl.h"
 #include "server/internal/json_codec.h"
@@ -366,11 +368,21 @@ Result<ApiResponse> Api::Impl::Readyz(const ApiRequest&, const Caller&, const Pa
   return ApiResponse{200, "text/plain; charset=utf-8", "ready\n"};
 }
 
-Result<ApiResponse> Api::Impl::Metrics(const ApiRequest&, const Caller&, const Params&) {
+// To a client that takes gzip (Prometheus does), the registry's series compressed now and the device series as
+// CompressedDeviceSeries last compressed them, in one gzip member; to others, all rendered now.
+Result<ApiResponse> Api::Impl::Metrics(const ApiRequest& request, const Caller&, const Params&) {
   control.ExportGauges(metrics);
-  std::string text = metrics.Render();
-  control.AppendDeviceMetrics(&text);
-  return ApiResponse{200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)};
+  ApiResponse r(200, "text/plain; version=0.0.4; charset=utf-8", metrics.Render());
+  r.headers.emplace_back("Vary", "Accept-Encoding");
+  if (options.device_series != nullptr && http::AcceptsGzip(request.accept_encoding)) {
+    const std::shared_ptr<const http::DeflatedText> devices = options.device_series->Get();
+    const http::DeflatedText registry = http::DeflateText(r.body);
+    r.body = http::GzipOf({&registry, devices.get()});
+    r.headers.emplace_back("Content-Encoding", "gzip");
+    return r;
+  }
+  control.AppendDeviceMetrics(&r.body);
+  return r;
 }
 
 const std::vector<Api::Impl::Route>& Api::Impl::Routes() {

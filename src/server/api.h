@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -31,6 +32,7 @@ struct HeartbeatReply;
 namespace xpool::server {
 
 class AgentService;
+class CompressedDeviceSeries;
 class ProxySessions;
 class UsageHistory;
 
@@ -40,13 +42,19 @@ struct ApiRequest {
   std::map<std::string, std::string> query;
   std::string authorization;  // the Authorization header, "" when absent
   std::string content_type;
+  std::string accept_encoding;  // the Accept-Encoding header, "" when absent (GET /metrics answers gzip to it)
   std::string body;
 };
 
 struct ApiResponse {
+  ApiResponse() = default;
+  ApiResponse(int status_code, std::string type, std::string text)
+      : status(status_code), content_type(std::move(type)), body(std::move(text)) {}
+
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra headers (Content-Encoding, Vary)
 };
 
 struct ApiOptions {
@@ -61,6 +69,9 @@ struct ApiOptions {
   protocol::LogRelay* logs = nullptr;
   // POST /api/v1/jobs/{id}/proxy-session (interactive jobs, InteractiveProxy); null = 503.
   ProxySessions* proxy_sessions = nullptr;
+  // GET /metrics to a client that takes gzip: the device series from this cache (null: rendered per scrape, and
+  // the answer is never compressed).
+  CompressedDeviceSeries* device_series = nullptr;
 };
 
 class Api {

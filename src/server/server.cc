@@ -16,11 +16,13 @@
 #include <mutex>
 
 #include "common/clock.h"
+#include "common/text.h"
 #include "http/http_server.h"
 #include "protocol/log_relay.h"
 #include "server/agent_grpc_service.h"
 #include "server/agent_service.h"
 #include "server/api.h"
+#include "server/compressed_device_series.h"
 #include "server/control_plane.h"
 #include "server/http_status.h"
 #include "server/interactive_proxy.h"
@@ -121,6 +123,8 @@ struct Server::Impl {
   MetricsRegistry metrics;
   std::unique_ptr<ControlPlane> control;
   std::unique_ptr<ProxySessions> proxy_sessions;  // interactive jobs' browser sessions
+  // GET /metrics's device series for gzip scrapes: after control (its thread renders from it), before api.
+  std::unique_ptr<CompressedDeviceSeries> device_series;
   std::unique_ptr<Api> api;
   // Interactive jobs (/api/v1/jobs/{id}/proxy/): after api and control, so it (and its tunnels) go first.
   std::unique_ptr<InteractiveProxy> proxy;
@@ -231,6 +235,10 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
   });
   impl->proxy_sessions = std::make_unique<ProxySessions>(clock);
   api_options.proxy_sessions = impl->proxy_sessions.get();
+  impl->device_series = std::make_unique<CompressedDeviceSeries>(
+      [control = impl->control.get()](std::string* out) { control->AppendDeviceMetrics(out); },
+      CompressedDeviceSeries::Options{});
+  api_options.device_series = impl->device_series.get();
   impl->api = std::make_unique<Api>(*impl->jobs, *impl->control, m, clock, api_options);
   InteractiveProxyOptions proxy_options;
   proxy_options.websockets = options.http_transport == "epoll";
@@ -295,10 +303,12 @@ http::HttpResponse Server::Impl::Respond(http::HttpRequest& request) {
   for (auto& [k, v] : http::ParseQuery(request.query)) a.query.emplace(std::move(k), std::move(v));
   a.authorization = std::string(request.Header("authorization"));
   a.content_type = std::string(request.Header("content-type"));
+  a.accept_encoding = std::string(request.Header("accept-encoding"));
   a.body = std::move(request.body);
   ApiResponse r = api->Handle(a);
   res.status = r.status;
   res.content_type = std::move(r.content_type);
+  res.headers = std::move(r.headers);
   res.body = std::move(r.body);
   return res;
 }
@@ -375,7 +385,10 @@ Status Server::Impl::RunThreaded(const std::string& host, int port, const std::f
       r.query += (r.query.empty() ? "" : "&") + httplib::detail::encode_query_param(k) + "=" +
                  httplib::detail::encode_query_param(v);
     }
-    for (const auto& [k, v] : req.headers) r.headers.emplace_back(k, v);
+    // Not Accept-Encoding: Debian's httplib compresses answers itself when the client takes gzip.
+    for (const auto& [k, v] : req.headers) {
+      if (!EqualsIgnoreCase(k, "accept-encoding")) r.headers.emplace_back(k, v);
+    }
     r.body = req.body;
     http::HttpResponse out = Respond(r);
     res.status = out.status;

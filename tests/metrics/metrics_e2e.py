@@ -7,7 +7,8 @@ hand, a job that waits — and scrapes /metrics. Then, by --check:
 
   promtool    `promtool check metrics` (Debian's `prometheus` package) accepts the scrape: the exposition format
               and Prometheus' naming conventions (base units, `_total` counters). Also checks that the scrape
-              shows that state (so the check ran on what it claims).
+              shows that state (so the check ran on what it claims), and that a scrape taking gzip (as
+              Prometheus's does) is one gzip member, read by Python's gzip, with the same series.
   dashboard   every metric name in every query of deploy/grafana/xpool-dashboard.json (panels and template
               variables) is a family the server exports; histogram series (`_bucket`, `_sum`, `_count`) must
               belong to a histogram.
@@ -17,6 +18,7 @@ hand, a job that waits — and scrapes /metrics. Then, by --check:
 Exits 77 (ctest's SKIP_RETURN_CODE) when the tool a check needs is not installed.
 """
 import argparse
+import gzip
 import json
 import os
 import re
@@ -152,6 +154,35 @@ def families(text):
         if len(parts) == 4 and parts[:2] == ["#", "TYPE"]:
             out[parts[2]] = parts[3]
     return out
+
+
+def series_lines(text):
+    """The sample lines of an exposition (no comments), sorted, without the series that count the scrapes."""
+    return sorted(l for l in text.splitlines() if l and not l.startswith("#") and 'route="/metrics"' not in l)
+
+
+def check_gzip_scrape(server, plain):
+    """A scrape with Accept-Encoding: gzip is answered gzip, and reads back as the plain scrape's series (the device
+    series may lag by the server's refresh: retried for a few seconds)."""
+    req = urllib.request.Request("http://127.0.0.1:%d/metrics" % server.port,
+                                 headers={"Accept-Encoding": "gzip, deflate"})
+    deadline = time.time() + 10
+    while True:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            encoding, vary, body = r.headers.get("Content-Encoding"), r.headers.get("Vary"), r.read()
+        if encoding != "gzip" or vary != "Accept-Encoding":
+            print("FAIL: a gzip scrape came with Content-Encoding %r, Vary %r" % (encoding, vary))
+            return None
+        text = gzip.decompress(body).decode()
+        if series_lines(text) == series_lines(plain) or time.time() > deadline:
+            break
+        time.sleep(0.2)
+        plain = server.want(200, "GET", "/metrics", token=False)
+    if series_lines(text) != series_lines(plain):
+        print("FAIL: the gzip scrape's series differ from the plain scrape's:\n%s\n---\n%s" % (text, plain))
+        return None
+    print("gzip scrape: %d bytes for %d bytes of text" % (len(body), len(text)))
+    return text
 
 
 def check_promtool(text):
@@ -358,6 +389,8 @@ def main():
         text = server.want(200, "GET", "/metrics", token=False)
         if args.check == "promtool":
             rc = check_promtool(text)
+            unzipped = check_gzip_scrape(server, text)
+            rc = 1 if unzipped is None else max(rc, check_promtool(unzipped))
         elif args.check == "dashboard":
             rc = check_dashboard(text, dashboard)
         else:

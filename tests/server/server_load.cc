@@ -12,11 +12,11 @@
 // 3. agents: `nodes` simulated agents (load_agents.h: one gRPC connection each, 8 GPUs, heartbeats at the
 //    server's interval with device health and task reports, a WaitForChange long-poll) run the jobs a submitter
 //    posts at `job-rate` per second (5-15 s each) while a probe client times the API routes one after another,
-//    a round every 100 ms (job lists, queued jobs, a job, submit, nodes, a page of 100 nodes, a node, /metrics)
-//    after a 5 s warm-up;
-//    reports the Heartbeat RPC's p50/p99 and p50/p99/max per route. The simulated agents run at nice
-//    --agents-nice (19 by default): they stand for other machines, so they take only the CPU the server and the
-//    probe leave; the server's own agent calls run at its --agent-nice (10 by default).
+//    a round every 100 ms (job lists, queued jobs, a job, submit, nodes, a page of 100 nodes, a node, /metrics plain
+//    and as Prometheus asks it, gzip) after a 5 s warm-up; reports the Heartbeat RPC's p50/p99 and p50/p99/max per
+//    route. The simulated agents run at nice --agents-nice (19 by default): they stand for other machines, so they
+//    take only the CPU the server and the probe leave; the server's own agent calls run at its --agent-nice (10 by
+//    default).
 // 4. heartbeat: the HTTP fallback's bare heartbeat: `nodes` nodes registered over HTTP each POST `{}` once per
 //    second over 8 shared connections (no tasks, no device health) while the probe client times get job, list
 //    jobs (default page and 20), submit and get node.
@@ -308,24 +308,36 @@ double Agents(const std::string& url, const std::string& token, pid_t server, in
   // The probe calls as the `xpool` CLI does (http/http_client.h: a connection per call, 64 KiB reads), so that a
   // route is timed as a user's client sees it: httplib reads 4 KiB at a time after a poll() each (~2,400 of them
   // for a 10 MB /metrics), which doubled the big routes' times here. curl and Prometheus read alike.
-  auto call = [&](const char* method, const std::string& target, int want) {
+  // With `gzip`, it asks as Prometheus does (Accept-Encoding: gzip) and checks the answer came compressed; the
+  // time is to the last byte received, before decompressing.
+  auto call = [&](const char* method, const std::string& target, int want, bool gzip = false) {
     xpool::http::HttpRequest request;
     request.method = method;
     request.target = target;
     request.headers.emplace_back("Authorization", "Bearer " + token);
+    if (gzip) request.headers.emplace_back("Accept-Encoding", "gzip");
     if (std::string_view(method) == "POST") {
       request.headers.emplace_back("Content-Type", "application/json");
       request.body = kJob;
     }
     auto r = xpool::http::SendHttpRequest(url, request);
     if (!r.ok() || r->status != want) std::fprintf(stderr, "probe %s %s failed\n", method, target.c_str());
+    if (gzip && r.ok() &&
+        std::find(r->headers.begin(), r->headers.end(),
+                  std::make_pair(std::string("content-encoding"), std::string("gzip"))) == r->headers.end()) {
+      std::fprintf(stderr, "probe %s %s: not answered gzip\n", method, target.c_str());
+    }
   };
   const std::string job =
       "/api/v1/jobs/" +
       (sub && sub->status == 201 ? std::to_string(json::parse(sub->body)["id"].get<int64_t>()) : std::string("1"));
   std::this_thread::sleep_for(std::chrono::seconds(5));  // warm-up: the first tasks run
   sim.ResetStats();
-  const std::vector<std::pair<std::string, std::string>> routes = {
+  struct Route {
+    std::string name, target;
+    bool gzip = false;
+  };
+  const std::vector<Route> routes = {
       {"GET /api/v1/jobs", "/api/v1/jobs"},
       {"GET /api/v1/jobs?limit=20", "/api/v1/jobs?limit=20"},
       {"GET /api/v1/jobs?state=queued", "/api/v1/jobs?state=queued&limit=100"},
@@ -334,6 +346,7 @@ double Agents(const std::string& url, const std::string& token, pid_t server, in
       {"GET /api/v1/nodes?limit=100", "/api/v1/nodes?limit=100"},
       {"GET /api/v1/nodes/{name}", "/api/v1/nodes/agent17"},
       {"GET /metrics", "/metrics"},
+      {"GET /metrics (gzip)", "/metrics", true},
   };
   // One round of every route each 100 ms, what a few dashboards and CLI users ask (a scrape of /metrics each
   // 100 ms is far more than Prometheus asks, so that each route has enough samples for its p99).
@@ -343,10 +356,10 @@ double Agents(const std::string& url, const std::string& token, pid_t server, in
   auto round = start;
   while (Clock::now() - start < std::chrono::seconds(seconds)) {
     round += std::chrono::milliseconds(100);
-    for (const auto& [name, path] : routes) {
+    for (const Route& route : routes) {
       const auto s = Clock::now();
-      call("GET", path, 200);
-      probe[name].push_back(Ms(Clock::now() - s));
+      call("GET", route.target, 200, route.gzip);
+      probe[route.name].push_back(Ms(Clock::now() - s));
     }
     const auto s = Clock::now();
     call("POST", "/api/v1/jobs", 201);

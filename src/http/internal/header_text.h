@@ -1,6 +1,7 @@
 #pragma once
-// The text rules of HTTP/1.1 header lines that both the request parser and the client apply: optional
-// whitespace around a value (RFC 9110 §5.5) and case-insensitive names (kept lower-cased). Header-only,
+// The text rules of HTTP/1.1 header lines that the request parser, the client and gzip's Accept-Encoding check
+// apply: optional whitespace around a value (RFC 9110 §5.5), case-insensitive names (kept lower-cased) and
+// comma-separated lists. Header-only,
 // stateless, thread-safe.
 #include <string>
 #include <string_view>
@@ -21,6 +22,19 @@ inline std::string LowerAscii(std::string_view s) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
   return out;
+}
+
+// Calls `f` with each comma-separated element of a list-valued header (RFC 9110 §5.6.1), trimmed; empty elements
+// are skipped.
+template <typename F>
+void ForEachListElement(std::string_view value, F&& f) {
+  while (!value.empty()) {
+    const size_t comma = value.find(',');
+    std::string_view item = TrimBlanks(value.substr(0, comma));
+    if (!item.empty()) f(item);
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
 }
 
 }  // namespace xpool::http::internal
