@@ -4,6 +4,7 @@
 // node list keeps each node's text between calls (server/internal/node_list.h) and /metrics renders the device series
 // from label text kept between calls (ControlPlane::AppendDeviceMetrics): what a call costs is copies, plus renewing
 // what changed. GET /metrics as Prometheus asks it (gzip) takes the device series from a CompressedDeviceSeries;
+// GET /api/v1/nodes as a browser asks it (gzip) sends each node's kept compressed parts;
 // BM_ApiRoutesDeviceSeriesRefresh is what that cache's thread spends per refresh (render and compress).
 //
 //   build/bin/xpool_bench --benchmark_filter=ApiRoutes
@@ -129,6 +130,7 @@ void BM_ApiRoutesListNodes(benchmark::State& state) { RunRoute(state, "/api/v1/n
 void BM_ApiRoutesMetrics(benchmark::State& state) { RunRoute(state, "/metrics"); }
 void BM_ApiRoutesListJobs(benchmark::State& state) { RunRoute(state, "/api/v1/jobs"); }
 void BM_ApiRoutesMetricsGzip(benchmark::State& state) { RunRoute(state, "/metrics", "gzip"); }
+void BM_ApiRoutesListNodesGzip(benchmark::State& state) { RunRoute(state, "/api/v1/nodes", "gzip"); }
 
 void BM_ApiRoutesDeviceSeriesRefresh(benchmark::State& state) {
   RoutesWorld world(static_cast<int>(state.range(0)));
@@ -149,6 +151,7 @@ void BM_ApiRoutesDeviceSeriesRefresh(benchmark::State& state) {
 BENCHMARK(BM_ApiRoutesListNodes)->Arg(1500)->Unit(benchmark::kMillisecond)->Iterations(30);
 BENCHMARK(BM_ApiRoutesMetrics)->Arg(1500)->Unit(benchmark::kMillisecond)->Iterations(30);
 BENCHMARK(BM_ApiRoutesListJobs)->Arg(1500)->Unit(benchmark::kMillisecond)->Iterations(30);
+BENCHMARK(BM_ApiRoutesListNodesGzip)->Arg(1500)->Unit(benchmark::kMillisecond)->Iterations(30);
 BENCHMARK(BM_ApiRoutesMetricsGzip)->Arg(1500)->Unit(benchmark::kMillisecond)->Iterations(30);
 BENCHMARK(BM_ApiRoutesDeviceSeriesRefresh)->Arg(1500)->Unit(benchmark::kMillisecond)->Iterations(30);
 

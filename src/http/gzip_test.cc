@@ -34,7 +34,37 @@ TEST(GzipTest, PiecesCompressedApartReadAsOneText) {
   EXPECT_EQ(Gunzip(GzipOf({&dc, &empty, &da})), c + a);  // the order given; an empty piece adds nothing
   EXPECT_EQ(Gunzip(GzipOf({&da, &da})), a + a);          // a piece may be sent twice: it refers to nothing outside
   EXPECT_EQ(Gunzip(GzipOf({&empty})), "");
+  const DeflatedText none;  // no bytes at all: no block
+  EXPECT_EQ(Gunzip(GzipOf({&none, &db, &none})), b);
   EXPECT_EQ(Gunzip(GzipOf({})), "");
+}
+
+TEST(GzipTest, AKeptDeflaterMakesPiecesOfTheirOwn) {
+  Deflater deflater;
+  const std::string a = SampleText(40, 6), b = SampleText(5000, 7), c = "short";
+  const DeflatedText da = deflater.Deflate(a), db = deflater.Deflate(b), dc = deflater.Deflate(c);
+  EXPECT_EQ(da.deflate, DeflateText(a).deflate);  // nothing of one piece's state leaks into the next
+  EXPECT_EQ(dc.deflate, DeflateText(c).deflate);
+  EXPECT_EQ(Gunzip(GzipOf({&dc, &da, &db, &da})), c + a + b + a);
+}
+
+TEST(GzipTest, PlainTextGoesBetweenPiecesAsStoredBlocks) {
+  const std::string a = SampleText(2000, 4), big_plain = SampleText(3000, 5);  // > 65,535 bytes: several blocks
+  ASSERT_GT(big_plain.size(), 2u * 65535u);
+  const DeflatedText da = DeflateText(a);
+  GzipWriter w;
+  w.AppendPlain("{\"nodes\":[");
+  w.Append(da);
+  w.AppendPlain("1700000000");
+  w.AppendPlain("");
+  w.AppendPlain(",");
+  w.Append(da);
+  w.AppendPlain(big_plain);
+  w.AppendPlain("]}");
+  EXPECT_EQ(Gunzip(std::move(w).Finish()), "{\"nodes\":[" + a + "1700000000," + a + big_plain + "]}");
+  GzipWriter only_plain;
+  only_plain.AppendPlain("just text");
+  EXPECT_EQ(Gunzip(std::move(only_plain).Finish()), "just text");
 }
 
 TEST(GzipTest, TheTrailerChecksTheWholeText) {

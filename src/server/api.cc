@@ -143,7 +143,11 @@ Result<ApiResponse> Api::Impl::ListNodes(const ApiRequest& req, const Caller&, c
   if (auto it = req.query.find("cursor"); it != req.query.end()) {
     ASSIGN_OR_RETURN(page.after, internal::DecodeNodeCursor(it->second));
   }
-  return ApiResponse{200, internal::kJsonContentType, node_list.Render(control, page)};
+  const bool gzip = http::AcceptsGzip(req.accept_encoding);
+  ApiResponse r(200, internal::kJsonContentType, node_list.Render(control, page, gzip));
+  r.headers.emplace_back("Vary", "Accept-Encoding");
+  if (gzip) r.headers.emplace_back("Content-Encoding", "gzip");
+  return r;
 }
 
 Result<ApiResponse> Api::Impl::GetNode(const ApiRequest&, const Caller&, const Params& p) {

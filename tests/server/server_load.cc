@@ -12,11 +12,11 @@
 // 3. agents: `nodes` simulated agents (load_agents.h: one gRPC connection each, 8 GPUs, heartbeats at the
 //    server's interval with device health and task reports, a WaitForChange long-poll) run the jobs a submitter
 //    posts at `job-rate` per second (5-15 s each) while a probe client times the API routes one after another,
-//    a round every 100 ms (job lists, queued jobs, a job, submit, nodes, a page of 100 nodes, a node, /metrics plain
-//    and as Prometheus asks it, gzip) after a 5 s warm-up; reports the Heartbeat RPC's p50/p99 and p50/p99/max per
-//    route. The simulated agents run at nice --agents-nice (19 by default): they stand for other machines, so they
-//    take only the CPU the server and the probe leave; the server's own agent calls run at its --agent-nice (10 by
-//    default).
+//    a round every 100 ms (job lists, queued jobs, a job, submit, nodes plain and gzip as a browser asks, a page of
+//    100 nodes, a node, /metrics plain and gzip as Prometheus asks) after a 5 s warm-up; reports the Heartbeat
+//    RPC's p50/p99 and p50/p99/max per route. The simulated agents run at nice --agents-nice (19 by
+//    default): they stand for other machines, so they take only the CPU the server and the probe leave; the
+//    server's own agent calls run at its --agent-nice (10 by default).
 // 4. heartbeat: the HTTP fallback's bare heartbeat: `nodes` nodes registered over HTTP each POST `{}` once per
 //    second over 8 shared connections (no tasks, no device health) while the probe client times get job, list
 //    jobs (default page and 20), submit and get node.
@@ -308,8 +308,8 @@ double Agents(const std::string& url, const std::string& token, pid_t server, in
   // The probe calls as the `xpool` CLI does (http/http_client.h: a connection per call, 64 KiB reads), so that a
   // route is timed as a user's client sees it: httplib reads 4 KiB at a time after a poll() each (~2,400 of them
   // for a 10 MB /metrics), which doubled the big routes' times here. curl and Prometheus read alike.
-  // With `gzip`, it asks as Prometheus does (Accept-Encoding: gzip) and checks the answer came compressed; the
-  // time is to the last byte received, before decompressing.
+  // With `gzip`, it asks as Prometheus and browsers do (Accept-Encoding: gzip) and checks the answer came
+  // compressed; the time is to the last byte received, before decompressing.
   auto call = [&](const char* method, const std::string& target, int want, bool gzip = false) {
     xpool::http::HttpRequest request;
     request.method = method;
@@ -343,6 +343,7 @@ double Agents(const std::string& url, const std::string& token, pid_t server, in
       {"GET /api/v1/jobs?state=queued", "/api/v1/jobs?state=queued&limit=100"},
       {"GET /api/v1/jobs/{id}", job},
       {"GET /api/v1/nodes", "/api/v1/nodes"},
+      {"GET /api/v1/nodes (gzip)", "/api/v1/nodes", true},
       {"GET /api/v1/nodes?limit=100", "/api/v1/nodes?limit=100"},
       {"GET /api/v1/nodes/{name}", "/api/v1/nodes/agent17"},
       {"GET /metrics", "/metrics"},

@@ -41,9 +41,7 @@ Result<std::string> DecodeNodeCursor(const std::string& cursor) {
   return name;
 }
 
-std::string NodeListCache::Render(const ControlPlane& control, const NodePage& page) {
-  std::lock_guard lock(mu_);
-  std::vector<TimeMicros> last_seen;
+void NodeListCache::SyncLocked(const ControlPlane& control, std::vector<TimeMicros>* last_seen) {
   control.VisitNodes([&](const ControlPlane::NodeVisit& v) {
     if (entries_.size() <= static_cast<size_t>(v.index)) entries_.resize(v.index + 1);
     Entry& e = entries_[v.index];
@@ -54,37 +52,75 @@ std::string NodeListCache::Render(const ControlPlane& control, const NodePage& p
       AppendNodeJsonTail(&e.tail, v.node, v.usage);
       e.name = v.node.name;
       e.valid = true;
+      e.compressed = false;
       e.state_identity = v.state_identity;
       e.generation = v.usage.generation;
     }
-    last_seen.push_back(v.last_seen_us);
+    last_seen->push_back(v.last_seen_us);
   });
-  entries_.resize(last_seen.size());
+  entries_.resize(last_seen->size());
   if (by_name_.size() != entries_.size()) {  // nodes are only ever added, and keep their names
     by_name_.resize(entries_.size());
     std::iota(by_name_.begin(), by_name_.end(), 0);
     std::sort(by_name_.begin(), by_name_.end(), [&](int a, int b) { return entries_[a].name < entries_[b].name; });
   }
+}
+
+NodeListCache::Span NodeListCache::PageLocked(const NodePage& page) const {
   const auto first = page.after.empty()
                          ? by_name_.begin()
                          : std::upper_bound(by_name_.begin(), by_name_.end(), page.after,
                                             [&](const std::string& after, int i) { return after < entries_[i].name; });
   const auto last = page.limit > 0 && by_name_.end() - first > page.limit ? first + page.limit : by_name_.end();
-  size_t size = 48;
+  return {first, last};
+}
+
+std::string NodeListCache::Render(const ControlPlane& control, const NodePage& page, bool gzip) {
+  std::lock_guard lock(mu_);
+  std::vector<TimeMicros> last_seen;
+  SyncLocked(control, &last_seen);
+  const auto [first, last] = PageLocked(page);
+  std::string head = "{";
+  if (last != by_name_.end()) {  // keys in sorted order, as nlohmann writes them
+    head.append("\"next_cursor\":\"").append(EncodeNodeCursor(entries_[*(last - 1)].name)).append("\",");
+  }
+  head.append("\"nodes\":[");
+  // Between a node's kept parts: its last-seen time.
+  auto append_seen = [&](std::string* to, std::vector<int>::const_iterator it) {
+    char digits[24];
+    const auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), last_seen[static_cast<size_t>(*it)]);
+    to->append(digits, end);
+  };
+  if (gzip) {
+    http::GzipWriter out;
+    out.AppendPlain(head);
+    std::string seen;
+    for (auto it = first; it != last; ++it) {
+      if (it != first) out.AppendPlain(",");
+      Entry& e = entries_[*it];
+      if (!e.compressed) {
+        e.head_z = deflater_.Deflate(e.head);
+        e.tail_z = deflater_.Deflate(e.tail);
+        e.compressed = true;
+      }
+      out.Append(e.head_z);
+      seen.clear();
+      append_seen(&seen, it);
+      out.AppendPlain(seen);
+      out.Append(e.tail_z);
+    }
+    out.AppendPlain("]}");
+    return std::move(out).Finish();
+  }
+  size_t size = head.size() + 2;
   for (auto it = first; it != last; ++it) size += entries_[*it].head.size() + entries_[*it].tail.size() + 24;
   std::string out;
   out.reserve(size);
-  out.push_back('{');
-  if (last != by_name_.end()) {  // keys in sorted order, as nlohmann writes them
-    out.append("\"next_cursor\":\"").append(EncodeNodeCursor(entries_[*(last - 1)].name)).append("\",");
-  }
-  out.append("\"nodes\":[");
+  out.append(head);
   for (auto it = first; it != last; ++it) {
     if (it != first) out.push_back(',');
     out.append(entries_[*it].head);
-    char digits[24];
-    const auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), last_seen[static_cast<size_t>(*it)]);
-    out.append(digits, end);
+    append_seen(&out, it);
     out.append(entries_[*it].tail);
   }
   out.append("]}");

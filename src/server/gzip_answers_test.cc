@@ -1,5 +1,6 @@
-// GET /metrics to clients that take gzip (Prometheus): the same series as the plain answer, in one gzip member,
-// with the device series from the server's CompressedDeviceSeries.
+// The answers compressed for clients that take gzip: GET /metrics (Prometheus) — the same series as the plain
+// answer, the device series from the server's CompressedDeviceSeries — and GET /api/v1/nodes (Studio in a
+// browser) — the same text as the plain answer, from each node's kept compressed parts.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/text.h"
 #include "http/testing/gunzip.h"
 #include "server/api_test_fixture.h"
 #include "server/compressed_device_series.h"
@@ -18,9 +20,9 @@ namespace {
 
 using std::chrono::milliseconds;
 
-class MetricsGzipTest : public ApiFixture {
+class GzipAnswersTest : public ApiFixture {
  protected:
-  MetricsGzipTest() : ApiFixture("xpool_metrics_gzip_test_") {}
+  GzipAnswersTest() : ApiFixture("xpool_gzip_answers_test_") {}
   void SetUp() override {
     ApiFixture::SetUp();
     if (HasFatalFailure()) return;
@@ -37,13 +39,22 @@ class MetricsGzipTest : public ApiFixture {
     ApiFixture::TearDown();
   }
 
-  ApiResponse Scrape(const std::string& accept_encoding) {
+  ApiResponse Get(const std::string& target, const std::string& accept_encoding, const std::string& token = "") {
     ApiRequest r;
     r.method = "GET";
-    r.path = "/metrics";
+    const size_t q = target.find('?');
+    r.path = target.substr(0, q);
+    if (q != std::string::npos) {
+      for (const std::string_view pair : SplitText(std::string_view(target).substr(q + 1), '&')) {
+        const size_t eq = pair.find('=');
+        r.query[std::string(pair.substr(0, eq))] = std::string(pair.substr(eq + 1));
+      }
+    }
+    if (!token.empty()) r.authorization = "Bearer " + token;
     r.accept_encoding = accept_encoding;
     return api_->Handle(r);
   }
+  ApiResponse Scrape(const std::string& accept_encoding) { return Get("/metrics", accept_encoding); }
   static std::string Header(const ApiResponse& r, const std::string& name) {
     for (const auto& [k, v] : r.headers) {
       if (k == name) return v;
@@ -70,7 +81,7 @@ class MetricsGzipTest : public ApiFixture {
   std::unique_ptr<CompressedDeviceSeries> series_;
 };
 
-TEST_F(MetricsGzipTest, AGzipAnswerHoldsThePlainAnswersSeries) {
+TEST_F(GzipAnswersTest, AGzipAnswerHoldsThePlainAnswersSeries) {
   AddNode("n1");
   AddNode("n2");
   const ApiResponse plain = Scrape("");
@@ -99,7 +110,7 @@ TEST_F(MetricsGzipTest, AGzipAnswerHoldsThePlainAnswersSeries) {
 }
 
 // The registry's series are rendered at each scrape; the device series follow within the refresh interval.
-TEST_F(MetricsGzipTest, AGzipScrapeSeesNewCountsAtOnceAndNewAllocationsWithinTheRefresh) {
+TEST_F(GzipAnswersTest, AGzipScrapeSeesNewCountsAtOnceAndNewAllocationsWithinTheRefresh) {
   AddNode("n1");
   ASSERT_EQ(Lines(*testing::Gunzip(Scrape("gzip").body), "xpool_device_memory_allocated_bytes").size(), 2u);
   ApiResponse job = Call("POST", "/api/v1/jobs", admin_token_,
@@ -118,11 +129,49 @@ TEST_F(MetricsGzipTest, AGzipScrapeSeesNewCountsAtOnceAndNewAllocationsWithinThe
   EXPECT_TRUE(seen);
 }
 
-TEST_F(MetricsGzipTest, NoTokenIsNeededAsForThePlainAnswer) {
+TEST_F(GzipAnswersTest, NoTokenIsNeededAsForThePlainAnswer) {
   const ApiResponse gz = Scrape("gzip");
   EXPECT_EQ(gz.status, 200);
   ASSERT_TRUE(testing::Gunzip(gz.body).has_value());
   EXPECT_NE(testing::Gunzip(gz.body)->find("# TYPE xpool_device_memory_capacity_bytes gauge"), std::string::npos);
+}
+
+// The node list to a browser: byte for byte the plain list, also after nodes changed (their compressed parts are
+// renewed) and for a page; the same token rules.
+TEST_F(GzipAnswersTest, TheNodeListInGzipIsThePlainList) {
+  AddNode("n2");
+  AddNode("n1");
+  AddNode("n3");
+  const std::string alice = NewTenant("alice");
+  auto same = [&](const std::string& target, const std::string& token) {
+    const ApiResponse plain = Get(target, "", token);
+    const ApiResponse gz = Get(target, "gzip, deflate, br", token);
+    EXPECT_EQ(plain.status, 200) << target;
+    EXPECT_EQ(Header(plain, "Content-Encoding"), "");
+    EXPECT_EQ(Header(gz, "Content-Encoding"), "gzip");
+    EXPECT_EQ(Header(gz, "Vary"), "Accept-Encoding");
+    EXPECT_EQ(testing::Gunzip(gz.body), plain.body) << target;
+  };
+  same("/api/v1/nodes", admin_token_);
+  same("/api/v1/nodes", alice);
+  same("/api/v1/nodes?limit=2", alice);
+  const nlohmann::json page = Body(Get("/api/v1/nodes?limit=1", "", alice));
+  same("/api/v1/nodes?limit=1&cursor=" + page["next_cursor"].get<std::string>(), alice);
+  // A placement renews n1's text (and its compressed parts); a heartbeat moves only its last-seen time.
+  ASSERT_EQ(
+      Call("POST", "/api/v1/jobs", admin_token_, "name: j\ncommand: [sleep, '99']\nresources: {gpu: 1, gpumem: 20Gi}\n")
+          .status,
+      201);
+  control_->RunPass(true);
+  clock_.Advance(5'000'000);
+  ASSERT_EQ(Call("POST", "/api/v1/nodes/n2/heartbeat", admin_token_, "{}").status, 200);
+  const std::string after = *testing::Gunzip(Get("/api/v1/nodes", "gzip", alice).body);
+  EXPECT_NE(after.find("\"memory_allocated_mib\":20480"), std::string::npos) << after;
+  same("/api/v1/nodes", alice);
+  // No token: 401, whatever the encoding asked.
+  const ApiResponse refused = Get("/api/v1/nodes", "gzip", "");
+  EXPECT_EQ(refused.status, 401);
+  EXPECT_EQ(Header(refused, "Content-Encoding"), "");
 }
 
 }  // namespace
