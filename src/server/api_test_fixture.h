@@ -61,6 +61,11 @@ class ApiFixture : public ::testing::Test {
   // METHOD TARGET ("PATH" or "PATH?KEY=VALUE&KEY=VALUE...") with `token` as the bearer token (none when empty).
   ApiResponse Call(const std::string& method, const std::string& target, const std::string& token,
                    const std::string& body = "") {
+    return api_->Handle(Request(method, target, token, body));
+  }
+  // The request Call sends, for a test to add to.
+  static ApiRequest Request(const std::string& method, const std::string& target, const std::string& token,
+                            const std::string& body = "") {
     ApiRequest r;
     r.method = method;
     size_t q = target.find('?');
@@ -74,7 +79,7 @@ class ApiFixture : public ::testing::Test {
     }
     if (!token.empty()) r.authorization = "Bearer " + token;
     r.body = body;
-    return api_->Handle(r);
+    return r;
   }
   static nlohmann::json Body(const ApiResponse& r) { return nlohmann::json::parse(r.body); }
 

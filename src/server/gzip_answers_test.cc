@@ -10,7 +10,6 @@
 #include <thread>
 #include <vector>
 
-#include "common/text.h"
 #include "http/testing/gunzip.h"
 #include "server/api_test_fixture.h"
 #include "server/compressed_device_series.h"
@@ -40,17 +39,7 @@ class GzipAnswersTest : public ApiFixture {
   }
 
   ApiResponse Get(const std::string& target, const std::string& accept_encoding, const std::string& token = "") {
-    ApiRequest r;
-    r.method = "GET";
-    const size_t q = target.find('?');
-    r.path = target.substr(0, q);
-    if (q != std::string::npos) {
-      for (const std::string_view pair : SplitText(std::string_view(target).substr(q + 1), '&')) {
-        const size_t eq = pair.find('=');
-        r.query[std::string(pair.substr(0, eq))] = std::string(pair.substr(eq + 1));
-      }
-    }
-    if (!token.empty()) r.authorization = "Bearer " + token;
+    ApiRequest r = Request("GET", target, token);
     r.accept_encoding = accept_encoding;
     return api_->Handle(r);
   }
