@@ -1,5 +1,6 @@
 #include "server/compressed_device_series.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace xpool::server {
@@ -41,12 +42,14 @@ void CompressedDeviceSeries::Refresh(SteadyTime unless_since) {
     std::lock_guard lock(mu_);
     if (latest_ != nullptr && latest_done_ >= unless_since) return;  // another caller's render covers this one
   }
+  const SteadyTime began = std::chrono::steady_clock::now();
   std::string text;
   render_(&text);
   auto deflated = std::make_shared<const http::DeflatedText>(http::DeflateText(text));
   std::lock_guard lock(mu_);
   latest_ = std::move(deflated);
   latest_done_ = std::chrono::steady_clock::now();
+  render_time_ = latest_done_ - began;
   renders_++;
 }
 
@@ -57,7 +60,8 @@ void CompressedDeviceSeries::Run() {
       wake_.wait(lock, [this] { return stop_ || active_; });
       continue;
     }
-    wake_.wait_for(lock, options_.refresh, [this] { return stop_; });
+    const auto pause = std::max<std::chrono::steady_clock::duration>(options_.refresh, 10 * render_time_);
+    wake_.wait_for(lock, pause, [this] { return stop_; });
     if (stop_) break;
     const SteadyTime now = std::chrono::steady_clock::now();
     if (now - last_scrape_ > options_.idle_after) {

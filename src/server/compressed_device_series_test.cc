@@ -64,6 +64,21 @@ TEST(CompressedDeviceSeriesTest, RefreshingStopsWithoutScrapesAndTheNextScrapeRe
   EXPECT_EQ(series.renders(), before + 1);
 }
 
+// A render that takes longer than a tenth of the refresh interval spaces the refreshes to ten renders' time.
+TEST(CompressedDeviceSeriesTest, ASlowRenderIsRepeatedAtMostATenthOfTheTime) {
+  CompressedDeviceSeries series(
+      [](std::string* out) {
+        std::this_thread::sleep_for(milliseconds(20));
+        *out += "x 1\n";
+      },
+      {milliseconds(1), std::chrono::minutes(5)});
+  ASSERT_EQ(Inflate(*series.Get()), "x 1\n");
+  std::this_thread::sleep_for(milliseconds(600));
+  // Every 1 ms after each 20 ms render would be ~28 renders; every 200 ms, at most 4.
+  EXPECT_LE(series.renders(), 5);
+  EXPECT_GE(series.renders(), 2);  // the thread does refresh
+}
+
 TEST(CompressedDeviceSeriesTest, ConcurrentScrapesShareOneRender) {
   std::atomic<int> rendering{0}, overlapped{0};
   CompressedDeviceSeries series(
