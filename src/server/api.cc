@@ -394,7 +394,8 @@ const std::vector<Api::Impl::Route>& Api::Impl::Routes() {
   static const std::vector<Route> routes = {
       {"GET", "/healthz", Access::kPublic, &I::Healthz, "Liveness: the process answers."},
       {"GET", "/readyz", Access::kPublic, &I::Readyz, "Readiness: the store answers."},
-      {"GET", "/metrics", Access::kPublic, &I::Metrics, "Prometheus metrics (text exposition format 0.0.4)."},
+      {"GET", "/metrics", Access::kPublic, &I::Metrics,
+       "Prometheus metrics (text exposition format 0.0.4; gzip to Accept-Encoding: gzip)."},
       {"GET", "/api/v1/openapi.json", Access::kPublic, &I::OpenApi, "This description of the API."},
       {"GET", "/api/v1/whoami", Access::kTenant, &I::WhoAmI, "The tenant the token belongs to."},
       {"POST", "/api/v1/jobs", Access::kTenant, &I::SubmitJob,
@@ -417,7 +418,8 @@ const std::vector<Api::Impl::Route>& Api::Impl::Routes() {
       {"POST", "/api/v1/jobs/{id}/proxy-session", Access::kTenant, &I::CreateProxySession,
        "An interactive job's one-time link to its proxy (/api/v1/jobs/{id}/proxy/). 201 {url, path, expires_us}."},
       {"GET", "/api/v1/nodes", Access::kTenant, &I::ListNodes,
-       "Nodes with per-device capacity and allocation, by name (query: limit, cursor)."},
+       "Nodes with per-device capacity and allocation, by name (query: limit, cursor; gzip to Accept-Encoding: "
+       "gzip)."},
       {"POST", "/api/v1/nodes", Access::kNode, &I::RegisterNode,
        "Register or replace a node (admin, or its node token; ?agent=1: run by an agent)."},
       {"GET", "/api/v1/nodes/{name}", Access::kTenant, &I::GetNode, "One node."},
