@@ -1,7 +1,7 @@
 #pragma once
 // CompressedDeviceSeries: the per-device metric series (ControlPlane::AppendDeviceMetrics: four families × every
 // device, ~10 MB at 1,500 nodes × 8 devices) kept rendered and deflated for the scrapes that take gzip, so such a
-// scrape sends ~0.5–2 MB it did not have to render or compress (docs/api.md, "Metrics").
+// scrape sends ~0.8 MB it did not have to render or compress (docs/api.md, "Metrics").
 //
 // The first such scrape renders and compresses at once; from then on the object's own thread does it every
 // `refresh`, or every 10 renders' time when a render takes longer than a tenth of that (so the thread never takes
